@@ -1,0 +1,63 @@
+//! `kernelkit`: the command-line face of the library.
+//!
+//! - `demo`: the seed's reproduction — many threads compile and run
+//!   distinct kernels at once — with a `cache:` summary line.
+//! - `source`: prints the generated source of one call, for any dialect.
+//! - `run`: runs a kernel from a spec file on real data.
+//! - `bench`: host overhead, contention and compile time, each beside its
+//!   baseline.
+//! - `cache`: inspects and maintains the artifact store.
+
+mod bench;
+mod cache_cmd;
+mod demo;
+mod run;
+mod source;
+mod spec;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "kernelkit",
+    version,
+    about = "Custom GPU and CPU kernels written inline"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Many threads compile and run distinct kernels at once; checks every result.
+    Demo(demo::Args),
+    /// Prints the generated source of one call (metal, cuda or cpu dialect).
+    Source(source::Args),
+    /// Runs a kernel from a spec file on real data and prints its outputs.
+    Run(run::Args),
+    /// Measures dispatch, memo, contention and compile costs beside baselines.
+    Bench(bench::Args),
+    /// Inspects and maintains the on-disk artifact store.
+    Cache(cache_cmd::Args),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KERNELKIT_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Demo(a) => demo::main(a),
+        Command::Source(a) => source::main(a),
+        Command::Run(a) => run::main(a),
+        Command::Bench(a) => bench::main(a),
+        Command::Cache(a) => cache_cmd::main(a),
+    }
+}

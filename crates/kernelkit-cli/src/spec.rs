@@ -1,0 +1,1 @@
+//! Kernel spec files (JSON), shared by `source` and `run`. Being written.

@@ -1,0 +1,405 @@
+//! Arrays: a buffer on one device plus shape, strides, offset and dtype.
+//!
+//! Views (permute, slice, broadcast) share the buffer and change only the
+//! layout, so `ensure_row_contiguous = false` and the `_strides` parameters
+//! mean what they mean in MLX: the kernel sees the real strides.
+
+use std::fmt;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::backend::Buffer;
+use crate::device::{Device, Stream};
+use crate::dtype::{self, DType, Element};
+use crate::error::{ArrayError, Result};
+
+/// Dimensions of an array.
+pub type Shape = SmallVec<[usize; 4]>;
+/// Strides of an array, in elements (0 for broadcast axes).
+pub type Strides = SmallVec<[isize; 4]>;
+
+/// An n-dimensional array on a device. Cheap to clone (the buffer is shared).
+#[derive(Clone)]
+pub struct Array {
+    pub(crate) buffer: Arc<Buffer>,
+    pub(crate) device: Device,
+    pub(crate) shape: Shape,
+    pub(crate) strides: Strides,
+    /// Offset of element 0, in elements.
+    pub(crate) offset: usize,
+    pub(crate) dtype: DType,
+    /// The stream whose queued work writes this array, if any: reads wait
+    /// for it.
+    pub(crate) producer: Option<Stream>,
+}
+
+impl fmt::Debug for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Array")
+            .field("device", &self.device.label())
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape)
+            .field("strides", &self.strides)
+            .field("offset", &self.offset)
+            .finish()
+    }
+}
+
+/// Row-major strides for a shape.
+pub(crate) fn row_major_strides(shape: &[usize]) -> Strides {
+    let mut strides: Strides = SmallVec::from_elem(0, shape.len());
+    let mut acc = 1isize;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc = acc.saturating_mul(shape[i].max(1) as isize);
+    }
+    strides
+}
+
+/// Element count of a shape, or `None` on overflow (also of the byte size).
+pub(crate) fn checked_size(shape: &[usize], dtype: DType) -> Option<usize> {
+    let n = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
+    n.checked_mul(dtype.size())?;
+    if n > isize::MAX as usize / 8 {
+        return None;
+    }
+    Some(n)
+}
+
+impl Array {
+    /// An array holding a copy of `data`, laid out row-major in `shape`.
+    pub fn from_slice<T: Element>(
+        device: &Device,
+        data: &[T],
+        shape: impl IntoIterator<Item = usize>,
+    ) -> Result<Array> {
+        let shape: Shape = shape.into_iter().collect();
+        Array::from_bytes(device, &dtype::to_bytes(data), shape, T::DTYPE)
+    }
+
+    /// An array from little-endian element bytes, row-major.
+    pub fn from_bytes(
+        device: &Device,
+        bytes: &[u8],
+        shape: impl IntoIterator<Item = usize>,
+        dtype: DType,
+    ) -> Result<Array> {
+        let shape: Shape = shape.into_iter().collect();
+        let n = checked_size(&shape, dtype).ok_or_else(|| ArrayError::Overflow(shape.to_vec()))?;
+        if n * dtype.size() != bytes.len() {
+            return Err(ArrayError::Length {
+                len: bytes.len() / dtype.size(),
+                shape: shape.to_vec(),
+                expected: n,
+            }
+            .into());
+        }
+        device.check_dtype(dtype)?;
+        let buffer = device
+            .backend()
+            .upload(bytes, device.default_stream().handle())?;
+        Ok(Array::contiguous(
+            device.clone(),
+            Arc::new(buffer),
+            shape,
+            dtype,
+            None,
+        ))
+    }
+
+    /// An array of zeros.
+    pub fn zeros(
+        device: &Device,
+        shape: impl IntoIterator<Item = usize>,
+        dtype: DType,
+    ) -> Result<Array> {
+        let shape: Shape = shape.into_iter().collect();
+        let n = checked_size(&shape, dtype).ok_or_else(|| ArrayError::Overflow(shape.to_vec()))?;
+        Array::from_bytes(device, &vec![0u8; n * dtype.size()], shape, dtype)
+    }
+
+    pub(crate) fn contiguous(
+        device: Device,
+        buffer: Arc<Buffer>,
+        shape: Shape,
+        dtype: DType,
+        producer: Option<Stream>,
+    ) -> Array {
+        let strides = row_major_strides(&shape);
+        Array {
+            buffer,
+            device,
+            shape,
+            strides,
+            offset: 0,
+            dtype,
+            producer,
+        }
+    }
+
+    /// The device the buffer lives on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    /// The dimensions.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[isize] {
+        &self.strides
+    }
+    /// The offset of the first element in the buffer, in elements.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// True when the elements are laid out row-major without gaps.
+    pub fn is_row_contiguous(&self) -> bool {
+        let mut expected = 1isize;
+        for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if d == 1 {
+                continue;
+            }
+            if s != expected {
+                return false;
+            }
+            expected *= d as isize;
+        }
+        true
+    }
+
+    /// The address of element 0 in the backend's address space.
+    pub(crate) fn data_addr(&self) -> u64 {
+        self.buffer.addr + (self.offset * self.dtype.size()) as u64
+    }
+
+    /// Reverses the axes.
+    pub fn transpose(&self) -> Array {
+        let axes: Vec<usize> = (0..self.ndim()).rev().collect();
+        self.permute(&axes).expect("a reversal is a permutation")
+    }
+
+    /// Reorders the axes: axis `i` of the result is axis `axes[i]` of `self`.
+    pub fn permute(&self, axes: &[usize]) -> Result<Array> {
+        let n = self.ndim();
+        let mut seen = vec![false; n];
+        if axes.len() != n
+            || axes
+                .iter()
+                .any(|&a| a >= n || std::mem::replace(&mut seen[a], true))
+        {
+            return Err(ArrayError::View(format!(
+                "permute: {axes:?} is not a permutation of the {n} axes of shape {:?}",
+                self.shape
+            ))
+            .into());
+        }
+        let mut out = self.clone();
+        out.shape = axes.iter().map(|&a| self.shape[a]).collect();
+        out.strides = axes.iter().map(|&a| self.strides[a]).collect();
+        Ok(out)
+    }
+
+    /// Slices every axis by `[start, stop, step]` (step ≥ 1, `stop` clamped to
+    /// the extent). Axes not listed are kept whole.
+    pub fn slice(&self, ranges: &[[usize; 3]]) -> Result<Array> {
+        if ranges.len() > self.ndim() {
+            return Err(ArrayError::View(format!(
+                "slice: {} ranges for {} axes",
+                ranges.len(),
+                self.ndim()
+            ))
+            .into());
+        }
+        let mut out = self.clone();
+        let mut offset = self.offset as isize;
+        for (axis, &[start, stop, step]) in ranges.iter().enumerate() {
+            let extent = self.shape[axis];
+            if step == 0 {
+                return Err(ArrayError::View(format!("slice: axis {axis} has step 0")).into());
+            }
+            let stop = stop.min(extent);
+            if start > stop {
+                return Err(ArrayError::View(format!(
+                    "slice: axis {axis}: start {start} is past stop {stop} (extent {extent})"
+                ))
+                .into());
+            }
+            let len = (stop - start).div_ceil(step);
+            if len > 0 {
+                offset += start as isize * self.strides[axis];
+            }
+            out.shape[axis] = len;
+            out.strides[axis] = self.strides[axis] * step as isize;
+        }
+        out.offset = offset.max(0) as usize;
+        Ok(out)
+    }
+
+    /// Broadcasts to `shape` (NumPy rules: axes of extent 1 repeat with
+    /// stride 0, new leading axes are added).
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Array> {
+        let n = shape.len();
+        if n < self.ndim() {
+            return Err(ArrayError::View(format!(
+                "broadcast: cannot broadcast shape {:?} to {shape:?}",
+                self.shape
+            ))
+            .into());
+        }
+        let lead = n - self.ndim();
+        let mut strides: Strides = SmallVec::from_elem(0, n);
+        for i in 0..self.ndim() {
+            let (from, to) = (self.shape[i], shape[lead + i]);
+            strides[lead + i] = if from == to {
+                self.strides[i]
+            } else if from == 1 {
+                0
+            } else {
+                return Err(ArrayError::View(format!(
+                    "broadcast: cannot broadcast shape {:?} to {shape:?}",
+                    self.shape
+                ))
+                .into());
+            };
+        }
+        let mut out = self.clone();
+        out.shape = shape.iter().copied().collect();
+        out.strides = strides;
+        Ok(out)
+    }
+
+    /// Waits for the work that writes this array.
+    pub fn wait(&self) -> Result<()> {
+        if let Some(s) = &self.producer {
+            s.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// The elements in row-major order as little-endian bytes (waits for the
+    /// producing stream).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let size = self.dtype.size();
+        let n = self.size();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        // The span of the buffer this view touches.
+        let (mut lo, mut hi) = (self.offset as isize, self.offset as isize);
+        for (&d, &s) in self.shape.iter().zip(&self.strides) {
+            let reach = (d as isize - 1) * s;
+            if reach < 0 {
+                lo += reach;
+            } else {
+                hi += reach;
+            }
+        }
+        let stream = self
+            .producer
+            .clone()
+            .unwrap_or_else(|| self.device.default_stream().clone());
+        let raw = self.device.backend().download(
+            &self.buffer,
+            lo as usize * size,
+            (hi - lo + 1) as usize * size,
+            stream.handle(),
+        )?;
+        if self.is_row_contiguous() {
+            return Ok(raw[(self.offset - lo as usize) * size..][..n * size].to_vec());
+        }
+        let mut out = Vec::with_capacity(n * size);
+        let mut index = vec![0usize; self.ndim()];
+        for _ in 0..n {
+            let pos: isize = index
+                .iter()
+                .zip(&self.strides)
+                .map(|(&i, &s)| i as isize * s)
+                .sum::<isize>()
+                + self.offset as isize
+                - lo;
+            out.extend_from_slice(&raw[pos as usize * size..][..size]);
+            for axis in (0..self.ndim()).rev() {
+                index[axis] += 1;
+                if index[axis] < self.shape[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The elements in row-major order (waits for the producing stream).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype {
+            return Err(ArrayError::DType {
+                asked: T::DTYPE,
+                actual: self.dtype,
+            }
+            .into());
+        }
+        Ok(dtype::from_bytes(&self.to_bytes()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arange(shape: &[usize]) -> Array {
+        let n: usize = shape.iter().product();
+        let data: Vec<i32> = (0..n as i32).collect();
+        Array::from_slice(&Device::cpu(), &data, shape.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn transpose_reads_in_view_order() {
+        let a = arange(&[2, 3]);
+        let t = a.transpose();
+        assert_eq!(t.shape(), &[3, 2]);
+        assert!(!t.is_row_contiguous());
+        assert_eq!(t.to_vec::<i32>().unwrap(), vec![0, 3, 1, 4, 2, 5]);
+    }
+
+    #[test]
+    fn slice_with_steps() {
+        let a = arange(&[4, 5]);
+        let s = a.slice(&[[1, 4, 2], [0, 5, 2]]).unwrap();
+        assert_eq!(s.shape(), &[2, 3]);
+        assert_eq!(s.to_vec::<i32>().unwrap(), vec![5, 7, 9, 15, 17, 19]);
+        assert!(a.slice(&[[0, 4, 0]]).is_err());
+    }
+
+    #[test]
+    fn broadcast_repeats() {
+        let a = arange(&[3]);
+        let b = a.broadcast_to(&[2, 3]).unwrap();
+        assert_eq!(b.strides(), &[0, 1]);
+        assert_eq!(b.to_vec::<i32>().unwrap(), vec![0, 1, 2, 0, 1, 2]);
+        assert!(a.broadcast_to(&[2, 4]).is_err());
+    }
+
+    #[test]
+    fn wrong_dtype_and_length_are_errors() {
+        let a = arange(&[3]);
+        assert!(a.to_vec::<f32>().is_err());
+        assert!(Array::from_slice(&Device::cpu(), &[1.0f32, 2.0], [3]).is_err());
+    }
+}

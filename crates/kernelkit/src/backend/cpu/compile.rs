@@ -1,0 +1,209 @@
+//! Runs the system C++ compiler on a variant's source.
+//!
+//! The compiler is `$CXX`, else the first of `c++`, `g++`, `clang++` on the
+//! `PATH`. Its identity (first line of `--version`, run once per process)
+//! and the host's CPU features are part of the module key, since the
+//! library is built with `-march=native`.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::codegen::map_log_lines;
+use crate::error::CompileError;
+use crate::kernel::variant::Variant;
+
+/// Flags every CPU compile uses; part of the module key.
+const FLAGS: &[&str] = &[
+    "-std=c++20",
+    "-O2",
+    "-march=native",
+    "-fPIC",
+    "-shared",
+    "-fno-exceptions",
+];
+
+/// How long one compile may run before it is killed (seconds), unless
+/// `KERNELKIT_COMPILE_TIMEOUT` says otherwise.
+const DEFAULT_TIMEOUT_S: u64 = 300;
+
+pub(crate) struct Compiler {
+    program: String,
+    identity: OnceLock<String>,
+    options: OnceLock<String>,
+    timeout: Duration,
+}
+
+impl Compiler {
+    pub(crate) fn from_env() -> Compiler {
+        let program = std::env::var("CXX")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| {
+                ["c++", "g++", "clang++"]
+                    .into_iter()
+                    .find(|p| on_path(p))
+                    .unwrap_or("c++")
+                    .to_string()
+            });
+        let timeout = std::env::var("KERNELKIT_COMPILE_TIMEOUT")
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+            .filter(|s| *s > 0.0)
+            .map(Duration::from_secs_f64)
+            .unwrap_or(Duration::from_secs(DEFAULT_TIMEOUT_S));
+        Compiler {
+            program,
+            identity: OnceLock::new(),
+            options: OnceLock::new(),
+            timeout,
+        }
+    }
+
+    /// The compiler's `--version` first line (or why it could not run).
+    fn identity(&self) -> &str {
+        self.identity.get_or_init(|| {
+            match Command::new(&self.program)
+                .arg("--version")
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+            {
+                Ok(out) => String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string(),
+                Err(e) => format!("unavailable ({e})"),
+            }
+        })
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        format!("{} = {}", self.program, self.identity())
+    }
+
+    /// `cpu-{compiler}-{flags}-{cpu features}` as short hashes, for the
+    /// module key (which also names the artifact).
+    pub(crate) fn options(&self) -> &str {
+        self.options.get_or_init(|| {
+            let id = xxhash_rust::xxh3::xxh3_64(
+                format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" ")).as_bytes(),
+            );
+            let features = xxhash_rust::xxh3::xxh3_64(cpu_features().as_bytes());
+            format!("cpu{:08x}{:08x}", id as u32, features as u32)
+        })
+    }
+
+    pub(crate) fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+        let fail = |reason: String| CompileError::Compiler {
+            kernel: kernel.to_string(),
+            compiler: self.program.clone(),
+            reason,
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("kernelkit-cc-")
+            .tempdir()
+            .map_err(|e| fail(format!("cannot create a temporary directory: {e}")))?;
+        let src = dir.path().join("kernel.cpp");
+        let lib = dir.path().join("kernel.so");
+        let log_path = dir.path().join("log.txt");
+        std::fs::write(&src, variant.source().as_bytes())
+            .map_err(|e| fail(format!("cannot write the source: {e}")))?;
+        let log_file = std::fs::File::create(&log_path)
+            .map_err(|e| fail(format!("cannot create the log: {e}")))?;
+        let log_err = log_file
+            .try_clone()
+            .map_err(|e| fail(format!("cannot create the log: {e}")))?;
+        let mut child = Command::new(&self.program)
+            .args(FLAGS)
+            .arg("-o")
+            .arg(&lib)
+            .arg(&src)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log_file)
+            .stderr(log_err)
+            .spawn()
+            .map_err(|e| {
+                fail(format!(
+                    "cannot start it: {e} (set CXX to a C++20 compiler)"
+                ))
+            })?;
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() > self.timeout => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(fail(format!(
+                        "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
+                        self.timeout.as_secs_f64()
+                    )));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(e) => return Err(fail(format!("cannot wait for it: {e}"))),
+            }
+        };
+        let mut log = String::new();
+        if let Ok(mut f) = std::fs::File::open(&log_path) {
+            let _ = f.read_to_string(&mut log);
+        }
+        if !status.success() {
+            let spec_body = body_of(variant);
+            return Err(CompileError::Rejected {
+                kernel: kernel.to_string(),
+                function: variant.name().to_string(),
+                compiler: self.describe(),
+                log: map_log_lines(&log, variant.source(), spec_body, "kernel.cpp:"),
+                generated: variant.shared_source().clone(),
+            });
+        }
+        std::fs::read(&lib).map_err(|e| fail(format!("it produced no library: {e}")))
+    }
+}
+
+/// The user's body inside a generated CPU source: between the `kk_body`
+/// signature line and the closing brace before the entry point.
+fn body_of(variant: &Variant) -> &str {
+    let src = variant.source();
+    let Some(start) = src.find("static inline void kk_body(") else {
+        return "";
+    };
+    let Some(open) = src[start..].find(") {\n") else {
+        return "";
+    };
+    let body_start = start + open + 4;
+    let Some(end) = src[body_start..].find("\n}\n\nextern \"C\"") else {
+        return "";
+    };
+    &src[body_start..body_start + end]
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(program)))
+    })
+}
+
+fn is_executable(path: &PathBuf) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// The host CPU's feature flags (what `-march=native` sees).
+fn cpu_features() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags") || l.starts_with("Features"))
+        .unwrap_or("");
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .unwrap_or("");
+    format!("{}\n{}\n{}", std::env::consts::ARCH, model, flags)
+}

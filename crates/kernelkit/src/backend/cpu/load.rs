@@ -1,0 +1,95 @@
+//! Loads a compiled shared library and resolves its entry point.
+
+use std::ffi::c_void;
+use std::io::Write;
+use std::sync::Arc;
+
+use crate::backend::Module;
+use crate::error::CompileError;
+use crate::kernel::variant::{Function, Variant};
+
+/// The launch description the generated entry point reads (`kk_launch` in
+/// the prelude; the layouts must match).
+#[repr(C)]
+pub(super) struct KkLaunch {
+    pub(super) grid: [u32; 3],
+    pub(super) tg: [u32; 3],
+    pub(super) groups: [u32; 3],
+    pub(super) simd: u32,
+    pub(super) group_begin: u64,
+    pub(super) group_end: u64,
+}
+
+/// `extern "C" void NAME(void* const* args, const kk_launch* launch)`.
+pub(super) type Entry = unsafe extern "C" fn(*const *mut c_void, *const KkLaunch);
+
+/// A loaded library. Never unloaded while a function from it exists.
+pub(super) struct CpuModule {
+    library: libloading::Library,
+}
+
+/// A resolved entry point and the library that holds its code.
+pub(super) struct CpuFunction {
+    pub(super) entry: Entry,
+    _module: Module,
+}
+
+pub(super) fn load(
+    kernel: &str,
+    variant: &Variant,
+    artifact: &[u8],
+) -> Result<Module, CompileError> {
+    let fail = |reason: String| CompileError::Load {
+        kernel: kernel.to_string(),
+        function: variant.name().to_string(),
+        reason,
+    };
+    // dlopen needs a file: write the bytes to a private temporary file (mode
+    // 0600 in a fresh directory), open it, and remove it; the mapping stays.
+    let dir = tempfile::Builder::new()
+        .prefix("kernelkit-so-")
+        .tempdir()
+        .map_err(|e| fail(format!("cannot create a temporary directory: {e}")))?;
+    let path = dir.path().join("kernel.so");
+    let mut file =
+        std::fs::File::create(&path).map_err(|e| fail(format!("cannot write the library: {e}")))?;
+    file.write_all(artifact)
+        .and_then(|_| file.sync_all())
+        .map_err(|e| fail(format!("cannot write the library: {e}")))?;
+    drop(file);
+    // SAFETY: loading a library runs its initializers. The library is one
+    // kernelkit generated and compiled (or read back from the artifact store
+    // after its checksum and ownership checks); its only initializers are
+    // those of the C++ standard headers the prelude includes.
+    let library = unsafe { libloading::Library::new(&path) }.map_err(|e| fail(e.to_string()))?;
+    Ok(Arc::new(CpuModule { library }))
+}
+
+pub(super) fn function(
+    kernel: &str,
+    module: &Module,
+    name: &str,
+) -> Result<Function, CompileError> {
+    let fail = |reason: String| CompileError::Load {
+        kernel: kernel.to_string(),
+        function: name.to_string(),
+        reason,
+    };
+    let cpu = module
+        .downcast_ref::<CpuModule>()
+        .ok_or_else(|| fail("the module is not a CPU module".into()))?;
+    // SAFETY: the symbol is the generated entry point, whose C signature is
+    // exactly `Entry` (see `codegen::cpu`); the pointer is kept together
+    // with an `Arc` of its library, so it never outlives the code.
+    let entry: Entry = unsafe {
+        let symbol: libloading::Symbol<'_, Entry> = cpu
+            .library
+            .get(name.as_bytes())
+            .map_err(|e| fail(e.to_string()))?;
+        *symbol
+    };
+    Ok(Arc::new(CpuFunction {
+        entry,
+        _module: module.clone(),
+    }))
+}

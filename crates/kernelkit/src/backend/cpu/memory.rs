@@ -1,0 +1,104 @@
+//! Host memory for CPU arrays: 64-byte aligned, zeroed, freed on drop.
+
+use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+
+use crate::array::Array;
+use crate::backend::Buffer;
+
+/// Owns one host allocation.
+struct HostMem {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+// SAFETY: the allocation is plain bytes owned by this value; kernels and
+// copies access it through the `Buffer`'s address, and callers order those
+// accesses (launches run to completion before returning).
+unsafe impl Send for HostMem {}
+// SAFETY: as above; `HostMem` itself exposes no interior access.
+unsafe impl Sync for HostMem {}
+
+impl Drop for HostMem {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `alloc_zeroed` with this `layout`.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+pub(super) fn alloc(len: usize) -> Buffer {
+    let layout =
+        Layout::from_size_align(len.max(1), 64).expect("array sizes are checked before allocation");
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { alloc_zeroed(layout) };
+    if ptr.is_null() {
+        handle_alloc_error(layout);
+    }
+    Buffer {
+        addr: ptr as u64,
+        len,
+        _owner: Box::new(HostMem { ptr, layout }),
+    }
+}
+
+fn bytes(buf: &Buffer) -> *mut u8 {
+    buf.addr as *mut u8
+}
+
+pub(super) fn write(buf: &Buffer, offset: usize, data: &[u8]) {
+    assert!(offset + data.len() <= buf.len);
+    // SAFETY: in bounds (checked above); the source is a distinct host slice.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), bytes(buf).add(offset), data.len()) }
+}
+
+pub(super) fn read(buf: &Buffer, offset: usize, len: usize) -> Vec<u8> {
+    assert!(offset + len <= buf.len);
+    let mut out = vec![0u8; len];
+    // SAFETY: in bounds (checked above); the destination is a fresh vector.
+    unsafe { std::ptr::copy_nonoverlapping(bytes(buf).add(offset), out.as_mut_ptr(), len) }
+    out
+}
+
+pub(super) fn fill(buf: &Buffer, pattern: &[u8]) {
+    if pattern.is_empty() {
+        return;
+    }
+    // SAFETY: the buffer is `len` bytes of host memory this backend owns.
+    let dst = unsafe { std::slice::from_raw_parts_mut(bytes(buf), buf.len) };
+    for chunk in dst.chunks_mut(pattern.len()) {
+        chunk.copy_from_slice(&pattern[..chunk.len()]);
+    }
+}
+
+/// Copies a strided view into `dst`, row-major.
+pub(super) fn gather(src: &Array, dst: &Buffer) {
+    let size = src.dtype.size();
+    let n = src.size();
+    assert!(n * size <= dst.len);
+    let ndim = src.ndim();
+    let mut index = vec![0usize; ndim];
+    let base = src.data_addr() as *const u8;
+    for i in 0..n {
+        let pos: isize = index
+            .iter()
+            .zip(src.strides.iter())
+            .map(|(&k, &s)| k as isize * s)
+            .sum();
+        // SAFETY: `pos` addresses an element of the view, which lies inside
+        // the source buffer (views are checked when made); the destination
+        // slot `i` is inside `dst` (asserted above).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                base.offset(pos * size as isize),
+                bytes(dst).add(i * size),
+                size,
+            );
+        }
+        for axis in (0..ndim).rev() {
+            index[axis] += 1;
+            if index[axis] < src.shape[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The CPU backend: generated C++ compiled by the system compiler into a
+//! shared library, loaded with `libloading`, threadgroups run in parallel on
+//! the rayon pool and the threads of a group one after another.
+//!
+//! It is always built, so the whole generic path — memo, caches, codegen,
+//! validation — runs and is tested on machines without a GPU.
+
+mod compile;
+mod launch;
+mod load;
+mod memory;
+
+use std::sync::Arc;
+
+use crate::array::Array;
+use crate::backend::{Backend, Buffer, LaunchJob, Limits, Module, StreamHandle};
+use crate::codegen::Dialect;
+use crate::dtype::DType;
+use crate::error::{CompileError, Result};
+use crate::kernel::variant::{Function, Variant};
+
+pub(crate) use compile::Compiler;
+
+/// See the module documentation.
+pub(crate) struct CpuBackend {
+    compiler: Compiler,
+    limits: Limits,
+}
+
+impl CpuBackend {
+    pub(crate) fn new() -> CpuBackend {
+        CpuBackend {
+            compiler: Compiler::from_env(),
+            limits: Limits {
+                max_threads_per_group: 1024,
+                max_group_dims: [1024, 1024, 1024],
+                max_groups: [u32::MAX as u64; 3],
+                max_shared_bytes: 0,
+            },
+        }
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn dialect(&self) -> Dialect {
+        Dialect::Cpu
+    }
+    fn label(&self) -> &str {
+        "cpu"
+    }
+    fn description(&self) -> String {
+        format!(
+            "cpu ({} threads, compiler {})",
+            rayon::current_num_threads(),
+            self.compiler.describe()
+        )
+    }
+    fn supports(&self, _dtype: DType) -> bool {
+        true
+    }
+    fn limits(&self) -> &Limits {
+        &self.limits
+    }
+    fn options(&self) -> &str {
+        self.compiler.options()
+    }
+    fn simd_width(&self) -> u32 {
+        32
+    }
+    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+        self.compiler.compile(kernel, variant)
+    }
+    fn load(
+        &self,
+        kernel: &str,
+        variant: &Variant,
+        artifact: &[u8],
+    ) -> Result<Module, CompileError> {
+        load::load(kernel, variant, artifact)
+    }
+    fn function(
+        &self,
+        kernel: &str,
+        module: &Module,
+        name: &str,
+    ) -> Result<Function, CompileError> {
+        load::function(kernel, module, name)
+    }
+    fn new_stream(&self) -> Result<StreamHandle> {
+        Ok(Arc::new(()))
+    }
+    fn synchronize(&self, _stream: &StreamHandle) -> Result<()> {
+        Ok(())
+    }
+    fn alloc(&self, len: usize) -> Result<Buffer> {
+        Ok(memory::alloc(len))
+    }
+    fn upload(&self, bytes: &[u8], _stream: &StreamHandle) -> Result<Buffer> {
+        let buf = memory::alloc(bytes.len());
+        memory::write(&buf, 0, bytes);
+        Ok(buf)
+    }
+    fn download(
+        &self,
+        buf: &Buffer,
+        offset: usize,
+        len: usize,
+        _stream: &StreamHandle,
+    ) -> Result<Vec<u8>> {
+        Ok(memory::read(buf, offset, len))
+    }
+    fn fill(&self, buf: &Buffer, pattern: &[u8], _stream: &StreamHandle) -> Result<()> {
+        memory::fill(buf, pattern);
+        Ok(())
+    }
+    fn make_contiguous(&self, src: &Array, dst: &Buffer, _stream: &StreamHandle) -> Result<()> {
+        memory::gather(src, dst);
+        Ok(())
+    }
+    fn launch(&self, job: &LaunchJob<'_>, _stream: &StreamHandle) -> Result<()> {
+        launch::launch(job, self.simd_width());
+        Ok(())
+    }
+}

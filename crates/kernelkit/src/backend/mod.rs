@@ -1,0 +1,115 @@
+//! The seam between the generic core and a device: compile, load, memory,
+//! launch. Every backend folder has the same files for the same jobs
+//! (`compile.rs`, `load.rs`, `memory.rs`, `launch.rs`).
+
+pub(crate) mod cpu;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::array::Array;
+use crate::codegen::Dialect;
+use crate::dtype::DType;
+use crate::error::{CompileError, Result};
+use crate::kernel::spec::KernelSpec;
+use crate::kernel::variant::{Function, Variant};
+
+/// A loaded module (a shared library, a CUDA module). Kept alive by the
+/// device's kernel cache for the device's lifetime and by every function
+/// resolved from it, so work already queued never runs unloaded code.
+pub(crate) type Module = Arc<dyn Any + Send + Sync>;
+
+/// A backend's own stream state.
+pub(crate) type StreamHandle = Arc<dyn Any + Send + Sync>;
+
+/// The limits a call is checked against before it reaches the backend.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Most threads in one threadgroup (product of the three extents).
+    pub max_threads_per_group: u64,
+    /// Most threads per group along x, y, z.
+    pub max_group_dims: [u64; 3],
+    /// Most threadgroups along x, y, z.
+    pub max_groups: [u64; 3],
+    /// Dynamic shared memory per group, in bytes (0: none).
+    pub max_shared_bytes: u64,
+}
+
+/// Device memory: an address in the backend's address space, and the owner
+/// that frees it on drop.
+pub(crate) struct Buffer {
+    /// Host pointer (CPU) or `CUdeviceptr` (CUDA), as an integer.
+    pub(crate) addr: u64,
+    /// Size in bytes.
+    pub(crate) len: usize,
+    /// Frees the memory when dropped.
+    pub(crate) _owner: Box<dyn Any + Send + Sync>,
+}
+
+/// What a backend needs to launch one prepared call.
+pub(crate) struct LaunchJob<'a> {
+    pub(crate) spec: &'a KernelSpec,
+    pub(crate) variant: &'a Variant,
+    pub(crate) function: &'a Function,
+    /// Inputs as the kernel will see them (already made contiguous where the
+    /// spec asks for it).
+    pub(crate) inputs: &'a [Array],
+    /// Freshly allocated (and, with `init_value`, filled) outputs.
+    pub(crate) outputs: &'a [Array],
+    pub(crate) grid: [u32; 3],
+    pub(crate) threadgroup: [u32; 3],
+    pub(crate) shared_mem_bytes: u32,
+}
+
+/// One device's implementation. Object safe: a `Device` holds a
+/// `Box<dyn Backend>`.
+pub(crate) trait Backend: Send + Sync + 'static {
+    /// `cpu` or `cuda`.
+    fn name(&self) -> &'static str;
+    /// The dialect its sources are generated in.
+    fn dialect(&self) -> Dialect;
+    /// The device's label in messages (`cpu`, `cuda:0`).
+    fn label(&self) -> &str;
+    /// A description for people (model, cores).
+    fn description(&self) -> String;
+    /// Whether arrays and kernels of this dtype are supported.
+    fn supports(&self, dtype: DType) -> bool;
+    /// Launch limits.
+    fn limits(&self) -> &Limits;
+    /// The compile options part of the module key: compiler identity and
+    /// version, flags, target architecture or CPU features.
+    fn options(&self) -> &str;
+    /// The artifact-format identity of the compiler, for the artifact
+    /// store's key (same role as `options`, never compiler output).
+    fn compiler_identity(&self) -> &str {
+        self.options()
+    }
+    /// SIMD (warp) width reported to bodies.
+    fn simd_width(&self) -> u32;
+    /// Compiles a variant's source into an artifact (shared library bytes,
+    /// cubin).
+    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError>;
+    /// Loads an artifact into a module.
+    fn load(&self, kernel: &str, variant: &Variant, artifact: &[u8]) -> Result<Module, CompileError>;
+    /// Resolves a function of a loaded module.
+    fn function(&self, kernel: &str, module: &Module, name: &str) -> Result<Function, CompileError>;
+
+    /// A new stream.
+    fn new_stream(&self) -> Result<StreamHandle>;
+    /// Waits until the stream's work is done.
+    fn synchronize(&self, stream: &StreamHandle) -> Result<()>;
+    /// Allocates `len` bytes, contents unspecified.
+    fn alloc(&self, len: usize) -> Result<Buffer>;
+    /// Allocates and fills from host bytes.
+    fn upload(&self, bytes: &[u8], stream: &StreamHandle) -> Result<Buffer>;
+    /// Copies `len` bytes at `offset` out to the host (waits for `stream`).
+    fn download(&self, buf: &Buffer, offset: usize, len: usize, stream: &StreamHandle) -> Result<Vec<u8>>;
+    /// Repeats `pattern` over the whole buffer, in stream order.
+    fn fill(&self, buf: &Buffer, pattern: &[u8], stream: &StreamHandle) -> Result<()>;
+    /// A row-contiguous copy of a strided array, in stream order.
+    fn make_contiguous(&self, src: &Array, dst: &Buffer, stream: &StreamHandle) -> Result<()>;
+    /// Launches (on a GPU: enqueues) a prepared call.
+    fn launch(&self, job: &LaunchJob<'_>, stream: &StreamHandle) -> Result<()>;
+}

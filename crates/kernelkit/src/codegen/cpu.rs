@@ -1,0 +1,134 @@
+//! The C++ dialect of the CPU backend.
+//!
+//! The user's body becomes a function of one thread, with the Metal position
+//! names it uses as parameters; an `extern "C"` entry runs a range of
+//! threadgroups, the threads of each group one after another, so the backend
+//! can hand ranges of groups to a thread pool.
+
+use std::fmt::Write;
+
+use super::attributes::portable_expr;
+use super::{cxx_template_args, cxx_template_decl, portable_name, Generated};
+use crate::kernel::spec::KernelSpec;
+use crate::kernel::variant::{PassMode, VariantDesc};
+
+/// The prelude every CPU variant starts with.
+pub(crate) const PRELUDE: &str = include_str!("cpu_prelude.hpp");
+
+pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> Generated {
+    let name = portable_name(spec, desc, variant_id);
+    let mut params: Vec<String> = Vec::new();
+    let mut unpack = String::new();
+    let mut args: Vec<String> = Vec::new();
+    let mut slot = 0usize;
+    let mut take = |unpack: &mut String, ty: &str, var: &str, deref: bool| {
+        if deref {
+            let _ = writeln!(
+                unpack,
+                "  const {ty}& {var} = *static_cast<const {ty}*>(kk_args[{slot}]);"
+            );
+        } else {
+            let _ = writeln!(unpack, "  {ty} {var} = static_cast<{ty}>(kk_args[{slot}]);");
+        }
+        slot += 1;
+    };
+    for ((input, d), info) in spec
+        .input_names
+        .iter()
+        .zip(desc.inputs)
+        .zip(&spec.shape_infos)
+    {
+        let ty = d.dtype.c_name();
+        match d.mode {
+            PassMode::Scalar => {
+                params.push(format!("const {ty}& {input}"));
+                take(&mut unpack, ty, input, true);
+            }
+            PassMode::Constant | PassMode::Device => {
+                params.push(format!("const {ty}* {input}"));
+                take(&mut unpack, &format!("const {ty}*"), input, false);
+            }
+        }
+        args.push(input.clone());
+        if d.mode == PassMode::Scalar {
+            // As in MLX, 0-d inputs get no layout parameters.
+            continue;
+        }
+        if info.shape {
+            let v = format!("{input}_shape");
+            params.push(format!("const int* {v}"));
+            take(&mut unpack, "const int*", &v, false);
+            args.push(v);
+        }
+        if info.strides {
+            let v = format!("{input}_strides");
+            params.push(format!("const int64_t* {v}"));
+            take(&mut unpack, "const int64_t*", &v, false);
+            args.push(v);
+        }
+        if info.ndim {
+            let v = format!("{input}_ndim");
+            params.push(format!("const int& {v}"));
+            take(&mut unpack, "int", &v, true);
+            args.push(v);
+        }
+    }
+    for (output, dtype) in spec.output_names.iter().zip(desc.outputs) {
+        let ty = if spec.atomic_outputs {
+            format!("atomic<{}>*", dtype.c_name())
+        } else {
+            format!("{}*", dtype.c_name())
+        };
+        params.push(format!("{ty} {output}"));
+        take(&mut unpack, &ty, output, false);
+        args.push(output.clone());
+    }
+    for a in &spec.attributes {
+        params.push(format!("const {} {}", a.ty, a.name));
+        args.push(portable_expr(a.name).to_string());
+    }
+
+    let mut src =
+        String::with_capacity(PRELUDE.len() + spec.header.len() + spec.source.len() + 2048);
+    src.push_str(PRELUDE);
+    src.push_str("\n// header\n");
+    src.push_str(&spec.header);
+    src.push_str("\n\n");
+    src.push_str(&cxx_template_decl(desc));
+    let _ = writeln!(src, "static inline void kk_body(");
+    let _ = writeln!(src, "    {}) {{", params.join(",\n    "));
+    src.push_str(&spec.source);
+    src.push_str("\n}\n\n");
+    let _ = writeln!(
+        src,
+        "extern \"C\" void {name}(void* const* kk_args, const kk_launch* kk_l) {{"
+    );
+    src.push_str(&unpack);
+    src.push_str(concat!(
+        "  const uint3 kk_grid{kk_l->grid[0], kk_l->grid[1], kk_l->grid[2]};\n",
+        "  const uint3 kk_tg{kk_l->tg[0], kk_l->tg[1], kk_l->tg[2]};\n",
+        "  const uint3 kk_groups{kk_l->groups[0], kk_l->groups[1], kk_l->groups[2]};\n",
+        "  const uint kk_simd = kk_l->simd;\n",
+        "  (void)kk_simd;\n",
+        "  for (uint64_t kk_g = kk_l->group_begin; kk_g < kk_l->group_end; ++kk_g) {\n",
+        "    const uint3 kk_group{(uint)(kk_g % kk_groups.x), (uint)((kk_g / kk_groups.x) % kk_groups.y),\n",
+        "                         (uint)(kk_g / ((uint64_t)kk_groups.x * kk_groups.y))};\n",
+        "    for (uint kk_z = 0; kk_z < kk_tg.z; ++kk_z) {\n",
+        "      if ((uint64_t)kk_group.z * kk_tg.z + kk_z >= kk_grid.z) break;\n",
+        "      for (uint kk_y = 0; kk_y < kk_tg.y; ++kk_y) {\n",
+        "        if ((uint64_t)kk_group.y * kk_tg.y + kk_y >= kk_grid.y) break;\n",
+        "        for (uint kk_x = 0; kk_x < kk_tg.x; ++kk_x) {\n",
+        "          if ((uint64_t)kk_group.x * kk_tg.x + kk_x >= kk_grid.x) break;\n",
+        "          const uint3 kk_local{kk_x, kk_y, kk_z};\n",
+        "          const uint kk_lid = (kk_z * kk_tg.y + kk_y) * kk_tg.x + kk_x;\n",
+        "          (void)kk_local; (void)kk_lid;\n",
+    ));
+    let _ = writeln!(
+        src,
+        "          kk_body{}({});",
+        cxx_template_args(desc),
+        args.join(", ")
+    );
+    src.push_str("        }\n      }\n    }\n  }\n}\n");
+    Generated { name, source: src }
+}

@@ -1,0 +1,181 @@
+//! Source generation: pure functions from (kernel spec, variant) to
+//! (function name, source), one per dialect.
+//!
+//! Nothing here touches a device or a cache, so every dialect can be
+//! generated and inspected on any machine (`Kernel::generate`, `kernelkit
+//! source`).
+
+pub mod attributes;
+pub(crate) mod cpu;
+pub(crate) mod cuda;
+pub(crate) mod metal;
+
+use std::fmt::Write;
+
+use crate::kernel::spec::KernelSpec;
+use crate::kernel::template::TemplateArg;
+use crate::kernel::variant::{PassMode, VariantDesc};
+
+/// The language a variant's source is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Dialect {
+    /// Metal Shading Language, byte-identical to MLX 0.32.4's output.
+    Metal = 0,
+    /// CUDA C++ for NVRTC.
+    Cuda = 1,
+    /// C++20 for the system compiler (the CPU backend).
+    Cpu = 2,
+}
+
+impl Dialect {
+    /// `metal`, `cuda` or `cpu`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Metal => "metal",
+            Dialect::Cuda => "cuda",
+            Dialect::Cpu => "cpu",
+        }
+    }
+
+    /// Parses `metal`, `cuda` or `cpu`.
+    pub fn from_name(name: &str) -> Option<Dialect> {
+        match name {
+            "metal" => Some(Dialect::Metal),
+            "cuda" => Some(Dialect::Cuda),
+            "cpu" => Some(Dialect::Cpu),
+            _ => None,
+        }
+    }
+}
+
+/// A generated function name and source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Generated {
+    /// The function (host) name.
+    pub name: String,
+    /// The complete source.
+    pub source: String,
+}
+
+/// Generates the source of one variant. `variant_id` is a hash of the spec
+/// and the variant key; dialects whose readable name could repeat for
+/// different sources (CPU, CUDA) append it so the name differs whenever the
+/// source does.
+pub(crate) fn generate(
+    dialect: Dialect,
+    spec: &KernelSpec,
+    desc: &VariantDesc<'_>,
+    variant_id: u64,
+) -> Generated {
+    match dialect {
+        Dialect::Metal => metal::generate(spec, desc),
+        Dialect::Cuda => cuda::generate(spec, desc, variant_id),
+        Dialect::Cpu => cpu::generate(spec, desc, variant_id),
+    }
+}
+
+/// The name shared by the CPU and CUDA dialects:
+/// `custom_kernel_{name}_{in dtypes}_{out dtypes}_{variant id}`, with `s`
+/// after a 0-d input's dtype and `c` after a small one, as in MLX.
+pub(crate) fn portable_name(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> String {
+    let mut name = format!("custom_kernel_{}", spec.name);
+    for i in desc.inputs {
+        name.push('_');
+        name.push_str(i.dtype.name());
+        match i.mode {
+            PassMode::Scalar => name.push('s'),
+            PassMode::Constant => name.push('c'),
+            PassMode::Device => {}
+        }
+    }
+    for o in desc.outputs {
+        name.push('_');
+        name.push_str(o.name());
+    }
+    let _ = write!(name, "_{variant_id:016x}");
+    name
+}
+
+/// `template <typename T, int N, bool B>` for C++ dialects (empty string
+/// when there are no template arguments).
+pub(crate) fn cxx_template_decl(desc: &VariantDesc<'_>) -> String {
+    if desc.template.is_empty() {
+        return String::new();
+    }
+    let params: Vec<String> = desc
+        .template
+        .iter()
+        .map(|t| match t.value {
+            TemplateArg::Int(_) => format!("int {}", t.name),
+            TemplateArg::Bool(_) => format!("bool {}", t.name),
+            TemplateArg::DType(_) => format!("typename {}", t.name),
+        })
+        .collect();
+    format!("template <{}>\n", params.join(", "))
+}
+
+/// `<float16_t, 4, true>` for C++ dialects (empty without template arguments).
+pub(crate) fn cxx_template_args(desc: &VariantDesc<'_>) -> String {
+    if desc.template.is_empty() {
+        return String::new();
+    }
+    let args: Vec<String> = desc
+        .template
+        .iter()
+        .map(|t| match t.value {
+            TemplateArg::Int(v) => v.to_string(),
+            TemplateArg::Bool(b) => b.to_string(),
+            TemplateArg::DType(d) => d.c_name().to_string(),
+        })
+        .collect();
+    format!("<{}>", args.join(", "))
+}
+
+/// The number of lines before the body in a generated source: compilers
+/// report lines of the whole file, users think in lines of their body.
+pub(crate) fn body_first_line(source: &str, body: &str) -> Option<usize> {
+    if body.is_empty() {
+        return None;
+    }
+    let at = source.rfind(body)?;
+    Some(source[..at].matches('\n').count() + 1)
+}
+
+/// Rewrites `file:LINE:` references in a compiler log so that lines inside
+/// the body read `body line N` (and keeps the generated line number too).
+pub(crate) fn map_log_lines(log: &str, source: &str, body: &str, file_marker: &str) -> String {
+    let Some(first) = body_first_line(source, body) else {
+        return log.to_string();
+    };
+    let body_lines = body.matches('\n').count() + 1;
+    let mut out = String::with_capacity(log.len() + 64);
+    for line in log.lines() {
+        out.push_str(line);
+        if let Some(pos) = line.find(file_marker) {
+            let rest = &line[pos + file_marker.len()..];
+            let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            if let Ok(n) = digits.parse::<usize>() {
+                if n >= first && n < first + body_lines {
+                    let _ = write!(out, "    [body line {}]", n - first + 1);
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_map_into_the_body() {
+        let source = "a\nb\nBODY1\nBODY2\nc\n";
+        let log = "k.cpp:4:3: error: oops\nk.cpp:5:1: note";
+        let mapped = map_log_lines(log, source, "BODY1\nBODY2", "k.cpp:");
+        assert!(mapped.contains("error: oops    [body line 2]"), "{mapped}");
+        assert!(!mapped.lines().nth(1).unwrap().contains("body line"));
+    }
+}

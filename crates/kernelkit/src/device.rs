@@ -1,0 +1,375 @@
+//! Devices and streams.
+//!
+//! A [`Device`] owns one backend and that backend's kernel cache: modules are
+//! compiled and loaded once per device, whatever kernel object or thread asks.
+//! `Device::cpu()` and `Device::cuda(n)` return process-wide devices, so
+//! every part of a program shares their caches.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::array::Array;
+use crate::backend::{Backend, Limits, Module, StreamHandle};
+use crate::cache::kernel_cache::{KernelCache, Outcome};
+use crate::cache::store::ArtifactStore;
+use crate::dtype::{DType, Element};
+use crate::error::{CompileError, DeviceError, Result};
+use crate::kernel::variant::{Function, Variant};
+use crate::stats::CacheStats;
+
+/// The kind of a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    /// The host CPU, through the system C++ compiler.
+    Cpu,
+    /// An NVIDIA GPU, through NVRTC and the CUDA driver.
+    Cuda,
+}
+
+/// Identifies one device object: its kind, its ordinal and, since a program
+/// may open several independent CPU devices (each with its own cache), an
+/// instance number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceId {
+    /// The kind.
+    pub kind: DeviceKind,
+    /// The ordinal (0 for the CPU).
+    pub ordinal: u32,
+    /// Distinguishes device objects of the same kind and ordinal.
+    pub instance: u32,
+}
+
+impl DeviceId {
+    /// True when arrays of one can be used by the other (same memory).
+    pub fn same_memory(&self, other: &DeviceId) -> bool {
+        self.kind == other.kind && self.ordinal == other.ordinal
+    }
+}
+
+pub(crate) struct DeviceShared {
+    id: DeviceId,
+    backend: Box<dyn Backend>,
+    cache: KernelCache,
+    store: Option<ArtifactStore>,
+    default_stream: OnceLock<Stream>,
+}
+
+/// A device: one backend, its kernel cache and its streams. Cheap to clone.
+#[derive(Clone)]
+pub struct Device(pub(crate) Arc<DeviceShared>);
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device({})", self.label())
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+impl Eq for Device {}
+
+static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
+
+impl Device {
+    pub(crate) fn from_backend(
+        kind: DeviceKind,
+        ordinal: u32,
+        backend: Box<dyn Backend>,
+    ) -> Device {
+        let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
+        let store = ArtifactStore::from_env(backend.name());
+        Device(Arc::new(DeviceShared {
+            id: DeviceId {
+                kind,
+                ordinal,
+                instance,
+            },
+            backend,
+            cache: KernelCache::default(),
+            store,
+            default_stream: OnceLock::new(),
+        }))
+    }
+
+    /// The process-wide CPU device.
+    pub fn cpu() -> Device {
+        static CPU: OnceLock<Device> = OnceLock::new();
+        CPU.get_or_init(Device::new_cpu).clone()
+    }
+
+    /// A new, independent CPU device with its own (empty) kernel cache.
+    /// Useful to measure compiles, or to isolate tests.
+    pub fn new_cpu() -> Device {
+        Device::from_backend(
+            DeviceKind::Cpu,
+            0,
+            Box::new(crate::backend::cpu::CpuBackend::new()),
+        )
+    }
+
+    /// The process-wide device for CUDA GPU `ordinal`.
+    ///
+    /// Returns an error, never panics, when kernelkit was built without the
+    /// `cuda` feature, or when the driver, NVRTC or the GPU is missing.
+    pub fn cuda(ordinal: u32) -> Result<Device> {
+        static DEVICES: Mutex<Vec<(u32, Device)>> = Mutex::new(Vec::new());
+        let mut devices = DEVICES.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, d)) = devices.iter().find(|(o, _)| *o == ordinal) {
+            return Ok(d.clone());
+        }
+        let device = Device::new_cuda(ordinal)?;
+        devices.push((ordinal, device.clone()));
+        Ok(device)
+    }
+
+    /// A new CUDA device object with its own kernel cache (the process-wide
+    /// one is [`Device::cuda`]).
+    pub fn new_cuda(ordinal: u32) -> Result<Device> {
+        #[cfg(feature = "cuda")]
+        {
+            let backend = crate::backend::cuda::CudaBackend::new(ordinal)?;
+            Ok(Device::from_backend(
+                DeviceKind::Cuda,
+                ordinal,
+                Box::new(backend),
+            ))
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            Err(DeviceError::NotBuilt {
+                device: format!("cuda:{ordinal}"),
+                feature: "cuda",
+            }
+            .into())
+        }
+    }
+
+    /// CUDA GPU 0 if one can be used, else the CPU.
+    pub fn default_device() -> Result<Device> {
+        match Device::cuda(0) {
+            Ok(d) => Ok(d),
+            Err(e) => {
+                tracing::debug!("no CUDA device, using the CPU: {e}");
+                Ok(Device::cpu())
+            }
+        }
+    }
+
+    /// Parses `cpu`, `cuda` or `cuda:N` and opens that device.
+    pub fn from_name(name: &str) -> Result<Device> {
+        match name {
+            "cpu" => Ok(Device::cpu()),
+            "cuda" => Device::cuda(0),
+            _ => match name.strip_prefix("cuda:").and_then(|n| n.parse().ok()) {
+                Some(n) => Device::cuda(n),
+                None => Err(DeviceError::Unavailable {
+                    device: name.to_string(),
+                    reason: "expected `cpu`, `cuda` or `cuda:N`".into(),
+                }
+                .into()),
+            },
+        }
+    }
+
+    /// The device's identity.
+    pub fn id(&self) -> DeviceId {
+        self.0.id
+    }
+    /// The device's kind.
+    pub fn kind(&self) -> DeviceKind {
+        self.0.id.kind
+    }
+    /// `cpu` or `cuda:N`.
+    pub fn label(&self) -> &str {
+        self.0.backend.label()
+    }
+    /// A description for people: model, cores, compiler.
+    pub fn description(&self) -> String {
+        self.0.backend.description()
+    }
+    /// Launch limits.
+    pub fn limits(&self) -> Limits {
+        *self.0.backend.limits()
+    }
+    /// Whether the backend supports a dtype.
+    pub fn supports(&self, dtype: DType) -> bool {
+        self.0.backend.supports(dtype)
+    }
+
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &*self.0.backend
+    }
+
+    pub(crate) fn check_dtype(&self, dtype: DType) -> Result<()> {
+        if self.supports(dtype) {
+            Ok(())
+        } else {
+            Err(DeviceError::Unavailable {
+                device: self.label().to_string(),
+                reason: format!(
+                    "the {} backend has no {dtype} arrays",
+                    self.0.backend.name()
+                ),
+            }
+            .into())
+        }
+    }
+
+    /// A new stream on this device.
+    pub fn new_stream(&self) -> Result<Stream> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Ok(Stream(Arc::new(StreamShared {
+            device: self.clone(),
+            handle: self.0.backend.new_stream()?,
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+        })))
+    }
+
+    /// The stream calls use when they name none.
+    pub fn default_stream(&self) -> &Stream {
+        self.0.default_stream.get_or_init(|| {
+            self.new_stream()
+                .expect("the default stream of an opened device can be created")
+        })
+    }
+
+    /// Shorthand for [`Array::from_slice`] on this device.
+    pub fn array_from_slice<T: Element>(
+        &self,
+        data: &[T],
+        shape: impl IntoIterator<Item = usize>,
+    ) -> Result<Array> {
+        Array::from_slice(self, data, shape)
+    }
+
+    /// What the kernel cache and artifact store have done so far.
+    pub fn cache_stats(&self) -> CacheStats {
+        let c = &self.0.cache;
+        let mut stats = CacheStats {
+            hits: c.hits.get(),
+            misses: c.misses.get(),
+            compiles: c.compiles.get(),
+            failures: c.failures.get(),
+            compile_ns: c.compile_ns.get(),
+            ..CacheStats::default()
+        };
+        if let Some(store) = &self.0.store {
+            store.add_stats(&mut stats);
+        }
+        stats
+    }
+
+    /// Number of modules this device has loaded (or is compiling).
+    pub fn loaded_modules(&self) -> usize {
+        self.0.cache.len()
+    }
+
+    /// The function of `variant` on this device: from the variant itself on
+    /// a hit (no lock), else from the kernel cache, compiling or loading the
+    /// module once however many threads ask.
+    pub(crate) fn function(
+        &self,
+        kernel: &str,
+        variant: &Variant,
+    ) -> Result<Function, CompileError> {
+        if let Some((id, f)) = variant.function.get() {
+            if *id == self.0.id {
+                self.0.cache.hits.incr();
+                return Ok(f.clone());
+            }
+        }
+        let backend = &*self.0.backend;
+        let key = variant.module_key(backend.options());
+        let (module, outcome) = self
+            .0
+            .cache
+            .module(&key, || self.build_module(kernel, variant));
+        match outcome {
+            Outcome::Hit => self.0.cache.hits.incr(),
+            Outcome::Built | Outcome::Waited => self.0.cache.misses.incr(),
+        }
+        let function = backend.function(kernel, &module?, &variant.name)?;
+        let _ = variant.function.set((self.0.id, function.clone()));
+        Ok(function)
+    }
+
+    /// Loads a module from the artifact store, or compiles (and stores) it.
+    fn build_module(&self, kernel: &str, variant: &Variant) -> Result<Module, CompileError> {
+        let backend = &*self.0.backend;
+        let store = self.0.store.as_ref();
+        let store_key = store.map(|s| s.key_for(backend, variant));
+        if let (Some(store), Some(key)) = (store, &store_key) {
+            if let Some(bytes) = store.get(key) {
+                match backend.load(kernel, variant, &bytes) {
+                    Ok(m) => {
+                        store.record_hit();
+                        return Ok(m);
+                    }
+                    Err(e) => store.record_bad_load(key, &e),
+                }
+            }
+        }
+        let _lock = match (store, &store_key) {
+            (Some(store), Some(key)) => {
+                let lock = store.lock(key);
+                // Another process may have published it while we waited.
+                if let Some(bytes) = store.get_after_wait(key) {
+                    if let Ok(m) = backend.load(kernel, variant, &bytes) {
+                        store.record_hit();
+                        return Ok(m);
+                    }
+                }
+                lock
+            }
+            _ => None,
+        };
+        self.0.cache.compiles.incr();
+        let artifact = backend.compile(kernel, variant)?;
+        if let (Some(store), Some(key)) = (store, &store_key) {
+            store.put(key, kernel, variant, &artifact);
+        }
+        backend.load(kernel, variant, &artifact)
+    }
+}
+
+pub(crate) struct StreamShared {
+    device: Device,
+    handle: StreamHandle,
+    id: u64,
+}
+
+/// An ordered queue of work on one device. Work submitted to one stream runs
+/// in submission order; many threads may each own a stream and submit at
+/// once. On the CPU, a launch runs to completion before it returns.
+#[derive(Clone)]
+pub struct Stream(Arc<StreamShared>);
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Stream({} #{})", self.0.device.label(), self.0.id)
+    }
+}
+
+impl PartialEq for Stream {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Stream {
+    /// The stream's device.
+    pub fn device(&self) -> &Device {
+        &self.0.device
+    }
+    /// Waits until all work submitted so far has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.0.device.backend().synchronize(&self.0.handle)
+    }
+    pub(crate) fn handle(&self) -> &StreamHandle {
+        &self.0.handle
+    }
+}

@@ -1,0 +1,337 @@
+//! Typed errors, one small enum per concern, joined in [`Error`].
+//!
+//! Every message names the kernel and the argument at fault and says what was
+//! expected, because a user reading it has the kernel's spec in front of them,
+//! not kernelkit's source.
+
+use std::sync::Arc;
+
+use crate::dtype::DType;
+
+/// Any error kernelkit returns.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The kernel spec is invalid (found by [`KernelBuilder::build`](crate::KernelBuilder::build)).
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// A call's arguments do not fit the kernel or the device.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The backend compiler rejected the generated source, or could not run.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    /// An array operation (view, copy, read back) failed.
+    #[error(transparent)]
+    Array(#[from] ArrayError),
+    /// A device could not be opened or failed while running work.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A kernel spec that cannot become a kernel.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A name is not a C identifier, or is a reserved word.
+    #[error("kernel `{kernel}`: {role} name `{name}` is not usable: {reason}")]
+    InvalidName {
+        /// The kernel's name (may itself be the bad name).
+        kernel: String,
+        /// `kernel`, `input`, `output` or `template`.
+        role: &'static str,
+        /// The offending name (escaped for display).
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// Two names collide in the generated source.
+    #[error("kernel `{kernel}`: {role} name `{name}` collides with {other}")]
+    DuplicateName {
+        /// The kernel's name.
+        kernel: String,
+        /// Role of the second name.
+        role: &'static str,
+        /// The name.
+        name: String,
+        /// What it collides with, e.g. "input `inp`" or "the generated `inp_shape`".
+        other: String,
+    },
+    /// The output list is empty.
+    #[error("kernel `{kernel}`: at least one output name is required")]
+    NoOutputs {
+        /// The kernel's name.
+        kernel: String,
+    },
+    /// The body or header contains a NUL byte, which cannot be compiled.
+    #[error("kernel `{kernel}`: the {field} contains a NUL byte at offset {offset}")]
+    NulByte {
+        /// The kernel's name.
+        kernel: String,
+        /// `source` or `header`.
+        field: &'static str,
+        /// Byte offset of the first NUL.
+        offset: usize,
+    },
+}
+
+/// A call whose arguments do not fit its kernel, its device or the backend.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// Wrong number of inputs.
+    #[error("kernel `{kernel}`: expected {expected} input(s) ({names}), got {got}")]
+    InputCount {
+        /// The kernel's name.
+        kernel: String,
+        /// Inputs the kernel declares.
+        expected: usize,
+        /// Inputs given.
+        got: usize,
+        /// The declared input names, comma separated.
+        names: String,
+    },
+    /// Wrong number of outputs.
+    #[error("kernel `{kernel}`: expected {expected} output(s) ({names}), got {got}")]
+    OutputCount {
+        /// The kernel's name.
+        kernel: String,
+        /// Outputs the kernel declares.
+        expected: usize,
+        /// Outputs given (shape + dtype pairs).
+        got: usize,
+        /// The declared output names, comma separated.
+        names: String,
+    },
+    /// An output shape has a zero or negative extent, or its size overflows.
+    #[error("kernel `{kernel}`: output `{output}` has shape {shape:?}: {reason}")]
+    OutputShape {
+        /// The kernel's name.
+        kernel: String,
+        /// The output's name.
+        output: String,
+        /// The shape given.
+        shape: Vec<i64>,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A template argument name is invalid or collides.
+    #[error("kernel `{kernel}`: template argument `{name}` {reason}")]
+    TemplateName {
+        /// The kernel's name.
+        kernel: String,
+        /// The template argument's name (escaped).
+        name: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A grid or threadgroup extent is zero or over the device's limit.
+    #[error("kernel `{kernel}`: {what} {dims:?} on {device}: {reason}")]
+    Dims {
+        /// The kernel's name.
+        kernel: String,
+        /// `grid` or `threadgroup`.
+        what: &'static str,
+        /// The extents given.
+        dims: [u64; 3],
+        /// The device label.
+        device: String,
+        /// What limit is broken.
+        reason: String,
+    },
+    /// The backend has no such element type.
+    #[error(
+        "kernel `{kernel}`: {arg} has dtype {dtype}, which the {backend} backend does not support"
+    )]
+    UnsupportedDType {
+        /// The kernel's name.
+        kernel: String,
+        /// "input `x`", "output `y`" or "template argument `T`".
+        arg: String,
+        /// The dtype.
+        dtype: DType,
+        /// The backend's name.
+        backend: &'static str,
+    },
+    /// An array lives on another device than the call runs on.
+    #[error("kernel `{kernel}`: input `{input}` is {dtype} on device {array_device}, but the call runs on {call_device}")]
+    WrongDevice {
+        /// The kernel's name.
+        kernel: String,
+        /// The input's name.
+        input: String,
+        /// The input's dtype.
+        dtype: DType,
+        /// Where the array lives.
+        array_device: String,
+        /// Where the call runs.
+        call_device: String,
+    },
+    /// The body needs something this backend cannot provide.
+    #[error("kernel `{kernel}`: the {backend} backend cannot run this body: {reason}")]
+    Unsupported {
+        /// The kernel's name.
+        kernel: String,
+        /// The backend's name.
+        backend: &'static str,
+        /// What is missing.
+        reason: String,
+    },
+    /// `init_value` is not representable in an output's dtype.
+    #[error(
+        "kernel `{kernel}`: init_value {value} does not fit output `{output}` of dtype {dtype}"
+    )]
+    InitValue {
+        /// The kernel's name.
+        kernel: String,
+        /// The output's name.
+        output: String,
+        /// The output's dtype.
+        dtype: DType,
+        /// The value given.
+        value: f64,
+    },
+    /// No grid was given.
+    #[error("kernel `{kernel}`: the call has no grid; set one with `.grid([x, y, z])`")]
+    MissingGrid {
+        /// The kernel's name.
+        kernel: String,
+    },
+}
+
+/// The compiler did not produce a loadable artifact.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompileError {
+    /// The compiler ran and rejected the source.
+    #[error("kernel `{kernel}`: {compiler} failed to compile `{function}`:\n{log}")]
+    Rejected {
+        /// The kernel's name.
+        kernel: String,
+        /// The generated function (variant) name.
+        function: String,
+        /// The compiler that ran (`c++`, `nvrtc 13.0`, ...).
+        compiler: String,
+        /// The compiler's log, with line numbers mapped into the user's body
+        /// where they fall inside it.
+        log: String,
+        /// The generated source, for [`CompileError::source_code`].
+        generated: Arc<str>,
+    },
+    /// The compiler could not be started, timed out or crashed.
+    #[error("kernel `{kernel}`: compiler `{compiler}` could not run: {reason}")]
+    Compiler {
+        /// The kernel's name.
+        kernel: String,
+        /// The compiler command.
+        compiler: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The artifact was produced but could not be loaded.
+    #[error("kernel `{kernel}`: could not load `{function}`: {reason}")]
+    Load {
+        /// The kernel's name.
+        kernel: String,
+        /// The function name.
+        function: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl CompileError {
+    /// The generated source the compiler saw, where known.
+    pub fn source_code(&self) -> Option<&str> {
+        match self {
+            CompileError::Rejected { generated, .. } => Some(generated),
+            _ => None,
+        }
+    }
+
+    /// The compiler's log, where there is one.
+    pub fn log(&self) -> Option<&str> {
+        match self {
+            CompileError::Rejected { log, .. } => Some(log),
+            _ => None,
+        }
+    }
+}
+
+/// An array operation that cannot be done.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArrayError {
+    /// The data length does not match the shape.
+    #[error("array: {len} elements given for shape {shape:?} ({expected} elements)")]
+    Length {
+        /// Elements given.
+        len: usize,
+        /// The shape.
+        shape: Vec<usize>,
+        /// Elements the shape holds.
+        expected: usize,
+    },
+    /// The element type asked for is not the array's.
+    #[error("array: read as {asked}, but the array is {actual}")]
+    DType {
+        /// The Rust element's dtype.
+        asked: DType,
+        /// The array's dtype.
+        actual: DType,
+    },
+    /// A view's arguments do not fit the array.
+    #[error("array: {0}")]
+    View(String),
+    /// The shape's element count or byte size overflows.
+    #[error("array: shape {0:?} is too large")]
+    Overflow(Vec<usize>),
+}
+
+/// A device that cannot be opened or used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// The backend was not compiled in.
+    #[error("device {device}: kernelkit was built without the `{feature}` feature")]
+    NotBuilt {
+        /// The device asked for.
+        device: String,
+        /// The cargo feature that would add it.
+        feature: &'static str,
+    },
+    /// The driver or device is not there.
+    #[error("device {device} is not available: {reason}")]
+    Unavailable {
+        /// The device asked for.
+        device: String,
+        /// Why.
+        reason: String,
+    },
+    /// The device failed while running work; it cannot be used any more.
+    #[error("device {device} failed and is no longer usable: {reason}")]
+    Faulted {
+        /// The device.
+        device: String,
+        /// The driver's error.
+        reason: String,
+    },
+    /// A driver call failed.
+    #[error("device {device}: {operation} failed: {reason}")]
+    Driver {
+        /// The device.
+        device: String,
+        /// What was being done.
+        operation: &'static str,
+        /// The driver's error.
+        reason: String,
+    },
+}
+
+/// Escapes a user-supplied name for display in an error message.
+pub(crate) fn shown(name: &str) -> String {
+    name.escape_debug().to_string()
+}

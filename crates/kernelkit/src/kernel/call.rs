@@ -1,0 +1,619 @@
+//! Calls and launches.
+//!
+//! A [`Call`] collects one call's arguments and borrows them; `prepare`
+//! checks them, finds the variant in the memo and returns a [`Launch`] that
+//! owns everything it needs (its variant included, through an `Arc`), so it
+//! can run later, on any thread, even after the memo dropped the variant.
+//!
+//! Checks that depend only on the variant key (template names, dtypes the
+//! backend lacks, bodies the backend cannot run) run when the variant is
+//! built, not on every call: a memo hit proves they passed.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::array::{checked_size, Array, Shape};
+use crate::codegen::{attributes::ATTRIBUTES, Dialect, Generated};
+use crate::device::{Device, Stream};
+use crate::dtype::DType;
+use crate::error::{shown, CallError, Result};
+use crate::kernel::spec::{check_identifier, KernelSpec};
+use crate::kernel::template::{TemplateArg, TemplateParam};
+use crate::kernel::variant::{InputDesc, PassMode, Variant, VariantDesc};
+use crate::kernel::Kernel;
+
+/// One call's arguments, borrowed. Build it with [`Kernel::call`].
+#[must_use = "a call does nothing until `launch()` or `prepare()`"]
+pub struct Call<'a> {
+    kernel: &'a Kernel,
+    inputs: SmallVec<[&'a Array; 8]>,
+    outputs: SmallVec<[(SmallVec<[i64; 4]>, DType); 4]>,
+    template: SmallVec<[TemplateParam<'a>; 4]>,
+    grid: Option<[u64; 3]>,
+    threadgroup: Option<[u64; 3]>,
+    init_value: Option<f64>,
+    stream: Option<&'a Stream>,
+    shared_mem_bytes: u32,
+    verbose: bool,
+}
+
+impl<'a> Call<'a> {
+    pub(crate) fn new(kernel: &'a Kernel, inputs: SmallVec<[&'a Array; 8]>) -> Call<'a> {
+        Call {
+            kernel,
+            inputs,
+            outputs: SmallVec::new(),
+            template: SmallVec::new(),
+            grid: None,
+            threadgroup: None,
+            init_value: None,
+            stream: None,
+            shared_mem_bytes: 0,
+            verbose: false,
+        }
+    }
+
+    /// Adds an output of this shape and dtype (one per output name, in order).
+    pub fn output(mut self, shape: impl IntoIterator<Item = i64>, dtype: DType) -> Self {
+        self.outputs.push((shape.into_iter().collect(), dtype));
+        self
+    }
+
+    /// Adds a template argument: an `i32`, a `bool` or a [`DType`].
+    pub fn template(
+        mut self,
+        name: impl Into<Cow<'a, str>>,
+        value: impl Into<TemplateArg>,
+    ) -> Self {
+        self.template.push(TemplateParam {
+            name: name.into(),
+            value: value.into(),
+        });
+        self
+    }
+
+    /// The grid, counted in threads (as in MLX and Metal's `dispatchThreads`).
+    pub fn grid(mut self, grid: [u64; 3]) -> Self {
+        self.grid = Some(grid);
+        self
+    }
+
+    /// Threads per threadgroup (CUDA: per block). Clamped to the grid.
+    /// Default: `[256, 1, 1]`, clamped.
+    pub fn threadgroup(mut self, threadgroup: [u64; 3]) -> Self {
+        self.threadgroup = Some(threadgroup);
+        self
+    }
+
+    /// Fills every output with this value before the kernel runs.
+    pub fn init_value(mut self, value: f64) -> Self {
+        self.init_value = Some(value);
+        self
+    }
+
+    /// The stream to run on (default: the default stream of the first
+    /// input's device, or of the default device).
+    pub fn on(mut self, stream: &'a Stream) -> Self {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// Bytes of dynamic shared memory per threadgroup (CUDA). Part of each
+    /// launch, not a once-only setting.
+    pub fn shared_memory(mut self, bytes: u32) -> Self {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+
+    /// Logs the generated name and source (through `tracing`, at INFO) when
+    /// the call is prepared: the counterpart of MLX's `verbose=True`.
+    pub fn verbose(mut self, yes: bool) -> Self {
+        self.verbose = yes;
+        self
+    }
+
+    fn spec(&self) -> &KernelSpec {
+        self.kernel.spec()
+    }
+
+    fn err_kernel(&self) -> String {
+        self.spec().name.clone()
+    }
+
+    /// Input and output descriptors, after the device-independent checks.
+    fn descs(&self) -> Result<(SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>)> {
+        let spec = self.spec();
+        if self.inputs.len() != spec.input_names.len() {
+            return Err(CallError::InputCount {
+                kernel: self.err_kernel(),
+                expected: spec.input_names.len(),
+                got: self.inputs.len(),
+                names: KernelSpec::list(&spec.input_names),
+            }
+            .into());
+        }
+        if self.outputs.len() != spec.output_names.len() {
+            return Err(CallError::OutputCount {
+                kernel: self.err_kernel(),
+                expected: spec.output_names.len(),
+                got: self.outputs.len(),
+                names: KernelSpec::list(&spec.output_names),
+            }
+            .into());
+        }
+        let inputs = self
+            .inputs
+            .iter()
+            .map(|a| InputDesc {
+                dtype: a.dtype,
+                mode: PassMode::of(a.ndim(), a.size()),
+            })
+            .collect();
+        let outputs = self.outputs.iter().map(|(_, d)| *d).collect();
+        Ok((inputs, outputs))
+    }
+
+    /// Checks that run once per variant (see the module docs).
+    fn check_variant(
+        &self,
+        dialect: Dialect,
+        backend: &'static str,
+        desc: &VariantDesc<'_>,
+    ) -> Result<()> {
+        let spec = self.spec();
+        for (i, t) in desc.template.iter().enumerate() {
+            let reject = |reason: String| CallError::TemplateName {
+                kernel: spec.name.clone(),
+                name: shown(&t.name),
+                reason,
+            };
+            if let Err(e) = check_identifier(&spec.name, &t.name, "template") {
+                let reason = match e {
+                    crate::error::BuildError::InvalidName { reason, .. } => reason.to_string(),
+                    other => other.to_string(),
+                };
+                return Err(reject(format!("is not usable: {reason}")).into());
+            }
+            if let Some(n) = spec.input_names.iter().find(|n| **n == t.name) {
+                return Err(reject(format!("has the name of input `{n}`")).into());
+            }
+            if let Some(n) = spec.output_names.iter().find(|n| **n == t.name) {
+                return Err(reject(format!("has the name of output `{n}`")).into());
+            }
+            if desc.template[..i].iter().any(|o| o.name == t.name) {
+                return Err(reject("is given twice".into()).into());
+            }
+            if let Some(inp) = spec.input_names.iter().find(|n| {
+                ["_shape", "_strides", "_ndim"]
+                    .iter()
+                    .any(|s| t.name.strip_prefix(n.as_str()) == Some(*s))
+            }) {
+                return Err(reject(format!(
+                    "collides with a generated layout parameter of input `{inp}`"
+                ))
+                .into());
+            }
+            if ATTRIBUTES.iter().any(|a| a.name == t.name) {
+                return Err(reject("is a position attribute name".into()).into());
+            }
+        }
+        let lacks = |dtype: DType| dialect == Dialect::Metal && dtype == DType::F64;
+        let named = |role: &str, names: &[String], i: usize| format!("{role} `{}`", names[i]);
+        for (i, d) in desc.inputs.iter().enumerate() {
+            if lacks(d.dtype) {
+                return Err(CallError::UnsupportedDType {
+                    kernel: spec.name.clone(),
+                    arg: named("input", &spec.input_names, i),
+                    dtype: d.dtype,
+                    backend,
+                }
+                .into());
+            }
+        }
+        for (i, d) in desc.outputs.iter().enumerate() {
+            if lacks(*d) {
+                return Err(CallError::UnsupportedDType {
+                    kernel: spec.name.clone(),
+                    arg: named("output", &spec.output_names, i),
+                    dtype: *d,
+                    backend,
+                }
+                .into());
+            }
+        }
+        if dialect == Dialect::Cpu {
+            if let Some(word) = spec.group_sync {
+                return Err(self
+                    .kernel
+                    .unsupported(
+                        backend,
+                        format!(
+                            "the body uses `{word}`, which needs the threads of a threadgroup to run \
+                             together; the CPU backend runs them one after another (use a GPU device)"
+                        ),
+                    )
+                    .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The generated (name, source) of this call in any dialect, without a
+    /// device and without the memo: MLX's `verbose=True`, on demand.
+    pub fn generate(&self, dialect: Dialect) -> Result<Generated> {
+        let (inputs, outputs) = self.descs()?;
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &outputs,
+            template: &self.template,
+        };
+        self.check_variant(dialect, dialect.name(), &desc)?;
+        Ok(self.kernel.generate(dialect, &desc))
+    }
+
+    fn device(&self) -> Result<Device> {
+        if let Some(s) = self.stream {
+            return Ok(s.device().clone());
+        }
+        if let Some(a) = self.inputs.first() {
+            return Ok(a.device().clone());
+        }
+        Device::default_device()
+    }
+
+    /// The memoized variant this call runs on `device`.
+    pub fn variant_on(&self, device: &Device) -> Result<Arc<Variant>> {
+        let (inputs, outputs) = self.descs()?;
+        self.variant_for(device, &inputs, &outputs)
+    }
+
+    fn variant_for(
+        &self,
+        device: &Device,
+        inputs: &[InputDesc],
+        outputs: &[DType],
+    ) -> Result<Arc<Variant>> {
+        let desc = VariantDesc {
+            inputs,
+            outputs,
+            template: &self.template,
+        };
+        let backend = device.backend();
+        let dialect = backend.dialect();
+        self.kernel.variant_checked(dialect, &desc, || {
+            self.check_variant(dialect, backend.name(), &desc)
+        })
+    }
+
+    /// Checks everything and returns a launch that owns its arguments.
+    pub fn prepare(&self) -> Result<Launch> {
+        self.prepare_with(false)
+    }
+
+    /// As `prepare`, but generates and hashes the source again instead of
+    /// asking the memo: the cost of a call before the seed's memo. For
+    /// benchmarks only.
+    #[doc(hidden)]
+    pub fn prepare_without_memo(&self) -> Result<Launch> {
+        self.prepare_with(true)
+    }
+
+    fn prepare_with(&self, bypass_memo: bool) -> Result<Launch> {
+        let device = self.device()?;
+        let (inputs, outputs) = self.descs()?;
+        let stream = match self.stream {
+            Some(s) => s.clone(),
+            None => device.default_stream().clone(),
+        };
+        for (array, name) in self.inputs.iter().zip(&self.spec().input_names) {
+            if !array.device().id().same_memory(&device.id()) {
+                return Err(CallError::WrongDevice {
+                    kernel: self.err_kernel(),
+                    input: name.clone(),
+                    dtype: array.dtype,
+                    array_device: array.device().label().to_string(),
+                    call_device: device.label().to_string(),
+                }
+                .into());
+            }
+        }
+        let mut out_shapes: SmallVec<[(Shape, DType); 4]> = SmallVec::new();
+        for ((shape, dtype), name) in self.outputs.iter().zip(&self.spec().output_names) {
+            out_shapes.push((self.check_output(name, shape, *dtype)?, *dtype));
+        }
+        let (grid, threadgroup) = self.check_dims(&device)?;
+        if let Some(v) = self.init_value {
+            for ((_, dtype), name) in out_shapes.iter().zip(&self.spec().output_names) {
+                init_pattern(v, *dtype).ok_or_else(|| CallError::InitValue {
+                    kernel: self.err_kernel(),
+                    output: name.clone(),
+                    dtype: *dtype,
+                    value: v,
+                })?;
+            }
+        }
+        let limits = device.limits();
+        if self.shared_mem_bytes as u64 > limits.max_shared_bytes && self.shared_mem_bytes > 0 {
+            return Err(CallError::Dims {
+                kernel: self.err_kernel(),
+                what: "shared memory",
+                dims: [self.shared_mem_bytes as u64, 0, 0],
+                device: device.label().to_string(),
+                reason: format!("at most {} bytes per threadgroup", limits.max_shared_bytes),
+            }
+            .into());
+        }
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &outputs,
+            template: &self.template,
+        };
+        let backend = device.backend();
+        let dialect = backend.dialect();
+        let variant = if bypass_memo {
+            self.check_variant(dialect, backend.name(), &desc)?;
+            self.kernel.variant_uncached(dialect, &desc)
+        } else {
+            self.kernel.variant_checked(dialect, &desc, || {
+                self.check_variant(dialect, backend.name(), &desc)
+            })?
+        };
+        if self.verbose {
+            tracing::info!(
+                kernel = %self.spec().name,
+                function = %variant.name(),
+                "generated source:\n{}",
+                variant.source()
+            );
+        }
+        Ok(Launch {
+            kernel: self.kernel.clone(),
+            variant,
+            stream,
+            inputs: self.inputs.iter().map(|a| (*a).clone()).collect(),
+            outputs: out_shapes,
+            grid,
+            threadgroup,
+            init_value: self.init_value,
+            shared_mem_bytes: self.shared_mem_bytes,
+        })
+    }
+
+    fn check_output(&self, name: &str, shape: &[i64], dtype: DType) -> Result<Shape> {
+        let bad = |reason| CallError::OutputShape {
+            kernel: self.err_kernel(),
+            output: name.to_string(),
+            shape: shape.to_vec(),
+            reason,
+        };
+        if shape.iter().any(|&d| d < 0) {
+            return Err(bad("extents must not be negative").into());
+        }
+        if shape.contains(&0) {
+            return Err(bad("extents must be at least 1").into());
+        }
+        let dims: Shape = shape.iter().map(|&d| d as usize).collect();
+        if checked_size(&dims, dtype).is_none() {
+            return Err(bad("its size overflows").into());
+        }
+        Ok(dims)
+    }
+
+    fn check_dims(&self, device: &Device) -> Result<([u32; 3], [u32; 3])> {
+        let grid = self.grid.ok_or_else(|| CallError::MissingGrid {
+            kernel: self.err_kernel(),
+        })?;
+        let limits = device.limits();
+        let bad = |what, dims, reason: String| CallError::Dims {
+            kernel: self.err_kernel(),
+            what,
+            dims,
+            device: device.label().to_string(),
+            reason,
+        };
+        if grid.contains(&0) {
+            return Err(bad("grid", grid, "every extent must be at least 1".into()).into());
+        }
+        if grid.iter().any(|&g| g > u32::MAX as u64) {
+            return Err(bad(
+                "grid",
+                grid,
+                format!("each extent must be at most {}", u32::MAX),
+            )
+            .into());
+        }
+        let total = grid.iter().try_fold(1u64, |a, &g| a.checked_mul(g));
+        if total.is_none_or(|t| t > u32::MAX as u64) {
+            return Err(bad(
+                "grid",
+                grid,
+                format!(
+                    "the thread count overflows 32 bits (at most {} threads)",
+                    u32::MAX
+                ),
+            )
+            .into());
+        }
+        let requested = self.threadgroup.unwrap_or([256, 1, 1]);
+        if requested.contains(&0) {
+            return Err(bad(
+                "threadgroup",
+                requested,
+                "every extent must be at least 1".into(),
+            )
+            .into());
+        }
+        let tg = [
+            requested[0].min(grid[0]),
+            requested[1].min(grid[1]),
+            requested[2].min(grid[2]),
+        ];
+        if self.threadgroup.is_some() {
+            let per_group: u64 = requested.iter().product::<u64>();
+            if per_group > limits.max_threads_per_group {
+                return Err(bad(
+                    "threadgroup",
+                    requested,
+                    format!(
+                        "at most {} threads per threadgroup",
+                        limits.max_threads_per_group
+                    ),
+                )
+                .into());
+            }
+            for axis in 0..3 {
+                if requested[axis] > limits.max_group_dims[axis] {
+                    return Err(bad(
+                        "threadgroup",
+                        requested,
+                        format!("extents are limited to {:?}", limits.max_group_dims),
+                    )
+                    .into());
+                }
+            }
+        }
+        for axis in 0..3 {
+            if grid[axis].div_ceil(tg[axis]) > limits.max_groups[axis] {
+                return Err(bad(
+                    "grid",
+                    grid,
+                    format!("at most {:?} threadgroups per axis", limits.max_groups),
+                )
+                .into());
+            }
+        }
+        Ok((grid.map(|g| g as u32), tg.map(|t| t as u32)))
+    }
+
+    /// Prepares and runs the call; returns the outputs (on a GPU, the work
+    /// is queued and the outputs are ready when their stream is).
+    pub fn launch(&self) -> Result<Vec<Array>> {
+        self.prepare()?.run()
+    }
+}
+
+/// `init_value` as the bytes of one element of `dtype`, if it fits.
+pub(crate) fn init_pattern(v: f64, dtype: DType) -> Option<SmallVec<[u8; 8]>> {
+    use crate::dtype::Element;
+    let int_ok = |lo: f64, hi: f64| v.fract() == 0.0 && v >= lo && v <= hi;
+    let mut out: SmallVec<[u8; 8]> = SmallVec::from_elem(0, dtype.size());
+    match dtype {
+        DType::Bool if v == 0.0 || v == 1.0 => (v == 1.0).write_le(&mut out),
+        DType::U8 if int_ok(0.0, u8::MAX as f64) => (v as u8).write_le(&mut out),
+        DType::U16 if int_ok(0.0, u16::MAX as f64) => (v as u16).write_le(&mut out),
+        DType::U32 if int_ok(0.0, u32::MAX as f64) => (v as u32).write_le(&mut out),
+        DType::U64 if int_ok(0.0, u64::MAX as f64) => (v as u64).write_le(&mut out),
+        DType::I8 if int_ok(i8::MIN as f64, i8::MAX as f64) => (v as i8).write_le(&mut out),
+        DType::I16 if int_ok(i16::MIN as f64, i16::MAX as f64) => (v as i16).write_le(&mut out),
+        DType::I32 if int_ok(i32::MIN as f64, i32::MAX as f64) => (v as i32).write_le(&mut out),
+        DType::I64 if int_ok(i64::MIN as f64, i64::MAX as f64) => (v as i64).write_le(&mut out),
+        DType::F16 => half::f16::from_f64(v).write_le(&mut out),
+        DType::BF16 => half::bf16::from_f64(v).write_le(&mut out),
+        DType::F32 => (v as f32).write_le(&mut out),
+        DType::F64 => v.write_le(&mut out),
+        DType::Complex64 => num_complex::Complex32::new(v as f32, 0.0).write_le(&mut out),
+        _ => return None,
+    }
+    Some(out)
+}
+
+/// A prepared call: owns its kernel, variant, stream, inputs and output
+/// shapes. Running it does no generation and no memo lookup.
+pub struct Launch {
+    kernel: Kernel,
+    variant: Arc<Variant>,
+    stream: Stream,
+    inputs: SmallVec<[Array; 8]>,
+    outputs: SmallVec<[(Shape, DType); 4]>,
+    grid: [u32; 3],
+    threadgroup: [u32; 3],
+    init_value: Option<f64>,
+    shared_mem_bytes: u32,
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("kernel", &self.kernel.name())
+            .field("variant", &self.variant.name())
+            .field("grid", &self.grid)
+            .field("threadgroup", &self.threadgroup)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Launch {
+    /// The variant this launch runs (it owns it).
+    pub fn variant(&self) -> &Arc<Variant> {
+        &self.variant
+    }
+
+    /// The grid in threads and the threadgroup after clamping.
+    pub fn dims(&self) -> ([u32; 3], [u32; 3]) {
+        (self.grid, self.threadgroup)
+    }
+
+    /// Compiles or finds the function, allocates the outputs and launches.
+    pub fn run(&self) -> Result<Vec<Array>> {
+        let device = self.stream.device();
+        let backend = device.backend();
+        let spec = self.kernel.spec();
+        let function = device.function(&spec.name, &self.variant)?;
+        let handle = self.stream.handle();
+
+        let mut inputs: SmallVec<[Array; 8]> = SmallVec::with_capacity(self.inputs.len());
+        for input in &self.inputs {
+            if let Some(p) = &input.producer {
+                if *p != self.stream {
+                    p.synchronize()?;
+                }
+            }
+            if spec.ensure_row_contiguous && !input.is_row_contiguous() {
+                let n = input.size() * input.dtype.size();
+                let buffer = backend.alloc(n)?;
+                backend.make_contiguous(input, &buffer, handle)?;
+                inputs.push(Array::contiguous(
+                    device.clone(),
+                    Arc::new(buffer),
+                    input.shape.clone(),
+                    input.dtype,
+                    Some(self.stream.clone()),
+                ));
+            } else {
+                inputs.push(input.clone());
+            }
+        }
+        let mut outputs: Vec<Array> = Vec::with_capacity(self.outputs.len());
+        for (shape, dtype) in &self.outputs {
+            let n: usize = shape.iter().product();
+            let buffer = backend.alloc(n * dtype.size())?;
+            if let Some(v) = self.init_value {
+                let pattern = init_pattern(v, *dtype).expect("checked when prepared");
+                backend.fill(&buffer, &pattern, handle)?;
+            }
+            outputs.push(Array::contiguous(
+                device.clone(),
+                Arc::new(buffer),
+                shape.clone(),
+                *dtype,
+                Some(self.stream.clone()),
+            ));
+        }
+        backend.launch(
+            &crate::backend::LaunchJob {
+                spec,
+                variant: &self.variant,
+                function: &function,
+                inputs: &inputs,
+                outputs: &outputs,
+                grid: self.grid,
+                threadgroup: self.threadgroup,
+                shared_mem_bytes: self.shared_mem_bytes,
+            },
+            handle,
+        )?;
+        Ok(outputs)
+    }
+}

@@ -1,0 +1,233 @@
+//! Kernels: a validated spec plus a variant memo shared by every clone.
+
+pub mod call;
+pub mod memo;
+pub mod spec;
+pub mod template;
+pub mod variant;
+
+use std::sync::Arc;
+
+use crate::codegen::{self, Dialect, Generated};
+use crate::error::{CallError, Result};
+use call::Call;
+use memo::VariantMemo;
+use spec::KernelSpec;
+use variant::{encode_key, KeyBytes, Variant, VariantDesc};
+
+struct KernelShared {
+    spec: KernelSpec,
+    /// Hash of everything in the spec that feeds the source; with the
+    /// variant key it names CPU and CUDA variants uniquely.
+    fingerprint: u64,
+    memo: VariantMemo,
+}
+
+/// A custom kernel: a body written inline, its input and output names, and
+/// how it is compiled. Cheap to clone, `Send + Sync`; all clones share one
+/// memo of generated variants.
+#[derive(Clone)]
+pub struct Kernel(Arc<KernelShared>);
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.0.spec.name)
+            .field("inputs", &self.0.spec.input_names)
+            .field("outputs", &self.0.spec.output_names)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Kernel`]; see [`Kernel::builder`].
+#[derive(Clone, Debug)]
+pub struct KernelBuilder {
+    name: String,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    source: String,
+    header: String,
+    ensure_row_contiguous: bool,
+    atomic_outputs: bool,
+}
+
+impl KernelBuilder {
+    /// Input names, in call order. Each is a C identifier; the body reads
+    /// `NAME[i]` and may use `NAME_shape`, `NAME_strides`, `NAME_ndim`.
+    pub fn inputs<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.inputs = names.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Output names, in call order (at least one).
+    pub fn outputs<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.outputs = names.into_iter().map(Into::into).collect();
+        self
+    }
+    /// The body of the kernel function.
+    pub fn source(mut self, body: impl Into<String>) -> Self {
+        self.source = body.into();
+        self
+    }
+    /// Code placed before the function (includes, helpers).
+    pub fn header(mut self, header: impl Into<String>) -> Self {
+        self.header = header.into();
+        self
+    }
+    /// Copy strided inputs to row-contiguous ones before each call (default
+    /// true, as in MLX).
+    pub fn ensure_row_contiguous(mut self, yes: bool) -> Self {
+        self.ensure_row_contiguous = yes;
+        self
+    }
+    /// Declare outputs atomic (`atomic<T>*`), for `atomic_fetch_add_explicit`
+    /// and friends (default false).
+    pub fn atomic_outputs(mut self, yes: bool) -> Self {
+        self.atomic_outputs = yes;
+        self
+    }
+    /// Validates the names and scans the body once.
+    pub fn build(self) -> Result<Kernel> {
+        let spec = KernelSpec::new(
+            self.name,
+            self.inputs,
+            self.outputs,
+            self.source,
+            self.header,
+            self.ensure_row_contiguous,
+            self.atomic_outputs,
+        )?;
+        Ok(Kernel::from_spec(spec))
+    }
+}
+
+impl Kernel {
+    /// Starts a kernel named `name` (it appears in every generated function
+    /// name and in every error about this kernel).
+    pub fn builder(name: impl Into<String>) -> KernelBuilder {
+        KernelBuilder {
+            name: name.into(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            source: String::new(),
+            header: String::new(),
+            ensure_row_contiguous: true,
+            atomic_outputs: false,
+        }
+    }
+
+    /// A kernel from an already validated spec.
+    pub fn from_spec(spec: KernelSpec) -> Kernel {
+        let fingerprint = fingerprint(&spec);
+        Kernel(Arc::new(KernelShared {
+            spec,
+            fingerprint,
+            memo: VariantMemo::default(),
+        }))
+    }
+
+    /// The validated spec.
+    pub fn spec(&self) -> &KernelSpec {
+        &self.0.spec
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.0.spec.name
+    }
+
+    /// Starts a call with these inputs.
+    pub fn call<'a, I>(&'a self, inputs: I) -> Call<'a>
+    where
+        I: IntoIterator<Item = &'a crate::Array>,
+    {
+        Call::new(self, inputs.into_iter().collect())
+    }
+
+    /// How many variants are memoized now (at most
+    /// [`MAX_CACHED_VARIANTS`](memo::MAX_CACHED_VARIANTS)).
+    pub fn memoized_variants(&self) -> usize {
+        self.0.memo.len()
+    }
+
+    /// Forgets every memoized variant. Launches already prepared keep theirs.
+    pub fn clear_memo(&self) {
+        self.0.memo.clear()
+    }
+
+    /// True when both handles share one memo.
+    pub fn shares_memo_with(&self, other: &Kernel) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Generates a variant's name and source without the memo (what every
+    /// call cost before the memo; also the inspection path).
+    pub fn generate(&self, dialect: Dialect, desc: &VariantDesc<'_>) -> Generated {
+        let mut key = KeyBytes::new();
+        encode_key(dialect, desc, &mut key);
+        codegen::generate(dialect, &self.0.spec, desc, self.variant_id(&key))
+    }
+
+    /// The memoized variant for `desc` in `dialect`; on a miss, runs the
+    /// once-per-variant `check` and generates it.
+    pub(crate) fn variant_checked(
+        &self,
+        dialect: Dialect,
+        desc: &VariantDesc<'_>,
+        check: impl FnOnce() -> Result<()>,
+    ) -> Result<Arc<Variant>> {
+        let mut key = KeyBytes::new();
+        encode_key(dialect, desc, &mut key);
+        self.0.memo.get_or_build(&key, || {
+            check()?;
+            let g = codegen::generate(dialect, &self.0.spec, desc, self.variant_id(&key));
+            Ok(Variant::new(dialect, g.name, g.source))
+        })
+    }
+
+    /// A variant built without the memo, for benchmarks of the old path.
+    pub(crate) fn variant_uncached(
+        &self,
+        dialect: Dialect,
+        desc: &VariantDesc<'_>,
+    ) -> Arc<Variant> {
+        let g = self.generate(dialect, desc);
+        Arc::new(Variant::new(dialect, g.name, g.source))
+    }
+
+    fn variant_id(&self, key: &[u8]) -> u64 {
+        xxhash_rust::xxh3::xxh3_64_with_seed(key, self.0.fingerprint)
+    }
+
+    pub(crate) fn unsupported(&self, backend: &'static str, reason: String) -> CallError {
+        CallError::Unsupported {
+            kernel: self.0.spec.name.clone(),
+            backend,
+            reason,
+        }
+    }
+}
+
+fn fingerprint(spec: &KernelSpec) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for part in [&spec.name, &spec.source, &spec.header] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    for names in [&spec.input_names, &spec.output_names] {
+        h.update(&(names.len() as u64).to_le_bytes());
+        for n in names {
+            h.update(&(n.len() as u64).to_le_bytes());
+            h.update(n.as_bytes());
+        }
+    }
+    h.update(&[spec.ensure_row_contiguous as u8, spec.atomic_outputs as u8]);
+    h.digest()
+}

@@ -1,0 +1,469 @@
+//! The fixed part of a kernel: names, body, header, flags, and what the body
+//! was found to use. Everything here is decided once, when the kernel is
+//! built, so no call ever scans the body again.
+
+use crate::codegen::attributes::{Attribute, ATTRIBUTES};
+use crate::error::{shown, BuildError};
+
+/// What the body uses of one input's layout, found by name (`inp_shape`,
+/// `inp_strides`, `inp_ndim`) exactly as MLX finds it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ShapeInfo {
+    /// The body mentions `NAME_shape`.
+    pub shape: bool,
+    /// The body mentions `NAME_strides`.
+    pub strides: bool,
+    /// The body mentions `NAME_ndim`.
+    pub ndim: bool,
+}
+
+impl ShapeInfo {
+    /// True if any of the three is used.
+    pub fn any(&self) -> bool {
+        self.shape || self.strides || self.ndim
+    }
+}
+
+/// A validated kernel definition. Immutable and shared by every clone of a
+/// [`Kernel`](crate::Kernel) and by every launch prepared from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSpec {
+    pub(crate) name: String,
+    pub(crate) input_names: Vec<String>,
+    pub(crate) output_names: Vec<String>,
+    pub(crate) source: String,
+    pub(crate) header: String,
+    pub(crate) ensure_row_contiguous: bool,
+    pub(crate) atomic_outputs: bool,
+    pub(crate) shape_infos: Vec<ShapeInfo>,
+    /// Position attributes the body uses, in [`ATTRIBUTES`] order.
+    pub(crate) attributes: Vec<&'static Attribute>,
+    /// The body synchronizes threads of a group (barriers, simd/warp
+    /// collectives, shared memory): it cannot run on the CPU backend, which
+    /// runs the threads of a group one after another.
+    pub(crate) group_sync: Option<&'static str>,
+    /// The body uses cooperative groups (CUDA only needs the heavy header then).
+    pub(crate) uses_cooperative_groups: bool,
+}
+
+impl KernelSpec {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The input names, in call order.
+    pub fn input_names(&self) -> &[String] {
+        &self.input_names
+    }
+    /// The output names, in call order.
+    pub fn output_names(&self) -> &[String] {
+        &self.output_names
+    }
+    /// The body.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+    /// The header placed before the generated function.
+    pub fn header(&self) -> &str {
+        &self.header
+    }
+    /// Whether strided inputs are copied to row-contiguous ones before a call.
+    pub fn ensure_row_contiguous(&self) -> bool {
+        self.ensure_row_contiguous
+    }
+    /// Whether outputs are declared atomic.
+    pub fn atomic_outputs(&self) -> bool {
+        self.atomic_outputs
+    }
+    /// Per input, which layout parameters the body uses.
+    pub fn shape_infos(&self) -> &[ShapeInfo] {
+        &self.shape_infos
+    }
+    /// The position attributes the body uses, in MLX's order.
+    pub fn attributes(&self) -> impl Iterator<Item = &'static Attribute> + '_ {
+        self.attributes.iter().copied()
+    }
+
+    /// Validates the names and scans the body. This is the only place a body
+    /// is searched.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        name: String,
+        input_names: Vec<String>,
+        output_names: Vec<String>,
+        source: String,
+        header: String,
+        ensure_row_contiguous: bool,
+        atomic_outputs: bool,
+    ) -> Result<KernelSpec, BuildError> {
+        check_kernel_name(&name)?;
+        for (field, text) in [("source", &source), ("header", &header)] {
+            if let Some(offset) = text.find('\0') {
+                return Err(BuildError::NulByte {
+                    kernel: name.clone(),
+                    field,
+                    offset,
+                });
+            }
+        }
+        if output_names.is_empty() {
+            return Err(BuildError::NoOutputs { kernel: name });
+        }
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for (role, names) in [("input", &input_names), ("output", &output_names)] {
+            for n in names.iter() {
+                check_identifier(&name, n, role)?;
+                if let Some((_, what)) = seen.iter().find(|(taken, _)| taken == n) {
+                    return Err(BuildError::DuplicateName {
+                        kernel: name.clone(),
+                        role,
+                        name: n.clone(),
+                        other: what.clone(),
+                    });
+                }
+                seen.push((n.clone(), format!("{role} `{n}`")));
+            }
+        }
+        // The generated layout parameters of every input share the namespace.
+        for inp in &input_names {
+            for suffix in ["_shape", "_strides", "_ndim"] {
+                let generated = format!("{inp}{suffix}");
+                if let Some((_, what)) = seen.iter().find(|(taken, _)| *taken == generated) {
+                    return Err(BuildError::DuplicateName {
+                        kernel: name.clone(),
+                        role: "generated",
+                        name: generated.clone(),
+                        other: format!("{what} (the generated layout parameter of input `{inp}`)"),
+                    });
+                }
+            }
+        }
+        for n in input_names.iter().chain(&output_names) {
+            if let Some(a) = ATTRIBUTES.iter().find(|a| a.name == n) {
+                return Err(BuildError::InvalidName {
+                    kernel: name.clone(),
+                    role: "argument",
+                    name: shown(n),
+                    reason: if a.name.is_empty() {
+                        "reserved"
+                    } else {
+                        "it is a position attribute name"
+                    },
+                });
+            }
+        }
+
+        let shape_infos = input_names
+            .iter()
+            .map(|n| ShapeInfo {
+                shape: source.contains(&format!("{n}_shape")),
+                strides: source.contains(&format!("{n}_strides")),
+                ndim: source.contains(&format!("{n}_ndim")),
+            })
+            .collect();
+        let attributes = ATTRIBUTES
+            .iter()
+            .filter(|a| source.contains(a.name))
+            .collect();
+        let group_sync = GROUP_SYNC.iter().copied().find(|w| source.contains(w));
+        let uses_cooperative_groups =
+            source.contains("cooperative_groups") || header.contains("cooperative_groups");
+        Ok(KernelSpec {
+            name,
+            input_names,
+            output_names,
+            source,
+            header,
+            ensure_row_contiguous,
+            atomic_outputs,
+            shape_infos,
+            attributes,
+            group_sync,
+            uses_cooperative_groups,
+        })
+    }
+
+    /// A display list of names, for count errors.
+    pub(crate) fn list(names: &[String]) -> String {
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    }
+}
+
+/// Words that mean the threads of a group talk to each other.
+const GROUP_SYNC: &[&str] = &[
+    "threadgroup_barrier",
+    "simdgroup_barrier",
+    "__syncthreads",
+    "__syncwarp",
+    "simd_sum",
+    "simd_shuffle",
+    "simd_max",
+    "simd_min",
+    "simd_prefix",
+    "simd_broadcast",
+    "__shfl",
+    "quad_shuffle",
+    "threadgroup ",
+    "__shared__",
+    "cooperative_groups",
+];
+
+/// C, C++, Metal and CUDA words a name may not be, since names become
+/// identifiers in every dialect's source.
+const RESERVED: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "asm",
+    "auto",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "class",
+    "const",
+    "constant",
+    "constexpr",
+    "const_cast",
+    "continue",
+    "decltype",
+    "default",
+    "delete",
+    "device",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "half",
+    "if",
+    "inline",
+    "int",
+    "kernel",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "nullptr",
+    "operator",
+    "or",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread",
+    "threadgroup",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "uint",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "while",
+    "xor",
+    "main",
+    "metal",
+    "std",
+    "uint3",
+    "dim3",
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "warpSize",
+];
+
+/// The kernel's name only ever appears after a prefix (`custom_kernel_NAME`),
+/// so it needs identifier characters but may be a reserved word or start
+/// with a digit.
+fn check_kernel_name(name: &str) -> Result<(), BuildError> {
+    let reason = if name.is_empty() {
+        Some("it is empty")
+    } else if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        Some("it may hold only ASCII letters, digits and `_`")
+    } else if name.len() > 200 {
+        Some("it is longer than 200 characters")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(BuildError::InvalidName {
+            kernel: shown(name),
+            role: "kernel",
+            name: shown(name),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks that `name` can be pasted into generated source as an identifier.
+pub(crate) fn check_identifier(
+    kernel: &str,
+    name: &str,
+    role: &'static str,
+) -> Result<(), BuildError> {
+    let invalid = |reason| BuildError::InvalidName {
+        kernel: kernel.escape_debug().to_string(),
+        role,
+        name: shown(name),
+        reason,
+    };
+    let mut chars = name.chars();
+    match chars.next() {
+        None => return Err(invalid("it is empty")),
+        Some(c) if !(c.is_ascii_alphabetic() || c == '_') => {
+            return Err(invalid(
+                "it must start with an ASCII letter or `_` (a C identifier)",
+            ))
+        }
+        _ => {}
+    }
+    if !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(invalid(
+            "it may hold only ASCII letters, digits and `_` (a C identifier)",
+        ));
+    }
+    if name.len() > 200 {
+        return Err(invalid("it is longer than 200 characters"));
+    }
+    if name.starts_with("__") || name.starts_with("kk_") {
+        return Err(invalid(
+            "names starting with `__` or `kk_` are reserved for the compiler and kernelkit",
+        ));
+    }
+    if RESERVED.contains(&name) {
+        return Err(invalid("it is a reserved word in C++, Metal or CUDA"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(inputs: &[&str], outputs: &[&str], body: &str) -> Result<KernelSpec, BuildError> {
+        KernelSpec::new(
+            "k".into(),
+            inputs.iter().map(|s| s.to_string()).collect(),
+            outputs.iter().map(|s| s.to_string()).collect(),
+            body.into(),
+            String::new(),
+            true,
+            false,
+        )
+    }
+
+    #[test]
+    fn scans_shape_use_and_attributes_once() {
+        let s = spec(
+            &["a", "b"],
+            &["out"],
+            "uint i = thread_position_in_grid.x; out[i] = a[i] * a_shape[0] + b_ndim;",
+        )
+        .unwrap();
+        assert_eq!(
+            s.shape_infos,
+            vec![
+                ShapeInfo {
+                    shape: true,
+                    strides: false,
+                    ndim: false
+                },
+                ShapeInfo {
+                    shape: false,
+                    strides: false,
+                    ndim: true
+                }
+            ]
+        );
+        let names: Vec<_> = s.attributes().map(|a| a.name).collect();
+        assert_eq!(names, vec!["thread_position_in_grid"]);
+        assert!(s.group_sync.is_none());
+    }
+
+    #[test]
+    fn rejects_bad_names() {
+        assert!(matches!(
+            spec(&["1a"], &["o"], ""),
+            Err(BuildError::InvalidName { .. })
+        ));
+        assert!(matches!(
+            spec(&["a b"], &["o"], ""),
+            Err(BuildError::InvalidName { .. })
+        ));
+        assert!(matches!(
+            spec(&["float"], &["o"], ""),
+            Err(BuildError::InvalidName { .. })
+        ));
+        assert!(matches!(
+            spec(&["a"], &["a"], ""),
+            Err(BuildError::DuplicateName { .. })
+        ));
+        assert!(matches!(
+            spec(&["inp", "inp_shape"], &["o"], ""),
+            Err(BuildError::DuplicateName { .. })
+        ));
+        assert!(matches!(
+            spec(&["a"], &[], ""),
+            Err(BuildError::NoOutputs { .. })
+        ));
+        assert!(matches!(
+            spec(&["a"], &["o"], "x\0"),
+            Err(BuildError::NulByte { .. })
+        ));
+        assert!(matches!(
+            spec(&["thread_position_in_grid"], &["o"], ""),
+            Err(BuildError::InvalidName { .. })
+        ));
+    }
+
+    #[test]
+    fn finds_group_sync() {
+        let s = spec(
+            &["a"],
+            &["o"],
+            "threadgroup_barrier(mem_flags::mem_threadgroup);",
+        )
+        .unwrap();
+        assert_eq!(s.group_sync, Some("threadgroup_barrier"));
+    }
+}

@@ -1,0 +1,6 @@
+[[kernel]] void custom_kernel_attr_thread_index_in_simdgroup_float_float(
+  const device float* inp [[buffer(0)]],
+  device float* out [[buffer(1)]],
+  uint thread_index_in_simdgroup [[thread_index_in_simdgroup]]) {
+out[0] = inp[0] + thread_index_in_simdgroup;
+}

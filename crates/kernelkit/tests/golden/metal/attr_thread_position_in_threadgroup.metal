@@ -1,0 +1,6 @@
+[[kernel]] void custom_kernel_attr_thread_position_in_threadgroup_float_float(
+  const device float* inp [[buffer(0)]],
+  device float* out [[buffer(1)]],
+  uint3 thread_position_in_threadgroup [[thread_position_in_threadgroup]]) {
+out[0] = inp[0] + thread_position_in_threadgroup.x;
+}

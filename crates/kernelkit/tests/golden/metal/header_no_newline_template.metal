@@ -1,0 +1,10 @@
+constant float K = 2.0f; // no newlinetemplate <int N>
+[[kernel]] void custom_kernel_header_no_newline_template__2_float_float(
+  const device float* a [[buffer(0)]],
+  device float* o [[buffer(1)]],
+  uint3 thread_position_in_grid [[thread_position_in_grid]]) {
+uint i = thread_position_in_grid.x;
+o[i] = a[i] * K * N;
+}
+
+template [[host_name("custom_kernel_header_no_newline_template__2_float_float")]] [[kernel]] decltype(custom_kernel_header_no_newline_template__2_float_float<2>) custom_kernel_header_no_newline_template__2_float_float<2>;

@@ -1,0 +1,7 @@
+[[kernel]] void custom_kernel__k_float_float(
+  const device float* a [[buffer(0)]],
+  device float* o [[buffer(1)]],
+  uint3 thread_position_in_grid [[thread_position_in_grid]]) {
+uint i = thread_position_in_grid.x;
+o[i] = a[i];
+}

@@ -1,0 +1,5 @@
+[[kernel]] void custom_kernel_k_float_float(
+  const device float*  [[buffer(0)]],
+  device float* o [[buffer(1)]]) {
+o[0] = 1;
+}

@@ -1,0 +1,5 @@
+[[kernel]] void custom_kernel__float_float(
+  const device float* a [[buffer(0)]],
+  device float* o [[buffer(1)]]) {
+o[0] = a[0];
+}

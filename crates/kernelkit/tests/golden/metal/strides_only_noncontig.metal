@@ -1,0 +1,8 @@
+[[kernel]] void custom_kernel_strides_only_noncontig_float_float(
+  const device float* inp [[buffer(0)]],
+  const constant int64_t* inp_strides [[buffer(1)]],
+  device float* out [[buffer(2)]],
+  uint3 thread_position_in_grid [[thread_position_in_grid]]) {
+uint elem = thread_position_in_grid.x;
+out[elem] = inp[elem * inp_strides[1]];
+}

@@ -1,0 +1,10 @@
+template <bool B>
+[[kernel]] void custom_kernel_tpl_bool_false__0_float_float(
+  const device float* a [[buffer(0)]],
+  device float* o [[buffer(1)]],
+  uint3 thread_position_in_grid [[thread_position_in_grid]]) {
+uint i = thread_position_in_grid.x;
+o[i] = B ? a[i] : 0;
+}
+
+template [[host_name("custom_kernel_tpl_bool_false__0_float_float")]] [[kernel]] decltype(custom_kernel_tpl_bool_false__0_float_float<0>) custom_kernel_tpl_bool_false__0_float_float<0>;

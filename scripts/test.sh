@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command of the README: every test of the workspace, with every
+# feature (GPU tests skip with a printed reason where there is no GPU), the
+# doc tests, and the loom models of the lock-free parts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo nextest run --workspace --all-features --no-fail-fast
+cargo test --workspace --all-features --doc
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+  cargo test -p kernelkit --release --lib loom_ -- --test-threads=2
