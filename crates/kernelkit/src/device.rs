@@ -131,12 +131,8 @@ impl Device {
     pub fn new_cuda(ordinal: u32) -> Result<Device> {
         #[cfg(feature = "cuda")]
         {
-            let backend = crate::backend::cuda::CudaBackend::new(ordinal)?;
-            Ok(Device::from_backend(
-                DeviceKind::Cuda,
-                ordinal,
-                Box::new(backend),
-            ))
+            let backend = crate::backend::cuda::CudaBackend::open(ordinal)?;
+            Ok(Device::from_backend(DeviceKind::Cuda, ordinal, backend))
         }
         #[cfg(not(feature = "cuda"))]
         {

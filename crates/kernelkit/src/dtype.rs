@@ -118,6 +118,7 @@ impl DType {
     }
 
     /// The dtype for a key byte written by [`DType::key_byte`].
+    #[cfg(test)]
     pub(crate) fn from_key_byte(b: u8) -> Option<DType> {
         DType::ALL.get(b as usize).copied()
     }

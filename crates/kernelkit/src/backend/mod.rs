@@ -49,6 +49,7 @@ pub(crate) struct Buffer {
 }
 
 /// What a backend needs to launch one prepared call.
+#[allow(dead_code)] // `variant` and `shared_mem_bytes` are read by the CUDA backend.
 pub(crate) struct LaunchJob<'a> {
     pub(crate) spec: &'a KernelSpec,
     pub(crate) variant: &'a Variant,
@@ -81,20 +82,21 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// The compile options part of the module key: compiler identity and
     /// version, flags, target architecture or CPU features.
     fn options(&self) -> &str;
-    /// The artifact-format identity of the compiler, for the artifact
-    /// store's key (same role as `options`, never compiler output).
-    fn compiler_identity(&self) -> &str {
-        self.options()
-    }
     /// SIMD (warp) width reported to bodies.
     fn simd_width(&self) -> u32;
     /// Compiles a variant's source into an artifact (shared library bytes,
     /// cubin).
     fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError>;
     /// Loads an artifact into a module.
-    fn load(&self, kernel: &str, variant: &Variant, artifact: &[u8]) -> Result<Module, CompileError>;
+    fn load(
+        &self,
+        kernel: &str,
+        variant: &Variant,
+        artifact: &[u8],
+    ) -> Result<Module, CompileError>;
     /// Resolves a function of a loaded module.
-    fn function(&self, kernel: &str, module: &Module, name: &str) -> Result<Function, CompileError>;
+    fn function(&self, kernel: &str, module: &Module, name: &str)
+        -> Result<Function, CompileError>;
 
     /// A new stream.
     fn new_stream(&self) -> Result<StreamHandle>;
@@ -105,7 +107,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Allocates and fills from host bytes.
     fn upload(&self, bytes: &[u8], stream: &StreamHandle) -> Result<Buffer>;
     /// Copies `len` bytes at `offset` out to the host (waits for `stream`).
-    fn download(&self, buf: &Buffer, offset: usize, len: usize, stream: &StreamHandle) -> Result<Vec<u8>>;
+    fn download(
+        &self,
+        buf: &Buffer,
+        offset: usize,
+        len: usize,
+        stream: &StreamHandle,
+    ) -> Result<Vec<u8>>;
     /// Repeats `pattern` over the whole buffer, in stream order.
     fn fill(&self, buf: &Buffer, pattern: &[u8], stream: &StreamHandle) -> Result<()>;
     /// A row-contiguous copy of a strided array, in stream order.

@@ -11,7 +11,7 @@
 //! - Modules are never evicted while the device lives: work queued on a
 //!   stream may still run code from any of them.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
@@ -111,9 +111,7 @@ impl Default for KernelCache {
 
 impl KernelCache {
     fn shard(&self, key: &str) -> &RwLock<FxHashMap<Arc<str>, Arc<Slot>>> {
-        let mut h = rustc_hash::FxBuildHasher.build_hasher();
-        key.hash(&mut h);
-        &self.shards[(h.finish() as usize) % SHARDS]
+        &self.shards[(rustc_hash::FxBuildHasher.hash_one(key) as usize) % SHARDS]
     }
 
     /// The module for `key`, building it with `build` if no thread has. At

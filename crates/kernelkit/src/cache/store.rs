@@ -12,6 +12,7 @@ pub struct ArtifactStore {
 }
 
 /// A store key.
+#[allow(dead_code)]
 pub(crate) struct StoreKey([u8; 16]);
 
 /// Held while this process compiles a key.

@@ -24,6 +24,9 @@ use crate::kernel::template::{TemplateArg, TemplateParam};
 use crate::kernel::variant::{InputDesc, PassMode, Variant, VariantDesc};
 use crate::kernel::Kernel;
 
+/// Per input descriptors and per output dtypes of one call.
+type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);
+
 /// One call's arguments, borrowed. Build it with [`Kernel::call`].
 #[must_use = "a call does nothing until `launch()` or `prepare()`"]
 pub struct Call<'a> {
@@ -123,7 +126,7 @@ impl<'a> Call<'a> {
     }
 
     /// Input and output descriptors, after the device-independent checks.
-    fn descs(&self) -> Result<(SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>)> {
+    fn descs(&self) -> Result<Descs> {
         let spec = self.spec();
         if self.inputs.len() != spec.input_names.len() {
             return Err(CallError::InputCount {
