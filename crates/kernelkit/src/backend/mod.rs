@@ -120,4 +120,7 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn make_contiguous(&self, src: &Array, dst: &Buffer, stream: &StreamHandle) -> Result<()>;
     /// Launches (on a GPU: enqueues) a prepared call.
     fn launch(&self, job: &LaunchJob<'_>, stream: &StreamHandle) -> Result<()>;
+    /// Launches the same job `iters` times with its arguments marshalled
+    /// once: the backend's own floor, which benchmarks compare dispatch to.
+    fn launch_raw(&self, job: &LaunchJob<'_>, stream: &StreamHandle, iters: u32) -> Result<()>;
 }

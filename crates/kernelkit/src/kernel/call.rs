@@ -560,6 +560,20 @@ impl Launch {
 
     /// Compiles or finds the function, allocates the outputs and launches.
     pub fn run(&self) -> Result<Vec<Array>> {
+        self.run_inner(None)
+    }
+
+    /// Runs once to set up (function, inputs, outputs), then times `iters`
+    /// launches of the same job by the backend alone, arguments marshalled
+    /// once: the floor that dispatch is measured against. For benchmarks.
+    #[doc(hidden)]
+    pub fn time_raw_launches(&self, iters: u32) -> Result<std::time::Duration> {
+        let mut elapsed = std::time::Duration::ZERO;
+        self.run_inner(Some((iters, &mut elapsed)))?;
+        Ok(elapsed)
+    }
+
+    fn run_inner(&self, raw: Option<(u32, &mut std::time::Duration)>) -> Result<Vec<Array>> {
         let device = self.stream.device();
         let backend = device.backend();
         let spec = self.kernel.spec();
@@ -604,19 +618,27 @@ impl Launch {
                 Some(self.stream.clone()),
             ));
         }
-        backend.launch(
-            &crate::backend::LaunchJob {
-                spec,
-                variant: &self.variant,
-                function: &function,
-                inputs: &inputs,
-                outputs: &outputs,
-                grid: self.grid,
-                threadgroup: self.threadgroup,
-                shared_mem_bytes: self.shared_mem_bytes,
-            },
-            handle,
-        )?;
+        let job = crate::backend::LaunchJob {
+            spec,
+            variant: &self.variant,
+            function: &function,
+            inputs: &inputs,
+            outputs: &outputs,
+            grid: self.grid,
+            threadgroup: self.threadgroup,
+            shared_mem_bytes: self.shared_mem_bytes,
+        };
+        match raw {
+            None => backend.launch(&job, handle)?,
+            Some((iters, elapsed)) => {
+                backend.launch(&job, handle)?;
+                self.stream.synchronize()?;
+                let started = std::time::Instant::now();
+                backend.launch_raw(&job, handle, iters)?;
+                *elapsed = started.elapsed();
+                self.stream.synchronize()?;
+            }
+        }
         Ok(outputs)
     }
 }

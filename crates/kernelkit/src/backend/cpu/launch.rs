@@ -26,8 +26,9 @@ impl Args {
     }
 }
 
-/// Launches; the caller has checked dims against the limits.
-pub(super) fn launch(job: &LaunchJob<'_>, simd: u32) {
+/// Launches `iters` times (arguments marshalled once); the caller has
+/// checked dims against the limits.
+pub(super) fn launch(job: &LaunchJob<'_>, simd: u32, iters: u32) {
     let function = job
         .function
         .downcast_ref::<CpuFunction>()
@@ -90,17 +91,19 @@ pub(super) fn launch(job: &LaunchJob<'_>, simd: u32) {
     };
     let total_threads = total_groups * tg.iter().map(|&t| t as u64).product::<u64>();
     let workers = rayon::current_num_threads() as u64;
-    if total_groups <= 1 || total_threads < 4096 || workers <= 1 {
-        run(0, total_groups);
-        return;
-    }
-    let chunks = (workers * 4).min(total_groups);
-    let per = total_groups.div_ceil(chunks);
-    (0..chunks).into_par_iter().for_each(|c| {
-        let begin = c * per;
-        let end = ((c + 1) * per).min(total_groups);
-        if begin < end {
-            run(begin, end);
+    for _ in 0..iters {
+        if total_groups <= 1 || total_threads < 4096 || workers <= 1 {
+            run(0, total_groups);
+            continue;
         }
-    });
+        let chunks = (workers * 4).min(total_groups);
+        let per = total_groups.div_ceil(chunks);
+        (0..chunks).into_par_iter().for_each(|c| {
+            let begin = c * per;
+            let end = ((c + 1) * per).min(total_groups);
+            if begin < end {
+                run(begin, end);
+            }
+        });
+    }
 }

@@ -121,7 +121,11 @@ impl Backend for CpuBackend {
         Ok(())
     }
     fn launch(&self, job: &LaunchJob<'_>, _stream: &StreamHandle) -> Result<()> {
-        launch::launch(job, self.simd_width());
+        launch::launch(job, self.simd_width(), 1);
+        Ok(())
+    }
+    fn launch_raw(&self, job: &LaunchJob<'_>, _stream: &StreamHandle, iters: u32) -> Result<()> {
+        launch::launch(job, self.simd_width(), iters);
         Ok(())
     }
 }
