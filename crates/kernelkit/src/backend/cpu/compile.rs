@@ -5,12 +5,14 @@
 //! and the host's CPU features are part of the module key, since the
 //! library is built with `-march=native`.
 
+use std::ffi::OsString;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use super::pch::Pch;
 use crate::codegen::map_log_lines;
 use crate::error::CompileError;
 use crate::kernel::variant::Variant;
@@ -34,6 +36,7 @@ pub(crate) struct Compiler {
     identity: OnceLock<String>,
     options: OnceLock<String>,
     timeout: Duration,
+    pch: OnceLock<Pch>,
 }
 
 impl Compiler {
@@ -59,6 +62,7 @@ impl Compiler {
             identity: OnceLock::new(),
             options: OnceLock::new(),
             timeout,
+            pch: OnceLock::new(),
         }
     }
 
@@ -110,61 +114,97 @@ impl Compiler {
             .map_err(|e| fail(format!("cannot create a temporary directory: {e}")))?;
         let src = dir.path().join("kernel.cpp");
         let lib = dir.path().join("kernel.so");
-        let log_path = dir.path().join("log.txt");
-        std::fs::write(&src, variant.source().as_bytes())
+        let (program, timeout) = (self.program.clone(), self.timeout);
+        let input = self.pch().input_for(variant.source(), move |header, gch| {
+            let dir = header.parent().unwrap_or(header);
+            let mut args: Vec<OsString> = FLAGS
+                .iter()
+                .filter(|f| **f != "-shared")
+                .map(OsString::from)
+                .collect();
+            args.extend([
+                "-x".into(),
+                "c++-header".into(),
+                header.into(),
+                "-o".into(),
+                gch.into(),
+            ]);
+            matches!(run(&program, &args, dir, timeout), Ok((true, _)))
+        });
+        let text = input.as_deref().unwrap_or(variant.source());
+        std::fs::write(&src, text.as_bytes())
             .map_err(|e| fail(format!("cannot write the source: {e}")))?;
-        let log_file = std::fs::File::create(&log_path)
-            .map_err(|e| fail(format!("cannot create the log: {e}")))?;
-        let log_err = log_file
-            .try_clone()
-            .map_err(|e| fail(format!("cannot create the log: {e}")))?;
-        let mut child = Command::new(&self.program)
-            .args(FLAGS)
-            .arg("-o")
-            .arg(&lib)
-            .arg(&src)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(log_file)
-            .stderr(log_err)
-            .spawn()
-            .map_err(|e| {
-                fail(format!(
-                    "cannot start it: {e} (set CXX to a C++20 compiler)"
-                ))
-            })?;
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() > self.timeout => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(fail(format!(
-                        "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
-                        self.timeout.as_secs_f64()
-                    )));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-                Err(e) => return Err(fail(format!("cannot wait for it: {e}"))),
-            }
-        };
-        let mut log = String::new();
-        if let Ok(mut f) = std::fs::File::open(&log_path) {
-            let _ = f.read_to_string(&mut log);
-        }
-        if !status.success() {
-            let spec_body = body_of(variant);
+        let mut args: Vec<OsString> = FLAGS.iter().map(OsString::from).collect();
+        args.extend(["-o".into(), lib.clone().into(), src.into()]);
+        let outcome = run(&self.program, &args, dir.path(), self.timeout);
+        self.pch().finish_build();
+        let (ok, log) = outcome.map_err(fail)?;
+        if !ok {
             return Err(CompileError::Rejected {
                 kernel: kernel.to_string(),
                 function: variant.name().to_string(),
                 compiler: self.describe(),
-                log: map_log_lines(&log, variant.source(), spec_body, "kernel.cpp:"),
+                log: map_log_lines(&log, variant.source(), body_of(variant), "kernel.cpp:"),
                 generated: variant.shared_source().clone(),
             });
         }
         std::fs::read(&lib).map_err(|e| fail(format!("it produced no library: {e}")))
     }
+
+    fn pch(&self) -> &Pch {
+        self.pch.get_or_init(|| {
+            Pch::new(xxhash_rust::xxh3::xxh3_64(
+                format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" ")).as_bytes(),
+            ))
+        })
+    }
+}
+
+/// Runs the compiler in `dir` with a timeout; returns whether it succeeded
+/// and its output (stdout and stderr together).
+fn run(
+    program: &str,
+    args: &[OsString],
+    dir: &Path,
+    timeout: Duration,
+) -> Result<(bool, String), String> {
+    let log_path = dir.join(format!("log-{}.txt", std::process::id()));
+    let log_file =
+        std::fs::File::create(&log_path).map_err(|e| format!("cannot create the log: {e}"))?;
+    let log_err = log_file
+        .try_clone()
+        .map_err(|e| format!("cannot create the log: {e}"))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(log_err)
+        .spawn()
+        .map_err(|e| format!("cannot start it: {e} (set CXX to a C++20 compiler)"))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = std::fs::remove_file(&log_path);
+                return Err(format!(
+                    "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
+                    timeout.as_secs_f64()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => return Err(format!("cannot wait for it: {e}")),
+        }
+    };
+    let mut log = String::new();
+    if let Ok(mut f) = std::fs::File::open(&log_path) {
+        let _ = f.read_to_string(&mut log);
+    }
+    let _ = std::fs::remove_file(&log_path);
+    Ok((status.success(), log))
 }
 
 /// The user's body inside a generated CPU source: between the `kk_body`

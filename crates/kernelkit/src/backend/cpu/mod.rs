@@ -9,6 +9,7 @@ mod compile;
 mod launch;
 mod load;
 mod memory;
+mod pch;
 
 use std::sync::Arc;
 
