@@ -111,6 +111,18 @@ impl Device {
         )
     }
 
+    /// A new CPU device whose kernels are compiled by `program` (a C++20
+    /// compiler command) instead of `$CXX` or the first one on the `PATH`.
+    pub fn new_cpu_with_compiler(program: impl Into<String>) -> Device {
+        Device::from_backend(
+            DeviceKind::Cpu,
+            0,
+            Box::new(crate::backend::cpu::CpuBackend::with_compiler(
+                program.into(),
+            )),
+        )
+    }
+
     /// The process-wide device for CUDA GPU `ordinal`.
     ///
     /// Returns an error, never panics, when kernelkit was built without the

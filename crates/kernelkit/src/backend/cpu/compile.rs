@@ -51,6 +51,10 @@ impl Compiler {
                     .unwrap_or("c++")
                     .to_string()
             });
+        Compiler::with_program(program)
+    }
+
+    pub(crate) fn with_program(program: String) -> Compiler {
         let timeout = std::env::var("KERNELKIT_COMPILE_TIMEOUT")
             .ok()
             .and_then(|s| s.parse::<f64>().ok())
