@@ -1,15 +1,16 @@
 //! Runs the system C++ compiler on a variant's source.
 //!
 //! The compiler is `$CXX`, else the first of `c++`, `g++`, `clang++` on the
-//! `PATH`. Its identity (first line of `--version`, run once per process)
-//! and the host's CPU features are part of the module key, since the
-//! library is built with `-march=native`.
+//! `PATH`. Its identity (the output of `--version`, run once per process
+//! and compiler) and the host's CPU features are part of the module key and
+//! of the artifact store's key, since the library is built with
+//! `-march=native`.
 
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::pch::Pch;
@@ -33,8 +34,9 @@ const DEFAULT_TIMEOUT_S: u64 = 300;
 
 pub(crate) struct Compiler {
     program: String,
-    identity: OnceLock<String>,
+    identity: OnceLock<Arc<str>>,
     options: OnceLock<String>,
+    artifact_identity: OnceLock<String>,
     timeout: Duration,
     pch: OnceLock<Pch>,
 }
@@ -65,33 +67,35 @@ impl Compiler {
             program,
             identity: OnceLock::new(),
             options: OnceLock::new(),
+            artifact_identity: OnceLock::new(),
             timeout,
             pch: OnceLock::new(),
         }
     }
 
-    /// The compiler's `--version` first line (or why it could not run).
+    /// The compiler's whole `--version` output (or why it could not run).
     fn identity(&self) -> &str {
-        self.identity.get_or_init(|| {
-            match Command::new(&self.program)
-                .arg("--version")
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .output()
-            {
-                Ok(out) => String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_string(),
-                Err(e) => format!("unavailable ({e})"),
-            }
-        })
+        self.identity.get_or_init(|| version_of(&self.program))
     }
 
     pub(crate) fn describe(&self) -> String {
-        format!("{} = {}", self.program, self.identity())
+        let first_line = self.identity().lines().next().unwrap_or("").trim();
+        format!("{} = {}", self.program, first_line)
+    }
+
+    /// The compiler command, its full version output, the flags and the
+    /// CPU's features: what the artifact store's key needs besides the
+    /// source.
+    pub(crate) fn artifact_identity(&self) -> &str {
+        self.artifact_identity.get_or_init(|| {
+            format!(
+                "compiler: {}\n{}\nflags: {}\ntarget: {}",
+                self.program,
+                self.identity(),
+                FLAGS.join(" "),
+                cpu_features()
+            )
+        })
     }
 
     /// `cpu-{compiler}-{flags}-{cpu features}` as short hashes, for the
@@ -238,8 +242,33 @@ fn is_executable(path: &PathBuf) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
-/// The host CPU's feature flags (what `-march=native` sees).
-fn cpu_features() -> String {
+/// `program --version`, run once per process for each program.
+fn version_of(program: &str) -> Arc<str> {
+    static SEEN: Mutex<Vec<(String, Arc<str>)>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, v)) = seen.iter().find(|(p, _)| p == program) {
+        return v.clone();
+    }
+    let version: Arc<str> = match Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+    {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).trim().into(),
+        Err(e) => format!("unavailable ({e})").into(),
+    };
+    seen.push((program.to_string(), version.clone()));
+    version
+}
+
+/// The host CPU's feature flags (what `-march=native` sees), read once.
+fn cpu_features() -> &'static str {
+    static FEATURES: OnceLock<String> = OnceLock::new();
+    FEATURES.get_or_init(read_cpu_features)
+}
+
+fn read_cpu_features() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let flags = cpuinfo
         .lines()

@@ -76,6 +76,9 @@ impl Backend for CpuBackend {
     fn options(&self) -> &str {
         self.compiler.options()
     }
+    fn artifact_identity(&self) -> &str {
+        self.compiler.artifact_identity()
+    }
     fn simd_width(&self) -> u32 {
         32
     }
