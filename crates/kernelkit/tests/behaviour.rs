@@ -5,13 +5,21 @@ mod suite;
 
 use kernelkit::Device;
 
+/// These tests count compiles: artifacts left on disk by an earlier run
+/// must not answer for them, so the disk tier is off in this process.
+fn memory_only() {
+    std::env::set_var("KERNELKIT_CACHE", "memory");
+}
+
 /// A fresh CPU device per test, so cache counters start at zero.
 fn cpu() -> Option<Device> {
+    memory_only();
     Some(Device::new_cpu())
 }
 
 /// A fresh CUDA device per test, or `None` (with the reason printed).
 fn cuda() -> Option<Device> {
+    memory_only();
     match Device::new_cuda(0) {
         Ok(d) => Some(d),
         Err(e) => {

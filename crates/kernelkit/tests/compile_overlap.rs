@@ -26,6 +26,7 @@ fn distinct_kernels_compile_in_parallel() {
     drop(f);
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
 
+    std::env::set_var("KERNELKIT_CACHE", "memory");
     let device = Device::new_cpu_with_compiler(wrapper.to_str().unwrap());
     let n = 4;
     let barrier = Arc::new(Barrier::new(n));
