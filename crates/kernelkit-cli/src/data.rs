@@ -101,7 +101,7 @@ fn elements<'v>(
         };
     };
     let mut out = Vec::with_capacity(size);
-    let nested = nested(value, dtype, shape, &mut String::new(), &mut out);
+    let nested = nested(value, dtype, shape, size, &mut String::new(), &mut out);
     if nested.is_ok() {
         return Ok(out);
     }
@@ -115,11 +115,13 @@ fn elements<'v>(
     nested.map(|()| Vec::new())
 }
 
-/// Walks a nested list that must match `shape` exactly.
+/// Walks a nested list that must match `shape` exactly; `size` is the
+/// element count of the whole input, for messages.
 fn nested<'v>(
     value: &'v Value,
     dtype: DType,
     shape: &[usize],
+    size: usize,
     at: &mut String,
     out: &mut Vec<&'v Value>,
 ) -> Result<(), String> {
@@ -138,7 +140,7 @@ fn nested<'v>(
             for (i, item) in items.iter().enumerate() {
                 let len = at.len();
                 at.push_str(&format!("[{i}]"));
-                nested(item, dtype, rest, at, out)?;
+                nested(item, dtype, rest, size, at, out)?;
                 at.truncate(len);
             }
             return Ok(());
@@ -146,10 +148,10 @@ fn nested<'v>(
         Value::Array(items) => format!("a list of {}", items.len()),
         other => kind(other).to_string(),
     };
-    let whole = if at.is_empty() {
-        " (or a flat list of all the elements)"
+    let whole = if at.is_empty() && shape.len() > 1 {
+        format!(" (or a flat list of {size} values)")
     } else {
-        ""
+        String::new()
     };
     Err(format!(
         "data{at} should be a list of {extent}{whole} to match shape {}, found {found}",
@@ -254,9 +256,10 @@ where
         return Err(format!("is not an integer, as {} requires", T::NAME));
     }
     // Integral floats beyond the i64/u64 range are out of every range.
-    if f >= -9.223_372_036_854_775_808e18 && f < 9.223_372_036_854_775_808e18 {
+    let two_63 = 2f64.powi(63);
+    if (-two_63..two_63).contains(&f) {
         T::try_from(f as i64).map_err(|_| out_of_range())
-    } else if f >= 0.0 && f < 1.844_674_407_370_955_2e19 {
+    } else if (0.0..2.0 * two_63).contains(&f) {
         T::try_from(f as u64).map_err(|_| out_of_range())
     } else {
         Err(out_of_range())
