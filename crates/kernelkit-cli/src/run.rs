@@ -30,6 +30,7 @@ use crate::spec::{DataSource, Port, SpecError, SpecFile, View};
 
 /// Arguments of `kernelkit run`.
 #[derive(clap::Args)]
+#[command(after_long_help = crate::spec::HELP)]
 pub struct Args {
     /// The spec file (JSON): name, inputs, outputs, source, [header,
     /// ensure_row_contiguous, atomic_outputs, template], grid, [threadgroup,

@@ -17,6 +17,7 @@ use crate::spec::{Port, SpecFile};
 
 /// Arguments of `kernelkit source`.
 #[derive(clap::Args)]
+#[command(after_long_help = crate::spec::HELP)]
 pub struct Args {
     /// The kernel language: `metal`, `cuda` or `cpu`.
     #[arg(long, value_parser = parse_dialect)]
@@ -24,7 +25,8 @@ pub struct Args {
     /// Print the generated function name instead of the source.
     #[arg(long)]
     name: bool,
-    /// The spec file (JSON); see `kernelkit run --help` for its fields.
+    /// The spec file (JSON); `grid`, `data` and the other launch fields are
+    /// checked but not used.
     spec: PathBuf,
 }
 

@@ -43,6 +43,24 @@ use std::path::{Path, PathBuf};
 use kernelkit::{Array, Call, DType, Kernel, TemplateArg};
 use serde_json::{Map, Value};
 
+/// The spec format in brief, for `kernelkit run --help` and `kernelkit source --help`.
+pub const HELP: &str = "\
+Spec file (JSON), e.g. examples/specs/basic.json:
+  name, source                 strings (required)
+  inputs, outputs              [[name, dtype, shape], ...] (required); dtypes as in MLX:
+                               bool uint8..uint64 int8..int64 float16 bfloat16 float32 float64 complex64
+  header                       string (default \"\")
+  ensure_row_contiguous        bool (default true)
+  atomic_outputs               bool (default false)
+  template                     [[name, value], ...]: string = dtype, integer = int, true/false = bool
+  grid, threadgroup            [x, y, z] in threads (grid required by `run`)
+  init_value                   number, \"inf\", \"-inf\", \"nan\" or null: fills the outputs first
+  data                         {input: number | flat list | nested list | \"file.npy\" (relative to the spec)}
+  views                        {input: {\"transpose\": axes} | {\"slice\": [[start, stop, step], ...]}
+                                       | {\"broadcast\": shape} | a list of these, applied in order}
+Unknown fields are errors. Floats may be written \"nan\", \"inf\", \"-inf\" in data; complex values as [re, im].
+bfloat16 .npy files use the ml_dtypes convention: raw 2-byte '<V2' (np.load(f).view(ml_dtypes.bfloat16)).";
+
 /// The fields a spec file may have.
 const FIELDS: &[&str] = &[
     "name",
