@@ -117,7 +117,7 @@ fn input_shapes_pick_the_variant() {
             "source",
             "--name",
             "--dialect",
-            "metal",
+            "cpu",
             path.to_str().unwrap(),
         ]);
         assert_eq!(out.code, 0, "{}", out.stderr);

@@ -82,6 +82,15 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// The compile options part of the module key: compiler identity and
     /// version, flags, target architecture or CPU features.
     fn options(&self) -> &str;
+    /// Everything besides the source that changes the artifact, in full
+    /// (no short hashes): the artifact store hashes it into its keys, which
+    /// must not collide across compilers, flags or targets for as long as
+    /// entries live on disk. Found once per process. Defaults to
+    /// [`Backend::options`], which is enough only when that already holds
+    /// the full compiler version and target.
+    fn artifact_identity(&self) -> &str {
+        self.options()
+    }
     /// SIMD (warp) width reported to bodies.
     fn simd_width(&self) -> u32;
     /// Compiles a variant's source into an artifact (shared library bytes,

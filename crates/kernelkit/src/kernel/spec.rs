@@ -6,7 +6,13 @@ use crate::codegen::attributes::{Attribute, ATTRIBUTES};
 use crate::error::{shown, BuildError};
 
 /// What the body uses of one input's layout, found by name (`inp_shape`,
-/// `inp_strides`, `inp_ndim`) exactly as MLX finds it.
+/// `inp_strides`, `inp_ndim`) exactly as MLX finds it: a substring of the
+/// body (never the header), comments and longer identifiers included.
+///
+/// It is found from the body alone, for every input. Whether the input gets
+/// the parameters also depends on the call: as in MLX, a 0-d input
+/// ([`PassMode::Scalar`](crate::PassMode::Scalar)) never does, whatever this
+/// says, so the generators check the pass mode too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ShapeInfo {
     /// The body mentions `NAME_shape`.
@@ -152,7 +158,30 @@ impl KernelSpec {
                 });
             }
         }
+        Ok(KernelSpec::scanned(
+            name,
+            input_names,
+            output_names,
+            source,
+            header,
+            ensure_row_contiguous,
+            atomic_outputs,
+        ))
+    }
 
+    /// Scans the body (MLX's substring rules, RULES.md section 5) without
+    /// validating any name: [`KernelSpec::new`] after its checks, and tests
+    /// that feed the generators MLX's unvalidated quirks.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn scanned(
+        name: String,
+        input_names: Vec<String>,
+        output_names: Vec<String>,
+        source: String,
+        header: String,
+        ensure_row_contiguous: bool,
+        atomic_outputs: bool,
+    ) -> KernelSpec {
         let shape_infos = input_names
             .iter()
             .map(|n| ShapeInfo {
@@ -168,7 +197,7 @@ impl KernelSpec {
         let group_sync = GROUP_SYNC.iter().copied().find(|w| source.contains(w));
         let uses_cooperative_groups =
             source.contains("cooperative_groups") || header.contains("cooperative_groups");
-        Ok(KernelSpec {
+        KernelSpec {
             name,
             input_names,
             output_names,
@@ -180,7 +209,7 @@ impl KernelSpec {
             attributes,
             group_sync,
             uses_cooperative_groups,
-        })
+        }
     }
 
     /// A display list of names, for count errors.

@@ -9,6 +9,7 @@ mod compile;
 mod launch;
 mod load;
 mod memory;
+mod pch;
 
 use std::sync::Arc;
 
@@ -29,8 +30,16 @@ pub(crate) struct CpuBackend {
 
 impl CpuBackend {
     pub(crate) fn new() -> CpuBackend {
+        CpuBackend::from_compiler(Compiler::from_env())
+    }
+
+    pub(crate) fn with_compiler(program: String) -> CpuBackend {
+        CpuBackend::from_compiler(Compiler::with_program(program))
+    }
+
+    fn from_compiler(compiler: Compiler) -> CpuBackend {
         CpuBackend {
-            compiler: Compiler::from_env(),
+            compiler,
             limits: Limits {
                 max_threads_per_group: 1024,
                 max_group_dims: [1024, 1024, 1024],
@@ -66,6 +75,9 @@ impl Backend for CpuBackend {
     }
     fn options(&self) -> &str {
         self.compiler.options()
+    }
+    fn artifact_identity(&self) -> &str {
+        self.compiler.artifact_identity()
     }
     fn simd_width(&self) -> u32 {
         32
