@@ -17,7 +17,7 @@
 //! in place of `"data"`. Any failure (spec, data, compile, launch) exits
 //! with code 2 and one line on stderr, then the compiler's log if any.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use kernelkit::{Array, Device};
@@ -70,8 +70,12 @@ fn run(args: &Args) -> Result<String, CommandError> {
         .iter()
         .map(|port| input(&spec, port, &device))
         .collect::<Result<Vec<_>, _>>()?;
-    let stream = device.new_stream()?;
-    let mut call = spec.call(&kernel, &inputs).grid(grid).on(&stream);
+    // The inputs were uploaded on the default stream: run there too, so the
+    // launch is ordered after the uploads on every backend.
+    let mut call = spec
+        .call(&kernel, &inputs)
+        .grid(grid)
+        .on(device.default_stream());
     if let Some(tg) = spec.threadgroup {
         call = call.threadgroup(tg);
     }
@@ -80,20 +84,37 @@ fn run(args: &Args) -> Result<String, CommandError> {
     }
     let launch = call.prepare()?;
     let outputs = launch.run()?;
+    render(
+        device.label(),
+        launch.variant().name(),
+        &spec.outputs,
+        &outputs,
+        args.out_dir.as_deref(),
+    )
+}
 
-    let mut json = String::new();
-    json.push_str("{\"device\": ");
-    output::string(&mut json, device.label());
-    json.push_str(", \"kernel_name\": ");
-    output::string(&mut json, launch.variant().name());
-    json.push_str(", \"outputs\": {");
-    if let Some(dir) = &args.out_dir {
+/// The result line: device, kernel name, and per output its dtype, shape
+/// and data (or the `.npy` file it was written to, under `out_dir`).
+fn render(
+    device: &str,
+    kernel_name: &str,
+    ports: &[Port],
+    outputs: &[Array],
+    out_dir: Option<&Path>,
+) -> Result<String, CommandError> {
+    if let Some(dir) = out_dir {
         std::fs::create_dir_all(dir).map_err(|e| CommandError::Write {
             what: dir.display().to_string(),
             reason: e.to_string(),
         })?;
     }
-    for (i, (port, array)) in spec.outputs.iter().zip(&outputs).enumerate() {
+    let mut json = String::new();
+    json.push_str("{\"device\": ");
+    output::string(&mut json, device);
+    json.push_str(", \"kernel_name\": ");
+    output::string(&mut json, kernel_name);
+    json.push_str(", \"outputs\": {");
+    for (i, (port, array)) in ports.iter().zip(outputs).enumerate() {
         if i > 0 {
             json.push_str(", ");
         }
@@ -101,9 +122,8 @@ fn run(args: &Args) -> Result<String, CommandError> {
         output::string(&mut json, &port.name);
         json.push_str(": {\"dtype\": ");
         output::string(&mut json, port.dtype.name());
-        json.push_str(", \"shape\": ");
-        json.push_str(&format!("{:?}", array.shape()));
-        match &args.out_dir {
+        json.push_str(&format!(", \"shape\": {:?}", array.shape()));
+        match out_dir {
             Some(dir) => {
                 let path = dir.join(format!("{}.npy", port.name));
                 npy::write(&path, &bytes, port.dtype, array.shape())?;
