@@ -147,3 +147,40 @@ fn unknown_dialect_is_a_usage_error() {
         out.stderr
     );
 }
+
+/// Every MLX 0.32.4 golden case of the library (spec files in this very
+/// format, captured from MLX itself) printed through the command: the
+/// source and the kernel name match MLX byte for byte. Cases where MLX
+/// raised (`.mlx_error`) or printed a malformed signature are the
+/// library's own tests' business.
+#[test]
+fn metal_source_matches_mlx_goldens() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernelkit/tests/golden/metal");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let spec = entry.unwrap().path();
+        let metal = spec.with_extension("metal");
+        if spec.extension().is_none_or(|e| e != "json")
+            || !metal.is_file()
+            || spec.with_extension("mlx_error").exists()
+        {
+            continue;
+        }
+        let path = spec.to_str().unwrap();
+        let out = kernelkit(&["source", "--dialect", "metal", path]);
+        assert_eq!(out.code, 0, "{path}: {}", out.stderr);
+        assert!(
+            out.stdout.as_bytes() == std::fs::read(&metal).unwrap(),
+            "{path}: the source differs from MLX's"
+        );
+        let out = kernelkit(&["source", "--name", "--dialect", "metal", path]);
+        let name = std::fs::read_to_string(spec.with_extension("kernel_name")).unwrap();
+        assert_eq!(out.stdout, format!("{name}\n"), "{path}");
+        checked += 1;
+    }
+    assert!(
+        checked >= 100,
+        "only {checked} golden cases found in {}",
+        dir.display()
+    );
+}
