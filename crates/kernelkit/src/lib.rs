@@ -78,6 +78,7 @@ pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod kernel;
+pub mod options;
 pub(crate) mod stats;
 pub(crate) mod sync;
 
@@ -93,6 +94,7 @@ pub use kernel::spec::{KernelSpec, ShapeInfo};
 pub use kernel::template::{TemplateArg, TemplateParam};
 pub use kernel::variant::{InputDesc, PassMode, Variant, VariantDesc};
 pub use kernel::{Kernel, KernelBuilder};
+pub use options::CudaCompileOptions;
 pub use stats::CacheStats;
 
 pub use half::{bf16, f16};

@@ -589,7 +589,7 @@ impl Launch {
             }
             if spec.ensure_row_contiguous && !input.is_row_contiguous() {
                 let n = input.size() * input.dtype.size();
-                let buffer = backend.alloc(n)?;
+                let buffer = backend.alloc(n, handle)?;
                 backend.make_contiguous(input, &buffer, handle)?;
                 inputs.push(Array::contiguous(
                     device.clone(),
@@ -605,7 +605,7 @@ impl Launch {
         let mut outputs: Vec<Array> = Vec::with_capacity(self.outputs.len());
         for (shape, dtype) in &self.outputs {
             let n: usize = shape.iter().product();
-            let buffer = backend.alloc(n * dtype.size())?;
+            let buffer = backend.alloc(n * dtype.size(), handle)?;
             if let Some(v) = self.init_value {
                 let pattern = init_pattern(v, *dtype).expect("checked when prepared");
                 backend.fill(&buffer, &pattern, handle)?;
