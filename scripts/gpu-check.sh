@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEST=${KK_GPU_DIR:-/work/main/.gpu}
-MAIN=$(cd "$DEST/.." && pwd)
+MAIN=$(dirname "$DEST")
 
 cargo build --release -p kernelkit-cli --features cuda
 cargo build --release -p kernelkit --features cuda --example cuda_perf

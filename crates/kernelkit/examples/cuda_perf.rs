@@ -270,7 +270,10 @@ fn parallel_cold(threads: usize) -> Res<(f64, f64)> {
     });
     let wall = t.elapsed().as_secs_f64() * 1e3;
     println!("parallel_cold.thread_ms = {singles:.1?}");
-    Ok((wall, fresh.cache_stats().compile_ns as f64 / 1e6 / threads as f64))
+    Ok((
+        wall,
+        fresh.cache_stats().compile_ns as f64 / 1e6 / threads as f64,
+    ))
 }
 
 fn main() -> Res<()> {

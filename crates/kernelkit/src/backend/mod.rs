@@ -56,7 +56,7 @@ pub(crate) struct LaunchJob<'a> {
     pub(crate) function: &'a Function,
     /// Inputs as the kernel will see them (already made contiguous where the
     /// spec asks for it).
-    pub(crate) inputs: &'a [Array],
+    pub(crate) inputs: &'a [&'a Array],
     /// Freshly allocated (and, with `init_value`, filled) outputs.
     pub(crate) outputs: &'a [Array],
     pub(crate) grid: [u32; 3],

@@ -286,7 +286,12 @@ impl DeviceMem {
 
 impl Drop for DeviceMem {
     fn drop(&mut self) {
-        let foreign = std::mem::take(&mut *lock(&self.foreign));
+        // No foreign stream ever used the block (the common case): no lock.
+        let foreign = if self.last_foreign.load(Ordering::Relaxed) == 0 {
+            SmallVec::new()
+        } else {
+            std::mem::take(&mut *lock(&self.foreign))
+        };
         if !foreign.is_empty() && self.home.ctx.bind().is_ok() {
             for other in foreign {
                 let mut event: sys::CUevent = std::ptr::null_mut();
@@ -346,6 +351,7 @@ pub(super) fn alloc(stream: &Arc<CudaStream>, len: usize) -> Result<Buffer> {
 /// A new block holding `bytes`; the copy has finished when this returns.
 pub(super) fn upload(stream: &Arc<CudaStream>, bytes: &[u8]) -> Result<Buffer> {
     let buf = alloc(stream, bytes.len())?;
+    stream.ctx.bind()?;
     if !bytes.is_empty() {
         // SAFETY: the block holds at least `bytes.len()` bytes; the host
         // slice stays borrowed until the stream is synchronized below.
