@@ -26,6 +26,8 @@ step tests "$G/cuda-tests" --test-threads=4
 step unit "$G/kernelkit-lib-tests" backend::cuda
 step demo "$G/kernelkit" demo --device cuda --threads 16 --rounds 20
 step perf "$G/cuda_perf"
+# The same with the per-stream block cache off (every output from the pool).
+step perf_pool env KERNELKIT_CUDA_ALLOC=pool "$G/cuda_perf"
 step baselines python3 "$G/gpu_baselines.py"
 if "$G/kernelkit" bench --help 2>/dev/null | grep -q -- '--backend'; then
   step bench "$G/kernelkit" bench --backend cuda --json "$OUT/bench.json"
@@ -44,4 +46,5 @@ axpb=$(sed -n 's/^bandwidth.axpb_tbs = //p' "$OUT/perf.log" 2>/dev/null)
 if [ -n "$d2d" ] && [ -n "$axpb" ]; then
   python3 -c "print(f'bandwidth.ratio_to_d2d_copy = {$axpb/$d2d:.3f} (target >= 0.85)')"
 fi
+echo "allocator=pool only: $(grep -h '^dispatch.warm_us =' "$OUT/perf_pool.log" 2>/dev/null)"
 grep -h "^SUMMARY" "$OUT/perf.log" 2>/dev/null
