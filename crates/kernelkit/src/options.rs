@@ -61,6 +61,7 @@ impl CudaCompileOptions {
     }
 
     /// These options followed by the environment's.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn with_env(&self) -> CudaCompileOptions {
         let mut all = self.clone();
         all.flags.extend(CudaCompileOptions::from_env().flags);
@@ -68,6 +69,7 @@ impl CudaCompileOptions {
     }
 
     /// The NVRTC option words, in order.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn words(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.fast_math {

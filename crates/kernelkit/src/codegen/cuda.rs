@@ -51,6 +51,7 @@ pub(crate) const PRELUDE: &str = include_str!("cuda_prelude.cuh");
 
 /// Most axes a `NAME_shape` / `NAME_strides` parameter holds (`KK_MAX_NDIM`
 /// in the prelude; MLX's `MAX_NDIM`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const MAX_NDIM: usize = 10;
 
 /// Marks the first line of the user's body in a generated source.
@@ -186,6 +187,7 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
 }
 
 /// The user's body inside a generated CUDA source, found by its markers.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn body_of(source: &str) -> &str {
     let Some(signature) = source.find("extern \"C\" __global__ void ") else {
         return "";

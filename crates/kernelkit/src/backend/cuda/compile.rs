@@ -360,4 +360,28 @@ mod tests {
         assert!(log.contains("[body line 2]"), "{log}");
         assert!(err.to_string().contains("kernel `k`"));
     }
+
+    #[test]
+    fn golden_sources_compile() {
+        let Some(nvrtc) = nvrtc() else { return };
+        macro_rules! golden {
+            ($($name:literal),*) => {
+                [$(($name, include_str!(concat!("../../../tests/golden/cuda/", $name, ".cu")))),*]
+            };
+        }
+        let sources = golden!(
+            "add_offset",
+            "atomic_histogram",
+            "complex_bf16_header",
+            "cooperative_groups",
+            "scalar_small_half_template",
+            "strided_elem_to_loc",
+            "threadgroup_reduce"
+        );
+        for (name, source) in sources {
+            if let Err(e) = nvrtc.compile_source(source) {
+                panic!("golden {name} does not compile: {e}");
+            }
+        }
+    }
 }
