@@ -145,13 +145,24 @@ impl Device {
     /// A new CUDA device object with its own kernel cache (the process-wide
     /// one is [`Device::cuda`]).
     pub fn new_cuda(ordinal: u32) -> Result<Device> {
+        Device::new_cuda_with(ordinal, &crate::options::CudaCompileOptions::default())
+    }
+
+    /// A new CUDA device object whose compiles add `options` (after
+    /// `KERNELKIT_NVRTC_FLAGS`, which every CUDA device uses). It has its
+    /// own kernel cache; the options are part of every module key.
+    pub fn new_cuda_with(
+        ordinal: u32,
+        options: &crate::options::CudaCompileOptions,
+    ) -> Result<Device> {
         #[cfg(feature = "cuda")]
         {
-            let backend = crate::backend::cuda::CudaBackend::open(ordinal)?;
+            let backend = crate::backend::cuda::CudaBackend::open(ordinal, options)?;
             Ok(Device::from_backend(DeviceKind::Cuda, ordinal, backend))
         }
         #[cfg(not(feature = "cuda"))]
         {
+            let _ = options;
             Err(DeviceError::NotBuilt {
                 device: format!("cuda:{ordinal}"),
                 feature: "cuda",

@@ -81,6 +81,7 @@ pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod kernel;
+pub mod options;
 pub(crate) mod stats;
 pub(crate) mod sync;
 
@@ -96,6 +97,7 @@ pub use kernel::spec::{KernelSpec, ShapeInfo};
 pub use kernel::template::{TemplateArg, TemplateParam};
 pub use kernel::variant::{InputDesc, PassMode, Variant, VariantDesc};
 pub use kernel::{Kernel, KernelBuilder};
+pub use options::CudaCompileOptions;
 pub use stats::CacheStats;
 
 pub use half::{bf16, f16};

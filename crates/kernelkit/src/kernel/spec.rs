@@ -195,8 +195,11 @@ impl KernelSpec {
             .filter(|a| source.contains(a.name))
             .collect();
         let group_sync = GROUP_SYNC.iter().copied().find(|w| source.contains(w));
-        let uses_cooperative_groups =
-            source.contains("cooperative_groups") || header.contains("cooperative_groups");
+        // MLX's CUDA prelude aliases the namespace as `cg`, so bodies written
+        // for it say `cg::` without naming the header.
+        let uses_cooperative_groups = [&source, &header]
+            .iter()
+            .any(|t| t.contains("cooperative_groups") || t.contains("cg::"));
         KernelSpec {
             name,
             input_names,
@@ -243,6 +246,7 @@ const GROUP_SYNC: &[&str] = &[
     "threadgroup ",
     "__shared__",
     "cooperative_groups",
+    "cg::",
 ];
 
 /// C, C++, Metal and CUDA words a name may not be, since names become

@@ -107,7 +107,7 @@ impl Backend for CpuBackend {
     fn synchronize(&self, _stream: &StreamHandle) -> Result<()> {
         Ok(())
     }
-    fn alloc(&self, len: usize) -> Result<Buffer> {
+    fn alloc(&self, len: usize, _stream: &StreamHandle) -> Result<Buffer> {
         Ok(memory::alloc(len))
     }
     fn upload(&self, bytes: &[u8], _stream: &StreamHandle) -> Result<Buffer> {
