@@ -3,6 +3,8 @@
 # scripts/gpu-check.sh): the CUDA test suite, the demo on CUDA, kernelkit's
 # performance ratios (examples/cuda_perf.rs), CuPy baselines, and `kernelkit
 # bench` when it exists. Logs go to $OUT; a short summary is printed last.
+# KK_STEPS="tests parallel ..." runs only the named steps (default: all).
+# Compile workers: the binaries find .gpu/kernelkit next to themselves.
 set -u
 G=.gpu
 OUT=${OUT:-/tmp/kernelkit-gpu}
@@ -14,6 +16,7 @@ status=()
 
 step() { # name, command...
   local name=$1; shift
+  case " ${KK_STEPS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
   echo "=== $name: $*"
   local t0=$SECONDS
   "$@" 2>&1 | tee "$OUT/$name.log"
@@ -28,10 +31,14 @@ step demo "$G/kernelkit" demo --device cuda --threads 16 --rounds 20
 step perf "$G/cuda_perf"
 # The same with the per-stream block cache off (every output from the pool).
 step perf_pool env KERNELKIT_CUDA_ALLOC=pool "$G/cuda_perf"
+# Compiles in parallel: in-process against compile workers, then the same
+# with the workers turned off by the environment.
+step parallel env KERNELKIT_CACHE=memory "$G/cuda_perf" parallel
+step parallel_off env KERNELKIT_CACHE=memory KERNELKIT_COMPILE_WORKERS=0 "$G/cuda_perf" parallel
 step baselines python3 "$G/gpu_baselines.py"
 if "$G/kernelkit" bench --help 2>/dev/null | grep -q -- '--backend'; then
   step bench "$G/kernelkit" bench --backend cuda --json "$OUT/bench.json"
-else
+elif [ -z "${KK_STEPS:-}" ]; then
   status+=("bench: not in this build of the CLI")
 fi
 
@@ -48,3 +55,6 @@ if [ -n "$d2d" ] && [ -n "$axpb" ]; then
 fi
 echo "allocator=pool only: $(grep -h '^dispatch.warm_us =' "$OUT/perf_pool.log" 2>/dev/null)"
 grep -h "^SUMMARY" "$OUT/perf.log" 2>/dev/null
+grep -h "^parallel\.\(first_compile_ms\|n[0-9]*\.speedup\)" "$OUT/parallel.log" 2>/dev/null
+echo "workers off by KERNELKIT_COMPILE_WORKERS=0: $(grep -h '^SUMMARY' "$OUT/parallel_off.log" 2>/dev/null)"
+grep -h "^SUMMARY" "$OUT/parallel.log" 2>/dev/null

@@ -7,6 +7,9 @@
 //! - `bench`: host overhead, contention and compile time, each beside its
 //!   baseline.
 //! - `cache`: inspects and maintains the artifact store.
+//! - `compile-worker` (hidden, `cuda` feature): serves CUDA compile jobs on
+//!   stdin/stdout for another process's kernelkit (see
+//!   `kernelkit::CompileWorkers`).
 
 mod bench;
 mod cache_cmd;
@@ -46,6 +49,10 @@ enum Command {
     Bench(bench::Args),
     /// Inspects and maintains the on-disk artifact store.
     Cache(cache_cmd::Args),
+    /// Serves CUDA compile jobs on stdin/stdout (started by kernelkit itself).
+    #[cfg(feature = "cuda")]
+    #[command(name = "compile-worker", hide = true)]
+    CompileWorker,
 }
 
 fn main() -> ExitCode {
@@ -63,5 +70,13 @@ fn main() -> ExitCode {
         Command::Run(a) => run::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Cache(a) => cache_cmd::main(a),
+        #[cfg(feature = "cuda")]
+        Command::CompileWorker => match kernelkit::compile_worker::serve_stdio() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kernelkit compile-worker: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

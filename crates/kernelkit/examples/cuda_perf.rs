@@ -13,13 +13,26 @@
 //! Plus, for information: N distinct cold kernels from N threads, wall time
 //! over the slowest single compile (NVRTC serializes inside one process).
 //!
-//! Run: `cargo run --release --features cuda --example cuda_perf`.
+//! `cuda_perf parallel` measures only compiles in parallel (issue 6's
+//! `parallel_compile_speedup`): the first compile of the process, then for
+//! N = 8 and 16, N new kernels one after another against N new kernels from
+//! N threads, compiled in this process only and with compile workers (a
+//! first burst, which starts them, and a second one on warm workers). Run
+//! it with `KERNELKIT_CACHE=memory`, next to a `kernelkit` binary (or with
+//! `KERNELKIT_WORKER`) for workers, and again with
+//! `KERNELKIT_COMPILE_WORKERS=0` to see the variable turn them off.
+//!
+//! Run: `cargo run --release --features cuda --example cuda_perf [parallel]`.
 
 use std::ffi::CString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use kernelkit::{Array, DType, Device, Dialect, Kernel, Stream};
+use std::sync::Barrier;
+
+use kernelkit::{
+    Array, CompileWorkers, CudaCompileOptions, DType, Device, Dialect, Kernel, Stream,
+};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -239,36 +252,60 @@ fn cold(dev: &Device) -> Res<(f64, f64)> {
     Ok((median(raw), median(kk)))
 }
 
-fn parallel_cold(threads: usize) -> Res<(f64, f64)> {
-    let fresh = Device::new_cuda(0)?;
+/// Compiles and runs one new trivial kernel (`tag` makes it new) on `dev`;
+/// milliseconds for the call and its completion.
+fn one_new_kernel(dev: &Device, tag: &str) -> Res<f64> {
+    let s = dev.new_stream()?;
+    let x = dev.array_from_slice(&[1.0f32; 64], [64])?;
+    let k = trivial(
+        "par",
+        &format!("uint i = thread_position_in_grid.x; out[i] = inp[i] * {tag}.25f;"),
+    )?;
     let t = Instant::now();
-    let singles: Vec<f64> = std::thread::scope(|scope| {
+    let out = k
+        .call([&x])
+        .output([64], DType::F32)
+        .grid([64, 1, 1])
+        .on(&s)
+        .launch()?;
+    s.synchronize()?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let v: Vec<f32> = out[0].to_vec()?;
+    let want: f32 = format!("{tag}.25").parse()?;
+    assert!(
+        v.iter().all(|&y| y == want),
+        "kernel {tag} computed {}",
+        v[0]
+    );
+    Ok(ms)
+}
+
+/// `threads` new kernels from `threads` threads released together: wall
+/// milliseconds and each thread's.
+fn burst(dev: &Device, threads: usize, tag: u64) -> Res<(f64, Vec<f64>)> {
+    let barrier = Barrier::new(threads + 1);
+    let (wall, singles) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
-                let dev = fresh.clone();
-                scope.spawn(move || -> f64 {
-                    let s = dev.new_stream().unwrap();
-                    let x = dev.array_from_slice(&[1.0f32; 64], [64]).unwrap();
-                    let k = trivial(
-                        "par",
-                        &format!("uint i = thread_position_in_grid.x; out[i] = inp[i] * {i}.25f;"),
-                    )
-                    .unwrap();
-                    let t = Instant::now();
-                    k.call([&x])
-                        .output([64], DType::F32)
-                        .grid([64, 1, 1])
-                        .on(&s)
-                        .launch()
-                        .unwrap();
-                    s.synchronize().unwrap();
-                    t.elapsed().as_secs_f64() * 1e3
+                let (dev, barrier) = (dev.clone(), &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    one_new_kernel(&dev, &format!("{tag}{i:02}")).map_err(|e| e.to_string())
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+        barrier.wait();
+        let t = Instant::now();
+        let singles: Result<Vec<f64>, String> =
+            handles.into_iter().map(|h| h.join().unwrap()).collect();
+        (t.elapsed().as_secs_f64() * 1e3, singles)
     });
-    let wall = t.elapsed().as_secs_f64() * 1e3;
+    Ok((wall, singles?))
+}
+
+fn parallel_cold(threads: usize) -> Res<(f64, f64)> {
+    let fresh = Device::new_cuda(0)?;
+    let (wall, singles) = burst(&fresh, threads, unique_tag())?;
     println!("parallel_cold.thread_ms = {singles:.1?}");
     Ok((
         wall,
@@ -276,7 +313,69 @@ fn parallel_cold(threads: usize) -> Res<(f64, f64)> {
     ))
 }
 
+/// A number no earlier run of this program used (kernels built from it
+/// are new to every cache).
+fn unique_tag() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let base = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() % 100_000)
+        .unwrap_or(0);
+    (base * 1000 + NEXT.fetch_add(1, Ordering::Relaxed)) * 100
+}
+
+/// `cuda_perf parallel`: see the module documentation.
+fn parallel_main() -> Res<()> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let dev = Device::new_cuda(0)?;
+    println!("device = {}", dev.description());
+    println!("parallel.cores = {cores}");
+    let first = one_new_kernel(&dev, &unique_tag().to_string())?;
+    println!("parallel.first_compile_ms = {first:.1}");
+    let in_process = CudaCompileOptions::default().workers(CompileWorkers::InProcess);
+    let mut summary = Vec::new();
+    for n in [8usize, 16] {
+        let serial_dev = Device::new_cuda(0)?;
+        let tag = unique_tag();
+        let t = Instant::now();
+        let serial_each = (0..n)
+            .map(|i| one_new_kernel(&serial_dev, &format!("{tag}{i:02}")))
+            .collect::<Res<Vec<f64>>>()?;
+        let serial = t.elapsed().as_secs_f64() * 1e3;
+        println!("parallel.n{n}.serial_ms = {serial:.1} (each {serial_each:.1?})");
+        let (inproc, each) = burst(&Device::new_cuda_with(0, &in_process)?, n, unique_tag())?;
+        println!("parallel.n{n}.in_process_ms = {inproc:.1} (threads {each:.1?})");
+        let workers_dev = Device::new_cuda(0)?;
+        let (cold, each) = burst(&workers_dev, n, unique_tag())?;
+        println!("parallel.n{n}.workers_first_burst_ms = {cold:.1} (threads {each:.1?})");
+        let (warm, each) = burst(&workers_dev, n, unique_tag())?;
+        println!("parallel.n{n}.workers_warm_ms = {warm:.1} (threads {each:.1?})");
+        let target = 0.75 * n.min(cores) as f64;
+        println!(
+            "parallel.n{n}.speedup: in-process {:.2}, workers first burst {:.2}, workers warm {:.2} (target >= {target:.2})",
+            serial / inproc,
+            serial / cold,
+            serial / warm
+        );
+        summary.push(format!(
+            "N={n}: serial {serial:.0} ms; in-process x{:.2}; workers x{:.2} first burst, x{:.2} warm (target {target:.2})",
+            serial / inproc,
+            serial / cold,
+            serial / warm
+        ));
+    }
+    println!(
+        "SUMMARY parallel: first compile {first:.1} ms; {}",
+        summary.join("; ")
+    );
+    Ok(())
+}
+
 fn main() -> Res<()> {
+    if std::env::args().nth(1).as_deref() == Some("parallel") {
+        return parallel_main();
+    }
     let dev = Device::cuda(0)?;
     println!("device = {}", dev.description());
     let s = dev.new_stream()?;

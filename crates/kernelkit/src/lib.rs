@@ -85,6 +85,18 @@ pub mod options;
 pub(crate) mod stats;
 pub(crate) mod sync;
 
+/// The CUDA backend's compile worker, for a program that serves as one.
+///
+/// kernelkit runs a worker program as `PROGRAM compile-worker` (see
+/// [`CompileWorkers`]); such a program calls [`serve_stdio`](compile_worker::serve_stdio)
+/// when its arguments are [`WORKER_ARG`](compile_worker::WORKER_ARG) and exits
+/// when it returns. The `kernelkit` command does this.
+#[cfg(feature = "cuda")]
+#[doc(hidden)]
+pub mod compile_worker {
+    pub use crate::backend::cuda::worker::{serve, serve_stdio, WORKER_ARG};
+}
+
 pub use array::Array;
 pub use backend::Limits;
 pub use codegen::{Dialect, Generated};
@@ -97,7 +109,7 @@ pub use kernel::spec::{KernelSpec, ShapeInfo};
 pub use kernel::template::{TemplateArg, TemplateParam};
 pub use kernel::variant::{InputDesc, PassMode, Variant, VariantDesc};
 pub use kernel::{Kernel, KernelBuilder};
-pub use options::CudaCompileOptions;
+pub use options::{CompileWorkers, CudaCompileOptions};
 pub use stats::CacheStats;
 
 pub use half::{bf16, f16};

@@ -9,6 +9,13 @@
 //!
 //! The type is always built, so code that sets options compiles with or
 //! without the `cuda` feature.
+//!
+//! [`CompileWorkers`] says where compiles run. NVRTC compiles one program
+//! at a time inside a process, so distinct kernels compiled from many
+//! threads would queue; the CUDA backend therefore hands a compile to a
+//! worker process when this process is already compiling. The environment
+//! can set the same: `KERNELKIT_WORKER` (the worker program) and
+//! `KERNELKIT_COMPILE_WORKERS` (how many at most; `0`: none).
 
 use std::path::PathBuf;
 
@@ -24,6 +31,29 @@ pub struct CudaCompileOptions {
     /// Any other NVRTC options, passed as given (e.g. `-lineinfo`,
     /// `--maxrregcount=64`, `-DTILE=32`).
     pub flags: Vec<String>,
+    /// Where compiles run (not part of the module key: a worker produces
+    /// the same artifact as this process).
+    pub workers: CompileWorkers,
+}
+
+/// Where the CUDA backend's compiles run.
+///
+/// A worker is a program run as `PROGRAM compile-worker` that serves
+/// compile jobs on its standard input and output: the `kernelkit` command
+/// is one, and any program can be one by calling
+/// `kernelkit::compile_worker::serve_stdio()` when it gets that argument.
+/// Whatever the setting, a compile never fails because of the workers: a
+/// worker that cannot start or dies leaves the job to this process.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CompileWorkers {
+    /// The program in `KERNELKIT_WORKER`, else a `kernelkit` executable
+    /// next to the running program, else none (compile in this process).
+    #[default]
+    Auto,
+    /// Always compile in this process.
+    InProcess,
+    /// This worker program.
+    Program(PathBuf),
 }
 
 impl CudaCompileOptions {
@@ -57,6 +87,12 @@ impl CudaCompileOptions {
     /// Adds an NVRTC option.
     pub fn flag(mut self, flag: impl Into<String>) -> Self {
         self.flags.push(flag.into());
+        self
+    }
+
+    /// Sets where compiles run.
+    pub fn workers(mut self, workers: CompileWorkers) -> Self {
+        self.workers = workers;
         self
     }
 

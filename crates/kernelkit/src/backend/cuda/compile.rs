@@ -15,13 +15,17 @@
 //!
 //! NVRTC serializes compiles inside one process (measured on the H200:
 //! 16 threads compile no faster than one), so distinct kernels compiled
-//! from many threads of one process take about the sum of their times.
+//! from many threads of one process would take about the sum of their
+//! times: a compile that finds this process already compiling goes to a
+//! worker process instead (`super::worker`), with the same options and the
+//! same error mapping.
 
 use std::ffi::{c_char, c_int, CString};
 use std::path::PathBuf;
 
 use cudarc::nvrtc::sys;
 
+use super::worker::{Output, Workers};
 use crate::codegen::{cuda::body_of, map_log_lines};
 use crate::error::CompileError;
 use crate::kernel::variant::Variant;
@@ -35,21 +39,32 @@ pub(super) struct Nvrtc {
     version: (i32, i32),
     /// `sm_90a`, or `compute_XX` when NVRTC does not know the chip.
     target: String,
-    /// True when the target is a real architecture (a cubin comes out).
-    cubin: bool,
+    /// Cubin when the target is a real architecture, else PTX.
+    output: Output,
+    /// Every option, as given to NVRTC and sent to workers.
+    words: Vec<String>,
     options: Vec<CString>,
     key: String,
+    /// Worker processes for compiles that would queue here.
+    workers: Option<Workers>,
+}
+
+/// NVRTC's version, after checking that the library and its symbols load.
+pub(super) fn nvrtc_version() -> Result<(i32, i32), String> {
+    super::probe::nvrtc()?;
+    let (mut major, mut minor) = (0 as c_int, 0 as c_int);
+    // SAFETY: writes two ints.
+    nv(
+        unsafe { sys::nvrtcVersion(&mut major, &mut minor) },
+        "nvrtcVersion",
+    )?;
+    Ok((major, minor))
 }
 
 impl Nvrtc {
     /// Reads NVRTC's version and architectures and fixes the options.
     pub(super) fn new(cc: (i32, i32), user: &CudaCompileOptions) -> Result<Nvrtc, String> {
-        let (mut major, mut minor) = (0 as c_int, 0 as c_int);
-        // SAFETY: writes two ints.
-        nv(
-            unsafe { sys::nvrtcVersion(&mut major, &mut minor) },
-            "nvrtcVersion",
-        )?;
+        let (major, minor) = nvrtc_version()?;
         let mut n = 0 as c_int;
         // SAFETY: writes one int.
         nv(
@@ -96,9 +111,11 @@ impl Nvrtc {
         Ok(Nvrtc {
             version: (major, minor),
             target,
-            cubin,
+            output: if cubin { Output::Cubin } else { Output::Ptx },
+            words,
             options,
             key,
+            workers: Workers::find(&user.workers, (major, minor)),
         })
     }
 
@@ -114,64 +131,90 @@ impl Nvrtc {
             self.version.0,
             self.version.1,
             self.target,
-            if self.cubin {
-                ""
-            } else {
-                " (PTX, JIT by the driver)"
+            match self.output {
+                Output::Cubin => "",
+                Output::Ptx => " (PTX, JIT by the driver)",
             }
         )
     }
 
-    /// Compiles a variant; errors name the kernel and carry the mapped log.
-    pub(super) fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
-        self.compile_source(variant.source())
-            .map_err(|failure| match failure {
-                Failure::Rejected(log) => CompileError::Rejected {
-                    kernel: kernel.to_string(),
-                    function: variant.name().to_string(),
-                    compiler: self.describe(),
-                    log: map_log_lines(
-                        &log,
-                        variant.source(),
-                        body_of(variant.source()),
-                        &format!("{PROGRAM_NAME}("),
-                    ),
-                    generated: variant.shared_source().clone(),
-                },
-                Failure::Other(reason) => CompileError::Compiler {
-                    kernel: kernel.to_string(),
-                    compiler: self.describe(),
-                    reason,
-                },
-            })
+    /// Where compiles run, for the device's description.
+    pub(super) fn describe_workers(&self) -> String {
+        match &self.workers {
+            Some(w) => w.describe(),
+            None => "compiles in this process".into(),
+        }
     }
 
-    /// Compiles one source to the target's artifact (cubin, or NUL-ended PTX).
-    pub(super) fn compile_source(&self, source: &str) -> Result<Vec<u8>, Failure> {
-        let src = CString::new(source)
-            .map_err(|_| Failure::Other("the source contains a NUL byte".into()))?;
-        let name = CString::new(PROGRAM_NAME).expect("no NUL");
-        let program = Program::create(&src, &name).map_err(Failure::Other)?;
-        let opts: Vec<*const c_char> = self.options.iter().map(|o| o.as_ptr()).collect();
-        // SAFETY: the program is live; `opts` points at `self.options`'
-        // NUL-terminated strings, which outlive the call.
-        let result =
-            unsafe { sys::nvrtcCompileProgram(program.0, opts.len() as c_int, opts.as_ptr()) };
-        if result != sys::nvrtcResult::NVRTC_SUCCESS {
-            let log = program.log();
-            return Err(if result == sys::nvrtcResult::NVRTC_ERROR_COMPILATION {
-                Failure::Rejected(log)
-            } else {
-                Failure::Other(format!("nvrtcCompileProgram: {result:?}\n{log}"))
-            });
-        }
-        if self.cubin {
-            program.output(sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN, "CUBIN")
-        } else {
-            program.output(sys::nvrtcGetPTXSize, sys::nvrtcGetPTX, "PTX")
-        }
-        .map_err(Failure::Other)
+    /// Compiles a variant; errors name the kernel and carry the mapped log.
+    pub(super) fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+        let source = variant.source();
+        let outcome = match &self.workers {
+            Some(workers) => {
+                workers.compile(PROGRAM_NAME, source, &self.words, self.output, || {
+                    self.compile_source(source)
+                })
+            }
+            None => self.compile_source(source),
+        };
+        outcome.map_err(|failure| match failure {
+            Failure::Rejected(log) => CompileError::Rejected {
+                kernel: kernel.to_string(),
+                function: variant.name().to_string(),
+                compiler: self.describe(),
+                log: map_log_lines(
+                    &log,
+                    variant.source(),
+                    body_of(variant.source()),
+                    &format!("{PROGRAM_NAME}("),
+                ),
+                generated: variant.shared_source().clone(),
+            },
+            Failure::Other(reason) => CompileError::Compiler {
+                kernel: kernel.to_string(),
+                compiler: self.describe(),
+                reason,
+            },
+        })
     }
+
+    /// Compiles one source in this process to the target's artifact
+    /// (cubin, or NUL-ended PTX).
+    pub(super) fn compile_source(&self, source: &str) -> Result<Vec<u8>, Failure> {
+        run_nvrtc(PROGRAM_NAME, source, &self.options, self.output)
+    }
+}
+
+/// Compiles `source` (reported as file `program`) with `options`, in this
+/// process: what [`Nvrtc::compile_source`] and a worker both do.
+pub(super) fn run_nvrtc(
+    program: &str,
+    source: &str,
+    options: &[CString],
+    output: Output,
+) -> Result<Vec<u8>, Failure> {
+    let src = CString::new(source)
+        .map_err(|_| Failure::Other("the source contains a NUL byte".into()))?;
+    let name = CString::new(program)
+        .map_err(|_| Failure::Other("the program name contains a NUL byte".into()))?;
+    let prog = Program::create(&src, &name).map_err(Failure::Other)?;
+    let opts: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
+    // SAFETY: the program is live; `opts` points at `options`'
+    // NUL-terminated strings, which outlive the call.
+    let result = unsafe { sys::nvrtcCompileProgram(prog.0, opts.len() as c_int, opts.as_ptr()) };
+    if result != sys::nvrtcResult::NVRTC_SUCCESS {
+        let log = prog.log();
+        return Err(if result == sys::nvrtcResult::NVRTC_ERROR_COMPILATION {
+            Failure::Rejected(log)
+        } else {
+            Failure::Other(format!("nvrtcCompileProgram: {result:?}\n{log}"))
+        });
+    }
+    match output {
+        Output::Cubin => prog.output(sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN, "CUBIN"),
+        Output::Ptx => prog.output(sys::nvrtcGetPTXSize, sys::nvrtcGetPTX, "PTX"),
+    }
+    .map_err(Failure::Other)
 }
 
 /// Why a compile failed.

@@ -9,6 +9,9 @@
 //! - `memory`: streams, device memory with a per-stream cache, copies,
 //!   fills and the built-in gather kernel.
 //! - `launch`: arguments marshalled on the stack, one `cuLaunchKernel`.
+//! - `worker`: compile worker processes, so that compiles of distinct
+//!   kernels from many threads run in parallel (NVRTC serializes them
+//!   inside one process).
 //!
 //! Unsafe code is confined to FFI calls, each with a `// SAFETY:` comment.
 //! Every driver call is made with the device's primary context current on
@@ -19,6 +22,7 @@ mod launch;
 mod load;
 mod memory;
 mod probe;
+pub(crate) mod worker;
 
 use std::cell::Cell;
 use std::ffi::{c_char, CStr};
@@ -296,7 +300,7 @@ impl CudaBackend {
         let nvrtc = compile::Nvrtc::new(cc, &options.with_env()).map_err(unavailable)?;
         let allocator = Arc::new(memory::Allocator::new(ctx.clone(), ordinal, pools)?);
         let description = format!(
-            "{name} (sm_{}{}, {sms} SMs, {:.0} GiB), driver {}.{}, {}, allocator: {}",
+            "{name} (sm_{}{}, {sms} SMs, {:.0} GiB), driver {}.{}, {}, allocator: {}, {}",
             cc.0,
             cc.1,
             total as f64 / (1u64 << 30) as f64,
@@ -304,6 +308,7 @@ impl CudaBackend {
             (driver % 1000) / 10,
             nvrtc.describe(),
             allocator.describe(),
+            nvrtc.describe_workers(),
         );
         Ok(CudaBackend {
             ctx,

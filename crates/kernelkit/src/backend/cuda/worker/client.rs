@@ -1,0 +1,306 @@
+//! The CUDA backend's side: which program serves as a worker, one pool per
+//! program for the whole process, and compile jobs through it.
+//!
+//! The program is, first found first: the one a [`CompileWorkers::Program`]
+//! setting names; `KERNELKIT_WORKER`; a `kernelkit` executable next to the
+//! running program. It is run as `PROGRAM compile-worker`. A worker must
+//! report the NVRTC version this process uses (the version is part of every
+//! module key), else the pool turns off.
+//!
+//! Pools are shared by every device of the process (a job carries all its
+//! options, so any worker can compile for any device): NVRTC serializes
+//! compiles across the whole process, not per device.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use super::frame::{Message, Output};
+use super::pool::{Launcher, Pool};
+use super::{PROTOCOL, WORKER_ARG};
+use crate::backend::cuda::compile::Failure;
+use crate::options::CompileWorkers;
+
+/// The worker program's variable.
+pub(crate) const ENV_PROGRAM: &str = "KERNELKIT_WORKER";
+/// The variable for the most workers per program (`0`: none).
+pub(crate) const ENV_COUNT: &str = "KERNELKIT_COMPILE_WORKERS";
+/// Workers at most by default, whatever the core count.
+const DEFAULT_MAX: usize = 16;
+
+/// A handle on the process-wide pool of one worker program.
+pub(crate) struct Workers {
+    program: PathBuf,
+    pool: Arc<Pool>,
+    max: usize,
+}
+
+impl Workers {
+    /// The workers for a device's setting, or `None` to compile in this
+    /// process (no program found, or `KERNELKIT_COMPILE_WORKERS=0`).
+    /// Starts no process.
+    pub(crate) fn find(setting: &CompileWorkers, nvrtc: (i32, i32)) -> Option<Workers> {
+        let max = max_workers()?;
+        let program = program(setting)?;
+        static POOLS: Mutex<Vec<(PathBuf, Arc<Pool>)>> = Mutex::new(Vec::new());
+        let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
+        let pool = match pools.iter().find(|(p, _)| *p == program) {
+            Some((_, pool)) => pool.clone(),
+            None => {
+                let pool = Arc::new(Pool::new(launcher(&program, nvrtc), max));
+                pools.push((program.clone(), pool.clone()));
+                pool
+            }
+        };
+        Some(Workers { program, pool, max })
+    }
+
+    /// `compile workers: up to N × PROGRAM`, and why they are off if so.
+    pub(crate) fn describe(&self) -> String {
+        let mut s = format!(
+            "compile workers: up to {} x {}",
+            self.max,
+            self.program.display()
+        );
+        if let Some(reason) = self.pool.off_reason() {
+            s.push_str(&format!(" (off: {reason})"));
+        }
+        s
+    }
+
+    /// Compiles in this process with `local` when it is not compiling
+    /// already, else on a worker; any failure of a worker runs `local`.
+    pub(crate) fn compile(
+        &self,
+        program: &str,
+        source: &str,
+        options: &[String],
+        output: Output,
+        local: impl FnOnce() -> Result<Vec<u8>, Failure>,
+    ) -> Result<Vec<u8>, Failure> {
+        let request = Message::Compile {
+            program: program.to_string(),
+            source: source.to_string(),
+            options: options.to_vec(),
+            output,
+        }
+        .encode();
+        self.pool.run(&request, decode, local)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+}
+
+/// A worker's answer as a compile result; `None` for anything that is not
+/// the source's own outcome (the job then runs in this process).
+fn decode(body: &[u8]) -> Option<Result<Vec<u8>, Failure>> {
+    match Message::decode(body).ok()? {
+        Message::Done { artifact } if !artifact.is_empty() => Some(Ok(artifact)),
+        Message::Rejected { log } => Some(Err(Failure::Rejected(log))),
+        Message::Failed { reason } => {
+            tracing::debug!("a compile worker could not run NVRTC: {reason}");
+            None
+        }
+        _ => None,
+    }
+}
+
+/// How to start and greet a worker of `program`.
+fn launcher(program: &Path, nvrtc: (i32, i32)) -> Launcher {
+    let exe = program.to_path_buf();
+    let want = (nvrtc.0 as u32, nvrtc.1 as u32);
+    Launcher {
+        command: Box::new(move || {
+            let mut c = Command::new(&exe);
+            c.arg(WORKER_ARG);
+            c
+        }),
+        hello: Message::Hello { protocol: PROTOCOL }.encode(),
+        accept: Box::new(move |body| match Message::decode(body) {
+            Ok(Message::Ready { protocol, nvrtc }) if protocol == PROTOCOL && nvrtc == want => {
+                Ok(())
+            }
+            Ok(Message::Ready { protocol, nvrtc }) => Err(format!(
+                "the worker has protocol {protocol} and NVRTC {}.{}, this process {PROTOCOL} \
+                 and {}.{}",
+                nvrtc.0, nvrtc.1, want.0, want.1
+            )),
+            Ok(Message::Refused { reason }) => Err(format!("the worker refused: {reason}")),
+            Ok(other) => Err(format!("unexpected handshake {other:?}")),
+            Err(e) => Err(format!("bad handshake: {e}")),
+        }),
+    }
+}
+
+/// `KERNELKIT_COMPILE_WORKERS`, else the core count capped at 16; `None`
+/// for 0.
+fn max_workers() -> Option<usize> {
+    let default = || {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(DEFAULT_MAX)
+    };
+    let max = match std::env::var(ENV_COUNT) {
+        Err(_) => default(),
+        Ok(v) if v.trim().is_empty() => default(),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) => n,
+            Err(_) => {
+                warn_once(&format!(
+                    "{ENV_COUNT}={v:?} is not a number of workers; using {}",
+                    default()
+                ));
+                default()
+            }
+        },
+    };
+    (max > 0).then_some(max)
+}
+
+/// The worker program for a setting; see the module documentation.
+fn program(setting: &CompileWorkers) -> Option<PathBuf> {
+    match setting {
+        CompileWorkers::InProcess => None,
+        CompileWorkers::Program(p) => Some(p.clone()),
+        CompileWorkers::Auto => {
+            if let Some(p) = std::env::var_os(ENV_PROGRAM).filter(|p| !p.is_empty()) {
+                return Some(PathBuf::from(p));
+            }
+            let exe = std::env::current_exe().ok()?;
+            let sibling = exe
+                .parent()?
+                .join(format!("kernelkit{}", std::env::consts::EXE_SUFFIX));
+            sibling.is_file().then_some(sibling)
+        }
+    }
+}
+
+fn warn_once(message: &str) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!("{message}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_setting_picks_the_program() {
+        assert_eq!(program(&CompileWorkers::InProcess), None);
+        assert_eq!(
+            program(&CompileWorkers::Program("/opt/w".into())),
+            Some(PathBuf::from("/opt/w"))
+        );
+        // Auto: a test binary lives in target/*/deps, where no `kernelkit`
+        // executable is (unless the variable names one).
+        if std::env::var_os(ENV_PROGRAM).is_none() {
+            let found = program(&CompileWorkers::Auto);
+            let exe = std::env::current_exe().unwrap();
+            assert_eq!(
+                found.is_some(),
+                exe.parent().unwrap().join("kernelkit").is_file()
+            );
+        }
+    }
+
+    #[test]
+    fn answers_that_are_not_a_compile_outcome_are_refused() {
+        let done = Message::Done {
+            artifact: vec![1, 2],
+        };
+        assert!(matches!(decode(&done.encode()), Some(Ok(a)) if a == [1, 2]));
+        let rejected = Message::Rejected { log: "bad".into() };
+        assert!(matches!(
+            decode(&rejected.encode()),
+            Some(Err(Failure::Rejected(l))) if l == "bad"
+        ));
+        for m in [
+            Message::Done { artifact: vec![] },
+            Message::Failed {
+                reason: "oom".into(),
+            },
+            Message::Hello { protocol: 1 },
+        ] {
+            assert!(decode(&m.encode()).is_none(), "{m:?}");
+        }
+        assert!(decode(b"garbage").is_none());
+    }
+
+    #[test]
+    fn the_handshake_checks_protocol_and_nvrtc_version() {
+        let l = launcher(Path::new("/x"), (13, 0));
+        let ready = |protocol, nvrtc| Message::Ready { protocol, nvrtc }.encode();
+        assert!((l.accept)(&ready(PROTOCOL, (13, 0))).is_ok());
+        assert!((l.accept)(&ready(PROTOCOL, (12, 8))).is_err());
+        assert!((l.accept)(&ready(PROTOCOL + 1, (13, 0))).is_err());
+        let refused = Message::Refused {
+            reason: "no NVRTC".into(),
+        };
+        let e = (l.accept)(&refused.encode()).unwrap_err();
+        assert!(e.contains("no NVRTC"), "{e}");
+        assert!((l.accept)(b"\xff").is_err());
+        let args: Vec<_> = (l.command)().get_args().map(|a| a.to_owned()).collect();
+        assert_eq!(args, [WORKER_ARG]);
+    }
+
+    /// On a machine with NVRTC and a `kernelkit` worker next to the test
+    /// binary (the GPU script puts them side by side), jobs sent to a
+    /// worker come back exactly as compiled here: the same artifact kind
+    /// and, for a rejected source, the same log.
+    #[test]
+    fn a_worker_compiles_like_this_process() {
+        use crate::backend::cuda::compile::run_nvrtc;
+        let Ok(nvrtc) = crate::backend::cuda::compile::nvrtc_version() else {
+            println!("skipped: no NVRTC");
+            return;
+        };
+        let Some(workers) = Workers::find(&CompileWorkers::Auto, nvrtc) else {
+            println!("skipped: no worker program next to the test binary");
+            return;
+        };
+        let options = vec!["--gpu-architecture=sm_90a".to_string()];
+        let c: Vec<_> = options
+            .iter()
+            .map(|o| std::ffi::CString::new(o.as_str()).unwrap())
+            .collect();
+        let good = "extern \"C\" __global__ void k(float* x) { x[0] = 2.0f; }";
+        let bad = "extern \"C\" __global__ void k() {\n  undefined_name; }";
+        let before = workers.pool().stats().remote;
+        {
+            let _slot = workers.pool().hold_local_slot();
+            let remote = workers
+                .compile("kernel.cu", good, &options, Output::Cubin, || {
+                    panic!("ran locally: {}", workers.describe())
+                })
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(&remote[..4], b"\x7fELF");
+            let local =
+                run_nvrtc("kernel.cu", good, &c, Output::Cubin).unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                remote == local,
+                "the worker's cubin differs from this process's"
+            );
+            let Err(Failure::Rejected(remote)) =
+                workers.compile("kernel.cu", bad, &options, Output::Cubin, || {
+                    panic!("ran locally")
+                })
+            else {
+                panic!("the bad source was not rejected")
+            };
+            let Err(Failure::Rejected(local)) = run_nvrtc("kernel.cu", bad, &c, Output::Cubin)
+            else {
+                panic!("the bad source was not rejected here")
+            };
+            assert_eq!(remote, local);
+        }
+        // Other tests may use the process-wide pool at the same time.
+        assert!(workers.pool().stats().remote >= before + 2);
+    }
+}

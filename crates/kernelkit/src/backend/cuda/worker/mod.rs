@@ -1,0 +1,32 @@
+//! Compile worker processes: NVRTC compiles one program at a time inside a
+//! process, so compiles that would queue here run in other processes.
+//!
+//! - `frame`: the wire format (length-prefixed binary frames) and messages.
+//! - `pool`: a pool of worker processes, generic over the command and the
+//!   job, with the in-process fallback (testable without a GPU).
+//! - `client`: the CUDA side: finding the worker program, one pool per
+//!   program for the whole process, compile jobs in and artifacts out.
+//! - `serve`: the worker side, [`serve`] and [`serve_stdio`], which the
+//!   `kernelkit` command runs as `kernelkit compile-worker` and any program
+//!   can run through `kernelkit::compile_worker`.
+//!
+//! A worker is started when a compile finds this process compiling already
+//! and no worker idle, up to `KERNELKIT_COMPILE_WORKERS` (default: the
+//! number of cores, at most 16) per program; it lives until the process
+//! ends, paying NVRTC's start-up once. A compile never fails because of the
+//! workers: whatever goes wrong with one, the job runs in this process.
+
+mod client;
+mod frame;
+mod pool;
+mod serve;
+
+pub(super) use client::Workers;
+pub(super) use frame::Output;
+pub use serve::{serve, serve_stdio};
+
+/// The protocol's version; a worker speaking another one is not used.
+pub(crate) const PROTOCOL: u32 = 1;
+
+/// The argument a worker program is started with.
+pub const WORKER_ARG: &str = "compile-worker";

@@ -1,0 +1,209 @@
+//! The worker's side: answer the handshake, then compile job after job.
+
+use std::ffi::CString;
+use std::io::{self, Read, Write};
+
+use super::frame::{read_frame, write_frame, Message};
+use super::PROTOCOL;
+use crate::backend::cuda::compile::{nvrtc_version, run_nvrtc, Failure};
+
+/// Serves compile jobs from `input` to `output` until `input` ends.
+///
+/// Answers the parent's handshake with NVRTC's version (or with the reason
+/// it cannot compile, and returns), then answers every compile job with the
+/// artifact, NVRTC's log of a rejected source, or why NVRTC could not run.
+/// A frame that is not the expected message is an error: the parent then
+/// kills this worker and compiles the job itself.
+pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
+    let Some(body) = read_frame(&mut input)? else {
+        return Ok(());
+    };
+    let refuse = |output: &mut dyn Write, reason: String| {
+        write_frame(output, &Message::Refused { reason }.encode())
+    };
+    match Message::decode(&body).map_err(invalid)? {
+        Message::Hello { protocol } if protocol == PROTOCOL => {}
+        Message::Hello { protocol } => {
+            return refuse(
+                &mut output,
+                format!("the worker speaks protocol {PROTOCOL}, the parent {protocol}"),
+            )
+        }
+        other => return Err(unexpected(&other)),
+    }
+    let nvrtc = match nvrtc_version() {
+        Ok((major, minor)) => (major as u32, minor as u32),
+        Err(reason) => return refuse(&mut output, reason),
+    };
+    write_frame(
+        &mut output,
+        &Message::Ready {
+            protocol: PROTOCOL,
+            nvrtc,
+        }
+        .encode(),
+    )?;
+    while let Some(body) = read_frame(&mut input)? {
+        let Message::Compile {
+            program,
+            source,
+            options,
+            output: kind,
+        } = Message::decode(&body).map_err(invalid)?
+        else {
+            return Err(invalid("expected a compile job"));
+        };
+        let reply = match options
+            .into_iter()
+            .map(CString::new)
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Err(_) => Message::Failed {
+                reason: "an NVRTC option contains a NUL byte".into(),
+            },
+            Ok(options) => match run_nvrtc(&program, &source, &options, kind) {
+                Ok(artifact) => Message::Done { artifact },
+                Err(Failure::Rejected(log)) => Message::Rejected { log },
+                Err(Failure::Other(reason)) => Message::Failed { reason },
+            },
+        };
+        write_frame(&mut output, &reply.encode())?;
+    }
+    Ok(())
+}
+
+/// [`serve`] on this process's standard input and output, as a worker
+/// program runs it. On Unix, file descriptor 1 is first pointed at standard
+/// error, so anything else in the process that prints to standard output
+/// cannot corrupt the frames.
+pub fn serve_stdio() -> io::Result<()> {
+    let input = io::stdin().lock();
+    #[cfg(unix)]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: duplicates fd 1 to a new descriptor (close-on-exec) that
+        // this function owns from here on; no memory is involved.
+        let frames = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
+        if frames < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: makes fd 1 a copy of fd 2; fd 1 stays open and valid for
+        // whatever else writes to it, the frames go to `frames`.
+        if unsafe { libc::dup2(2, 1) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `frames` is a descriptor just created and owned by nobody
+        // else; the `File` closes it.
+        let file = unsafe { std::fs::File::from_raw_fd(frames) };
+        serve(input, io::BufWriter::new(file))
+    }
+    #[cfg(not(unix))]
+    {
+        serve(input, io::BufWriter::new(io::stdout().lock()))
+    }
+}
+
+fn invalid(e: impl ToString) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
+fn unexpected(m: &Message) -> io::Error {
+    invalid(format!("expected the handshake, got {m:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::frame::Output;
+    use super::*;
+
+    fn frames(messages: &[Message]) -> Vec<u8> {
+        let mut wire = Vec::new();
+        for m in messages {
+            write_frame(&mut wire, &m.encode()).unwrap();
+        }
+        wire
+    }
+
+    fn answers(mut wire: &[u8]) -> Vec<Message> {
+        let mut out = Vec::new();
+        while let Some(body) = read_frame(&mut wire).unwrap() {
+            out.push(Message::decode(&body).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn answers_the_handshake_and_compiles_or_refuses_without_nvrtc() {
+        let input = frames(&[
+            Message::Hello { protocol: PROTOCOL },
+            Message::Compile {
+                program: "kernel.cu".into(),
+                source: "extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }".into(),
+                options: vec!["--gpu-architecture=sm_90a".into()],
+                output: Output::Cubin,
+            },
+            Message::Compile {
+                program: "kernel.cu".into(),
+                source: "extern \"C\" __global__ void k() { undefined_name; }".into(),
+                options: vec!["--gpu-architecture=sm_90a".into()],
+                output: Output::Cubin,
+            },
+        ]);
+        let mut output = Vec::new();
+        serve(input.as_slice(), &mut output).unwrap();
+        let got = answers(&output);
+        match nvrtc_version() {
+            Err(reason) => {
+                println!("no NVRTC here: {reason}");
+                assert_eq!(got, vec![Message::Refused { reason }]);
+            }
+            Ok((major, minor)) => {
+                assert_eq!(got.len(), 3, "{got:?}");
+                assert_eq!(
+                    got[0],
+                    Message::Ready {
+                        protocol: PROTOCOL,
+                        nvrtc: (major as u32, minor as u32)
+                    }
+                );
+                let Message::Done { artifact } = &got[1] else {
+                    panic!("{:?}", got[1])
+                };
+                assert_eq!(&artifact[..4], b"\x7fELF");
+                let Message::Rejected { log } = &got[2] else {
+                    panic!("{:?}", got[2])
+                };
+                assert!(log.contains("kernel.cu(1)") && log.contains("undefined_name"));
+            }
+        }
+    }
+
+    #[test]
+    fn another_protocol_is_refused() {
+        let input = frames(&[Message::Hello {
+            protocol: PROTOCOL + 1,
+        }]);
+        let mut output = Vec::new();
+        serve(input.as_slice(), &mut output).unwrap();
+        let got = answers(&output);
+        assert!(
+            matches!(&got[..], [Message::Refused { reason }] if reason.contains("protocol")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn an_unexpected_or_broken_frame_is_an_error() {
+        // A compile job before the handshake.
+        let input = frames(&[Message::Done { artifact: vec![] }]);
+        assert!(serve(input.as_slice(), Vec::new()).is_err());
+        // Garbage in place of the handshake.
+        let mut input = Vec::new();
+        write_frame(&mut input, b"\x01nonsense").unwrap();
+        assert!(serve(input.as_slice(), Vec::new()).is_err());
+        // A frame cut short.
+        assert!(serve(&[9u8, 0, 0, 0, 1][..], Vec::new()).is_err());
+        // No input at all: a clean end.
+        assert!(serve(&[][..], Vec::new()).is_ok());
+    }
+}
