@@ -33,7 +33,8 @@ step perf "$G/cuda_perf"
 step perf_pool env KERNELKIT_CUDA_ALLOC=pool "$G/cuda_perf"
 # Compiles in parallel: in-process against compile workers, then the same
 # with the workers turned off by the environment.
-step parallel env KERNELKIT_CACHE=memory "$G/cuda_perf" parallel
+# (KERNELKIT_LOG=debug: each worker logs how long NVRTC took inside it.)
+step parallel env KERNELKIT_CACHE=memory KERNELKIT_LOG=kernelkit=debug "$G/cuda_perf" parallel
 step parallel_off env KERNELKIT_CACHE=memory KERNELKIT_COMPILE_WORKERS=0 "$G/cuda_perf" parallel
 step baselines python3 "$G/gpu_baselines.py"
 if "$G/kernelkit" bench --help 2>/dev/null | grep -q -- '--backend'; then

@@ -252,45 +252,61 @@ fn cold(dev: &Device) -> Res<(f64, f64)> {
     Ok((median(raw), median(kk)))
 }
 
-/// Compiles and runs one new trivial kernel (`tag` makes it new) on `dev`;
-/// milliseconds for the call and its completion.
-fn one_new_kernel(dev: &Device, tag: &str) -> Res<f64> {
-    let s = dev.new_stream()?;
-    let x = dev.array_from_slice(&[1.0f32; 64], [64])?;
-    let k = trivial(
-        "par",
-        &format!("uint i = thread_position_in_grid.x; out[i] = inp[i] * {tag}.25f;"),
-    )?;
-    let t = Instant::now();
-    let out = k
-        .call([&x])
-        .output([64], DType::F32)
-        .grid([64, 1, 1])
-        .on(&s)
-        .launch()?;
-    s.synchronize()?;
-    let ms = t.elapsed().as_secs_f64() * 1e3;
-    let v: Vec<f32> = out[0].to_vec()?;
-    let want: f32 = format!("{tag}.25").parse()?;
-    assert!(
-        v.iter().all(|&y| y == want),
-        "kernel {tag} computed {}",
-        v[0]
-    );
-    Ok(ms)
+/// One new trivial kernel (`tag` makes it new) ready to run on `dev`:
+/// its stream and input exist, nothing is compiled yet.
+struct NewKernel {
+    s: Stream,
+    x: Array,
+    k: Kernel,
+    want: f32,
+}
+
+impl NewKernel {
+    fn new(dev: &Device, tag: &str) -> Res<NewKernel> {
+        Ok(NewKernel {
+            s: dev.new_stream()?,
+            x: dev.array_from_slice(&[1.0f32; 64], [64])?,
+            k: trivial(
+                "par",
+                &format!("uint i = thread_position_in_grid.x; out[i] = inp[i] * {tag}.25f;"),
+            )?,
+            want: format!("{tag}.25").parse()?,
+        })
+    }
+
+    /// Compiles, launches and waits; milliseconds.
+    fn run(&self) -> Res<f64> {
+        let t = Instant::now();
+        let out = self
+            .k
+            .call([&self.x])
+            .output([64], DType::F32)
+            .grid([64, 1, 1])
+            .on(&self.s)
+            .launch()?;
+        self.s.synchronize()?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let v: Vec<f32> = out[0].to_vec()?;
+        assert!(v.iter().all(|&y| y == self.want), "computed {}", v[0]);
+        Ok(ms)
+    }
 }
 
 /// `threads` new kernels from `threads` threads released together: wall
 /// milliseconds and each thread's.
 fn burst(dev: &Device, threads: usize, tag: u64) -> Res<(f64, Vec<f64>)> {
+    let jobs = (0..threads)
+        .map(|i| NewKernel::new(dev, &format!("{tag}{i:02}")))
+        .collect::<Res<Vec<_>>>()?;
     let barrier = Barrier::new(threads + 1);
     let (wall, singles) = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let (dev, barrier) = (dev.clone(), &barrier);
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|job| {
+                let barrier = &barrier;
                 scope.spawn(move || {
                     barrier.wait();
-                    one_new_kernel(&dev, &format!("{tag}{i:02}")).map_err(|e| e.to_string())
+                    job.run().map_err(|e| e.to_string())
                 })
             })
             .collect();
@@ -301,6 +317,17 @@ fn burst(dev: &Device, threads: usize, tag: u64) -> Res<(f64, Vec<f64>)> {
         (t.elapsed().as_secs_f64() * 1e3, singles)
     });
     Ok((wall, singles?))
+}
+
+/// The same new kernels one after another on this thread: total ms and
+/// each one's.
+fn serial(dev: &Device, n: usize, tag: u64) -> Res<(f64, Vec<f64>)> {
+    let jobs = (0..n)
+        .map(|i| NewKernel::new(dev, &format!("{tag}{i:02}")))
+        .collect::<Res<Vec<_>>>()?;
+    let t = Instant::now();
+    let each = jobs.iter().map(NewKernel::run).collect::<Res<Vec<_>>>()?;
+    Ok((t.elapsed().as_secs_f64() * 1e3, each))
 }
 
 fn parallel_cold(threads: usize) -> Res<(f64, f64)> {
@@ -325,44 +352,48 @@ fn unique_tag() -> u64 {
     (base * 1000 + NEXT.fetch_add(1, Ordering::Relaxed)) * 100
 }
 
-/// `cuda_perf parallel`: see the module documentation.
+/// `cuda_perf parallel`: see the module documentation. Each figure is the
+/// median of three rounds, interleaved, so that the machine's drift (its
+/// clock varies by tens of percent over seconds) hits all of them alike.
 fn parallel_main() -> Res<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let dev = Device::new_cuda(0)?;
     println!("device = {}", dev.description());
     println!("parallel.cores = {cores}");
-    let first = one_new_kernel(&dev, &unique_tag().to_string())?;
+    let first = NewKernel::new(&dev, &unique_tag().to_string())?.run()?;
     println!("parallel.first_compile_ms = {first:.1}");
     let in_process = CudaCompileOptions::default().workers(CompileWorkers::InProcess);
+    let (serial_dev, inproc_dev) = (Device::new_cuda(0)?, Device::new_cuda_with(0, &in_process)?);
+    let workers_dev = Device::new_cuda(0)?;
     let mut summary = Vec::new();
     for n in [8usize, 16] {
-        let serial_dev = Device::new_cuda(0)?;
-        let tag = unique_tag();
-        let t = Instant::now();
-        let serial_each = (0..n)
-            .map(|i| one_new_kernel(&serial_dev, &format!("{tag}{i:02}")))
-            .collect::<Res<Vec<f64>>>()?;
-        let serial = t.elapsed().as_secs_f64() * 1e3;
-        println!("parallel.n{n}.serial_ms = {serial:.1} (each {serial_each:.1?})");
-        let (inproc, each) = burst(&Device::new_cuda_with(0, &in_process)?, n, unique_tag())?;
-        println!("parallel.n{n}.in_process_ms = {inproc:.1} (threads {each:.1?})");
-        let workers_dev = Device::new_cuda(0)?;
-        let (cold, each) = burst(&workers_dev, n, unique_tag())?;
-        println!("parallel.n{n}.workers_first_burst_ms = {cold:.1} (threads {each:.1?})");
-        let (warm, each) = burst(&workers_dev, n, unique_tag())?;
-        println!("parallel.n{n}.workers_warm_ms = {warm:.1} (threads {each:.1?})");
+        let (first_burst, each) = burst(&workers_dev, n, unique_tag())?;
+        println!("parallel.n{n}.workers_first_burst_ms = {first_burst:.1} (threads {each:.1?})");
+        let (mut ser, mut inproc, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..3 {
+            let (ms, each) = serial(&serial_dev, n, unique_tag())?;
+            println!("parallel.n{n}.r{round}.serial_ms = {ms:.1} (each {each:.1?})");
+            ser.push(ms);
+            let (ms, each) = burst(&inproc_dev, n, unique_tag())?;
+            println!("parallel.n{n}.r{round}.in_process_ms = {ms:.1} (threads {each:.1?})");
+            inproc.push(ms);
+            let (ms, each) = burst(&workers_dev, n, unique_tag())?;
+            println!("parallel.n{n}.r{round}.workers_ms = {ms:.1} (threads {each:.1?})");
+            warm.push(ms);
+        }
+        let (ser, inproc, warm) = (median(ser), median(inproc), median(warm));
         let target = 0.75 * n.min(cores) as f64;
         println!(
-            "parallel.n{n}.speedup: in-process {:.2}, workers first burst {:.2}, workers warm {:.2} (target >= {target:.2})",
-            serial / inproc,
-            serial / cold,
-            serial / warm
+            "parallel.n{n}.speedup: in-process {:.2}, workers {:.2}, workers' first burst {:.2} (target >= {target:.2}; serial {ser:.0} ms)",
+            ser / inproc,
+            ser / warm,
+            ser / first_burst
         );
         summary.push(format!(
-            "N={n}: serial {serial:.0} ms; in-process x{:.2}; workers x{:.2} first burst, x{:.2} warm (target {target:.2})",
-            serial / inproc,
-            serial / cold,
-            serial / warm
+            "N={n}: serial {ser:.0} ms; in-process x{:.2}; workers x{:.2} (first burst x{:.2}; target {target:.2})",
+            ser / inproc,
+            ser / warm,
+            ser / first_burst
         ));
     }
     println!(

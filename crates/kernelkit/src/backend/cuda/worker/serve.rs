@@ -31,10 +31,16 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
         }
         other => return Err(unexpected(&other)),
     }
+    let loading = std::time::Instant::now();
     let nvrtc = match nvrtc_version() {
         Ok((major, minor)) => (major as u32, minor as u32),
         Err(reason) => return refuse(&mut output, reason),
     };
+    tracing::debug!(
+        "compile worker {}: NVRTC loaded in {:.1} ms",
+        std::process::id(),
+        loading.elapsed().as_secs_f64() * 1e3
+    );
     write_frame(
         &mut output,
         &Message::Ready {
@@ -61,11 +67,20 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
             Err(_) => Message::Failed {
                 reason: "an NVRTC option contains a NUL byte".into(),
             },
-            Ok(options) => match run_nvrtc(&program, &source, &options, kind) {
-                Ok(artifact) => Message::Done { artifact },
-                Err(Failure::Rejected(log)) => Message::Rejected { log },
-                Err(Failure::Other(reason)) => Message::Failed { reason },
-            },
+            Ok(options) => {
+                let started = std::time::Instant::now();
+                let outcome = run_nvrtc(&program, &source, &options, kind);
+                tracing::debug!(
+                    "compile worker {}: NVRTC took {:.1} ms",
+                    std::process::id(),
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+                match outcome {
+                    Ok(artifact) => Message::Done { artifact },
+                    Err(Failure::Rejected(log)) => Message::Rejected { log },
+                    Err(Failure::Other(reason)) => Message::Failed { reason },
+                }
+            }
         };
         write_frame(&mut output, &reply.encode())?;
     }
