@@ -194,6 +194,21 @@ pub enum CallError {
         /// The value given.
         value: f64,
     },
+    /// An output's memory could not be allocated (its shape asks for more
+    /// than the device can hold).
+    #[error("kernel `{kernel}`: cannot allocate output `{output}` ({bytes} bytes) on {device}: {reason}")]
+    OutputAlloc {
+        /// The kernel's name.
+        kernel: String,
+        /// The output's name.
+        output: String,
+        /// The bytes asked for.
+        bytes: usize,
+        /// The device label.
+        device: String,
+        /// The device's error.
+        reason: String,
+    },
     /// No grid was given.
     #[error("kernel `{kernel}`: the call has no grid; set one with `.grid([x, y, z])`")]
     MissingGrid {

@@ -215,6 +215,19 @@ impl<'a> Call<'a> {
                 .into());
             }
         }
+        for t in desc.template.iter() {
+            if let TemplateArg::DType(d) = t.value {
+                if lacks(d) {
+                    return Err(CallError::UnsupportedDType {
+                        kernel: spec.name.clone(),
+                        arg: format!("template argument `{}`", shown(&t.name)),
+                        dtype: d,
+                        backend,
+                    }
+                    .into());
+                }
+            }
+        }
         for (i, d) in desc.outputs.iter().enumerate() {
             if lacks(*d) {
                 return Err(CallError::UnsupportedDType {
@@ -344,7 +357,11 @@ impl<'a> Call<'a> {
                 what: "shared memory",
                 dims: [self.shared_mem_bytes as u64, 0, 0],
                 device: device.label().to_string(),
-                reason: format!("at most {} bytes per threadgroup", limits.max_shared_bytes),
+                reason: if limits.max_shared_bytes == 0 {
+                    "this device has no dynamic shared memory".to_string()
+                } else {
+                    format!("at most {} bytes per threadgroup", limits.max_shared_bytes)
+                },
             }
             .into());
         }
@@ -603,9 +620,16 @@ impl Launch {
             }
         }
         let mut outputs: Vec<Array> = Vec::with_capacity(self.outputs.len());
-        for (shape, dtype) in &self.outputs {
+        for ((shape, dtype), name) in self.outputs.iter().zip(&spec.output_names) {
             let n: usize = shape.iter().product();
-            let buffer = backend.alloc(n * dtype.size())?;
+            let bytes = n * dtype.size();
+            let buffer = backend.alloc(bytes).map_err(|e| CallError::OutputAlloc {
+                kernel: spec.name.clone(),
+                output: name.clone(),
+                bytes,
+                device: device.label().to_string(),
+                reason: e.to_string(),
+            })?;
             if let Some(v) = self.init_value {
                 let pattern = init_pattern(v, *dtype).expect("checked when prepared");
                 backend.fill(&buffer, &pattern, handle)?;
