@@ -63,20 +63,32 @@ impl Compiler {
     }
 
     /// The compiler's `--version` first line (or why it could not run).
+    /// Bounded by the compile timeout: a compiler that hangs must not hang
+    /// the first call that asks for a module key.
     fn identity(&self) -> &str {
         self.identity.get_or_init(|| {
-            match Command::new(&self.program)
+            let child = Command::new(&self.program)
                 .arg("--version")
                 .stdin(Stdio::null())
+                .stdout(Stdio::piped())
                 .stderr(Stdio::null())
-                .output()
-            {
-                Ok(out) => String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_string(),
+                .spawn();
+            let mut child = match child {
+                Ok(c) => c,
+                Err(e) => return format!("unavailable ({e})"),
+            };
+            match wait_bounded(&mut child, self.timeout) {
+                Ok(Some(_)) => {
+                    let mut out = String::new();
+                    if let Some(mut stdout) = child.stdout.take() {
+                        let _ = stdout.read_to_string(&mut out);
+                    }
+                    out.lines().next().unwrap_or("").trim().to_string()
+                }
+                Ok(None) => format!(
+                    "unavailable (`--version` did not finish within {:.1} s)",
+                    self.timeout.as_secs_f64()
+                ),
                 Err(e) => format!("unavailable ({e})"),
             }
         })
@@ -133,27 +145,29 @@ impl Compiler {
                     "cannot start it: {e} (set CXX to a C++20 compiler)"
                 ))
             })?;
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() > self.timeout => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(fail(format!(
-                        "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
-                        self.timeout.as_secs_f64()
-                    )));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-                Err(e) => return Err(fail(format!("cannot wait for it: {e}"))),
+        let status = match wait_bounded(&mut child, self.timeout) {
+            Ok(Some(status)) => status,
+            Ok(None) => {
+                return Err(fail(format!(
+                    "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
+                    self.timeout.as_secs_f64()
+                )))
             }
+            Err(e) => return Err(fail(format!("cannot wait for it: {e}"))),
         };
         let mut log = String::new();
         if let Ok(mut f) = std::fs::File::open(&log_path) {
             let _ = f.read_to_string(&mut log);
         }
         if !status.success() {
+            if log.trim().is_empty() {
+                log = match status.code() {
+                    Some(code) => {
+                        format!("(the compiler printed nothing; it exited with code {code})")
+                    }
+                    None => "(the compiler printed nothing; it was ended by a signal)".to_string(),
+                };
+            }
             let spec_body = body_of(variant);
             return Err(CompileError::Rejected {
                 kernel: kernel.to_string(),
@@ -164,6 +178,26 @@ impl Compiler {
             });
         }
         std::fs::read(&lib).map_err(|e| fail(format!("it produced no library: {e}")))
+    }
+}
+
+/// Waits for `child` at most `timeout`; kills it (and reaps it) and returns
+/// `None` when it runs longer.
+fn wait_bounded(
+    child: &mut std::process::Child,
+    timeout: Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
