@@ -4,6 +4,14 @@
 //! Lock order, for every lock in the crate (take them top to bottom, never
 //! upwards): `VariantMemo::writer` → `KernelCache` shard lock → `Slot::state`.
 //! No lock is held while a compiler runs or while a kernel executes.
+//!
+//! The loom models (`loom_*` tests in `kernel::memo` and
+//! `cache::kernel_cache`, run by `scripts/test.sh`) check the variant memo
+//! and the kernel cache's single-flight protocol with these primitives.
+//! Under `loom` the stats counters become one loom atomic each; immutable
+//! payloads (variants, modules) stay in `std` `Arc`s, and
+//! `Variant::function` stays a `std` `OnceLock`: set once after a module is
+//! loaded, it is not on the paths the models exercise.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -80,4 +88,20 @@ impl<T> Snapshot<T> {
             *self.cell.write().unwrap() = value;
         }
     }
+}
+
+/// Runs a loom model with a bound on preemptions, so that the models of
+/// this crate explore every schedule with up to that many forced thread
+/// switches and still finish in CI time (loom's own advice for models with
+/// more than two threads or several locks).
+#[cfg(all(test, loom))]
+pub(crate) fn model<F>(f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    builder.check(f);
 }
