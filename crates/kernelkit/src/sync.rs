@@ -90,18 +90,18 @@ impl<T> Snapshot<T> {
     }
 }
 
-/// Runs a loom model with a bound on preemptions, so that the models of
-/// this crate explore every schedule with up to that many forced thread
-/// switches and still finish in CI time (loom's own advice for models with
-/// more than two threads or several locks).
+/// Runs a loom model. Models of two threads explore every schedule
+/// (`bound: None`); models of three threads bound the forced thread
+/// switches per schedule (loom's advice), since their full space takes
+/// far longer than CI can give. `LOOM_MAX_PREEMPTIONS` overrides both.
 #[cfg(all(test, loom))]
-pub(crate) fn model<F>(f: F)
+pub(crate) fn model<F>(bound: Option<usize>, f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(3);
+        builder.preemption_bound = bound;
     }
     builder.check(f);
 }

@@ -304,9 +304,11 @@ mod loom_models {
     }
 
     /// Three threads ask for one new key: one build, one module for all.
+    /// (Three threads: at most 5 forced switches per schedule, ~3 s; the
+    /// unbounded space runs for many minutes.)
     #[test]
     fn loom_single_flight() {
-        model(|| {
+        model(Some(5), || {
             let cache = Arc::new(KernelCache::default());
             let builds = Arc::new(AtomicUsize::new(0));
             let ask = |cache: &KernelCache, builds: &AtomicUsize| {
@@ -339,7 +341,7 @@ mod loom_models {
     /// slot is gone afterwards, and the next call builds again.
     #[test]
     fn loom_failure_reaches_every_waiter_and_is_not_cached() {
-        model(|| {
+        model(None, || {
             let cache = Arc::new(KernelCache::default());
             let builds = Arc::new(AtomicUsize::new(0));
             let ask = |cache: &KernelCache, builds: &AtomicUsize| {
@@ -377,7 +379,7 @@ mod loom_models {
     /// loom reports a deadlock as a failure.)
     #[test]
     fn loom_a_hit_never_waits_for_another_keys_build() {
-        model(|| {
+        model(None, || {
             let cache = Arc::new(KernelCache::default());
             let building = "building";
             let ready = (0..)

@@ -146,7 +146,7 @@ mod loom_models {
     /// is in the memo (the first insert wins, the loser's build is dropped).
     #[test]
     fn loom_same_key_gives_one_arc() {
-        sync::model(|| {
+        sync::model(None, || {
             let memo = sync::Arc::new(VariantMemo::default());
             let other = memo.clone();
             let t = thread::spawn(move || other.get_or_build(b"k", || Ok(variant(1))).unwrap());
@@ -164,7 +164,7 @@ mod loom_models {
     /// key is in it afterwards.
     #[test]
     fn loom_clear_all_while_a_variant_is_held() {
-        sync::model(|| {
+        sync::model(None, || {
             let memo = sync::Arc::new(VariantMemo::default());
             for n in 0..MAX_CACHED_VARIANTS - 1 {
                 memo.get_or_build(&n.to_le_bytes(), || Ok(variant(n)))
@@ -198,7 +198,7 @@ mod loom_models {
     /// whole variant, and the memo holds either nothing or exactly that one.
     #[test]
     fn loom_clear_races_with_a_build() {
-        sync::model(|| {
+        sync::model(None, || {
             let memo = sync::Arc::new(VariantMemo::default());
             let other = memo.clone();
             let t = thread::spawn(move || other.clear());
