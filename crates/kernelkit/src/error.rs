@@ -118,6 +118,18 @@ pub enum CallError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// An input's layout cannot be passed to the kernel as declared.
+    #[error("kernel `{kernel}`: input `{input}` has shape {shape:?}: {reason}")]
+    InputShape {
+        /// The kernel's name.
+        kernel: String,
+        /// The input's name.
+        input: String,
+        /// The input's shape.
+        shape: Vec<usize>,
+        /// What does not fit.
+        reason: &'static str,
+    },
     /// A template argument name is invalid or collides.
     #[error("kernel `{kernel}`: template argument `{name}` {reason}")]
     TemplateName {

@@ -22,6 +22,8 @@ struct Fx {
     barrier: Kernel,
     /// Same body with `__syncthreads()`.
     syncthreads: Kernel,
+    /// Reads `inp_shape`.
+    shape_user: Kernel,
     /// f32[8]
     x: kernelkit::Array,
     /// f64[8]
@@ -55,6 +57,12 @@ fn fixture() -> Fx {
         .source(format!("{BODY} __syncthreads();"))
         .build()
         .unwrap();
+    let shape_user = Kernel::builder("shape_user")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[i % inp_shape[0]];")
+        .build()
+        .unwrap();
     let x = device.array_from_slice(&[1.0f32; 8], [8]).unwrap();
     let x64 = device.array_from_slice(&[1.0f64; 8], [8]).unwrap();
     let m = device
@@ -66,6 +74,7 @@ fn fixture() -> Fx {
         add,
         barrier,
         syncthreads,
+        shape_user,
         x,
         x64,
         m,
@@ -233,6 +242,10 @@ fn rows() -> Vec<Row> {
             Error::Call(CallError::Dims { what: "threadgroup", .. }), ["kernel `add_one`", "threadgroup [32, 32, 2]"]),
         row!("shared memory on the CPU", f => f.good(&f.add).shared_memory(1024).prepare(),
             Error::Call(CallError::Dims { what: "shared memory", .. }), ["kernel `add_one`", "shared memory", "on cpu", "no dynamic shared memory"]),
+        row!("input extent over 32 bits where the body reads its shape", f => f.x.slice(&[[0, 1, 1]])
+                .and_then(|one| one.broadcast_to(&[1 << 31]))
+                .and_then(|big| f.shape_user.call([&big]).output([8], DType::F32).grid([8, 1, 1]).on(&f.stream).prepare()),
+            Error::Call(CallError::InputShape { .. }), ["kernel `shape_user`", "input `inp`", "[2147483648]", "32-bit"]),
         // ---- template arguments ----
         row!("template named like the input", f => f.good(&f.add).template("inp", 2).prepare(),
             Error::Call(CallError::TemplateName { .. }), ["kernel `add_one`", "template argument `inp`", "input `inp`"]),

@@ -335,6 +335,27 @@ impl<'a> Call<'a> {
                 .into());
             }
         }
+        let spec = self.spec();
+        for ((array, name), info) in self
+            .inputs
+            .iter()
+            .zip(&spec.input_names)
+            .zip(&spec.shape_infos)
+        {
+            // `NAME_shape` is an array of 32-bit ints, as in MLX: a larger
+            // extent (a broadcast view can have one) would reach the body
+            // wrapped around.
+            if info.shape && array.shape().iter().any(|&d| d > i32::MAX as usize) {
+                return Err(CallError::InputShape {
+                    kernel: self.err_kernel(),
+                    input: name.clone(),
+                    shape: array.shape().to_vec(),
+                    reason: "the body reads its `_shape`, whose extents are 32-bit ints \
+                             (at most 2147483647)",
+                }
+                .into());
+            }
+        }
         let mut out_shapes: SmallVec<[(Shape, DType); 4]> = SmallVec::new();
         for ((shape, dtype), name) in self.outputs.iter().zip(&self.spec().output_names) {
             out_shapes.push((self.check_output(name, shape, *dtype)?, *dtype));
