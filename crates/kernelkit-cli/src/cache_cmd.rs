@@ -1,12 +1,189 @@
-//! Being written.
+//! `kernelkit cache stats|list|verify|clear`: inspects and maintains the
+//! artifact store that devices share between processes.
+//!
+//! Exit status: 0 when all went well, 1 when `verify` found bad entries, 2
+//! when the store cannot be read (not trusted, I/O error).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Arguments.
+use kernelkit::cache::config::{self, StoreConfig};
+use kernelkit::cache::store::{ArtifactStore, StoreError};
+
+/// Arguments of `kernelkit cache`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The store directory (default: $KERNELKIT_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/kernelkit or ~/.cache/kernelkit).
+    #[arg(long, global = true)]
+    dir: Option<PathBuf>,
+    #[command(subcommand)]
+    action: Action,
+}
 
-pub fn main(_args: Args) -> ExitCode {
-    eprintln!("kernelkit: this command is not built yet");
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Size, entry count and lifetime hits, misses, writes and errors.
+    Stats,
+    /// Every entry: last use, size, backend, key, kernel, function.
+    List,
+    /// Checks every entry's checksum, key and ownership; exits 1 if any is bad.
+    Verify,
+    /// Removes every entry (and the store's lock and temporary files).
+    Clear,
+}
+
+/// Runs `kernelkit cache`.
+pub fn main(args: Args) -> ExitCode {
+    let Some(dir) = args.dir.or_else(config::default_dir) else {
+        eprintln!("kernelkit cache: no home directory; pass --dir or set KERNELKIT_CACHE_DIR");
+        return ExitCode::from(2);
+    };
+    let store = match ArtifactStore::open(&dir) {
+        Ok(s) => s.with_max_bytes(StoreConfig::from_env().max_bytes),
+        Err(StoreError::Missing { dir }) => {
+            println!("store: {} (does not exist: nothing cached)", dir.display());
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return fail(e),
+    };
+    let result = match args.action {
+        Action::Stats => stats(&store),
+        Action::List => list(&store),
+        Action::Verify => verify(&store),
+        Action::Clear => clear(&store),
+    };
+    result.unwrap_or_else(fail)
+}
+
+fn fail(e: StoreError) -> ExitCode {
+    eprintln!("kernelkit cache: {e}");
     ExitCode::from(2)
+}
+
+fn stats(store: &ArtifactStore) -> Result<ExitCode, StoreError> {
+    let s = store.stats()?;
+    println!("store: {}", s.dir.display());
+    println!(
+        "entries: {} ({} of {} limit)",
+        s.entries,
+        human_bytes(s.bytes),
+        human_bytes(s.max_bytes)
+    );
+    let t = s.lifetime;
+    println!(
+        "since last clear: hits={} misses={} writes={} errors={}",
+        t.hits, t.misses, t.writes, t.errors
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(store: &ArtifactStore) -> Result<ExitCode, StoreError> {
+    let entries = store.list()?;
+    println!(
+        "{:<19}  {:>10}  {:<7}  {:<32}  {:<24}  FUNCTION",
+        "LAST USE (UTC)", "SIZE", "BACKEND", "KEY", "KERNEL"
+    );
+    for e in &entries {
+        let (backend, kernel, function) = match &e.header {
+            Ok(h) => (h.backend.as_str(), h.kernel.as_str(), h.function.clone()),
+            Err(fault) => ("?", "?", format!("(bad header: {fault})")),
+        };
+        println!(
+            "{:<19}  {:>10}  {:<7}  {}  {:<24}  {}",
+            utc(e.last_use),
+            human_bytes(e.bytes),
+            backend,
+            e.key,
+            kernel,
+            function
+        );
+    }
+    println!("{} entries", entries.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(store: &ArtifactStore) -> Result<ExitCode, StoreError> {
+    let report = store.verify()?;
+    for bad in &report.bad {
+        println!("bad: {} ({}): {}", bad.key, bad.path.display(), bad.fault);
+    }
+    println!("{} good, {} bad", report.good, report.bad.len());
+    Ok(if report.bad.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn clear(store: &ArtifactStore) -> Result<ExitCode, StoreError> {
+    let r = store.clear()?;
+    println!(
+        "removed {} entries ({}) from {}",
+        r.entries,
+        human_bytes(r.bytes),
+        store.dir().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `512 B`, `73.2 KiB`, `1.0 GiB`.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// `YYYY-MM-DD hh:mm:ss` in UTC (days to civil date after Howard Hinnant's
+/// published algorithm).
+fn utc(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn dates_and_sizes() {
+        assert_eq!(utc(UNIX_EPOCH), "1970-01-01 00:00:00");
+        // 2000-02-29 12:34:56 UTC, a leap day in a century leap year.
+        assert_eq!(
+            utc(UNIX_EPOCH + Duration::from_secs(951_827_696)),
+            "2000-02-29 12:34:56"
+        );
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1 << 30), "1.0 GiB");
+    }
 }

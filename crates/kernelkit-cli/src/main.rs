@@ -10,7 +10,11 @@
 
 mod bench;
 mod cache_cmd;
+mod data;
 mod demo;
+mod failure;
+mod npy;
+mod output;
 mod run;
 mod source;
 mod spec;

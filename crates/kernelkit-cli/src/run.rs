@@ -1,12 +1,184 @@
-//! Being written.
+//! `kernelkit run SPEC.json [--device cpu|cuda|cuda:N] [--out-dir DIR]`:
+//! runs one kernel call from a spec file on real data and prints its
+//! outputs, so a kernel can be tried, or checked against known results,
+//! without writing a program.
+//!
+//! The spec is the one of `kernelkit source` plus the launch (`grid`,
+//! `threadgroup`, `init_value`), the `data` of every input and optional
+//! `views` (see [`crate::spec`]). Output, on one line of stdout:
+//!
+//! ```json
+//! {"device": "cpu", "kernel_name": "custom_kernel_basic_...",
+//!  "outputs": {"out1": {"dtype": "float32", "shape": [2, 2], "data": [[9.3, 10.3], [11.3, 12.3]]}}}
+//! ```
+//!
+//! With `--out-dir DIR`, each output is written to `DIR/NAME.npy` (the
+//! folder is created if needed) and its entry has `"file": "DIR/NAME.npy"`
+//! in place of `"data"`. Any failure (spec, data, compile, launch) exits
+//! with code 2 and one line on stderr, then the compiler's log if any.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Arguments.
-#[derive(clap::Args)]
-pub struct Args {}
+use kernelkit::{Array, Device};
 
-pub fn main(_args: Args) -> ExitCode {
-    eprintln!("kernelkit: this command is not built yet");
-    ExitCode::from(2)
+use crate::data;
+use crate::failure::{print_exact, CommandError};
+use crate::npy;
+use crate::output;
+use crate::spec::{DataSource, Port, SpecError, SpecFile, View};
+
+/// Arguments of `kernelkit run`.
+#[derive(clap::Args)]
+#[command(after_long_help = crate::spec::HELP)]
+pub struct Args {
+    /// The spec file (JSON): name, inputs, outputs, source, [header,
+    /// ensure_row_contiguous, atomic_outputs, template], grid, [threadgroup,
+    /// init_value], data, [views].
+    spec: PathBuf,
+    /// `cpu`, `cuda` or `cuda:N` (default: CUDA GPU 0 if there is one, else
+    /// the CPU).
+    #[arg(long)]
+    device: Option<String>,
+    /// Write each output to DIR/NAME.npy instead of printing its data.
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+}
+
+/// Runs `kernelkit run`.
+pub fn main(args: Args) -> ExitCode {
+    match run(&args).and_then(|text| print_exact(&text)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.report("run"),
+    }
+}
+
+/// Runs the call and returns the JSON line to print.
+fn run(args: &Args) -> Result<String, CommandError> {
+    let spec = SpecFile::load(&args.spec)?;
+    let grid = spec.grid.ok_or(SpecError::Missing {
+        field: "grid",
+        why: " (required by `kernelkit run`)",
+    })?;
+    let kernel = spec.kernel()?;
+    let device = match &args.device {
+        Some(name) => Device::from_name(name)?,
+        None => Device::default_device()?,
+    };
+    let inputs = spec
+        .inputs
+        .iter()
+        .map(|port| input(&spec, port, &device))
+        .collect::<Result<Vec<_>, _>>()?;
+    // The inputs were uploaded on the default stream: run there too, so the
+    // launch is ordered after the uploads on every backend.
+    let mut call = spec
+        .call(&kernel, &inputs)
+        .grid(grid)
+        .on(device.default_stream());
+    if let Some(tg) = spec.threadgroup {
+        call = call.threadgroup(tg);
+    }
+    if let Some(v) = spec.init_value {
+        call = call.init_value(v);
+    }
+    let launch = call.prepare()?;
+    let outputs = launch.run()?;
+    render(
+        device.label(),
+        launch.variant().name(),
+        &spec.outputs,
+        &outputs,
+        args.out_dir.as_deref(),
+    )
+}
+
+/// The result line: device, kernel name, and per output its dtype, shape
+/// and data (or the `.npy` file it was written to, under `out_dir`).
+fn render(
+    device: &str,
+    kernel_name: &str,
+    ports: &[Port],
+    outputs: &[Array],
+    out_dir: Option<&Path>,
+) -> Result<String, CommandError> {
+    if let Some(dir) = out_dir {
+        std::fs::create_dir_all(dir).map_err(|e| CommandError::Write {
+            what: dir.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    }
+    let mut json = String::new();
+    json.push_str("{\"device\": ");
+    output::string(&mut json, device);
+    json.push_str(", \"kernel_name\": ");
+    output::string(&mut json, kernel_name);
+    json.push_str(", \"outputs\": {");
+    for (i, (port, array)) in ports.iter().zip(outputs).enumerate() {
+        if i > 0 {
+            json.push_str(", ");
+        }
+        let bytes = array.to_bytes()?;
+        output::string(&mut json, &port.name);
+        json.push_str(": {\"dtype\": ");
+        output::string(&mut json, port.dtype.name());
+        json.push_str(&format!(", \"shape\": {:?}", array.shape()));
+        match out_dir {
+            Some(dir) => {
+                let path = dir.join(format!("{}.npy", port.name));
+                npy::write(&path, &bytes, port.dtype, array.shape())?;
+                json.push_str(", \"file\": ");
+                output::string(&mut json, &path.display().to_string());
+            }
+            None => {
+                json.push_str(", \"data\": ");
+                output::write_nested(&mut json, &bytes, port.dtype, array.shape());
+            }
+        }
+        json.push('}');
+    }
+    json.push_str("}}\n");
+    Ok(json)
+}
+
+/// The array for one input: its data on `device`, then its views.
+fn input(spec: &SpecFile, port: &Port, device: &Device) -> Result<Array, CommandError> {
+    let bytes = match spec.data_for(&port.name) {
+        None => {
+            return Err(data::DataError {
+                input: port.name.clone(),
+                reason: "no data given (add it to `data`: a value, a list, or a .npy path)".into(),
+            }
+            .into())
+        }
+        Some(DataSource::Inline(value)) => {
+            data::encode(&port.name, value, port.dtype, &port.shape)?
+        }
+        Some(DataSource::Npy(path)) => npy::read(path, &port.name, port.dtype, &port.shape)?,
+    };
+    let mut array = Array::from_bytes(device, &bytes, port.shape.iter().copied(), port.dtype)?;
+    for view in spec.views_for(&port.name) {
+        array = apply(&array, view).map_err(|e| data::DataError {
+            input: port.name.clone(),
+            reason: format!("view {}: {e}", describe(view)),
+        })?;
+    }
+    Ok(array)
+}
+
+/// One view through the library's own view operations.
+fn apply(array: &Array, view: &View) -> kernelkit::Result<Array> {
+    match view {
+        View::Transpose(axes) => array.permute(axes),
+        View::Slice(ranges) => array.slice(ranges),
+        View::Broadcast(shape) => array.broadcast_to(shape),
+    }
+}
+
+fn describe(view: &View) -> String {
+    match view {
+        View::Transpose(axes) => format!("transpose {axes:?}"),
+        View::Slice(ranges) => format!("slice {ranges:?}"),
+        View::Broadcast(shape) => format!("broadcast {shape:?}"),
+    }
 }

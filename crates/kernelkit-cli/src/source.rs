@@ -1,12 +1,70 @@
-//! Being written.
+//! `kernelkit source --dialect metal|cuda|cpu SPEC.json`: prints the source
+//! kernelkit generates for one call, exactly (the counterpart of MLX's
+//! `verbose=True`, without a device).
+//!
+//! Nothing but the generated text goes to stdout, and no newline is added
+//! beyond what the generator returns, so `kernelkit source ... > k.metal`
+//! can be compared byte for byte with MLX's output. `--name` prints the
+//! generated function name instead, followed by a newline.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Arguments.
-#[derive(clap::Args)]
-pub struct Args {}
+use kernelkit::{Array, Device, Dialect};
 
-pub fn main(_args: Args) -> ExitCode {
-    eprintln!("kernelkit: this command is not built yet");
-    ExitCode::from(2)
+use crate::failure::{print_exact, CommandError};
+use crate::spec::{Port, SpecFile};
+
+/// Arguments of `kernelkit source`.
+#[derive(clap::Args)]
+#[command(after_long_help = crate::spec::HELP)]
+pub struct Args {
+    /// The kernel language: `metal`, `cuda` or `cpu`.
+    #[arg(long, value_parser = parse_dialect)]
+    dialect: Dialect,
+    /// Print the generated function name instead of the source.
+    #[arg(long)]
+    name: bool,
+    /// The spec file (JSON); `grid`, `data` and the other launch fields are
+    /// checked but not used.
+    spec: PathBuf,
+}
+
+fn parse_dialect(s: &str) -> Result<Dialect, String> {
+    Dialect::from_name(s)
+        .ok_or_else(|| format!("unknown dialect `{s}` (expected metal, cuda or cpu)"))
+}
+
+/// Runs `kernelkit source`.
+pub fn main(args: Args) -> ExitCode {
+    match generate(&args).and_then(|text| print_exact(&text)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.report("source"),
+    }
+}
+
+/// The text to print: the source, or the name and a newline.
+fn generate(args: &Args) -> Result<String, CommandError> {
+    let spec = SpecFile::load(&args.spec)?;
+    let kernel = spec.kernel()?;
+    let inputs = spec
+        .inputs
+        .iter()
+        .map(placeholder)
+        .collect::<Result<Vec<_>, _>>()?;
+    let generated = spec.call(&kernel, &inputs).generate(args.dialect)?;
+    Ok(if args.name {
+        format!("{}\n", generated.name)
+    } else {
+        generated.source
+    })
+}
+
+/// A CPU array that generates like the declared input: a variant depends
+/// only on an input's dtype, number of dimensions and element count (which
+/// pick its pass mode), so one zero element broadcast to the declared shape
+/// stands in for it without allocating the whole array.
+fn placeholder(port: &Port) -> Result<Array, CommandError> {
+    let one = Array::zeros(&Device::cpu(), vec![1; port.shape.len()], port.dtype)?;
+    Ok(one.broadcast_to(&port.shape)?)
 }

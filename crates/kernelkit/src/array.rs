@@ -121,20 +121,19 @@ impl Array {
         device.check_dtype(dtype)?;
         // Allocate on the device directly: a host vector of zeros first would
         // abort the process when the size is more than memory can hold.
+        // The fill is ordered on the default stream, which is therefore the
+        // array's producer: work on other streams waits for it.
         let backend = device.backend();
-        let buffer = backend.alloc(n * dtype.size())?;
+        let stream = device.default_stream();
+        let buffer = backend.alloc(n * dtype.size(), stream.handle())?;
         let zero = [0u8; 16];
-        backend.fill(
-            &buffer,
-            &zero[..dtype.size()],
-            device.default_stream().handle(),
-        )?;
+        backend.fill(&buffer, &zero[..dtype.size()], stream.handle())?;
         Ok(Array::contiguous(
             device.clone(),
             Arc::new(buffer),
             shape,
             dtype,
-            None,
+            Some(stream.clone()),
         ))
     }
 

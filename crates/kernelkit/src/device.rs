@@ -8,11 +8,13 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use crate::array::Array;
 use crate::backend::{Backend, Limits, Module, StreamHandle};
 use crate::cache::kernel_cache::{KernelCache, Outcome};
-use crate::cache::store::ArtifactStore;
+use crate::cache::key::StoreKey;
+use crate::cache::store::{ArtifactStore, Lookup};
 use crate::dtype::{DType, Element};
 use crate::error::{CompileError, DeviceError, Result};
 use crate::kernel::variant::{Function, Variant};
@@ -81,7 +83,7 @@ impl Device {
         backend: Box<dyn Backend>,
     ) -> Device {
         let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-        let store = ArtifactStore::from_env(backend.name());
+        let store = ArtifactStore::from_env();
         Device(Arc::new(DeviceShared {
             id: DeviceId {
                 kind,
@@ -102,12 +104,26 @@ impl Device {
     }
 
     /// A new, independent CPU device with its own (empty) kernel cache.
-    /// Useful to measure compiles, or to isolate tests.
+    /// Useful to measure compiles, or to isolate tests; it still shares the
+    /// artifact store on disk, so to measure compiles set
+    /// `KERNELKIT_CACHE=memory`.
     pub fn new_cpu() -> Device {
         Device::from_backend(
             DeviceKind::Cpu,
             0,
             Box::new(crate::backend::cpu::CpuBackend::new()),
+        )
+    }
+
+    /// A new CPU device whose kernels are compiled by `program` (a C++20
+    /// compiler command) instead of `$CXX` or the first one on the `PATH`.
+    pub fn new_cpu_with_compiler(program: impl Into<String>) -> Device {
+        Device::from_backend(
+            DeviceKind::Cpu,
+            0,
+            Box::new(crate::backend::cpu::CpuBackend::with_compiler(
+                program.into(),
+            )),
         )
     }
 
@@ -129,13 +145,24 @@ impl Device {
     /// A new CUDA device object with its own kernel cache (the process-wide
     /// one is [`Device::cuda`]).
     pub fn new_cuda(ordinal: u32) -> Result<Device> {
+        Device::new_cuda_with(ordinal, &crate::options::CudaCompileOptions::default())
+    }
+
+    /// A new CUDA device object whose compiles add `options` (after
+    /// `KERNELKIT_NVRTC_FLAGS`, which every CUDA device uses). It has its
+    /// own kernel cache; the options are part of every module key.
+    pub fn new_cuda_with(
+        ordinal: u32,
+        options: &crate::options::CudaCompileOptions,
+    ) -> Result<Device> {
         #[cfg(feature = "cuda")]
         {
-            let backend = crate::backend::cuda::CudaBackend::open(ordinal)?;
+            let backend = crate::backend::cuda::CudaBackend::open(ordinal, options)?;
             Ok(Device::from_backend(DeviceKind::Cuda, ordinal, backend))
         }
         #[cfg(not(feature = "cuda"))]
         {
+            let _ = options;
             Err(DeviceError::NotBuilt {
                 device: format!("cuda:{ordinal}"),
                 feature: "cuda",
@@ -294,41 +321,66 @@ impl Device {
     }
 
     /// Loads a module from the artifact store, or compiles (and stores) it.
+    ///
+    /// The kernel cache runs this once per module key in this process; the
+    /// store's per-key lock makes other processes that miss the same key
+    /// wait for this one's entry instead of compiling it again. Nothing the
+    /// store does can fail the call: a bad entry is a miss.
     fn build_module(&self, kernel: &str, variant: &Variant) -> Result<Module, CompileError> {
         let backend = &*self.0.backend;
-        let store = self.0.store.as_ref();
-        let store_key = store.map(|s| s.key_for(backend, variant));
-        if let (Some(store), Some(key)) = (store, &store_key) {
-            if let Some(bytes) = store.get(key) {
-                match backend.load(kernel, variant, &bytes) {
-                    Ok(m) => {
-                        store.record_hit();
-                        return Ok(m);
-                    }
-                    Err(e) => store.record_bad_load(key, &e),
-                }
-            }
-        }
-        let _lock = match (store, &store_key) {
-            (Some(store), Some(key)) => {
-                let lock = store.lock(key);
-                // Another process may have published it while we waited.
-                if let Some(bytes) = store.get_after_wait(key) {
-                    if let Ok(m) = backend.load(kernel, variant, &bytes) {
-                        store.record_hit();
-                        return Ok(m);
-                    }
-                }
-                lock
-            }
-            _ => None,
+        let Some(store) = self.0.store.as_ref() else {
+            let artifact = self.compile(kernel, variant)?;
+            return backend.load(kernel, variant, &artifact);
         };
-        self.0.cache.compiles.incr();
-        let artifact = backend.compile(kernel, variant)?;
-        if let (Some(store), Some(key)) = (store, &store_key) {
-            store.put(key, kernel, variant, &artifact);
+        let key = ArtifactStore::key_for(backend, variant);
+        if let Some(module) = self.load_stored(store, &key, kernel, variant) {
+            return Ok(module);
         }
+        let lock = store.lock(&key);
+        // Another process may have published it while this one waited.
+        if lock.is_some() {
+            if let Some(module) = self.load_stored(store, &key, kernel, variant) {
+                return Ok(module);
+            }
+        }
+        store.record_miss();
+        let artifact = self.compile(kernel, variant)?;
+        store.put(&key, kernel, backend.name(), variant.name(), &artifact);
+        drop(lock);
         backend.load(kernel, variant, &artifact)
+    }
+
+    /// Runs the backend compiler, counting the run and its wall time.
+    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+        let cache = &self.0.cache;
+        cache.compiles.incr();
+        let started = Instant::now();
+        let artifact = self.0.backend.compile(kernel, variant);
+        cache.compile_ns.add(started.elapsed().as_nanos() as u64);
+        artifact
+    }
+
+    /// The module from the store's entry for `key`, if there is a good one.
+    fn load_stored(
+        &self,
+        store: &ArtifactStore,
+        key: &StoreKey,
+        kernel: &str,
+        variant: &Variant,
+    ) -> Option<Module> {
+        let Lookup::Hit(bytes) = store.get(key) else {
+            return None;
+        };
+        match self.0.backend.load(kernel, variant, &bytes) {
+            Ok(module) => {
+                store.record_hit();
+                Some(module)
+            }
+            Err(e) => {
+                store.record_bad_load(key, &e);
+                None
+            }
+        }
     }
 }
 

@@ -48,8 +48,11 @@
 //!    failure delivered to every waiter and never cached. After its first
 //!    lookup a variant keeps its function, so later hits touch no cache at
 //!    all.
-//! 4. Under the kernel cache, the artifact store keeps compiled artifacts on
-//!    disk, shared by processes, so a restarted process compiles nothing.
+//! 4. Under the kernel cache, the artifact store ([`cache::store`]) keeps
+//!    compiled artifacts on disk, shared by processes, so a restarted
+//!    process compiles nothing. `KERNELKIT_CACHE=memory` turns it off;
+//!    `KERNELKIT_CACHE_DIR` and `KERNELKIT_CACHE_MAX_BYTES` place and bound
+//!    it ([`cache::config`]).
 //! 5. The backend binds the buffers and launches on the call's [`Stream`].
 //!
 //! ## Guarantees
@@ -78,6 +81,7 @@ pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod kernel;
+pub mod options;
 pub(crate) mod stats;
 pub(crate) mod sync;
 
@@ -93,6 +97,7 @@ pub use kernel::spec::{KernelSpec, ShapeInfo};
 pub use kernel::template::{TemplateArg, TemplateParam};
 pub use kernel::variant::{InputDesc, PassMode, Variant, VariantDesc};
 pub use kernel::{Kernel, KernelBuilder};
+pub use options::CudaCompileOptions;
 pub use stats::CacheStats;
 
 pub use half::{bf16, f16};

@@ -3,7 +3,12 @@
 //!
 //! Lock order, for every lock in the crate (take them top to bottom, never
 //! upwards): `VariantMemo::writer` → `KernelCache` shard lock → `Slot::state`.
-//! No lock is held while a compiler runs or while a kernel executes.
+//! No lock is held while a compiler runs or while a kernel executes. The one
+//! exception is not a lock of this process: the artifact store's per-key
+//! file lock (`cache::lock`), which a thread that owns a pending kernel
+//! cache slot holds across its compile so that other *processes* wait for
+//! it. It is taken with no in-process lock held, one key at a time, and its
+//! wait is bounded, so it cannot deadlock.
 //!
 //! The loom models (`loom_*` tests in `kernel::memo` and
 //! `cache::kernel_cache`, run by `scripts/test.sh`) check the variant memo

@@ -56,7 +56,7 @@ pub(crate) struct LaunchJob<'a> {
     pub(crate) function: &'a Function,
     /// Inputs as the kernel will see them (already made contiguous where the
     /// spec asks for it).
-    pub(crate) inputs: &'a [Array],
+    pub(crate) inputs: &'a [&'a Array],
     /// Freshly allocated (and, with `init_value`, filled) outputs.
     pub(crate) outputs: &'a [Array],
     pub(crate) grid: [u32; 3],
@@ -82,6 +82,15 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// The compile options part of the module key: compiler identity and
     /// version, flags, target architecture or CPU features.
     fn options(&self) -> &str;
+    /// Everything besides the source that changes the artifact, in full
+    /// (no short hashes): the artifact store hashes it into its keys, which
+    /// must not collide across compilers, flags or targets for as long as
+    /// entries live on disk. Found once per process. Defaults to
+    /// [`Backend::options`], which is enough only when that already holds
+    /// the full compiler version and target.
+    fn artifact_identity(&self) -> &str {
+        self.options()
+    }
     /// SIMD (warp) width reported to bodies.
     fn simd_width(&self) -> u32;
     /// Compiles a variant's source into an artifact (shared library bytes,
@@ -102,8 +111,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn new_stream(&self) -> Result<StreamHandle>;
     /// Waits until the stream's work is done.
     fn synchronize(&self, stream: &StreamHandle) -> Result<()>;
-    /// Allocates `len` bytes, contents unspecified.
-    fn alloc(&self, len: usize) -> Result<Buffer>;
+    /// Allocates `len` bytes, contents unspecified, for use in `stream`'s
+    /// order (a GPU backend may hand out memory whose last user was earlier
+    /// work on that stream).
+    fn alloc(&self, len: usize, stream: &StreamHandle) -> Result<Buffer>;
     /// Allocates and fills from host bytes.
     fn upload(&self, bytes: &[u8], stream: &StreamHandle) -> Result<Buffer>;
     /// Copies `len` bytes at `offset` out to the host (waits for `stream`).

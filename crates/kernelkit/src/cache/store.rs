@@ -1,42 +1,754 @@
-//! The persistent artifact store (disk tier). Being written: for now it is
-//! never enabled, so every process compiles its kernels itself.
+//! The artifact store: compiled artifacts on disk, shared by every process
+//! of a user, so that a process started again compiles nothing.
+//!
+//! It sits under each device's kernel cache (which already makes sure one
+//! thread per process builds a module key) and above the backend compiler.
+//!
+//! - **Entries.** One file per artifact, `<key>.kka`, named by the 32 hex
+//!   digits of its [`StoreKey`] (a hash of everything that changes the
+//!   binary, see [`crate::cache::key`]); the format is in
+//!   [`crate::cache::entry`]. An entry is written to a temporary file in the
+//!   same directory, synced and renamed into place, so readers see a whole
+//!   entry or none.
+//! - **Failures are misses.** Any entry that cannot be read, fails its
+//!   checksum, is stored under another key, is not trusted or does not load
+//!   is removed and counted in `disk_errors`; the kernel is compiled again
+//!   and the entry rewritten. No store problem ever fails a call.
+//! - **Between processes.** A process that misses takes an OS file lock on
+//!   `<key>.lock` (see `cache::lock`) before it compiles, so the others wait
+//!   for its entry instead of compiling the same source; the lock dies with
+//!   its owner and the wait is bounded, after which they compile too.
+//! - **Safety.** The directory is created with mode `0700`. An entry is a
+//!   shared library that will be loaded into the process, so it is read only
+//!   when the directory and the file belong to the current user and are not
+//!   writable by group or others (see `cache::trust`). Paths are built from
+//!   hex keys only.
+//! - **Size.** After each write, least recently used entries are removed
+//!   until the store fits [`ArtifactStore::max_bytes`]. "Used" is the file's
+//!   modification time, set when the entry is written and again on each hit
+//!   (entries are never modified in place, so it means nothing else). The
+//!   entry just written is always kept.
+//! - **Settings.** See [`crate::cache::config`]: `KERNELKIT_CACHE`,
+//!   `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`. A directory that
+//!   cannot be created, trusted or written leaves the device with its memory
+//!   cache only, after one warning per process.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
 
 use crate::backend::Backend;
+use crate::cache::config::{CacheMode, StoreConfig, DEFAULT_MAX_BYTES};
+use crate::cache::entry::{self, EntryError, Header, MAX_HEADER_BYTES};
+use crate::cache::key::StoreKey;
+use crate::cache::lock::KeyLock;
+use crate::cache::tally;
+use crate::cache::trust;
 use crate::error::CompileError;
 use crate::kernel::variant::Variant;
-use crate::stats::CacheStats;
+use crate::stats::{CacheStats, Counter};
 
-/// The on-disk artifact store.
+pub use crate::cache::tally::Tally;
+
+/// Extension of entry files.
+const ENTRY_EXT: &str = "kka";
+/// Extension of per-key lock files.
+const LOCK_EXT: &str = "lock";
+/// Suffix of temporary files being written.
+const TEMP_SUFFIX: &str = ".tmp";
+/// How long a process waits for another one compiling the same key.
+const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+/// Larger files are not read: no compiled kernel is this big, and reading
+/// one into memory could exhaust it.
+const MAX_ENTRY_BYTES: u64 = 1 << 30;
+/// Temporary files older than this were left by a crashed writer.
+const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
+
+/// The on-disk artifact store. See the module documentation.
+#[derive(Debug)]
 pub struct ArtifactStore {
-    _private: (),
+    dir: PathBuf,
+    max_bytes: u64,
+    lock_timeout: Duration,
+    counts: Counts,
+    /// Set after the first failed write has been reported.
+    write_warned: AtomicBool,
 }
 
-/// A store key.
-#[allow(dead_code)]
-pub(crate) struct StoreKey([u8; 16]);
+/// This store object's counters (one process, one device).
+#[derive(Default)]
+struct Counts {
+    hits: Counter,
+    misses: Counter,
+    writes: Counter,
+    errors: Counter,
+}
 
-/// Held while this process compiles a key.
-pub(crate) struct StoreLock;
+impl std::fmt::Debug for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counts")
+            .field("hits", &self.hits.get())
+            .field("misses", &self.misses.get())
+            .field("writes", &self.writes.get())
+            .field("errors", &self.errors.get())
+            .finish()
+    }
+}
+
+/// A store directory that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// There is no directory at the path.
+    #[error("artifact store {dir}: no such directory")]
+    Missing {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// The directory belongs to another user or others may write it.
+    #[error("artifact store {dir} is not trusted: {reason}")]
+    Untrusted {
+        /// The directory.
+        dir: PathBuf,
+        /// What is wrong (owner, mode).
+        reason: String,
+    },
+    /// A file system operation failed.
+    #[error("artifact store {dir}: cannot {operation}: {source}")]
+    Io {
+        /// The directory.
+        dir: PathBuf,
+        /// What was being done.
+        operation: &'static str,
+        /// The system's error.
+        source: io::Error,
+    },
+}
+
+/// Why one entry is not usable.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EntryFault {
+    /// The file could not be opened or read.
+    #[error("unreadable: {0}")]
+    Unreadable(io::Error),
+    /// The file belongs to another user or others may write it.
+    #[error("not trusted: {0}")]
+    Untrusted(String),
+    /// The contents are not a valid entry for its key.
+    #[error("{0}")]
+    Malformed(EntryError),
+    /// The file is larger than any artifact (1 GiB); it is not read.
+    #[error("{0} bytes, too large to be an artifact")]
+    TooLarge(u64),
+}
+
+/// One entry, as `kernelkit cache list` shows it.
+#[derive(Debug)]
+pub struct EntryInfo {
+    /// The key (the file name without extension).
+    pub key: StoreKey,
+    /// The file.
+    pub path: PathBuf,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// When a process last wrote or loaded it.
+    pub last_use: SystemTime,
+    /// What the entry says it holds, or why its header cannot be read (the
+    /// payload and checksum are checked by [`ArtifactStore::verify`]).
+    pub header: Result<Header, EntryFault>,
+}
+
+/// An entry that failed [`ArtifactStore::verify`].
+#[derive(Debug)]
+pub struct BadEntry {
+    /// The key its file name stands for.
+    pub key: StoreKey,
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub fault: EntryFault,
+}
+
+/// The result of [`ArtifactStore::verify`].
+#[derive(Debug, Default)]
+pub struct VerifyReport {
+    /// Entries that passed every check.
+    pub good: usize,
+    /// Entries that did not.
+    pub bad: Vec<BadEntry>,
+}
+
+/// The size and lifetime counters of a store ([`ArtifactStore::stats`]).
+#[derive(Clone, Debug)]
+pub struct StoreStats {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Number of entries.
+    pub entries: usize,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// The size limit the store was opened with.
+    pub max_bytes: u64,
+    /// Hits, misses, writes and errors of every process since the store was
+    /// last cleared.
+    pub lifetime: Tally,
+}
+
+/// What [`ArtifactStore::clear`] removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClearReport {
+    /// Entries removed.
+    pub entries: usize,
+    /// Their total size in bytes.
+    pub bytes: u64,
+}
+
+/// A lookup's answer.
+pub(crate) enum Lookup {
+    /// The payload of a valid, trusted entry.
+    Hit(Vec<u8>),
+    /// No entry, or a bad one (already counted and removed).
+    Miss,
+}
+
+/// Files in the store directory, by kind.
+#[derive(Default)]
+struct Listing {
+    entries: Vec<FileInfo>,
+    locks: Vec<PathBuf>,
+    temps: Vec<FileInfo>,
+}
+
+struct FileInfo {
+    key: Option<StoreKey>,
+    path: PathBuf,
+    bytes: u64,
+    modified: SystemTime,
+}
 
 impl ArtifactStore {
-    pub(crate) fn from_env(_backend: &str) -> Option<ArtifactStore> {
-        None
+    /// The store the environment asks for (see [`crate::cache::config`]),
+    /// or `None` for memory-only, with one warning per process when a disk
+    /// store was asked for but cannot be used.
+    pub(crate) fn from_env() -> Option<ArtifactStore> {
+        let config = StoreConfig::from_env();
+        if config.mode != CacheMode::Disk {
+            return None;
+        }
+        let Some(dir) = config.dir else {
+            warn_unusable("no home directory to put it in; set KERNELKIT_CACHE_DIR");
+            return None;
+        };
+        match ArtifactStore::create(&dir) {
+            Ok(store) => Some(store.with_max_bytes(config.max_bytes)),
+            Err(e) => {
+                warn_unusable(&e.to_string());
+                None
+            }
+        }
     }
-    pub(crate) fn key_for(&self, _backend: &dyn Backend, _variant: &Variant) -> StoreKey {
-        StoreKey([0; 16])
+
+    /// Opens an existing store directory (for inspection: nothing is
+    /// created or written). Fails when it is missing or not trusted.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<ArtifactStore, StoreError> {
+        let dir = dir.into();
+        let meta = match std::fs::metadata(&dir) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StoreError::Missing { dir });
+            }
+            Err(source) => {
+                return Err(StoreError::Io {
+                    dir,
+                    operation: "read the directory's metadata",
+                    source,
+                })
+            }
+        };
+        if let Err(reason) = trust::check_dir(&meta) {
+            return Err(StoreError::Untrusted { dir, reason });
+        }
+        Ok(ArtifactStore {
+            dir,
+            max_bytes: DEFAULT_MAX_BYTES,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            counts: Counts::default(),
+            write_warned: AtomicBool::new(false),
+        })
     }
-    pub(crate) fn get(&self, _key: &StoreKey) -> Option<Vec<u8>> {
-        None
+
+    /// Opens a store for use by devices: creates the directory (mode
+    /// `0700`) if needed, checks that it is trusted and that this process
+    /// can write to it.
+    pub fn create(dir: impl Into<PathBuf>) -> Result<ArtifactStore, StoreError> {
+        let dir = dir.into();
+        if let Err(source) = create_private_dir(&dir) {
+            return Err(StoreError::Io {
+                dir,
+                operation: "create the directory",
+                source,
+            });
+        }
+        let store = ArtifactStore::open(dir)?;
+        // Probe: a read-only mount or a directory without write permission
+        // is found here, once, rather than on every compile.
+        if let Err(source) = tempfile::Builder::new()
+            .prefix(".probe")
+            .suffix(TEMP_SUFFIX)
+            .tempfile_in(&store.dir)
+        {
+            return Err(StoreError::Io {
+                dir: store.dir,
+                operation: "write to the directory",
+                source,
+            });
+        }
+        Ok(store)
     }
-    pub(crate) fn get_after_wait(&self, key: &StoreKey) -> Option<Vec<u8>> {
-        self.get(key)
+
+    /// Sets the size limit (default 1 GiB).
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> ArtifactStore {
+        self.max_bytes = max_bytes;
+        self
     }
-    pub(crate) fn record_hit(&self) {}
-    pub(crate) fn record_bad_load(&self, _key: &StoreKey, _e: &CompileError) {}
-    pub(crate) fn lock(&self, _key: &StoreKey) -> Option<StoreLock> {
-        None
+
+    /// Sets how long a process waits for another one that compiles the same
+    /// key before compiling it too (default 60 s).
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> ArtifactStore {
+        self.lock_timeout = timeout;
+        self
     }
-    pub(crate) fn put(&self, _key: &StoreKey, _kernel: &str, _variant: &Variant, _artifact: &[u8]) {
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
-    pub(crate) fn add_stats(&self, _stats: &mut CacheStats) {}
+
+    /// The size limit in bytes.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    /// The key of `variant` compiled by `backend`.
+    pub(crate) fn key_for(backend: &dyn Backend, variant: &Variant) -> StoreKey {
+        StoreKey::derive(
+            backend.name(),
+            backend.artifact_identity(),
+            variant.name(),
+            variant.source(),
+        )
+    }
+
+    fn entry_path(&self, key: &StoreKey) -> PathBuf {
+        self.dir.join(format!("{key}.{ENTRY_EXT}"))
+    }
+
+    /// Looks `key` up. A bad entry is counted as an error, reported, and
+    /// removed so that the rewrite after the compile starts clean.
+    pub(crate) fn get(&self, key: &StoreKey) -> Lookup {
+        let path = self.entry_path(key);
+        match self.read_entry(&path, key, true) {
+            Ok(Some(payload)) => Lookup::Hit(payload),
+            Ok(None) => Lookup::Miss,
+            Err(fault) => {
+                self.discard(key, &path, &fault.to_string());
+                Lookup::Miss
+            }
+        }
+    }
+
+    /// Reads and checks one entry; `Ok(None)` when there is none. With
+    /// `touch`, a good entry's last use is set to now.
+    fn read_entry(
+        &self,
+        path: &Path,
+        key: &StoreKey,
+        touch: bool,
+    ) -> Result<Option<Vec<u8>>, EntryFault> {
+        let dir_meta = std::fs::metadata(&self.dir).map_err(EntryFault::Unreadable)?;
+        trust::check_dir(&dir_meta)
+            .map_err(|reason| EntryFault::Untrusted(format!("the directory: {reason}")))?;
+        let mut file = match open_no_follow(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(EntryFault::Unreadable(e)),
+        };
+        let meta = file.metadata().map_err(EntryFault::Unreadable)?;
+        trust::check_file(&meta).map_err(EntryFault::Untrusted)?;
+        if meta.len() > MAX_ENTRY_BYTES {
+            return Err(EntryFault::TooLarge(meta.len()));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.read_to_end(&mut bytes)
+            .map_err(EntryFault::Unreadable)?;
+        let parsed = entry::parse(&bytes).map_err(EntryFault::Malformed)?;
+        if parsed.header.key != *key {
+            return Err(EntryFault::Malformed(EntryError::WrongKey {
+                found: parsed.header.key,
+                expected: *key,
+            }));
+        }
+        let payload = parsed.payload.to_vec();
+        if touch {
+            // Last use for eviction; failing to record it is harmless.
+            let _ = file.set_modified(SystemTime::now());
+        }
+        Ok(Some(payload))
+    }
+
+    /// Counts and reports a bad entry and removes it.
+    fn discard(&self, key: &StoreKey, path: &Path, why: &str) {
+        self.counts.errors.incr();
+        self.persist(Tally {
+            errors: 1,
+            ..Tally::default()
+        });
+        tracing::warn!(
+            "kernelkit artifact store: entry {key} in {} is bad ({why}); compiling it again",
+            self.dir.display()
+        );
+        let _ = std::fs::remove_file(path);
+    }
+
+    /// Records a module loaded from the store.
+    pub(crate) fn record_hit(&self) {
+        self.counts.hits.incr();
+        self.persist(Tally {
+            hits: 1,
+            ..Tally::default()
+        });
+    }
+
+    /// Records that a compile is needed because the store had nothing usable.
+    pub(crate) fn record_miss(&self) {
+        self.counts.misses.incr();
+        self.persist(Tally {
+            misses: 1,
+            ..Tally::default()
+        });
+    }
+
+    /// Records an entry that passed its checks but did not load.
+    pub(crate) fn record_bad_load(&self, key: &StoreKey, error: &CompileError) {
+        self.discard(key, &self.entry_path(key), &error.to_string());
+    }
+
+    /// Waits (bounded) until no other process compiles `key`, and holds it
+    /// for this one. `None` when the wait timed out or the lock file could
+    /// not be made: the caller then compiles without it.
+    pub(crate) fn lock(&self, key: &StoreKey) -> Option<KeyLock> {
+        let path = self.dir.join(format!("{key}.{LOCK_EXT}"));
+        match KeyLock::acquire(path, self.lock_timeout) {
+            Ok(Some(lock)) => Some(lock),
+            Ok(None) => {
+                tracing::info!(
+                    "kernelkit artifact store: another process has been compiling {key} for {:.0} s; compiling it here too",
+                    self.lock_timeout.as_secs_f64()
+                );
+                None
+            }
+            Err(e) => {
+                tracing::debug!("kernelkit artifact store: no lock for {key}: {e}");
+                None
+            }
+        }
+    }
+
+    /// Publishes an artifact, then evicts to the size limit. A failure is
+    /// counted and reported once per store, never returned: the caller has
+    /// its artifact either way.
+    pub(crate) fn put(
+        &self,
+        key: &StoreKey,
+        kernel: &str,
+        backend: &str,
+        function: &str,
+        artifact: &[u8],
+    ) {
+        let bytes = entry::encode(key, kernel, backend, function, artifact);
+        match self.publish(key, &bytes) {
+            Ok(()) => {
+                self.counts.writes.incr();
+                self.persist(Tally {
+                    writes: 1,
+                    ..Tally::default()
+                });
+                if let Err(e) = self.evict(Some(key)) {
+                    tracing::debug!("kernelkit artifact store: eviction failed: {e}");
+                }
+            }
+            Err(e) => {
+                self.counts.errors.incr();
+                self.persist(Tally {
+                    errors: 1,
+                    ..Tally::default()
+                });
+                if !self.write_warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "kernelkit artifact store: cannot write to {}: {e}; compiled kernels will not be kept for other processes",
+                        self.dir.display()
+                    );
+                }
+            }
+        }
+    }
+
+    /// Writes a temporary file in the store directory, syncs it and renames
+    /// it over the entry's path.
+    fn publish(&self, key: &StoreKey, bytes: &[u8]) -> io::Result<()> {
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{key}."))
+            .suffix(TEMP_SUFFIX)
+            .tempfile_in(&self.dir)?; // mode 0600
+        tmp.write_all(bytes)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(self.entry_path(key)).map_err(|e| e.error)?;
+        // Make the rename itself durable; a failure here loses nothing that
+        // a later compile cannot redo.
+        if let Ok(d) = File::open(&self.dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+
+    /// Adds a tally to the store's lifetime counters (best effort).
+    fn persist(&self, delta: Tally) {
+        if let Err(e) = tally::add(&self.dir, delta) {
+            tracing::debug!("kernelkit artifact store: counters not updated: {e}");
+        }
+    }
+
+    /// Removes least recently used entries until the store fits its limit,
+    /// never `keep`; also removes temporary files left by crashed writers.
+    /// Returns the number of entries removed.
+    pub fn evict(&self, keep: Option<&StoreKey>) -> io::Result<usize> {
+        let listing = self.scan()?;
+        let now = SystemTime::now();
+        for t in &listing.temps {
+            if now.duration_since(t.modified).unwrap_or_default() > STALE_TEMP_AGE {
+                let _ = std::fs::remove_file(&t.path);
+            }
+        }
+        let mut total: u64 = listing.entries.iter().map(|e| e.bytes).sum();
+        if total <= self.max_bytes {
+            return Ok(0);
+        }
+        let mut entries = listing.entries;
+        entries.sort_by_key(|e| e.modified);
+        let mut removed = 0;
+        for e in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if keep.is_some() && e.key.as_ref() == keep {
+                continue;
+            }
+            match std::fs::remove_file(&e.path) {
+                Ok(()) => removed += 1,
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(err) => return Err(err),
+            }
+            total -= e.bytes;
+        }
+        Ok(removed)
+    }
+
+    /// Size, entry count and lifetime counters.
+    pub fn stats(&self) -> Result<StoreStats, StoreError> {
+        let listing = self
+            .scan()
+            .map_err(|source| self.io("list the directory", source))?;
+        Ok(StoreStats {
+            dir: self.dir.clone(),
+            entries: listing.entries.len(),
+            bytes: listing.entries.iter().map(|e| e.bytes).sum(),
+            max_bytes: self.max_bytes,
+            lifetime: tally::read(&self.dir),
+        })
+    }
+
+    /// Every entry with what its header says, most recently used first.
+    pub fn list(&self) -> Result<Vec<EntryInfo>, StoreError> {
+        let listing = self
+            .scan()
+            .map_err(|source| self.io("list the directory", source))?;
+        let mut out: Vec<EntryInfo> = listing
+            .entries
+            .into_iter()
+            .filter_map(|f| {
+                let key = f.key?;
+                let header = read_prefix(&f.path)
+                    .map_err(EntryFault::Unreadable)
+                    .and_then(|prefix| entry::parse_header(&prefix).map_err(EntryFault::Malformed));
+                Some(EntryInfo {
+                    key,
+                    path: f.path,
+                    bytes: f.bytes,
+                    last_use: f.modified,
+                    header,
+                })
+            })
+            .collect();
+        out.sort_by_key(|e| std::cmp::Reverse(e.last_use));
+        Ok(out)
+    }
+
+    /// Checks every entry as a lookup would (trust, checksum, key), without
+    /// changing anything.
+    pub fn verify(&self) -> Result<VerifyReport, StoreError> {
+        let listing = self
+            .scan()
+            .map_err(|source| self.io("list the directory", source))?;
+        let mut report = VerifyReport::default();
+        for f in listing.entries {
+            let Some(key) = f.key else { continue };
+            match self.read_entry(&f.path, &key, false) {
+                Ok(Some(_)) => report.good += 1,
+                // Removed since the scan: nothing to verify.
+                Ok(None) => {}
+                Err(fault) => report.bad.push(BadEntry {
+                    key,
+                    path: f.path,
+                    fault,
+                }),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Removes every entry, lock file, temporary file and the lifetime
+    /// counters; files the store did not make are left alone.
+    pub fn clear(&self) -> Result<ClearReport, StoreError> {
+        let listing = self
+            .scan()
+            .map_err(|source| self.io("list the directory", source))?;
+        let mut report = ClearReport::default();
+        for e in &listing.entries {
+            match std::fs::remove_file(&e.path) {
+                Ok(()) => {
+                    report.entries += 1;
+                    report.bytes += e.bytes;
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(self.io("remove an entry", source)),
+            }
+        }
+        let others = listing
+            .locks
+            .iter()
+            .chain(listing.temps.iter().map(|t| &t.path));
+        for path in others.chain([&self.dir.join(tally::FILE_NAME)]) {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(self.io("remove a file", source)),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Adds this store object's counters to a device's statistics.
+    pub(crate) fn add_stats(&self, stats: &mut CacheStats) {
+        stats.disk_hits += self.counts.hits.get();
+        stats.disk_misses += self.counts.misses.get();
+        stats.disk_writes += self.counts.writes.get();
+        stats.disk_errors += self.counts.errors.get();
+    }
+
+    fn io(&self, operation: &'static str, source: io::Error) -> StoreError {
+        StoreError::Io {
+            dir: self.dir.clone(),
+            operation,
+            source,
+        }
+    }
+
+    /// The store's own files, sorted by kind; anything else is ignored.
+    fn scan(&self) -> io::Result<Listing> {
+        let mut listing = Listing::default();
+        for dirent in std::fs::read_dir(&self.dir)? {
+            let dirent = dirent?;
+            let name = dirent.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let path = dirent.path();
+            if let Some(stem) = name.strip_suffix(&format!(".{LOCK_EXT}")) {
+                if StoreKey::from_hex(stem).is_some() {
+                    listing.locks.push(path);
+                }
+                continue;
+            }
+            let is_temp = name.starts_with('.') && name.ends_with(TEMP_SUFFIX);
+            let key = name
+                .strip_suffix(&format!(".{ENTRY_EXT}"))
+                .and_then(StoreKey::from_hex);
+            if key.is_none() && !is_temp {
+                continue;
+            }
+            // Not followed: a link is never an entry's size or age.
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue; // removed meanwhile
+            };
+            let info = FileInfo {
+                key,
+                path,
+                bytes: meta.len(),
+                modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            };
+            if is_temp {
+                listing.temps.push(info);
+            } else {
+                listing.entries.push(info);
+            }
+        }
+        Ok(listing)
+    }
 }
+
+/// Reports once per process that the disk tier is off.
+fn warn_unusable(why: &str) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "kernelkit artifact store: {why}; kernels are cached in memory only (set KERNELKIT_CACHE=memory to silence this)"
+        );
+    }
+}
+
+/// Creates `dir` and missing parents with mode `0700`.
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// Opens a file for reading without following a final symbolic link.
+fn open_no_follow(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    }
+    options.open(path)
+}
+
+/// The first [`MAX_HEADER_BYTES`] of a file (fewer if it is shorter).
+fn read_prefix(path: &Path) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(MAX_HEADER_BYTES);
+    open_no_follow(path)?
+        .take(MAX_HEADER_BYTES as u64)
+        .read_to_end(&mut out)?;
+    Ok(out)
+}
+
+#[cfg(all(test, unix))]
+mod tests;

@@ -1,9 +1,263 @@
-//! CUDA C++ for NVRTC (being written).
+//! CUDA C++ for NVRTC, following MLX's `cuda_kernel` conventions.
+//!
+//! One `extern "C" __global__` function per variant (so its name is not
+//! mangled and the backend can look it up as generated):
+//!
+//! - inputs as `const T*`; a 0-d input as `kk_scalar<T>`, which reads as a
+//!   value (what a Metal body expects of `const constant T&`) and as `x[0]`
+//!   (what an MLX CUDA body expects of `const T*`);
+//! - `NAME_shape` / `NAME_strides` by value as small structs (`kk_shape`,
+//!   `kk_strides`, at most [`MAX_NDIM`] axes, indexable like arrays),
+//!   `NAME_ndim` as `int`, each only when the body mentions it;
+//! - outputs as `T*`, or `atomic<T>*` with `atomic_outputs`;
+//! - a trailing `const uint3 kk_grid`: the grid in threads, as Metal counts
+//!   it, which the guard and `threads_per_grid` need;
+//! - template arguments as `constexpr` / `using` lines at the top of the body;
+//! - the Metal position names the body uses, computed from
+//!   `blockIdx`/`threadIdx`/`blockDim`/`gridDim` (formulas in
+//!   [`portable_expr`]), so a simple MLX Metal body compiles unchanged.
+//!
+//! **Grid guard.** Metal runs exactly `grid` threads; CUDA runs whole blocks,
+//! so when the grid is not a multiple of the block the last blocks have
+//! threads past the grid. Those threads return before the body — unless the
+//! body synchronizes the threads of a block (`spec.group_sync`: barriers,
+//! warp collectives, shared memory), where an early return would leave a
+//! barrier waiting on threads that never come. Such bodies run on every
+//! thread of every block and must check their own bounds, as CUDA code does.
+//!
+//! **Prelude.** kernelkit's own (`cuda_prelude.cuh`): integer typedefs, the
+//! dtype names of [`DType::c_name`](crate::DType::c_name) (`float16_t`,
+//! `bfloat16_t`, `complex64_t`), `elem_to_loc`, `WARP_SIZE`, Metal's math
+//! namespace, Metal-style atomics mapped onto CUDA atomics, barriers and
+//! SIMD-group functions. `cuda_fp16.h`/`cuda_bf16.h` are included only when
+//! the variant or the text of the body or header mentions a 16-bit float
+//! (they cost NVRTC ~15 ms), `cooperative_groups.h` only when the body or
+//! header uses cooperative groups (~800 ms). Metal's address-space words
+//! (`device`, `constant`, `thread`, `threadgroup`) and MLX's `inf` are
+//! macros around the kernel only, so the user's header and CUDA's own
+//! headers never see them.
 
-use super::Generated;
+use std::fmt::Write;
+
+use super::attributes::portable_expr;
+use super::{portable_name, Generated};
+use crate::dtype::DType;
 use crate::kernel::spec::KernelSpec;
-use crate::kernel::variant::VariantDesc;
+use crate::kernel::template::TemplateArg;
+use crate::kernel::variant::{PassMode, VariantDesc};
+
+/// The prelude every CUDA variant includes.
+pub(crate) const PRELUDE: &str = include_str!("cuda_prelude.cuh");
+
+/// Most axes a `NAME_shape` / `NAME_strides` parameter holds (`KK_MAX_NDIM`
+/// in the prelude; MLX's `MAX_NDIM`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const MAX_NDIM: usize = 10;
+
+/// Marks the first line of the user's body in a generated source.
+pub(crate) const BODY_BEGIN: &str = "  // ---- body ----\n";
+/// Marks the line after the user's body.
+pub(crate) const BODY_END: &str = "\n  // ---- end of body ----\n";
+
+/// Macros that give a Metal body its address-space words; defined just
+/// before the kernel and removed after it.
+const BODY_MACROS: &[(&str, &str)] = &[
+    ("device", ""),
+    ("constant", ""),
+    ("thread", ""),
+    ("threadgroup", "__shared__"),
+    ("inf", "__int_as_float(0x7f800000)"),
+];
+
+/// The wrapper's locals that [`portable_expr`] formulas refer to, and how
+/// each is computed. `kk_grid` is a parameter.
+const LOCALS: &[(&str, &str)] = &[
+    ("kk_tg", "const uint3 kk_tg = blockDim;"),
+    ("kk_groups", "const uint3 kk_groups = gridDim;"),
+    ("kk_group", "const uint3 kk_group = blockIdx;"),
+    ("kk_local", "const uint3 kk_local = threadIdx;"),
+    (
+        "kk_lid",
+        "const uint kk_lid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;",
+    ),
+    ("kk_simd", "const uint kk_simd = WARP_SIZE;"),
+];
 
 pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> Generated {
-    super::cpu::generate(spec, desc, variant_id)
+    let name = portable_name(spec, desc, variant_id);
+    let mut params: Vec<String> = Vec::new();
+    for ((input, d), info) in spec
+        .input_names
+        .iter()
+        .zip(desc.inputs)
+        .zip(&spec.shape_infos)
+    {
+        let ty = d.dtype.c_name();
+        if d.mode == PassMode::Scalar {
+            // As in MLX, 0-d inputs get no layout parameters.
+            params.push(format!("const kk_scalar<{ty}> {input}"));
+            continue;
+        }
+        params.push(format!("const {ty}* {input}"));
+        if info.shape {
+            params.push(format!("const kk_shape {input}_shape"));
+        }
+        if info.strides {
+            params.push(format!("const kk_strides {input}_strides"));
+        }
+        if info.ndim {
+            params.push(format!("const int {input}_ndim"));
+        }
+    }
+    for (output, dtype) in spec.output_names.iter().zip(desc.outputs) {
+        if spec.atomic_outputs {
+            params.push(format!("atomic<{}>* {output}", dtype.c_name()));
+        } else {
+            params.push(format!("{}* {output}", dtype.c_name()));
+        }
+    }
+    params.push("const uint3 kk_grid".to_string());
+
+    let mut src =
+        String::with_capacity(PRELUDE.len() + spec.header.len() + spec.source.len() + 2048);
+    if needs_half_types(spec, desc) {
+        src.push_str("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define KK_HALF_TYPES 1\n");
+    }
+    if spec.uses_cooperative_groups {
+        src.push_str("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n");
+    }
+    src.push_str(PRELUDE);
+    src.push_str("\n// header\n");
+    src.push_str(&spec.header);
+    src.push_str("\n\n");
+    for (word, value) in BODY_MACROS {
+        let line = format!("#define {word} {value}");
+        let _ = writeln!(src, "{}", line.trim_end());
+    }
+    let _ = writeln!(src, "\nextern \"C\" __global__ void {name}(");
+    let _ = writeln!(src, "    {}) {{", params.join(",\n    "));
+
+    if !desc.template.is_empty() {
+        for t in desc.template {
+            match t.value {
+                TemplateArg::Int(v) => {
+                    let _ = writeln!(src, "  constexpr int {} = {v};", t.name);
+                }
+                TemplateArg::Bool(b) => {
+                    let _ = writeln!(src, "  constexpr bool {} = {b};", t.name);
+                }
+                TemplateArg::DType(d) => {
+                    let _ = writeln!(src, "  using {} = {};", t.name, d.c_name());
+                }
+            }
+        }
+        src.push('\n');
+    }
+
+    if spec.group_sync.is_none() {
+        src.push_str(concat!(
+            "  if (blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||\n",
+            "      blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||\n",
+            "      blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {\n",
+            "    return;\n",
+            "  }\n",
+        ));
+    }
+    let exprs: Vec<&str> = spec
+        .attributes
+        .iter()
+        .map(|a| portable_expr(a.name))
+        .collect();
+    for (local, decl) in LOCALS {
+        if exprs.iter().any(|e| mentions(e, local)) {
+            let _ = writeln!(src, "  {decl}");
+        }
+    }
+    for (a, expr) in spec.attributes.iter().zip(&exprs) {
+        let _ = writeln!(src, "  const {} {} = {expr};", a.ty, a.name);
+    }
+    src.push_str(BODY_BEGIN);
+    src.push_str(&spec.source);
+    src.push_str(BODY_END);
+    src.push_str("}\n\n");
+    for (word, _) in BODY_MACROS {
+        let _ = writeln!(src, "#undef {word}");
+    }
+    Generated { name, source: src }
+}
+
+/// The user's body inside a generated CUDA source, found by its markers.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn body_of(source: &str) -> &str {
+    let Some(signature) = source.find("extern \"C\" __global__ void ") else {
+        return "";
+    };
+    let Some(begin) = source[signature..].find(BODY_BEGIN) else {
+        return "";
+    };
+    let start = signature + begin + BODY_BEGIN.len();
+    match source.rfind(BODY_END) {
+        Some(end) if end >= start => &source[start..end],
+        _ => "",
+    }
+}
+
+/// Whether the variant needs `cuda_fp16.h` / `cuda_bf16.h`: a 16-bit float
+/// among its dtypes, or a mention of one in the body or header.
+fn needs_half_types(spec: &KernelSpec, desc: &VariantDesc<'_>) -> bool {
+    let half = |d: DType| matches!(d, DType::F16 | DType::BF16);
+    desc.inputs.iter().any(|i| half(i.dtype))
+        || desc.outputs.iter().any(|d| half(*d))
+        || desc
+            .template
+            .iter()
+            .any(|t| matches!(t.value, TemplateArg::DType(d) if half(d)))
+        || [&spec.source, &spec.header].iter().any(|text| {
+            ["half", "bfloat", "float16"]
+                .iter()
+                .any(|w| text.contains(w))
+        })
+}
+
+/// True when `ident` occurs in `expr` as a whole identifier.
+fn mentions(expr: &str, ident: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    expr.match_indices(ident).any(|(at, _)| {
+        let before = expr[..at].chars().next_back();
+        let after = expr[at + ident.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_whole_identifiers_only() {
+        assert!(mentions("kk_group.x * kk_tg.x", "kk_group"));
+        assert!(!mentions("kk_groups", "kk_group"));
+        assert!(mentions("(uint)kk_lid", "kk_lid"));
+    }
+
+    #[test]
+    fn every_portable_local_is_defined() {
+        for a in crate::codegen::attributes::ATTRIBUTES {
+            let expr = portable_expr(a.name);
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if word.starts_with("kk_") {
+                    assert!(
+                        word == "kk_grid" || LOCALS.iter().any(|(l, _)| *l == word),
+                        "{} uses {word}",
+                        a.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn prelude_max_ndim_matches() {
+        assert!(PRELUDE.contains(&format!("#define KK_MAX_NDIM {MAX_NDIM}\n")));
+    }
 }

@@ -215,19 +215,6 @@ impl<'a> Call<'a> {
                 .into());
             }
         }
-        for t in desc.template.iter() {
-            if let TemplateArg::DType(d) = t.value {
-                if lacks(d) {
-                    return Err(CallError::UnsupportedDType {
-                        kernel: spec.name.clone(),
-                        arg: format!("template argument `{}`", shown(&t.name)),
-                        dtype: d,
-                        backend,
-                    }
-                    .into());
-                }
-            }
-        }
         for (i, d) in desc.outputs.iter().enumerate() {
             if lacks(*d) {
                 return Err(CallError::UnsupportedDType {
@@ -317,6 +304,23 @@ impl<'a> Call<'a> {
     }
 
     fn prepare_with(&self, bypass_memo: bool) -> Result<Launch> {
+        let plan = self.plan(bypass_memo)?;
+        Ok(Launch {
+            kernel: self.kernel.clone(),
+            variant: plan.variant,
+            stream: plan.stream,
+            inputs: self.inputs.iter().map(|a| (*a).clone()).collect(),
+            outputs: plan.outputs,
+            grid: plan.grid,
+            threadgroup: plan.threadgroup,
+            init_value: self.init_value,
+            shared_mem_bytes: self.shared_mem_bytes,
+        })
+    }
+
+    /// Every check of a call, and its variant: what a launch needs beyond
+    /// the call's own (borrowed) arguments.
+    fn plan(&self, bypass_memo: bool) -> Result<Plan> {
         let device = self.device()?;
         let (inputs, outputs) = self.descs()?;
         let stream = match self.stream {
@@ -409,16 +413,12 @@ impl<'a> Call<'a> {
                 variant.source()
             );
         }
-        Ok(Launch {
-            kernel: self.kernel.clone(),
+        Ok(Plan {
             variant,
             stream,
-            inputs: self.inputs.iter().map(|a| (*a).clone()).collect(),
             outputs: out_shapes,
             grid,
             threadgroup,
-            init_value: self.init_value,
-            shared_mem_bytes: self.shared_mem_bytes,
         })
     }
 
@@ -530,8 +530,25 @@ impl<'a> Call<'a> {
 
     /// Prepares and runs the call; returns the outputs (on a GPU, the work
     /// is queued and the outputs are ready when their stream is).
+    ///
+    /// This runs the call straight from its borrowed arguments (no
+    /// [`Launch`] is built), the cheapest way to dispatch.
     pub fn launch(&self) -> Result<Vec<Array>> {
-        self.prepare()?.run()
+        let plan = self.plan(false)?;
+        execute(
+            Job {
+                spec: self.kernel.spec(),
+                variant: &plan.variant,
+                stream: &plan.stream,
+                inputs: &self.inputs,
+                outputs: &plan.outputs,
+                grid: plan.grid,
+                threadgroup: plan.threadgroup,
+                init_value: self.init_value,
+                shared_mem_bytes: self.shared_mem_bytes,
+            },
+            None,
+        )
     }
 }
 
@@ -612,78 +629,149 @@ impl Launch {
     }
 
     fn run_inner(&self, raw: Option<(u32, &mut std::time::Duration)>) -> Result<Vec<Array>> {
-        let device = self.stream.device();
-        let backend = device.backend();
-        let spec = self.kernel.spec();
-        let function = device.function(&spec.name, &self.variant)?;
-        let handle = self.stream.handle();
+        let inputs: SmallVec<[&Array; 8]> = self.inputs.iter().collect();
+        execute(
+            Job {
+                spec: self.kernel.spec(),
+                variant: &self.variant,
+                stream: &self.stream,
+                inputs: &inputs,
+                outputs: &self.outputs,
+                grid: self.grid,
+                threadgroup: self.threadgroup,
+                init_value: self.init_value,
+                shared_mem_bytes: self.shared_mem_bytes,
+            },
+            raw,
+        )
+    }
+}
 
-        let mut inputs: SmallVec<[Array; 8]> = SmallVec::with_capacity(self.inputs.len());
-        for input in &self.inputs {
-            if let Some(p) = &input.producer {
-                if *p != self.stream {
-                    p.synchronize()?;
-                }
+/// The checked result of a call, minus its borrowed arguments.
+struct Plan {
+    variant: Arc<Variant>,
+    stream: Stream,
+    outputs: SmallVec<[(Shape, DType); 4]>,
+    grid: [u32; 3],
+    threadgroup: [u32; 3],
+}
+
+/// Everything one execution borrows (from a [`Call`] or a [`Launch`]).
+struct Job<'a> {
+    spec: &'a KernelSpec,
+    variant: &'a Arc<Variant>,
+    stream: &'a Stream,
+    inputs: &'a [&'a Array],
+    outputs: &'a [(Shape, DType)],
+    grid: [u32; 3],
+    threadgroup: [u32; 3],
+    init_value: Option<f64>,
+    shared_mem_bytes: u32,
+}
+
+/// Finds the function, makes strided inputs contiguous where the spec asks,
+/// allocates (and fills) the outputs and launches; with `raw`, also times
+/// `iters` backend launches of the same job.
+fn execute(job: Job<'_>, raw: Option<(u32, &mut std::time::Duration)>) -> Result<Vec<Array>> {
+    let Job {
+        spec,
+        variant,
+        stream,
+        inputs: given,
+        outputs: out_shapes,
+        grid,
+        threadgroup,
+        init_value,
+        shared_mem_bytes,
+    } = job;
+    let device = stream.device();
+    let backend = device.backend();
+    let function = device.function(&spec.name, variant)?;
+    let handle = stream.handle();
+
+    // Contiguous copies of strided inputs (kept alive until the launch).
+    let mut copies: SmallVec<[(usize, Array); 2]> = SmallVec::new();
+    for (i, input) in given.iter().enumerate() {
+        if let Some(p) = &input.producer {
+            if p != stream {
+                p.synchronize()?;
             }
-            if spec.ensure_row_contiguous && !input.is_row_contiguous() {
-                let n = input.size() * input.dtype.size();
-                let buffer = backend.alloc(n)?;
-                backend.make_contiguous(input, &buffer, handle)?;
-                inputs.push(Array::contiguous(
+        }
+        if spec.ensure_row_contiguous && !input.is_row_contiguous() {
+            let n = input.size() * input.dtype.size();
+            let buffer = backend.alloc(n, handle)?;
+            backend.make_contiguous(input, &buffer, handle)?;
+            copies.push((
+                i,
+                Array::contiguous(
                     device.clone(),
                     Arc::new(buffer),
                     input.shape.clone(),
                     input.dtype,
-                    Some(self.stream.clone()),
-                ));
-            } else {
-                inputs.push(input.clone());
-            }
+                    Some(stream.clone()),
+                ),
+            ));
         }
-        let mut outputs: Vec<Array> = Vec::with_capacity(self.outputs.len());
-        for ((shape, dtype), name) in self.outputs.iter().zip(&spec.output_names) {
-            let n: usize = shape.iter().product();
-            let bytes = n * dtype.size();
-            let buffer = backend.alloc(bytes).map_err(|e| CallError::OutputAlloc {
+    }
+    let replaced: SmallVec<[&Array; 8]>;
+    let inputs: &[&Array] = if copies.is_empty() {
+        given
+    } else {
+        replaced = given
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match copies.iter().find(|(j, _)| *j == i) {
+                Some((_, copy)) => copy,
+                None => *a,
+            })
+            .collect();
+        &replaced
+    };
+    let mut outputs: Vec<Array> = Vec::with_capacity(out_shapes.len());
+    for ((shape, dtype), name) in out_shapes.iter().zip(&spec.output_names) {
+        let n: usize = shape.iter().product();
+        let bytes = n * dtype.size();
+        let buffer = backend
+            .alloc(bytes, handle)
+            .map_err(|e| CallError::OutputAlloc {
                 kernel: spec.name.clone(),
                 output: name.clone(),
                 bytes,
                 device: device.label().to_string(),
                 reason: e.to_string(),
             })?;
-            if let Some(v) = self.init_value {
-                let pattern = init_pattern(v, *dtype).expect("checked when prepared");
-                backend.fill(&buffer, &pattern, handle)?;
-            }
-            outputs.push(Array::contiguous(
-                device.clone(),
-                Arc::new(buffer),
-                shape.clone(),
-                *dtype,
-                Some(self.stream.clone()),
-            ));
+        if let Some(v) = init_value {
+            let pattern = init_pattern(v, *dtype).expect("checked when prepared");
+            backend.fill(&buffer, &pattern, handle)?;
         }
-        let job = crate::backend::LaunchJob {
-            spec,
-            variant: &self.variant,
-            function: &function,
-            inputs: &inputs,
-            outputs: &outputs,
-            grid: self.grid,
-            threadgroup: self.threadgroup,
-            shared_mem_bytes: self.shared_mem_bytes,
-        };
-        match raw {
-            None => backend.launch(&job, handle)?,
-            Some((iters, elapsed)) => {
-                backend.launch(&job, handle)?;
-                self.stream.synchronize()?;
-                let started = std::time::Instant::now();
-                backend.launch_raw(&job, handle, iters)?;
-                *elapsed = started.elapsed();
-                self.stream.synchronize()?;
-            }
-        }
-        Ok(outputs)
+        outputs.push(Array::contiguous(
+            device.clone(),
+            Arc::new(buffer),
+            shape.clone(),
+            *dtype,
+            Some(stream.clone()),
+        ));
     }
+    let job = crate::backend::LaunchJob {
+        spec,
+        variant,
+        function: &function,
+        inputs,
+        outputs: &outputs,
+        grid,
+        threadgroup,
+        shared_mem_bytes,
+    };
+    match raw {
+        None => backend.launch(&job, handle)?,
+        Some((iters, elapsed)) => {
+            backend.launch(&job, handle)?;
+            stream.synchronize()?;
+            let started = std::time::Instant::now();
+            backend.launch_raw(&job, handle, iters)?;
+            *elapsed = started.elapsed();
+            stream.synchronize()?;
+        }
+    }
+    Ok(outputs)
 }

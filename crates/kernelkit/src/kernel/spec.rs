@@ -6,7 +6,13 @@ use crate::codegen::attributes::{Attribute, ATTRIBUTES};
 use crate::error::{shown, BuildError};
 
 /// What the body uses of one input's layout, found by name (`inp_shape`,
-/// `inp_strides`, `inp_ndim`) exactly as MLX finds it.
+/// `inp_strides`, `inp_ndim`) exactly as MLX finds it: a substring of the
+/// body (never the header), comments and longer identifiers included.
+///
+/// It is found from the body alone, for every input. Whether the input gets
+/// the parameters also depends on the call: as in MLX, a 0-d input
+/// ([`PassMode::Scalar`](crate::PassMode::Scalar)) never does, whatever this
+/// says, so the generators check the pass mode too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ShapeInfo {
     /// The body mentions `NAME_shape`.
@@ -153,7 +159,30 @@ impl KernelSpec {
                 });
             }
         }
+        Ok(KernelSpec::scanned(
+            name,
+            input_names,
+            output_names,
+            source,
+            header,
+            ensure_row_contiguous,
+            atomic_outputs,
+        ))
+    }
 
+    /// Scans the body (MLX's substring rules, RULES.md section 5) without
+    /// validating any name: [`KernelSpec::new`] after its checks, and tests
+    /// that feed the generators MLX's unvalidated quirks.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn scanned(
+        name: String,
+        input_names: Vec<String>,
+        output_names: Vec<String>,
+        source: String,
+        header: String,
+        ensure_row_contiguous: bool,
+        atomic_outputs: bool,
+    ) -> KernelSpec {
         let shape_infos = input_names
             .iter()
             .map(|n| ShapeInfo {
@@ -167,9 +196,12 @@ impl KernelSpec {
             .filter(|a| source.contains(a.name))
             .collect();
         let group_sync = GROUP_SYNC.iter().copied().find(|w| source.contains(w));
-        let uses_cooperative_groups =
-            source.contains("cooperative_groups") || header.contains("cooperative_groups");
-        Ok(KernelSpec {
+        // MLX's CUDA prelude aliases the namespace as `cg`, so bodies written
+        // for it say `cg::` without naming the header.
+        let uses_cooperative_groups = [&source, &header]
+            .iter()
+            .any(|t| t.contains("cooperative_groups") || t.contains("cg::"));
+        KernelSpec {
             name,
             input_names,
             output_names,
@@ -181,7 +213,7 @@ impl KernelSpec {
             attributes,
             group_sync,
             uses_cooperative_groups,
-        })
+        }
     }
 
     /// A display list of names, for count errors.
@@ -215,6 +247,7 @@ const GROUP_SYNC: &[&str] = &[
     "threadgroup ",
     "__shared__",
     "cooperative_groups",
+    "cg::",
 ];
 
 /// C, C++, Metal and CUDA words a name may not be, since names become

@@ -1,16 +1,19 @@
 //! Runs the system C++ compiler on a variant's source.
 //!
 //! The compiler is `$CXX`, else the first of `c++`, `g++`, `clang++` on the
-//! `PATH`. Its identity (first line of `--version`, run once per process)
-//! and the host's CPU features are part of the module key, since the
-//! library is built with `-march=native`.
+//! `PATH`. Its identity (the output of `--version`, run once per process
+//! and compiler) and the host's CPU features are part of the module key and
+//! of the artifact store's key, since the library is built with
+//! `-march=native`.
 
+use std::ffi::OsString;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::pch::Pch;
 use crate::codegen::map_log_lines;
 use crate::error::CompileError;
 use crate::kernel::variant::Variant;
@@ -31,9 +34,11 @@ const DEFAULT_TIMEOUT_S: u64 = 300;
 
 pub(crate) struct Compiler {
     program: String,
-    identity: OnceLock<String>,
+    identity: OnceLock<Arc<str>>,
     options: OnceLock<String>,
+    artifact_identity: OnceLock<String>,
     timeout: Duration,
+    pch: OnceLock<Pch>,
 }
 
 impl Compiler {
@@ -48,6 +53,10 @@ impl Compiler {
                     .unwrap_or("c++")
                     .to_string()
             });
+        Compiler::with_program(program)
+    }
+
+    pub(crate) fn with_program(program: String) -> Compiler {
         let timeout = std::env::var("KERNELKIT_COMPILE_TIMEOUT")
             .ok()
             .and_then(|s| s.parse::<f64>().ok())
@@ -58,44 +67,36 @@ impl Compiler {
             program,
             identity: OnceLock::new(),
             options: OnceLock::new(),
+            artifact_identity: OnceLock::new(),
             timeout,
+            pch: OnceLock::new(),
         }
     }
 
-    /// The compiler's `--version` first line (or why it could not run).
-    /// Bounded by the compile timeout: a compiler that hangs must not hang
-    /// the first call that asks for a module key.
+    /// The compiler's whole `--version` output (or why it could not run).
     fn identity(&self) -> &str {
-        self.identity.get_or_init(|| {
-            let child = Command::new(&self.program)
-                .arg("--version")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn();
-            let mut child = match child {
-                Ok(c) => c,
-                Err(e) => return format!("unavailable ({e})"),
-            };
-            match wait_bounded(&mut child, self.timeout) {
-                Ok(Some(_)) => {
-                    let mut out = String::new();
-                    if let Some(mut stdout) = child.stdout.take() {
-                        let _ = stdout.read_to_string(&mut out);
-                    }
-                    out.lines().next().unwrap_or("").trim().to_string()
-                }
-                Ok(None) => format!(
-                    "unavailable (`--version` did not finish within {:.1} s)",
-                    self.timeout.as_secs_f64()
-                ),
-                Err(e) => format!("unavailable ({e})"),
-            }
-        })
+        self.identity
+            .get_or_init(|| version_of(&self.program, self.timeout))
     }
 
     pub(crate) fn describe(&self) -> String {
-        format!("{} = {}", self.program, self.identity())
+        let first_line = self.identity().lines().next().unwrap_or("").trim();
+        format!("{} = {}", self.program, first_line)
+    }
+
+    /// The compiler command, its full version output, the flags and the
+    /// CPU's features: what the artifact store's key needs besides the
+    /// source.
+    pub(crate) fn artifact_identity(&self) -> &str {
+        self.artifact_identity.get_or_init(|| {
+            format!(
+                "compiler: {}\n{}\nflags: {}\ntarget: {}",
+                self.program,
+                self.identity(),
+                FLAGS.join(" "),
+                cpu_features()
+            )
+        })
     }
 
     /// `cpu-{compiler}-{flags}-{cpu features}` as short hashes, for the
@@ -122,63 +123,97 @@ impl Compiler {
             .map_err(|e| fail(format!("cannot create a temporary directory: {e}")))?;
         let src = dir.path().join("kernel.cpp");
         let lib = dir.path().join("kernel.so");
-        let log_path = dir.path().join("log.txt");
-        std::fs::write(&src, variant.source().as_bytes())
+        let (program, timeout) = (self.program.clone(), self.timeout);
+        let input = self.pch().input_for(variant.source(), move |header, gch| {
+            let dir = header.parent().unwrap_or(header);
+            let mut args: Vec<OsString> = FLAGS
+                .iter()
+                .filter(|f| **f != "-shared")
+                .map(OsString::from)
+                .collect();
+            args.extend([
+                "-x".into(),
+                "c++-header".into(),
+                header.into(),
+                "-o".into(),
+                gch.into(),
+            ]);
+            matches!(run(&program, &args, dir, timeout), Ok((true, _)))
+        });
+        let text = input.as_deref().unwrap_or(variant.source());
+        std::fs::write(&src, text.as_bytes())
             .map_err(|e| fail(format!("cannot write the source: {e}")))?;
-        let log_file = std::fs::File::create(&log_path)
-            .map_err(|e| fail(format!("cannot create the log: {e}")))?;
-        let log_err = log_file
-            .try_clone()
-            .map_err(|e| fail(format!("cannot create the log: {e}")))?;
-        let mut child = Command::new(&self.program)
-            .args(FLAGS)
-            .arg("-o")
-            .arg(&lib)
-            .arg(&src)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(log_file)
-            .stderr(log_err)
-            .spawn()
-            .map_err(|e| {
-                fail(format!(
-                    "cannot start it: {e} (set CXX to a C++20 compiler)"
-                ))
-            })?;
-        let status = match wait_bounded(&mut child, self.timeout) {
-            Ok(Some(status)) => status,
-            Ok(None) => {
-                return Err(fail(format!(
-                    "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
-                    self.timeout.as_secs_f64()
-                )))
-            }
-            Err(e) => return Err(fail(format!("cannot wait for it: {e}"))),
-        };
-        let mut log = String::new();
-        if let Ok(mut f) = std::fs::File::open(&log_path) {
-            let _ = f.read_to_string(&mut log);
-        }
-        if !status.success() {
-            if log.trim().is_empty() {
-                log = match status.code() {
-                    Some(code) => {
-                        format!("(the compiler printed nothing; it exited with code {code})")
-                    }
-                    None => "(the compiler printed nothing; it was ended by a signal)".to_string(),
-                };
-            }
-            let spec_body = body_of(variant);
+        let mut args: Vec<OsString> = FLAGS.iter().map(OsString::from).collect();
+        args.extend(["-o".into(), lib.clone().into(), src.into()]);
+        let outcome = run(&self.program, &args, dir.path(), self.timeout);
+        self.pch().finish_build();
+        let (ok, log) = outcome.map_err(fail)?;
+        if !ok {
             return Err(CompileError::Rejected {
                 kernel: kernel.to_string(),
                 function: variant.name().to_string(),
                 compiler: self.describe(),
-                log: map_log_lines(&log, variant.source(), spec_body, "kernel.cpp:"),
+                log: map_log_lines(&log, variant.source(), body_of(variant), "kernel.cpp:"),
                 generated: variant.shared_source().clone(),
             });
         }
         std::fs::read(&lib).map_err(|e| fail(format!("it produced no library: {e}")))
     }
+
+    fn pch(&self) -> &Pch {
+        self.pch.get_or_init(|| {
+            Pch::new(xxhash_rust::xxh3::xxh3_64(
+                format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" ")).as_bytes(),
+            ))
+        })
+    }
+}
+
+/// Runs the compiler in `dir` with a timeout; returns whether it succeeded
+/// and its output (stdout and stderr together).
+fn run(
+    program: &str,
+    args: &[OsString],
+    dir: &Path,
+    timeout: Duration,
+) -> Result<(bool, String), String> {
+    let log_path = dir.join(format!("log-{}.txt", std::process::id()));
+    let log_file =
+        std::fs::File::create(&log_path).map_err(|e| format!("cannot create the log: {e}"))?;
+    let log_err = log_file
+        .try_clone()
+        .map_err(|e| format!("cannot create the log: {e}"))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(log_err)
+        .spawn()
+        .map_err(|e| format!("cannot start it: {e} (set CXX to a C++20 compiler)"))?;
+    let status = match wait_bounded(&mut child, timeout) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            let _ = std::fs::remove_file(&log_path);
+            return Err(format!(
+                "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
+                timeout.as_secs_f64()
+            ));
+        }
+        Err(e) => return Err(format!("cannot wait for it: {e}")),
+    };
+    let mut log = String::new();
+    if let Ok(mut f) = std::fs::File::open(&log_path) {
+        let _ = f.read_to_string(&mut log);
+    }
+    let _ = std::fs::remove_file(&log_path);
+    if !status.success() && log.trim().is_empty() {
+        log = match status.code() {
+            Some(code) => format!("(the compiler printed nothing; it exited with code {code})"),
+            None => "(the compiler printed nothing; it was ended by a signal)".to_string(),
+        };
+    }
+    Ok((status.success(), log))
 }
 
 /// Waits for `child` at most `timeout`; kills it (and reaps it) and returns
@@ -228,8 +263,50 @@ fn is_executable(path: &PathBuf) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
-/// The host CPU's feature flags (what `-march=native` sees).
-fn cpu_features() -> String {
+/// `program --version`, run once per process for each program.
+fn version_of(program: &str, timeout: Duration) -> Arc<str> {
+    static SEEN: Mutex<Vec<(String, Arc<str>)>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, v)) = seen.iter().find(|(p, _)| p == program) {
+        return v.clone();
+    }
+    // Bounded like a compile: a compiler that hangs must not hang (with
+    // this lock held) every first call that asks for a module key.
+    let child = Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let version: Arc<str> = match child {
+        Err(e) => format!("unavailable ({e})").into(),
+        Ok(mut child) => match wait_bounded(&mut child, timeout) {
+            Ok(Some(_)) => {
+                let mut out = String::new();
+                if let Some(mut stdout) = child.stdout.take() {
+                    let _ = stdout.read_to_string(&mut out);
+                }
+                out.trim().into()
+            }
+            Ok(None) => format!(
+                "unavailable (`--version` did not finish within {:.1} s)",
+                timeout.as_secs_f64()
+            )
+            .into(),
+            Err(e) => format!("unavailable ({e})").into(),
+        },
+    };
+    seen.push((program.to_string(), version.clone()));
+    version
+}
+
+/// The host CPU's feature flags (what `-march=native` sees), read once.
+fn cpu_features() -> &'static str {
+    static FEATURES: OnceLock<String> = OnceLock::new();
+    FEATURES.get_or_init(read_cpu_features)
+}
+
+fn read_cpu_features() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let flags = cpuinfo
         .lines()

@@ -9,6 +9,7 @@ mod compile;
 mod launch;
 mod load;
 mod memory;
+mod pch;
 
 use std::sync::Arc;
 
@@ -29,8 +30,16 @@ pub(crate) struct CpuBackend {
 
 impl CpuBackend {
     pub(crate) fn new() -> CpuBackend {
+        CpuBackend::from_compiler(Compiler::from_env())
+    }
+
+    pub(crate) fn with_compiler(program: String) -> CpuBackend {
+        CpuBackend::from_compiler(Compiler::with_program(program))
+    }
+
+    fn from_compiler(compiler: Compiler) -> CpuBackend {
         CpuBackend {
-            compiler: Compiler::from_env(),
+            compiler,
             limits: Limits {
                 max_threads_per_group: 1024,
                 max_group_dims: [1024, 1024, 1024],
@@ -67,6 +76,9 @@ impl Backend for CpuBackend {
     fn options(&self) -> &str {
         self.compiler.options()
     }
+    fn artifact_identity(&self) -> &str {
+        self.compiler.artifact_identity()
+    }
     fn simd_width(&self) -> u32 {
         32
     }
@@ -95,7 +107,7 @@ impl Backend for CpuBackend {
     fn synchronize(&self, _stream: &StreamHandle) -> Result<()> {
         Ok(())
     }
-    fn alloc(&self, len: usize) -> Result<Buffer> {
+    fn alloc(&self, len: usize, _stream: &StreamHandle) -> Result<Buffer> {
         memory::alloc(len).ok_or_else(|| out_of_memory(len))
     }
     fn upload(&self, bytes: &[u8], _stream: &StreamHandle) -> Result<Buffer> {

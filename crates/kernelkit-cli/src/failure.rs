@@ -1,0 +1,88 @@
+//! How `kernelkit source` and `kernelkit run` fail: exit code 2 and one line
+//! on stderr, then the compiler's log when there is one. Scripts can rely on
+//! the first line of stderr being the whole reason.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::data::DataError;
+use crate::npy::NpyError;
+use crate::spec::SpecError;
+
+/// Anything that stops a `source` or `run` command.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The spec file is unreadable or invalid.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// Inline data does not fit its input.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// A `.npy` file does not fit its input, or an output cannot be written.
+    #[error(transparent)]
+    Npy(#[from] NpyError),
+    /// The library refused the kernel or the call, or the compile or the
+    /// launch failed.
+    #[error(transparent)]
+    Kernel(#[from] kernelkit::Error),
+    /// The output folder or stdout cannot be written.
+    #[error("cannot write {what}: {reason}")]
+    Write {
+        /// What was being written.
+        what: String,
+        /// The I/O error.
+        reason: String,
+    },
+}
+
+/// The exit code of every failure of these commands.
+pub const FAILURE: u8 = 2;
+
+impl CommandError {
+    /// The compiler's log, when the compiler rejected the source.
+    fn log(&self) -> Option<&str> {
+        match self {
+            CommandError::Kernel(kernelkit::Error::Compile(c)) => c.log(),
+            _ => None,
+        }
+    }
+
+    /// The one-line reason. A compile error's message carries its log after
+    /// the first line; the log is printed separately, below it.
+    fn line(&self) -> String {
+        let text = self.to_string();
+        if self.log().is_some() {
+            let first = text.lines().next().unwrap_or_default();
+            first.trim_end_matches(':').to_string()
+        } else {
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
+        }
+    }
+
+    /// Prints the error (`kernelkit COMMAND: reason`, then the log) on
+    /// stderr and returns exit code 2.
+    pub fn report(&self, command: &str) -> ExitCode {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "kernelkit {command}: {}", self.line());
+        if let Some(log) = self.log() {
+            let _ = write!(err, "{log}");
+            if !log.ends_with('\n') {
+                let _ = writeln!(err);
+            }
+        }
+        ExitCode::from(FAILURE)
+    }
+}
+
+/// Writes `text` to stdout exactly. A closed pipe (`| head`) is not an
+/// error: the reader has what it wanted.
+pub fn print_exact(text: &str) -> Result<(), CommandError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CommandError::Write {
+            what: "stdout".into(),
+            reason: e.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,170 @@
+//! Helpers shared by the command-line tests: run the built `kernelkit`
+//! binary on a spec, and compare JSON results by value.
+
+// Each test file uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// What one run of the binary did.
+pub struct Outcome {
+    /// The exit code (-1 if killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs `kernelkit ARGS` with the in-memory kernel cache only, so tests
+/// neither read nor leave artifacts on disk.
+pub fn kernelkit(args: &[&str]) -> Outcome {
+    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit"))
+        .args(args)
+        .env("KERNELKIT_CACHE", "memory")
+        .env_remove("KERNELKIT_LOG")
+        .output()
+        .expect("the kernelkit binary runs");
+    Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Writes `spec` as `name` in `dir` and returns its path.
+pub fn write_spec(dir: &Path, name: &str, spec: &Value) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(spec).unwrap()).unwrap();
+    path
+}
+
+/// Runs `kernelkit run SPEC EXTRA...` on the CPU, expects success, and
+/// returns the parsed JSON result.
+pub fn run_ok(spec: &Path, extra: &[&str]) -> Value {
+    let path = spec.to_str().unwrap();
+    let mut args = vec!["run", path, "--device", "cpu"];
+    args.extend_from_slice(extra);
+    let out = kernelkit(&args);
+    assert_eq!(out.code, 0, "kernelkit run failed:\n{}", out.stderr);
+    assert!(
+        out.stdout.ends_with('\n') && out.stdout.lines().count() == 1,
+        "{}",
+        out.stdout
+    );
+    let result: Value = serde_json::from_str(&out.stdout).expect("stdout is JSON");
+    assert_eq!(result["device"], "cpu");
+    result
+}
+
+/// Writes `spec` to a fresh folder and runs it; returns the result.
+pub fn run_spec(spec: &Value) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_spec(dir.path(), "spec.json", spec);
+    run_ok(&path, &[])
+}
+
+/// The `data` of output `name` in a run result, after checking its dtype and shape.
+pub fn output<'r>(result: &'r Value, name: &str, dtype: &str, shape: &[usize]) -> &'r Value {
+    let o = &result["outputs"][name];
+    assert_eq!(o["dtype"], dtype, "output {name}: {o}");
+    assert_eq!(o["shape"], serde_json::json!(shape), "output {name}: {o}");
+    &o["data"]
+}
+
+/// Expects the command to fail as documented: exit code 2, nothing on
+/// stdout, and exactly one line on stderr, which is returned.
+pub fn fails(args: &[&str]) -> String {
+    let out = kernelkit(args);
+    assert_eq!(out.code, 2, "expected exit code 2, stderr:\n{}", out.stderr);
+    assert!(out.stdout.is_empty(), "stdout not empty: {}", out.stdout);
+    assert_eq!(
+        out.stderr.lines().count(),
+        1,
+        "not one line:\n{}",
+        out.stderr
+    );
+    out.stderr.trim_end().to_string()
+}
+
+/// Writes `spec` and expects `kernelkit run` to fail with one line; returns it.
+pub fn run_fails(spec: &Value) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_spec(dir.path(), "spec.json", spec);
+    fails(&["run", path.to_str().unwrap(), "--device", "cpu"])
+}
+
+/// JSON values equal as numbers: `3` equals `3.0`, integers compare
+/// exactly, floats by value, `"nan"` equals `"nan"`.
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(p), Some(q), _, _) => p == q,
+                (_, _, Some(p), Some(q)) => p == q,
+                _ => x.as_f64() == y.as_f64(),
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
+        }
+        _ => a == b,
+    }
+}
+
+/// Asserts `same`, printing both on failure.
+pub fn assert_same(what: &str, got: &Value, expected: &Value) {
+    assert!(
+        same(got, expected),
+        "{what}:\n got      {got}\n expected {expected}"
+    );
+}
+
+/// Asserts a float32 output equals `expected` exactly (the output prints
+/// the shortest text that reads back to the same float32).
+pub fn assert_f32(what: &str, got: &Value, expected: &[f32]) {
+    let got: Vec<f32> = flat(got).iter().map(|&g| g as f32).collect();
+    assert_eq!(got, expected, "{what}");
+}
+
+/// A flat list of f64 from a nested JSON list.
+pub fn flat(v: &Value) -> Vec<f64> {
+    match v {
+        Value::Array(items) => items.iter().flat_map(flat).collect(),
+        Value::Number(n) => vec![n.as_f64().unwrap()],
+        other => panic!("not a number: {other}"),
+    }
+}
+
+/// Whether `python3` with NumPy can be used; prints why not when it cannot.
+pub fn numpy() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        println!("skipped the NumPy half: `python3 -c \"import numpy\"` does not work here");
+    }
+    ok
+}
+
+/// Runs a Python script with NumPy; panics with its output if it fails.
+pub fn python(script: &str, args: &[&str]) {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+}

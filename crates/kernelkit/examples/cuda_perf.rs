@@ -1,0 +1,311 @@
+//! The three CUDA performance ratios of issue 4, measured in one process on
+//! GPU 0, printed as `key = value` lines and a summary:
+//!
+//! 1. warm dispatch (memo hit + cache hit + output allocation + launch,
+//!    enqueue only) per call, over a raw `cuLaunchKernel` loop of the same
+//!    function with its arguments marshalled once (`time_raw_launches`);
+//! 2. `y = a * x + b` over 1 GiB of f32 (float4 loads) as a fraction of a
+//!    plain float4 copy kernel's bandwidth (the caller's script adds the
+//!    driver's device-to-device copy, measured with CuPy in the same run);
+//! 3. a cold compile of a trivial kernel (first call on a fresh device:
+//!    NVRTC + load + launch) over NVRTC alone on the same source and options.
+//!
+//! Plus, for information: N distinct cold kernels from N threads, wall time
+//! over the slowest single compile (NVRTC serializes inside one process).
+//!
+//! Run: `cargo run --release --features cuda --example cuda_perf`.
+
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use kernelkit::{Array, DType, Device, Dialect, Kernel, Stream};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn us(d: Duration, n: u32) -> f64 {
+    d.as_secs_f64() * 1e6 / n as f64
+}
+
+fn trivial(name: &str, body: &str) -> Res<Kernel> {
+    Ok(Kernel::builder(name)
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(body)
+        .build()?)
+}
+
+fn dispatch(dev: &Device, s: &Stream) -> Res<(f64, f64, f64)> {
+    let k = trivial(
+        "trivial",
+        "uint i = thread_position_in_grid.x; out[i] = inp[i];",
+    )?;
+    let x = dev.array_from_slice(&[1.0f32; 256], [256])?;
+    let call = || {
+        k.call([&x])
+            .output([256], DType::F32)
+            .grid([256, 1, 1])
+            .threadgroup([256, 1, 1])
+            .on(s)
+    };
+    for _ in 0..200 {
+        call().launch()?;
+    }
+    s.synchronize()?;
+    let n = 2000u32;
+    let launch = call().prepare()?;
+    let (mut raw, mut warm, mut nomemo) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..7 {
+        raw.push(us(launch.time_raw_launches(n)?, n));
+        s.synchronize()?;
+        let t = Instant::now();
+        for _ in 0..n {
+            drop(call().launch()?);
+        }
+        warm.push(us(t.elapsed(), n));
+        s.synchronize()?;
+        let t = Instant::now();
+        for _ in 0..n {
+            drop(call().prepare_without_memo()?.run()?);
+        }
+        nomemo.push(us(t.elapsed(), n));
+        s.synchronize()?;
+    }
+    println!("dispatch.raw_us.all = {raw:.3?}");
+    println!("dispatch.warm_us.all = {warm:.3?}");
+    Ok((median(raw), median(warm), median(nomemo)))
+}
+
+fn bandwidth(dev: &Device, s: &Stream) -> Res<(f64, f64)> {
+    let n: usize = 1 << 28; // 1 GiB of f32
+    let x = dev.array_from_slice(&vec![1.5f32; n], [n])?;
+    let a = dev.array_from_slice(&[2.0f32], [])?;
+    let b = dev.array_from_slice(&[0.25f32], [])?;
+    let axpb = Kernel::builder("axpb")
+        .inputs(["x", "a", "b"])
+        .outputs(["y"])
+        .source(concat!(
+            "uint i = thread_position_in_grid.x;\n",
+            "const float4 v = reinterpret_cast<const float4*>(x)[i];\n",
+            "const float av = a, bv = b;\n",
+            "reinterpret_cast<float4*>(y)[i] = make_float4(av * v.x + bv, av * v.y + bv, av * v.z + bv, av * v.w + bv);"
+        ))
+        .build()?;
+    let copy = Kernel::builder("copy4")
+        .inputs(["x"])
+        .outputs(["y"])
+        .source(concat!(
+            "uint i = thread_position_in_grid.x;\n",
+            "reinterpret_cast<float4*>(y)[i] = reinterpret_cast<const float4*>(x)[i];"
+        ))
+        .build()?;
+    let grid = [(n / 4) as u64, 1, 1];
+    let run_axpb = || -> Res<Vec<Array>> {
+        Ok(axpb
+            .call([&x, &a, &b])
+            .output([n as i64], DType::F32)
+            .grid(grid)
+            .threadgroup([256, 1, 1])
+            .on(s)
+            .launch()?)
+    };
+    let run_copy = || -> Res<Vec<Array>> {
+        Ok(copy
+            .call([&x])
+            .output([n as i64], DType::F32)
+            .grid(grid)
+            .threadgroup([256, 1, 1])
+            .on(s)
+            .launch()?)
+    };
+    let y = run_axpb()?;
+    let host: Vec<f32> = y[0].to_vec()?;
+    assert!(host.iter().all(|v| *v == 3.25), "axpb result is wrong");
+    drop((y, host));
+    let bytes = 2.0 * (n * 4) as f64;
+    let time = |f: &dyn Fn() -> Res<Vec<Array>>| -> Res<f64> {
+        for _ in 0..3 {
+            f()?;
+        }
+        s.synchronize()?;
+        let iters = 20;
+        let t = Instant::now();
+        for _ in 0..iters {
+            f()?;
+        }
+        s.synchronize()?;
+        Ok(bytes * iters as f64 / t.elapsed().as_secs_f64() / 1e12)
+    };
+    let (mut ax, mut cp) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        ax.push(time(&run_axpb)?);
+        cp.push(time(&run_copy)?);
+    }
+    Ok((median(ax), median(cp)))
+}
+
+/// NVRTC options as kernelkit builds them (arch from the description).
+fn nvrtc_options(dev: &Device) -> Vec<String> {
+    let d = dev.description();
+    let sm = d
+        .split("(sm_")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or("90")
+        .to_string();
+    let major: u32 = sm[..sm.len() - 1].parse().unwrap_or(9);
+    let mut opts = vec![format!(
+        "--gpu-architecture=sm_{sm}{}",
+        if major >= 9 { "a" } else { "" }
+    )];
+    let homes: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .chain([PathBuf::from("/usr/local/cuda")])
+        .collect();
+    if let Some(home) = homes
+        .iter()
+        .find(|h| h.join("include/cuda_fp16.h").is_file())
+    {
+        opts.push(format!("-I{}", home.join("include").display()));
+        if home.join("include/cccl").is_dir() {
+            opts.push(format!("-I{}", home.join("include/cccl").display()));
+        }
+    }
+    opts.extend(
+        std::env::var("KERNELKIT_NVRTC_FLAGS")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_string),
+    );
+    opts
+}
+
+/// NVRTC alone: create + compile + fetch the cubin.
+fn nvrtc_alone(source: &str, opts: &[String]) -> Res<f64> {
+    use cudarc::nvrtc::result as nv;
+    let src = CString::new(source)?;
+    let t = Instant::now();
+    let prog = nv::create_program(&src, None)?;
+    // SAFETY: the program is live; the options are NUL-free strings.
+    let r = unsafe { nv::compile_program(prog, opts) };
+    let mut size = 0usize;
+    // SAFETY: the program compiled; size then bytes.
+    unsafe {
+        cudarc::nvrtc::sys::nvrtcGetCUBINSize(prog, &mut size);
+        let mut cubin = vec![0u8; size];
+        cudarc::nvrtc::sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast());
+    }
+    let elapsed = t.elapsed().as_secs_f64() * 1e3;
+    // SAFETY: destroys the program created above.
+    unsafe { nv::destroy_program(prog)? };
+    r?;
+    Ok(elapsed)
+}
+
+fn cold(dev: &Device) -> Res<(f64, f64)> {
+    let opts = nvrtc_options(dev);
+    println!("cold.nvrtc_options = {opts:?}");
+    let (mut raw, mut kk) = (Vec::new(), Vec::new());
+    for r in 0..5 {
+        let fresh = Device::new_cuda(0)?;
+        let s = fresh.new_stream()?;
+        let x = fresh.array_from_slice(&[1.0f32; 256], [256])?;
+        let k = trivial(
+            &format!("cold{r}"),
+            &format!("uint i = thread_position_in_grid.x; out[i] = inp[i] + {r}.5f;"),
+        )?;
+        let call = || {
+            k.call([&x])
+                .output([256], DType::F32)
+                .grid([256, 1, 1])
+                .on(&s)
+        };
+        let source = call().generate(Dialect::Cuda)?.source;
+        raw.push(nvrtc_alone(&source, &opts)?);
+        let t = Instant::now();
+        call().launch()?;
+        s.synchronize()?;
+        kk.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    println!("cold.nvrtc_ms.all = {raw:.2?}");
+    println!("cold.kernelkit_ms.all = {kk:.2?}");
+    Ok((median(raw), median(kk)))
+}
+
+fn parallel_cold(threads: usize) -> Res<(f64, f64)> {
+    let fresh = Device::new_cuda(0)?;
+    let t = Instant::now();
+    let singles: Vec<f64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let dev = fresh.clone();
+                scope.spawn(move || -> f64 {
+                    let s = dev.new_stream().unwrap();
+                    let x = dev.array_from_slice(&[1.0f32; 64], [64]).unwrap();
+                    let k = trivial(
+                        "par",
+                        &format!("uint i = thread_position_in_grid.x; out[i] = inp[i] * {i}.25f;"),
+                    )
+                    .unwrap();
+                    let t = Instant::now();
+                    k.call([&x])
+                        .output([64], DType::F32)
+                        .grid([64, 1, 1])
+                        .on(&s)
+                        .launch()
+                        .unwrap();
+                    s.synchronize().unwrap();
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let wall = t.elapsed().as_secs_f64() * 1e3;
+    println!("parallel_cold.thread_ms = {singles:.1?}");
+    Ok((
+        wall,
+        fresh.cache_stats().compile_ns as f64 / 1e6 / threads as f64,
+    ))
+}
+
+fn main() -> Res<()> {
+    let dev = Device::cuda(0)?;
+    println!("device = {}", dev.description());
+    let s = dev.new_stream()?;
+    let (raw, warm, nomemo) = dispatch(&dev, &s)?;
+    println!("dispatch.raw_us = {raw:.3}");
+    println!("dispatch.warm_us = {warm:.3}");
+    println!("dispatch.without_memo_us = {nomemo:.3}");
+    println!("dispatch.ratio = {:.3}", warm / raw);
+    let (axpb, copy) = bandwidth(&dev, &s)?;
+    println!("bandwidth.axpb_tbs = {axpb:.3}");
+    println!("bandwidth.copy_kernel_tbs = {copy:.3}");
+    println!("bandwidth.ratio_to_copy_kernel = {:.3}", axpb / copy);
+    let (nvrtc, kk) = cold(&dev)?;
+    println!("cold.nvrtc_ms = {nvrtc:.2}");
+    println!("cold.kernelkit_ms = {kk:.2}");
+    println!("cold.ratio = {:.3}", kk / nvrtc);
+    let (wall, mean_compile) = parallel_cold(8)?;
+    println!("parallel_cold.wall_ms = {wall:.1}");
+    println!("parallel_cold.mean_compile_ms = {mean_compile:.1}");
+    println!(
+        "SUMMARY dispatch {:.2} us vs raw {:.2} us (x{:.3}, target <= 1.15); axpb {:.2} TB/s = {:.1}% of copy kernel; cold {:.1} ms vs NVRTC {:.1} ms (x{:.3}, target <= 1.10)",
+        warm,
+        raw,
+        warm / raw,
+        axpb,
+        100.0 * axpb / copy,
+        kk,
+        nvrtc,
+        kk / nvrtc
+    );
+    Ok(())
+}

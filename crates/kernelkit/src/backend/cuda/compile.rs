@@ -1,0 +1,387 @@
+//! NVRTC: a variant's source to a cubin for the device's own architecture.
+//!
+//! - The target is the device's compute capability, with the `a` suffix
+//!   from Hopper on (`sm_90a` on an H100/H200), so Hopper-only instructions
+//!   are available; NVRTC emits SASS for exactly that chip (a cubin). If this
+//!   NVRTC is older than the chip, it emits PTX for the newest architecture
+//!   it knows and the driver finishes the job (a slower first load).
+//! - Include directories: `include` and, on CUDA 13, `include/cccl` of the
+//!   first toolkit among `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda` that
+//!   has them, then the user's ([`CudaCompileOptions`]).
+//! - The module key's options part names NVRTC's version, the target and a
+//!   hash of every option, so a change of any of them compiles anew.
+//! - Errors carry NVRTC's log with lines inside the body marked
+//!   `[body line N]`.
+//!
+//! NVRTC serializes compiles inside one process (measured on the H200:
+//! 16 threads compile no faster than one), so distinct kernels compiled
+//! from many threads of one process take about the sum of their times.
+
+use std::ffi::{c_char, c_int, CString};
+use std::path::PathBuf;
+
+use cudarc::nvrtc::sys;
+
+use crate::codegen::{cuda::body_of, map_log_lines};
+use crate::error::CompileError;
+use crate::kernel::variant::Variant;
+use crate::options::CudaCompileOptions;
+
+/// The file name NVRTC reports errors against.
+const PROGRAM_NAME: &str = "kernel.cu";
+
+/// A prepared NVRTC configuration for one device.
+pub(super) struct Nvrtc {
+    version: (i32, i32),
+    /// `sm_90a`, or `compute_XX` when NVRTC does not know the chip.
+    target: String,
+    /// True when the target is a real architecture (a cubin comes out).
+    cubin: bool,
+    options: Vec<CString>,
+    key: String,
+}
+
+impl Nvrtc {
+    /// Reads NVRTC's version and architectures and fixes the options.
+    pub(super) fn new(cc: (i32, i32), user: &CudaCompileOptions) -> Result<Nvrtc, String> {
+        let (mut major, mut minor) = (0 as c_int, 0 as c_int);
+        // SAFETY: writes two ints.
+        nv(
+            unsafe { sys::nvrtcVersion(&mut major, &mut minor) },
+            "nvrtcVersion",
+        )?;
+        let mut n = 0 as c_int;
+        // SAFETY: writes one int.
+        nv(
+            unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) },
+            "nvrtcGetNumSupportedArchs",
+        )?;
+        let mut archs = vec![0 as c_int; n.max(0) as usize];
+        // SAFETY: `archs` has room for the `n` ints NVRTC writes.
+        nv(
+            unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) },
+            "nvrtcGetSupportedArchs",
+        )?;
+        let want = cc.0 * 10 + cc.1;
+        let suffix = if cc.0 >= 9 { "a" } else { "" };
+        let (target, cubin) = if archs.contains(&want) {
+            (format!("sm_{want}{suffix}"), true)
+        } else {
+            match archs.iter().copied().filter(|&a| a <= want).max() {
+                Some(best) => (format!("compute_{best}"), false),
+                None => {
+                    return Err(format!(
+                        "NVRTC {major}.{minor} supports none of the architectures up to sm_{want} \
+                         (it knows {archs:?})"
+                    ))
+                }
+            }
+        };
+        let mut words = vec![format!("--gpu-architecture={target}")];
+        for dir in toolkit_include_dirs() {
+            words.push(format!("-I{}", dir.display()));
+        }
+        words.extend(user.words());
+        let options = words
+            .iter()
+            .map(|w| CString::new(w.as_str()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
+        let hash = xxhash_rust::xxh3::xxh3_64(words.join("\0").as_bytes());
+        let key = format!(
+            "nvrtc{major}.{minor}-{}-{:08x}",
+            target.replace('_', ""),
+            hash as u32
+        );
+        Ok(Nvrtc {
+            version: (major, minor),
+            target,
+            cubin,
+            options,
+            key,
+        })
+    }
+
+    /// The options part of module keys.
+    pub(super) fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// `NVRTC 13.0 -> sm_90a`.
+    pub(super) fn describe(&self) -> String {
+        format!(
+            "NVRTC {}.{} -> {}{}",
+            self.version.0,
+            self.version.1,
+            self.target,
+            if self.cubin {
+                ""
+            } else {
+                " (PTX, JIT by the driver)"
+            }
+        )
+    }
+
+    /// Compiles a variant; errors name the kernel and carry the mapped log.
+    pub(super) fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+        self.compile_source(variant.source())
+            .map_err(|failure| match failure {
+                Failure::Rejected(log) => CompileError::Rejected {
+                    kernel: kernel.to_string(),
+                    function: variant.name().to_string(),
+                    compiler: self.describe(),
+                    log: map_log_lines(
+                        &log,
+                        variant.source(),
+                        body_of(variant.source()),
+                        &format!("{PROGRAM_NAME}("),
+                    ),
+                    generated: variant.shared_source().clone(),
+                },
+                Failure::Other(reason) => CompileError::Compiler {
+                    kernel: kernel.to_string(),
+                    compiler: self.describe(),
+                    reason,
+                },
+            })
+    }
+
+    /// Compiles one source to the target's artifact (cubin, or NUL-ended PTX).
+    pub(super) fn compile_source(&self, source: &str) -> Result<Vec<u8>, Failure> {
+        let src = CString::new(source)
+            .map_err(|_| Failure::Other("the source contains a NUL byte".into()))?;
+        let name = CString::new(PROGRAM_NAME).expect("no NUL");
+        let program = Program::create(&src, &name).map_err(Failure::Other)?;
+        let opts: Vec<*const c_char> = self.options.iter().map(|o| o.as_ptr()).collect();
+        // SAFETY: the program is live; `opts` points at `self.options`'
+        // NUL-terminated strings, which outlive the call.
+        let result =
+            unsafe { sys::nvrtcCompileProgram(program.0, opts.len() as c_int, opts.as_ptr()) };
+        if result != sys::nvrtcResult::NVRTC_SUCCESS {
+            let log = program.log();
+            return Err(if result == sys::nvrtcResult::NVRTC_ERROR_COMPILATION {
+                Failure::Rejected(log)
+            } else {
+                Failure::Other(format!("nvrtcCompileProgram: {result:?}\n{log}"))
+            });
+        }
+        if self.cubin {
+            program.output(sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN, "CUBIN")
+        } else {
+            program.output(sys::nvrtcGetPTXSize, sys::nvrtcGetPTX, "PTX")
+        }
+        .map_err(Failure::Other)
+    }
+}
+
+/// Why a compile failed.
+pub(super) enum Failure {
+    /// NVRTC rejected the source; its log.
+    Rejected(String),
+    /// NVRTC could not run.
+    Other(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Rejected(log) => write!(f, "NVRTC rejected the source:\n{log}"),
+            Failure::Other(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// An NVRTC program, destroyed on drop.
+struct Program(sys::nvrtcProgram);
+
+impl Program {
+    fn create(src: &CString, name: &CString) -> Result<Program, String> {
+        let mut raw: sys::nvrtcProgram = std::ptr::null_mut();
+        // SAFETY: `src` and `name` are NUL-terminated and outlive the
+        // program (the caller keeps them until it is dropped).
+        nv(
+            unsafe {
+                sys::nvrtcCreateProgram(
+                    &mut raw,
+                    src.as_ptr(),
+                    name.as_ptr(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null(),
+                )
+            },
+            "nvrtcCreateProgram",
+        )?;
+        Ok(Program(raw))
+    }
+
+    fn log(&self) -> String {
+        let mut size = 0usize;
+        // SAFETY: the program is live; writes one size.
+        if unsafe { sys::nvrtcGetProgramLogSize(self.0, &mut size) }
+            != sys::nvrtcResult::NVRTC_SUCCESS
+        {
+            return String::new();
+        }
+        let mut buf = vec![0u8; size.max(1)];
+        // SAFETY: `buf` holds the `size` bytes NVRTC writes.
+        unsafe { sys::nvrtcGetProgramLog(self.0, buf.as_mut_ptr() as *mut c_char) };
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    }
+
+    fn output(
+        &self,
+        size_of: unsafe fn(sys::nvrtcProgram, *mut usize) -> sys::nvrtcResult,
+        get: unsafe fn(sys::nvrtcProgram, *mut c_char) -> sys::nvrtcResult,
+        what: &str,
+    ) -> Result<Vec<u8>, String> {
+        let mut size = 0usize;
+        // SAFETY: the program compiled; writes one size.
+        nv(unsafe { size_of(self.0, &mut size) }, "nvrtcGet*Size")?;
+        if size == 0 {
+            return Err(format!("NVRTC produced an empty {what}"));
+        }
+        let mut out = vec![0u8; size];
+        // SAFETY: `out` holds the `size` bytes NVRTC writes.
+        nv(
+            unsafe { get(self.0, out.as_mut_ptr() as *mut c_char) },
+            "nvrtcGet*",
+        )?;
+        Ok(out)
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: destroys the program this value owns.
+        unsafe {
+            sys::nvrtcDestroyProgram(&mut self.0);
+        }
+    }
+}
+
+fn nv(result: sys::nvrtcResult, call: &str) -> Result<(), String> {
+    if result == sys::nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{call} failed: {result:?}"))
+    }
+}
+
+/// `include` and `include/cccl` of the first CUDA toolkit that has them.
+fn toolkit_include_dirs() -> Vec<PathBuf> {
+    for home in super::cuda_homes() {
+        let include = home.join("include");
+        if include.join("cuda_fp16.h").is_file() {
+            let mut out = vec![include.clone()];
+            let cccl = include.join("cccl");
+            if cccl.is_dir() {
+                out.push(cccl);
+            }
+            return out;
+        }
+    }
+    Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::Kernel;
+    use crate::{DType, Dialect, InputDesc, PassMode, TemplateArg, TemplateParam, VariantDesc};
+
+    /// NVRTC for an H200, or `None` (with the reason printed) where NVRTC is
+    /// not installed: these tests need no GPU, only the library.
+    fn nvrtc() -> Option<Nvrtc> {
+        if let Err(reason) = super::super::probe::nvrtc() {
+            println!("skipped: {reason}");
+            return None;
+        }
+        Some(Nvrtc::new((9, 0), &CudaCompileOptions::default()).expect("NVRTC knows sm_90"))
+    }
+
+    fn variant(body: &str) -> Variant {
+        let kernel = Kernel::builder("k")
+            .inputs(["inp", "s"])
+            .outputs(["out"])
+            .source(body)
+            .build()
+            .unwrap();
+        let inputs = [
+            InputDesc {
+                dtype: DType::F16,
+                mode: PassMode::Device,
+            },
+            InputDesc {
+                dtype: DType::F32,
+                mode: PassMode::Scalar,
+            },
+        ];
+        let template = [TemplateParam {
+            name: "T".into(),
+            value: TemplateArg::DType(DType::BF16),
+        }];
+        let g = kernel.generate(
+            Dialect::Cuda,
+            &VariantDesc {
+                inputs: &inputs,
+                outputs: &[DType::F32],
+                template: &template,
+            },
+        );
+        Variant::new(Dialect::Cuda, g.name, g.source)
+    }
+
+    #[test]
+    fn compiles_a_cubin_for_sm_90a() {
+        let Some(nvrtc) = nvrtc() else { return };
+        assert!(nvrtc.key().contains("sm90a"), "{}", nvrtc.key());
+        let v = variant(
+            "uint i = thread_position_in_grid.x;\nT t = T(float(inp[i]) * s);\nout[i] = float(t) + inp_shape[0];",
+        );
+        let cubin = nvrtc.compile("k", &v).unwrap();
+        assert_eq!(&cubin[..4], b"\x7fELF", "a cubin is an ELF image");
+        let gather = nvrtc.compile_source(super::super::memory::GATHER_SOURCE);
+        assert!(
+            gather.is_ok(),
+            "{}",
+            gather.err().map(|e| e.to_string()).unwrap_or_default()
+        );
+    }
+
+    #[test]
+    fn errors_point_into_the_body() {
+        let Some(nvrtc) = nvrtc() else { return };
+        let v = variant("uint i = thread_position_in_grid.x;\nout[i] = undefined_name;");
+        let err = nvrtc.compile("k", &v).unwrap_err();
+        let log = err.log().expect("a rejected compile has a log").to_string();
+        assert!(log.contains("undefined_name"), "{log}");
+        assert!(log.contains("[body line 2]"), "{log}");
+        assert!(err.to_string().contains("kernel `k`"));
+    }
+
+    #[test]
+    fn golden_sources_compile() {
+        let Some(nvrtc) = nvrtc() else { return };
+        macro_rules! golden {
+            ($($name:literal),*) => {
+                [$(($name, include_str!(concat!("../../../tests/golden/cuda/", $name, ".cu")))),*]
+            };
+        }
+        let sources = golden!(
+            "add_offset",
+            "atomic_histogram",
+            "complex_bf16_header",
+            "cooperative_groups",
+            "scalar_small_half_template",
+            "strided_elem_to_loc",
+            "threadgroup_reduce"
+        );
+        for (name, source) in sources {
+            if let Err(e) = nvrtc.compile_source(source) {
+                panic!("golden {name} does not compile: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,625 @@
+//! Streams and device memory: allocation, copies, fills, strided gathers.
+//!
+//! **Allocation is stream-ordered and cached per stream.** A kernel's
+//! outputs are allocated on the launch's stream. When an array dies, its
+//! block goes back to the cache of the stream it was allocated on (its
+//! *home*); the next allocation of that size class on that stream reuses it
+//! with no driver call at all, which is safe because every earlier use of
+//! the block was queued on that same stream, before. Blocks used on another
+//! stream too (an input uploaded on the default stream, read by a launch on
+//! a thread's stream) record those streams; when such a block dies, its home
+//! stream is made to wait for them (an event each) before the block is
+//! reused. Beyond the cache ([`CACHE_BYTES`], [`CACHE_BLOCKS`] per stream),
+//! blocks go back to the driver: `cuMemFreeAsync` into a kernelkit pool
+//! whose release threshold keeps the memory mapped, or `cuMemFree` where
+//! the driver has no pools. `KERNELKIT_CUDA_ALLOC=pool` turns the
+//! per-stream cache off (every allocation asks the pool), for comparison.
+//!
+//! **Locks.** Each stream's cache has its own mutex, taken by allocations
+//! and frees of that stream only; a block's list of foreign streams has
+//! its own mutex, taken only the first time another stream uses it. No lock
+//! is held across a driver call that waits.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys;
+use smallvec::SmallVec;
+
+use super::compile::Nvrtc;
+use super::load::{resolve, CudaModule};
+use super::{check, Context};
+use crate::array::Array;
+use crate::backend::{Buffer, Module};
+use crate::codegen::cuda::MAX_NDIM;
+use crate::error::{DeviceError, Result};
+
+/// Most bytes one stream keeps cached.
+pub(super) const CACHE_BYTES: usize = 4 << 30;
+/// Most blocks one stream keeps cached.
+pub(super) const CACHE_BLOCKS: usize = 64;
+
+/// The size class of an allocation: 512-byte steps up to 1 MiB, 2 MiB
+/// steps above (so a block is reused only for nearly its own size).
+fn size_class(len: usize) -> usize {
+    let len = len.max(1);
+    if len <= 1 << 20 {
+        len.div_ceil(512) * 512
+    } else {
+        len.div_ceil(2 << 20) * (2 << 20)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Where blocks come from when no stream cache has one.
+pub(super) struct Allocator {
+    ctx: Arc<Context>,
+    /// A kernelkit-owned memory pool (stream-ordered), if the driver has them.
+    pool: Option<sys::CUmemoryPool>,
+    /// Keep freed blocks in per-stream caches.
+    cache: bool,
+}
+
+// SAFETY: pool handles may be used from any thread.
+unsafe impl Send for Allocator {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for Allocator {}
+
+impl Allocator {
+    pub(super) fn new(ctx: Arc<Context>, ordinal: u32, pools: bool) -> Result<Allocator> {
+        let cache = std::env::var("KERNELKIT_CUDA_ALLOC").map_or(true, |v| v != "pool");
+        let mut pool = None;
+        if pools {
+            ctx.bind()?;
+            // SAFETY: the props are plain data, zero meaning "default" for
+            // every field not set here.
+            let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
+            props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+            props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+            props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+            props.location.id = ordinal as i32;
+            let mut raw: sys::CUmemoryPool = std::ptr::null_mut();
+            // SAFETY: creates a pool owned by this allocator.
+            check(
+                unsafe { sys::cuMemPoolCreate(&mut raw, &props) },
+                &ctx.label,
+                "cuMemPoolCreate",
+            )?;
+            let mut threshold: u64 = u64::MAX;
+            // SAFETY: the release threshold attribute takes a u64.
+            check(
+                unsafe {
+                    sys::cuMemPoolSetAttribute(
+                        raw,
+                        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                        (&mut threshold as *mut u64).cast(),
+                    )
+                },
+                &ctx.label,
+                "cuMemPoolSetAttribute",
+            )?;
+            pool = Some(raw);
+        }
+        Ok(Allocator { ctx, pool, cache })
+    }
+
+    pub(super) fn describe(&self) -> &'static str {
+        match (self.pool.is_some(), self.cache) {
+            (true, true) => "per-stream cache over a stream-ordered pool",
+            (true, false) => "stream-ordered pool",
+            (false, true) => "per-stream cache over cuMemAlloc",
+            (false, false) => "cuMemAlloc",
+        }
+    }
+
+    fn allocate(&self, bytes: usize, stream: sys::CUstream) -> Result<u64> {
+        let mut ptr: sys::CUdeviceptr = 0;
+        match self.pool {
+            // SAFETY: allocates `bytes` from our pool in `stream`'s order.
+            Some(pool) => check(
+                unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool, stream) },
+                &self.ctx.label,
+                "cuMemAllocFromPoolAsync",
+            )?,
+            // SAFETY: a plain device allocation.
+            None => check(
+                unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) },
+                &self.ctx.label,
+                "cuMemAlloc",
+            )?,
+        }
+        Ok(ptr)
+    }
+
+    fn free(&self, ptr: u64, stream: sys::CUstream) {
+        // SAFETY: `ptr` came from `allocate` and every use of it was ordered
+        // before this point on `stream` (see the module docs).
+        unsafe {
+            match self.pool {
+                Some(_) => sys::cuMemFreeAsync(ptr, stream),
+                None => sys::cuMemFree_v2(ptr),
+            };
+        }
+    }
+}
+
+impl Drop for Allocator {
+    fn drop(&mut self) {
+        if let (Some(pool), Ok(())) = (self.pool, self.ctx.bind()) {
+            // SAFETY: every stream (and so every block) is gone: each holds
+            // an `Arc` of this allocator.
+            unsafe {
+                sys::cuCtxSynchronize();
+                sys::cuMemPoolDestroy(pool);
+            }
+        }
+    }
+}
+
+/// A CUDA stream and its cache of free blocks.
+pub(crate) struct CudaStream {
+    pub(super) raw: sys::CUstream,
+    pub(super) ctx: Arc<Context>,
+    allocator: Arc<Allocator>,
+    /// (size class, address) of blocks free in this stream's order.
+    cache: Mutex<(Vec<(usize, u64)>, usize)>,
+}
+
+// SAFETY: stream handles may be used from any thread; the cache is behind
+// a mutex.
+unsafe impl Send for CudaStream {}
+// SAFETY: as above.
+unsafe impl Sync for CudaStream {}
+
+/// The backend's stream handle (a `StreamHandle` downcasts to this).
+pub(crate) struct StreamRef(pub(crate) Arc<CudaStream>);
+
+impl CudaStream {
+    pub(super) fn new(allocator: Arc<Allocator>) -> Result<Arc<CudaStream>> {
+        let ctx = allocator.ctx.clone();
+        ctx.bind()?;
+        let mut raw: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: creates a stream that does not synchronize with the legacy
+        // default stream; destroyed on drop.
+        check(
+            unsafe {
+                sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
+            },
+            &ctx.label,
+            "cuStreamCreate",
+        )?;
+        Ok(Arc::new(CudaStream {
+            raw,
+            ctx,
+            allocator,
+            cache: Mutex::new((Vec::new(), 0)),
+        }))
+    }
+
+    pub(super) fn synchronize(&self) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: waits for the stream's work.
+        check(
+            unsafe { sys::cuStreamSynchronize(self.raw) },
+            &self.ctx.label,
+            "cuStreamSynchronize",
+        )?;
+        Ok(())
+    }
+
+    fn take(&self, class: usize) -> Option<u64> {
+        if !self.allocator.cache {
+            return None;
+        }
+        let mut cache = lock(&self.cache);
+        let at = cache.0.iter().rposition(|&(c, _)| c == class)?;
+        let (_, ptr) = cache.0.swap_remove(at);
+        cache.1 -= class;
+        Some(ptr)
+    }
+
+    fn give_back(&self, class: usize, ptr: u64) {
+        if self.allocator.cache {
+            let mut cache = lock(&self.cache);
+            if cache.0.len() < CACHE_BLOCKS && cache.1 + class <= CACHE_BYTES {
+                cache.0.push((class, ptr));
+                cache.1 += class;
+                return;
+            }
+        }
+        if self.ctx.bind().is_ok() {
+            self.allocator.free(ptr, self.raw);
+        }
+    }
+}
+
+impl Drop for CudaStream {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_err() {
+            return;
+        }
+        let blocks = std::mem::take(&mut lock(&self.cache).0);
+        for (_, ptr) in blocks {
+            self.allocator.free(ptr, self.raw);
+        }
+        // SAFETY: no block refers to this stream any more (each holds an
+        // `Arc` of it); queued work still completes after the destroy.
+        unsafe {
+            sys::cuStreamDestroy_v2(self.raw);
+        }
+    }
+}
+
+/// Owns one device block; returns it to its home stream's cache on drop.
+pub(crate) struct DeviceMem {
+    ptr: u64,
+    class: usize,
+    home: Arc<CudaStream>,
+    /// The last foreign stream recorded (fast check, no lock).
+    last_foreign: AtomicUsize,
+    /// Every other stream that used the block.
+    foreign: Mutex<SmallVec<[Arc<CudaStream>; 2]>>,
+}
+
+impl DeviceMem {
+    /// Records that work on `stream` uses this block.
+    #[inline]
+    pub(super) fn used_on(&self, stream: &Arc<CudaStream>) {
+        if Arc::ptr_eq(stream, &self.home) {
+            return;
+        }
+        let key = Arc::as_ptr(stream) as usize;
+        if self.last_foreign.load(Ordering::Relaxed) == key {
+            return;
+        }
+        let mut foreign = lock(&self.foreign);
+        if !foreign.iter().any(|s| Arc::ptr_eq(s, stream)) {
+            foreign.push(stream.clone());
+        }
+        self.last_foreign.store(key, Ordering::Relaxed);
+    }
+}
+
+impl Drop for DeviceMem {
+    fn drop(&mut self) {
+        // No foreign stream ever used the block (the common case): no lock.
+        let foreign = if self.last_foreign.load(Ordering::Relaxed) == 0 {
+            SmallVec::new()
+        } else {
+            std::mem::take(&mut *lock(&self.foreign))
+        };
+        if !foreign.is_empty() && self.home.ctx.bind().is_ok() {
+            for other in foreign {
+                let mut event: sys::CUevent = std::ptr::null_mut();
+                // SAFETY: an event recorded on the other stream and waited
+                // for by the home stream, so work queued on the home stream
+                // from now on (the block's next user) runs after the other
+                // stream's uses. Destroying a recorded event is allowed;
+                // its resources go when it completes.
+                unsafe {
+                    if sys::cuEventCreate(
+                        &mut event,
+                        sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
+                    ) == sys::CUresult::CUDA_SUCCESS
+                    {
+                        sys::cuEventRecord(event, other.raw);
+                        sys::cuStreamWaitEvent(self.home.raw, event, 0);
+                        sys::cuEventDestroy_v2(event);
+                    } else {
+                        sys::cuStreamSynchronize(other.raw);
+                    }
+                }
+            }
+        }
+        self.home.give_back(self.class, self.ptr);
+    }
+}
+
+/// The `DeviceMem` behind a buffer, if it is one.
+#[inline]
+pub(super) fn device_mem(buf: &Buffer) -> Option<&DeviceMem> {
+    buf._owner.downcast_ref::<DeviceMem>()
+}
+
+/// `len` bytes in `stream`'s order.
+pub(super) fn alloc(stream: &Arc<CudaStream>, len: usize) -> Result<Buffer> {
+    let class = size_class(len);
+    let ptr = match stream.take(class) {
+        Some(p) => p,
+        None => {
+            stream.ctx.bind()?;
+            stream.allocator.allocate(class, stream.raw)?
+        }
+    };
+    Ok(Buffer {
+        addr: ptr,
+        len,
+        _owner: Box::new(DeviceMem {
+            ptr,
+            class,
+            home: stream.clone(),
+            last_foreign: AtomicUsize::new(0),
+            foreign: Mutex::new(SmallVec::new()),
+        }),
+    })
+}
+
+/// A new block holding `bytes`; the copy has finished when this returns.
+pub(super) fn upload(stream: &Arc<CudaStream>, bytes: &[u8]) -> Result<Buffer> {
+    let buf = alloc(stream, bytes.len())?;
+    stream.ctx.bind()?;
+    if !bytes.is_empty() {
+        // SAFETY: the block holds at least `bytes.len()` bytes; the host
+        // slice stays borrowed until the stream is synchronized below.
+        check(
+            unsafe {
+                sys::cuMemcpyHtoDAsync_v2(
+                    buf.addr,
+                    bytes.as_ptr().cast::<c_void>(),
+                    bytes.len(),
+                    stream.raw,
+                )
+            },
+            &stream.ctx.label,
+            "cuMemcpyHtoDAsync",
+        )?;
+    }
+    stream.synchronize()?;
+    Ok(buf)
+}
+
+/// Copies `len` bytes at `offset` to the host, in `stream`'s order.
+pub(super) fn download(
+    stream: &Arc<CudaStream>,
+    buf: &Buffer,
+    offset: usize,
+    len: usize,
+) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; len];
+    if len == 0 {
+        return Ok(out);
+    }
+    if offset.checked_add(len).is_none_or(|end| end > buf.len) {
+        return Err(DeviceError::Driver {
+            device: stream.ctx.label.clone(),
+            operation: "cuMemcpyDtoHAsync",
+            reason: format!(
+                "bytes {offset}..{} are outside the {}-byte buffer",
+                offset.saturating_add(len),
+                buf.len
+            ),
+        }
+        .into());
+    }
+    stream.ctx.bind()?;
+    if let Some(mem) = device_mem(buf) {
+        mem.used_on(stream);
+    }
+    // SAFETY: in bounds (checked above); `out` outlives the synchronize.
+    check(
+        unsafe {
+            sys::cuMemcpyDtoHAsync_v2(
+                out.as_mut_ptr().cast::<c_void>(),
+                buf.addr + offset as u64,
+                len,
+                stream.raw,
+            )
+        },
+        &stream.ctx.label,
+        "cuMemcpyDtoHAsync",
+    )?;
+    stream.synchronize()?;
+    Ok(out)
+}
+
+/// Repeats `pattern` (1, 2, 4 or 8 bytes) over the buffer, in stream order.
+pub(super) fn fill(stream: &Arc<CudaStream>, buf: &Buffer, pattern: &[u8]) -> Result<()> {
+    let label = &stream.ctx.label;
+    let n = buf.len / pattern.len().max(1);
+    if n == 0 {
+        return Ok(());
+    }
+    stream.ctx.bind()?;
+    if let Some(mem) = device_mem(buf) {
+        mem.used_on(stream);
+    }
+    let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    // SAFETY (every arm): writes `n` elements of the pattern's size inside
+    // the buffer (`n * size <= len`), in stream order.
+    let r = unsafe {
+        match pattern.len() {
+            1 => sys::cuMemsetD8Async(buf.addr, pattern[0], n, stream.raw),
+            2 => sys::cuMemsetD16Async(
+                buf.addr,
+                u16::from_le_bytes([pattern[0], pattern[1]]),
+                n,
+                stream.raw,
+            ),
+            4 => sys::cuMemsetD32Async(buf.addr, word(pattern), n, stream.raw),
+            8 if pattern[..4] == pattern[4..] => {
+                sys::cuMemsetD32Async(buf.addr, word(pattern), n * 2, stream.raw)
+            }
+            8 => {
+                // Low and high words as two strided 2-D fills (pitch 8 bytes).
+                let r = sys::cuMemsetD2D32Async(buf.addr, 8, word(&pattern[..4]), 1, n, stream.raw);
+                if r != sys::CUresult::CUDA_SUCCESS {
+                    r
+                } else {
+                    sys::cuMemsetD2D32Async(buf.addr + 4, 8, word(&pattern[4..]), 1, n, stream.raw)
+                }
+            }
+            other => {
+                return Err(DeviceError::Driver {
+                    device: label.clone(),
+                    operation: "fill",
+                    reason: format!("no fill for {other}-byte elements"),
+                }
+                .into())
+            }
+        }
+    };
+    check(r, label, "cuMemsetAsync")?;
+    Ok(())
+}
+
+/// The source of the built-in strided-copy kernels.
+pub(super) const GATHER_SOURCE: &str = r#"
+struct kk_layout { long long shape[10]; long long strides[10]; int ndim; };
+template <typename T>
+__device__ void kk_gather(const T* src, T* dst, const kk_layout& l, unsigned long long n) {
+  unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    long long rem = (long long)i, loc = 0;
+    for (int d = l.ndim - 1; d >= 0; --d) {
+      loc += (rem % l.shape[d]) * l.strides[d];
+      rem /= l.shape[d];
+    }
+    dst[i] = src[loc];
+  }
+}
+extern "C" __global__ void kk_gather_1(const unsigned char* s, unsigned char* d, kk_layout l, unsigned long long n) { kk_gather(s, d, l, n); }
+extern "C" __global__ void kk_gather_2(const unsigned short* s, unsigned short* d, kk_layout l, unsigned long long n) { kk_gather(s, d, l, n); }
+extern "C" __global__ void kk_gather_4(const unsigned int* s, unsigned int* d, kk_layout l, unsigned long long n) { kk_gather(s, d, l, n); }
+extern "C" __global__ void kk_gather_8(const unsigned long long* s, unsigned long long* d, kk_layout l, unsigned long long n) { kk_gather(s, d, l, n); }
+"#;
+
+/// `kk_layout` in the gather source.
+#[repr(C)]
+struct Layout {
+    shape: [i64; MAX_NDIM],
+    strides: [i64; MAX_NDIM],
+    ndim: i32,
+}
+
+/// The built-in strided → contiguous copy kernels of one device, compiled
+/// once (the first time a strided input needs them).
+pub(super) struct Gather {
+    functions: [sys::CUfunction; 4],
+    _module: Module,
+}
+
+// SAFETY: function handles may be used from any thread.
+unsafe impl Send for Gather {}
+// SAFETY: as above.
+unsafe impl Sync for Gather {}
+
+impl Gather {
+    pub(super) fn build(ctx: &Arc<Context>, nvrtc: &Nvrtc) -> Result<Gather, String> {
+        let cubin = nvrtc
+            .compile_source(GATHER_SOURCE)
+            .map_err(|e| e.to_string())?;
+        let module =
+            super::load::load(ctx, "kernelkit", "kk_gather", &cubin).map_err(|e| e.to_string())?;
+        let cuda = module
+            .downcast_ref::<CudaModule>()
+            .ok_or_else(|| "the gather module is not a CUDA module".to_string())?;
+        let mut functions = [std::ptr::null_mut(); 4];
+        for (slot, size) in functions.iter_mut().zip([1, 2, 4, 8]) {
+            *slot = resolve(ctx, cuda, &format!("kk_gather_{size}"))?.0;
+        }
+        Ok(Gather {
+            functions,
+            _module: module,
+        })
+    }
+
+    /// Copies the elements of `src` (any strides) row-major into `dst`.
+    pub(super) fn run(&self, stream: &Arc<CudaStream>, src: &Array, dst: &Buffer) -> Result<()> {
+        let label = &stream.ctx.label;
+        let size = src.dtype.size();
+        let index = match size {
+            1 => 0,
+            2 => 1,
+            4 => 2,
+            _ => 3,
+        };
+        // Drop unit axes: they never move the offset.
+        let axes: SmallVec<[(usize, isize); 8]> = src
+            .shape
+            .iter()
+            .zip(&src.strides)
+            .filter(|(&d, _)| d != 1)
+            .map(|(&d, &s)| (d, s))
+            .collect();
+        if axes.len() > MAX_NDIM {
+            return Err(DeviceError::Driver {
+                device: label.clone(),
+                operation: "strided copy",
+                reason: format!(
+                    "arrays with more than {MAX_NDIM} non-unit axes cannot be made contiguous on \
+                     the GPU (shape {:?})",
+                    src.shape
+                ),
+            }
+            .into());
+        }
+        let mut layout = Layout {
+            shape: [1; MAX_NDIM],
+            strides: [0; MAX_NDIM],
+            ndim: axes.len() as i32,
+        };
+        for (i, (d, s)) in axes.iter().enumerate() {
+            layout.shape[i] = *d as i64;
+            layout.strides[i] = *s as i64;
+        }
+        let mut n = src.size() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        stream.ctx.bind()?;
+        if let Some(mem) = device_mem(&src.buffer) {
+            mem.used_on(stream);
+        }
+        let mut src_ptr = src.data_addr();
+        let mut dst_ptr = dst.addr;
+        let mut params: [*mut c_void; 4] = [
+            (&mut src_ptr as *mut u64).cast(),
+            (&mut dst_ptr as *mut u64).cast(),
+            (&mut layout as *mut Layout).cast(),
+            (&mut n as *mut u64).cast(),
+        ];
+        let blocks = n.div_ceil(256).min(65_535) as u32;
+        // SAFETY: the parameters match `kk_gather_N`'s signature (two
+        // pointers, the layout struct, a u64); the view lies inside the
+        // source buffer and `dst` holds `n` elements.
+        check(
+            unsafe {
+                sys::cuLaunchKernel(
+                    self.functions[index],
+                    blocks,
+                    1,
+                    1,
+                    256,
+                    1,
+                    1,
+                    0,
+                    stream.raw,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            },
+            label,
+            "cuLaunchKernel (strided copy)",
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes() {
+        assert_eq!(size_class(0), 512);
+        assert_eq!(size_class(512), 512);
+        assert_eq!(size_class(513), 1024);
+        assert_eq!(size_class(1 << 20), 1 << 20);
+        assert_eq!(size_class((1 << 20) + 1), 2 << 20);
+        assert_eq!(size_class(1 << 30), 1 << 30);
+    }
+}

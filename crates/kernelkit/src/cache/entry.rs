@@ -1,0 +1,390 @@
+//! The artifact file format: one self-checking file per artifact.
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic  b"KKARTIFC"
+//!      8     4  format version (u32 LE, ARTIFACT_FORMAT_VERSION)
+//!     12    16  store key
+//!     28     8  payload length (u64 LE)
+//!     36     2  kernel name length (u16 LE)
+//!     38     2  backend name length (u16 LE)
+//!     40     2  function name length (u16 LE)
+//!     42     …  kernel name, backend name, function name (UTF-8)
+//!      …     …  payload (the compiled artifact)
+//!      …    16  checksum: xxh3-128 of every byte before it (u128 LE)
+//! ```
+//!
+//! The names are there for `kernelkit cache list`; they are capped at
+//! [`MAX_NAME_BYTES`] so a listing reads only a file's first few KiB
+//! ([`parse_header`]). [`parse`] accepts a file only when every field is in
+//! bounds, the length adds up exactly, and the checksum matches; it never
+//! panics, whatever the bytes.
+
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::cache::key::{StoreKey, ARTIFACT_FORMAT_VERSION};
+
+/// The first eight bytes of every artifact file.
+pub const MAGIC: [u8; 8] = *b"KKARTIFC";
+
+/// Longest name kept in an entry's metadata; longer names are cut (on a
+/// character boundary) when written. The names are informational only.
+pub const MAX_NAME_BYTES: usize = 1024;
+
+/// Bytes before the names.
+const FIXED_HEADER: usize = 42;
+/// Bytes of the trailing checksum.
+const CHECKSUM: usize = 16;
+
+/// The bytes [`parse_header`] may need: the fixed header and three names.
+pub const MAX_HEADER_BYTES: usize = FIXED_HEADER + 3 * MAX_NAME_BYTES;
+
+/// What an entry says about itself, apart from its payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// The format version written in the file.
+    pub version: u32,
+    /// The key the entry was stored under.
+    pub key: StoreKey,
+    /// Length of the payload in bytes.
+    pub payload_len: u64,
+    /// The kernel's name.
+    pub kernel: String,
+    /// The backend that compiled it (`cpu`, `cuda`).
+    pub backend: String,
+    /// The generated function's name.
+    pub function: String,
+}
+
+/// A parsed, checksum-verified entry; the payload borrows the file's bytes.
+#[derive(Debug)]
+pub struct Entry<'a> {
+    /// The metadata.
+    pub header: Header,
+    /// The compiled artifact.
+    pub payload: &'a [u8],
+}
+
+/// Why bytes are not a usable entry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EntryError {
+    /// The file is shorter than its header or than the lengths it declares.
+    #[error("truncated: {len} bytes, at least {needed} needed")]
+    Truncated {
+        /// Bytes present.
+        len: u64,
+        /// Bytes the header (or its lengths) require.
+        needed: u64,
+    },
+    /// The file does not start with [`MAGIC`].
+    #[error("not a kernelkit artifact (bad magic)")]
+    Magic,
+    /// Written by another version of the format.
+    #[error("format version {found}, expected {expected}")]
+    Version {
+        /// The version in the file.
+        found: u32,
+        /// [`ARTIFACT_FORMAT_VERSION`].
+        expected: u32,
+    },
+    /// More bytes than the header accounts for.
+    #[error("{extra} unexpected bytes after the checksum")]
+    TrailingBytes {
+        /// How many.
+        extra: u64,
+    },
+    /// A name is over [`MAX_NAME_BYTES`] or not UTF-8.
+    #[error("the {field} name is malformed")]
+    Name {
+        /// `kernel`, `backend` or `function`.
+        field: &'static str,
+    },
+    /// The checksum does not match the contents.
+    #[error("checksum mismatch")]
+    Checksum,
+    /// The entry is intact but stored under another key than the one asked
+    /// for (reported by the store, which knows the key it asked for).
+    #[error("stored under key {found}, expected {expected}")]
+    WrongKey {
+        /// The key in the file.
+        found: StoreKey,
+        /// The key the file name (or lookup) stands for.
+        expected: StoreKey,
+    },
+}
+
+/// Encodes an entry. Names longer than [`MAX_NAME_BYTES`] are cut.
+pub fn encode(
+    key: &StoreKey,
+    kernel: &str,
+    backend: &str,
+    function: &str,
+    payload: &[u8],
+) -> Vec<u8> {
+    let names = [kernel, backend, function].map(cut_name);
+    let names_len: usize = names.iter().map(|n| n.len()).sum();
+    let mut out = Vec::with_capacity(FIXED_HEADER + names_len + payload.len() + CHECKSUM);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&ARTIFACT_FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    for n in &names {
+        // `cut_name` keeps every name within u16 range.
+        out.extend_from_slice(&(n.len() as u16).to_le_bytes());
+    }
+    for n in &names {
+        out.extend_from_slice(n.as_bytes());
+    }
+    out.extend_from_slice(payload);
+    let sum = xxh3_128(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// Parses and verifies a whole entry file.
+pub fn parse(bytes: &[u8]) -> Result<Entry<'_>, EntryError> {
+    let (header, names_end) = parse_prefix(bytes)?;
+    let needed = (names_end as u64)
+        .checked_add(header.payload_len)
+        .and_then(|n| n.checked_add(CHECKSUM as u64))
+        .ok_or(EntryError::Truncated {
+            len: bytes.len() as u64,
+            needed: u64::MAX,
+        })?;
+    let len = bytes.len() as u64;
+    if len < needed {
+        return Err(EntryError::Truncated { len, needed });
+    }
+    if len > needed {
+        return Err(EntryError::TrailingBytes {
+            extra: len - needed,
+        });
+    }
+    // `needed == len` fits in usize from here on.
+    let body_end = bytes.len() - CHECKSUM;
+    let (body, sum) = bytes.split_at(body_end);
+    let mut stored = [0u8; CHECKSUM];
+    stored.copy_from_slice(sum);
+    if xxh3_128(body) != u128::from_le_bytes(stored) {
+        return Err(EntryError::Checksum);
+    }
+    Ok(Entry {
+        header,
+        payload: &body[names_end..],
+    })
+}
+
+/// Parses the header from the first bytes of a file (up to
+/// [`MAX_HEADER_BYTES`] are enough), without the payload or checksum.
+/// For listings: it says what an entry claims to be, not that it is intact.
+pub fn parse_header(prefix: &[u8]) -> Result<Header, EntryError> {
+    parse_prefix(prefix).map(|(h, _)| h)
+}
+
+/// The header and the offset where the payload starts.
+fn parse_prefix(bytes: &[u8]) -> Result<(Header, usize), EntryError> {
+    let truncated = |needed: usize| EntryError::Truncated {
+        len: bytes.len() as u64,
+        needed: needed as u64,
+    };
+    if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
+        // A short file that is a prefix of the magic is truncated, not foreign.
+        return Err(if MAGIC.starts_with(bytes) {
+            truncated(FIXED_HEADER + CHECKSUM)
+        } else {
+            EntryError::Magic
+        });
+    }
+    let mut r = Reader {
+        bytes,
+        at: MAGIC.len(),
+    };
+    let version = u32::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
+    if version != ARTIFACT_FORMAT_VERSION {
+        return Err(EntryError::Version {
+            found: version,
+            expected: ARTIFACT_FORMAT_VERSION,
+        });
+    }
+    let key = StoreKey::from_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
+    let payload_len = u64::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
+    let mut lens = [0usize; 3];
+    for len in &mut lens {
+        *len = u16::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?) as usize;
+    }
+    let fields = ["kernel", "backend", "function"];
+    let mut names: [String; 3] = Default::default();
+    for ((name, len), field) in names.iter_mut().zip(lens).zip(fields) {
+        if len > MAX_NAME_BYTES {
+            return Err(EntryError::Name { field });
+        }
+        let raw = r
+            .take(len)
+            .ok_or_else(|| truncated(FIXED_HEADER + lens.iter().sum::<usize>()))?;
+        *name = std::str::from_utf8(raw)
+            .map_err(|_| EntryError::Name { field })?
+            .to_string();
+    }
+    let [kernel, backend, function] = names;
+    Ok((
+        Header {
+            version,
+            key,
+            payload_len,
+            kernel,
+            backend,
+            function,
+        },
+        r.at,
+    ))
+}
+
+/// A bounds-checked cursor.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(n)?;
+        let out = self.bytes.get(self.at..end)?;
+        self.at = end;
+        Some(out)
+    }
+
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        self.take(N)?.try_into().ok()
+    }
+}
+
+/// `name` cut to at most [`MAX_NAME_BYTES`] on a character boundary.
+fn cut_name(name: &str) -> &str {
+    if name.len() <= MAX_NAME_BYTES {
+        return name;
+    }
+    let mut end = MAX_NAME_BYTES;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn key() -> StoreKey {
+        StoreKey::derive("cpu", "c++ 13", "f", "void f() {}")
+    }
+
+    fn sample() -> Vec<u8> {
+        encode(
+            &key(),
+            "add_offset",
+            "cpu",
+            "custom_kernel_add_offset",
+            b"\x7fELF payload",
+        )
+    }
+
+    #[test]
+    fn round_trips() {
+        let bytes = sample();
+        let e = parse(&bytes).unwrap();
+        assert_eq!(e.payload, b"\x7fELF payload");
+        assert_eq!(e.header.key, key());
+        assert_eq!(e.header.kernel, "add_offset");
+        assert_eq!(e.header.backend, "cpu");
+        assert_eq!(e.header.function, "custom_kernel_add_offset");
+        // The header alone (no payload, no checksum) is enough for a listing.
+        let header_len = bytes.len() - CHECKSUM - e.payload.len();
+        assert_eq!(parse_header(&bytes[..header_len]).unwrap(), e.header);
+        assert!(parse_header(&bytes[..header_len - 1]).is_err());
+    }
+
+    #[test]
+    fn every_single_byte_flip_is_detected() {
+        let bytes = sample();
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x01;
+            assert!(parse(&b).is_err(), "flip at byte {i} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_detected() {
+        let bytes = sample();
+        for n in 0..bytes.len() {
+            assert!(
+                matches!(parse(&bytes[..n]), Err(EntryError::Truncated { .. })),
+                "truncated to {n}: {:?}",
+                parse(&bytes[..n]).map(|e| e.header)
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(
+            parse(&longer).unwrap_err(),
+            EntryError::TrailingBytes { extra: 1 }
+        );
+    }
+
+    #[test]
+    fn magic_and_version_are_checked_before_the_checksum() {
+        let mut b = sample();
+        b[0] = b'X';
+        assert_eq!(parse(&b).unwrap_err(), EntryError::Magic);
+        let mut b = sample();
+        b[8..12].copy_from_slice(&(ARTIFACT_FORMAT_VERSION + 1).to_le_bytes());
+        assert_eq!(
+            parse(&b).unwrap_err(),
+            EntryError::Version {
+                found: ARTIFACT_FORMAT_VERSION + 1,
+                expected: ARTIFACT_FORMAT_VERSION
+            }
+        );
+    }
+
+    #[test]
+    fn long_names_are_cut_on_a_char_boundary() {
+        let long = "é".repeat(MAX_NAME_BYTES); // 2 bytes per char
+        let bytes = encode(&key(), &long, "cpu", "f", b"");
+        let e = parse(&bytes).unwrap();
+        assert_eq!(e.header.kernel.len(), MAX_NAME_BYTES);
+        assert!(long.starts_with(&e.header.kernel));
+    }
+
+    #[test]
+    fn huge_declared_lengths_do_not_overflow() {
+        let mut b = sample();
+        b[28..36].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(parse(&b), Err(EntryError::Truncated { .. })));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = parse(&bytes);
+            let _ = parse_header(&bytes);
+        }
+
+        #[test]
+        fn arbitrary_corruptions_of_a_real_entry_never_panic(
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+            cut in any::<usize>(),
+        ) {
+            let mut b = sample();
+            for (at, v) in edits {
+                let n = b.len();
+                b[at % n] = v;
+            }
+            let n = b.len();
+            b.truncate(cut % (n + 1));
+            let _ = parse(&b);
+        }
+    }
+}

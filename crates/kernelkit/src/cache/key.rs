@@ -1,0 +1,130 @@
+//! Store keys: the name of an artifact in the store.
+//!
+//! A key is a 128-bit xxh3 hash over everything that changes the compiled
+//! binary and nothing else: kernelkit's artifact format version, the backend,
+//! the backend's artifact identity (compiler identity and version, flags,
+//! target architecture or CPU features), the generated function name and the
+//! full generated source, headers included. It is never computed over
+//! compiler output, so a process can find an artifact without compiling.
+//!
+//! The module key of the kernel cache (`{name}_{hash}_{options}`) is not
+//! used: its 64-bit source hash and short option hashes are fine for one
+//! process's memory, but a store shared by every process of a machine over
+//! months needs a key whose collisions can be ignored.
+
+use std::fmt;
+
+use xxhash_rust::xxh3::Xxh3;
+
+/// Version of the artifact file format and of the key derivation. Bump it
+/// whenever either changes: old entries then stop matching any key and age
+/// out of the store by least-recent use.
+pub const ARTIFACT_FORMAT_VERSION: u32 = 1;
+
+/// The 128-bit content key of one artifact.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StoreKey([u8; 16]);
+
+impl StoreKey {
+    /// The key of the artifact a backend builds from `source`.
+    ///
+    /// Each field is written with its length first, so no two different
+    /// field lists hash the same bytes.
+    pub fn derive(backend: &str, identity: &str, function: &str, source: &str) -> StoreKey {
+        let mut h = Xxh3::new();
+        h.update(b"kernelkit artifact\0");
+        h.update(&ARTIFACT_FORMAT_VERSION.to_le_bytes());
+        for field in [backend, identity, function, source] {
+            h.update(&(field.len() as u64).to_le_bytes());
+            h.update(field.as_bytes());
+        }
+        StoreKey(h.digest128().to_le_bytes())
+    }
+
+    /// A key from its raw bytes.
+    pub fn from_bytes(bytes: [u8; 16]) -> StoreKey {
+        StoreKey(bytes)
+    }
+
+    /// The raw bytes.
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    /// Parses exactly 32 lowercase hex digits (the form entry file names use);
+    /// anything else is `None`, so a file name that is not a key is never
+    /// mistaken for an entry.
+    pub fn from_hex(hex: &str) -> Option<StoreKey> {
+        let digits = hex.as_bytes();
+        if digits.len() != 32 {
+            return None;
+        }
+        let nibble = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        let mut out = [0u8; 16];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = nibble(digits[2 * i])? << 4 | nibble(digits[2 * i + 1])?;
+        }
+        Some(StoreKey(out))
+    }
+}
+
+/// 32 lowercase hex digits.
+impl fmt::Display for StoreKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in &self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for StoreKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StoreKey({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips_and_rejects_other_names() {
+        let key = StoreKey::derive("cpu", "g++ 13", "f", "src");
+        let hex = key.to_string();
+        assert_eq!(hex.len(), 32);
+        assert_eq!(StoreKey::from_hex(&hex), Some(key));
+        assert_eq!(StoreKey::from_hex(&hex.to_uppercase()), None);
+        assert_eq!(StoreKey::from_hex(&hex[1..]), None);
+        assert_eq!(StoreKey::from_hex("../../etc/passwd"), None);
+        assert_eq!(StoreKey::from_hex(&format!("{}g", &hex[1..])), None);
+    }
+
+    /// Keys name files that live across kernelkit versions: a change to the
+    /// derivation must come with a new `ARTIFACT_FORMAT_VERSION`, which is
+    /// what this pinned value is there to remind of.
+    #[test]
+    fn derivation_is_stable() {
+        let key = StoreKey::derive("cpu", "g++ 13", "f", "src");
+        assert_eq!(key.to_string(), "fcbbe20140c55802a49de6163d9ab126");
+    }
+
+    #[test]
+    fn every_field_changes_the_key() {
+        let base = StoreKey::derive("cpu", "g++ 13", "f", "src");
+        assert_ne!(base, StoreKey::derive("cuda", "g++ 13", "f", "src"));
+        assert_ne!(base, StoreKey::derive("cpu", "g++ 14", "f", "src"));
+        assert_ne!(base, StoreKey::derive("cpu", "g++ 13", "g", "src"));
+        assert_ne!(base, StoreKey::derive("cpu", "g++ 13", "f", "src "));
+        // Lengths are part of the hash: moving a byte between fields matters.
+        assert_ne!(
+            StoreKey::derive("cpu", "ab", "c", "s"),
+            StoreKey::derive("cpu", "a", "bc", "s")
+        );
+        assert_eq!(base, StoreKey::derive("cpu", "g++ 13", "f", "src"));
+    }
+}

@@ -1,0 +1,325 @@
+//! The store on its own, with made-up payloads (no compiler): every kind of
+//! corruption, trust, eviction, and the inspection API.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::time::{Duration, SystemTime};
+
+use super::*;
+use crate::cache::key::ARTIFACT_FORMAT_VERSION;
+
+fn new_store() -> (tempfile::TempDir, ArtifactStore) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = ArtifactStore::create(tmp.path().join("store")).unwrap();
+    (tmp, store)
+}
+
+fn key(n: u32) -> StoreKey {
+    StoreKey::derive("cpu", "test compiler", &format!("f{n}"), "source")
+}
+
+fn payload(n: u32) -> Vec<u8> {
+    format!("artifact number {n}").into_bytes()
+}
+
+fn put(store: &ArtifactStore, n: u32) {
+    store.put(&key(n), "kern", "cpu", &format!("f{n}"), &payload(n));
+}
+
+fn hit(store: &ArtifactStore, n: u32) -> bool {
+    match store.get(&key(n)) {
+        Lookup::Hit(bytes) => {
+            assert_eq!(bytes, payload(n), "a hit returns the payload it stored");
+            true
+        }
+        Lookup::Miss => false,
+    }
+}
+
+fn stats(store: &ArtifactStore) -> CacheStats {
+    let mut s = CacheStats::default();
+    store.add_stats(&mut s);
+    s
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+#[test]
+fn put_then_get_and_a_private_directory() {
+    let (_tmp, store) = new_store();
+    assert!(!hit(&store, 1));
+    put(&store, 1);
+    assert!(hit(&store, 1));
+    let s = stats(&store);
+    assert_eq!((s.disk_writes, s.disk_errors), (1, 0));
+    assert_eq!(
+        std::fs::metadata(store.dir()).unwrap().mode() & 0o777,
+        0o700
+    );
+    let file = store.entry_path(&key(1));
+    assert_eq!(std::fs::metadata(file).unwrap().mode() & 0o777, 0o600);
+    // The lifetime counters live in the store itself.
+    assert_eq!(store.stats().unwrap().lifetime.writes, 1);
+}
+
+/// Each corruption of an entry is a miss, counted as an error, and the
+/// entry is removed; writing it again repairs it.
+#[test]
+fn every_corruption_is_detected_and_repaired() {
+    type Corrupt = fn(&mut Vec<u8>);
+    let corruptions: [(&str, Corrupt); 7] = [
+        ("flipped payload byte", |b| {
+            let n = b.len();
+            b[n - 20] ^= 0x40
+        }),
+        ("flipped header byte", |b| b[20] ^= 0x01),
+        ("truncated", |b| b.truncate(b.len() / 2)),
+        ("empty", |b| b.clear()),
+        ("wrong magic", |b| b[..8].copy_from_slice(b"ELF\0\0\0\0\0")),
+        ("wrong version", |b| {
+            b[8..12].copy_from_slice(&(ARTIFACT_FORMAT_VERSION + 1).to_le_bytes())
+        }),
+        ("appended garbage", |b| b.extend_from_slice(b"xx")),
+    ];
+    let (_tmp, store) = new_store();
+    for (i, (what, corrupt)) in corruptions.iter().enumerate() {
+        let n = i as u32;
+        put(&store, n);
+        let path = store.entry_path(&key(n));
+        let mut bytes = std::fs::read(&path).unwrap();
+        corrupt(&mut bytes);
+        std::fs::write(&path, &bytes).unwrap();
+        let errors_before = stats(&store).disk_errors;
+        assert!(!hit(&store, n), "{what}: a corrupt entry was used");
+        assert_eq!(stats(&store).disk_errors, errors_before + 1, "{what}");
+        assert!(!path.exists(), "{what}: the bad entry is removed");
+        put(&store, n);
+        assert!(hit(&store, n), "{what}: the rewritten entry is used");
+    }
+}
+
+#[test]
+fn an_intact_entry_under_another_key_is_refused() {
+    let (_tmp, store) = new_store();
+    put(&store, 1);
+    std::fs::copy(store.entry_path(&key(1)), store.entry_path(&key(2))).unwrap();
+    assert!(!hit(&store, 2));
+    assert_eq!(stats(&store).disk_errors, 1);
+    assert!(hit(&store, 1), "the real entry of key 1 is untouched");
+}
+
+#[test]
+fn a_file_writable_by_others_is_refused_then_replaced() {
+    let (_tmp, store) = new_store();
+    put(&store, 1);
+    let path = store.entry_path(&key(1));
+    set_mode(&path, 0o602);
+    assert!(!hit(&store, 1));
+    assert_eq!(stats(&store).disk_errors, 1);
+    put(&store, 1);
+    assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+    assert!(hit(&store, 1));
+}
+
+#[test]
+fn a_directory_writable_by_others_is_refused() {
+    let (_tmp, store) = new_store();
+    put(&store, 1);
+    set_mode(store.dir(), 0o777);
+    assert!(
+        !hit(&store, 1),
+        "entries are not read from an open directory"
+    );
+    assert!(matches!(
+        ArtifactStore::open(store.dir()),
+        Err(StoreError::Untrusted { .. })
+    ));
+    assert!(matches!(
+        ArtifactStore::create(store.dir()),
+        Err(StoreError::Untrusted { .. })
+    ));
+}
+
+#[test]
+fn a_file_owned_by_another_user_is_refused() {
+    if !is_root() {
+        println!(
+            "skipped: changing a file's owner needs root (this test runs as uid {})",
+            rustix::process::geteuid().as_raw()
+        );
+        return;
+    }
+    let (_tmp, store) = new_store();
+    put(&store, 1);
+    let path = store.entry_path(&key(1));
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    assert!(!hit(&store, 1));
+    assert_eq!(stats(&store).disk_errors, 1);
+    put(&store, 1);
+    assert_eq!(std::fs::metadata(&path).unwrap().uid(), 0);
+    assert!(hit(&store, 1));
+
+    std::os::unix::fs::chown(store.dir(), Some(65534), None).unwrap();
+    assert!(!hit(&store, 1), "nor from a directory of another user");
+    assert!(matches!(
+        ArtifactStore::open(store.dir()),
+        Err(StoreError::Untrusted { .. })
+    ));
+}
+
+#[test]
+fn a_symbolic_link_is_not_followed() {
+    let (tmp, store) = new_store();
+    put(&store, 1);
+    let elsewhere = tmp.path().join("elsewhere.kka");
+    std::fs::rename(store.entry_path(&key(1)), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, store.entry_path(&key(1))).unwrap();
+    assert!(!hit(&store, 1));
+    assert_eq!(stats(&store).disk_errors, 1);
+    assert!(elsewhere.exists(), "the link's target is not touched");
+}
+
+#[test]
+fn an_unusable_directory_is_an_error_at_creation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    assert!(matches!(
+        ArtifactStore::create(file.join("store")),
+        Err(StoreError::Io { .. })
+    ));
+    if is_root() {
+        println!("skipped the read-only directory case: root may write to any directory");
+        return;
+    }
+    let ro = tmp.path().join("read-only");
+    std::fs::create_dir(&ro).unwrap();
+    set_mode(&ro, 0o500);
+    let r = ArtifactStore::create(&ro);
+    set_mode(&ro, 0o700);
+    assert!(matches!(r, Err(StoreError::Io { .. })), "{r:?}");
+}
+
+#[test]
+fn eviction_removes_the_least_recently_used_first() {
+    let (_tmp, store) = new_store();
+    let entry_size = {
+        put(&store, 0);
+        std::fs::metadata(store.entry_path(&key(0))).unwrap().len()
+    };
+    for n in 1..4 {
+        put(&store, n);
+    }
+    // Make the order of last use explicit: 0 oldest ... 3 newest.
+    let base = SystemTime::now() - Duration::from_secs(1000);
+    for n in 0..4u32 {
+        let f = File::options()
+            .write(true)
+            .open(store.entry_path(&key(n)))
+            .unwrap();
+        f.set_modified(base + Duration::from_secs(10 * n as u64))
+            .unwrap();
+    }
+    // A hit makes entry 0 the most recently used.
+    assert!(hit(&store, 0));
+    // Room for three entries: writing a fifth evicts the two least recent.
+    let store = store.with_max_bytes(3 * entry_size + entry_size / 2);
+    put(&store, 4);
+    let kept: Vec<u32> = (0..5)
+        .filter(|n| store.entry_path(&key(*n)).exists())
+        .collect();
+    assert_eq!(kept, vec![0, 3, 4]);
+    assert!(store.stats().unwrap().bytes <= store.max_bytes());
+}
+
+#[test]
+fn the_entry_just_written_survives_a_limit_smaller_than_itself() {
+    let (_tmp, store) = new_store();
+    let store = store.with_max_bytes(1);
+    put(&store, 1);
+    put(&store, 2);
+    assert!(!store.entry_path(&key(1)).exists());
+    assert!(hit(&store, 2));
+}
+
+#[test]
+fn stale_temporary_files_are_removed() {
+    let (_tmp, store) = new_store();
+    let stale = store.dir().join(format!(".{}.abc.tmp", key(9)));
+    let fresh = store.dir().join(format!(".{}.def.tmp", key(8)));
+    for p in [&stale, &fresh] {
+        std::fs::write(p, b"partial").unwrap();
+    }
+    File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(SystemTime::now() - 2 * STALE_TEMP_AGE)
+        .unwrap();
+    put(&store, 1);
+    assert!(!stale.exists());
+    assert!(fresh.exists(), "a writer may still be filling it");
+}
+
+#[test]
+fn list_verify_and_clear() {
+    let (_tmp, store) = new_store();
+    for n in 0..3 {
+        put(&store, n);
+    }
+    let foreign = store.dir().join("notes.txt");
+    std::fs::write(&foreign, b"not ours").unwrap();
+    let lock = store.dir().join(format!("{}.lock", key(7)));
+    std::fs::write(&lock, b"").unwrap();
+
+    let list = store.list().unwrap();
+    assert_eq!(list.len(), 3);
+    for e in &list {
+        let h = e.header.as_ref().unwrap();
+        assert_eq!((h.kernel.as_str(), h.backend.as_str()), ("kern", "cpu"));
+        assert_eq!(h.key, e.key);
+    }
+
+    let report = store.verify().unwrap();
+    assert_eq!((report.good, report.bad.len()), (3, 0));
+    let path = store.entry_path(&key(1));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let report = store.verify().unwrap();
+    assert_eq!(report.good, 2);
+    assert_eq!(report.bad.len(), 1);
+    assert_eq!(report.bad[0].key, key(1));
+    assert!(matches!(
+        report.bad[0].fault,
+        EntryFault::Malformed(EntryError::Checksum)
+    ));
+    assert!(path.exists(), "verify changes nothing");
+
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.entries, 3);
+    let cleared = store.clear().unwrap();
+    assert_eq!(cleared.entries, 3);
+    assert_eq!(cleared.bytes, stats.bytes);
+    assert_eq!(store.stats().unwrap().entries, 0);
+    assert_eq!(store.stats().unwrap().lifetime, Tally::default());
+    assert!(!lock.exists());
+    assert!(foreign.exists(), "clear leaves files it did not make");
+}
+
+#[test]
+fn open_does_not_create() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("none");
+    assert!(matches!(
+        ArtifactStore::open(&dir),
+        Err(StoreError::Missing { .. })
+    ));
+    assert!(!dir.exists());
+}

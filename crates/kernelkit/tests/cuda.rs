@@ -1,0 +1,500 @@
+//! Behaviour of the CUDA backend on a real GPU. Every test skips, with the
+//! reason printed, where `Device::cuda(0)` cannot be opened (no `cuda`
+//! feature, no driver, no GPU): CI runs them as skips, the GPU machine runs
+//! them for real (`scripts/gpu-remote.sh`).
+
+use std::sync::{Arc, Barrier};
+
+use kernelkit::{
+    bf16, f16, CallError, Complex32, DType, Device, DeviceKind, Element, Error, Kernel,
+};
+
+/// Each test gets its own device object (its own kernel cache), so cache
+/// counts are its own.
+fn gpu() -> Option<Device> {
+    match Device::new_cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            println!("skipped: {e}");
+            None
+        }
+    }
+}
+
+fn kernel(name: &str, inputs: &[&str], outputs: &[&str], body: &str) -> Kernel {
+    Kernel::builder(name)
+        .inputs(inputs.iter().copied())
+        .outputs(outputs.iter().copied())
+        .source(body)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn default_device_falls_back_to_the_cpu() {
+    let d = Device::default_device().expect("some device always opens");
+    match Device::cuda(0) {
+        Ok(_) => assert_eq!(d.kind(), DeviceKind::Cuda),
+        Err(e) => {
+            println!("no CUDA ({e}); the default device must be the CPU");
+            assert_eq!(d.kind(), DeviceKind::Cpu);
+        }
+    }
+}
+
+#[test]
+fn grid_not_a_multiple_of_the_block_is_guarded() {
+    let Some(dev) = gpu() else { return };
+    let s = dev.new_stream().unwrap();
+    let k = kernel(
+        "add_offset",
+        &["inp"],
+        &["out"],
+        "uint i = thread_position_in_grid.x; out[i] = inp[i] + OFFSET;",
+    );
+    let data: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let x = dev.array_from_slice(&data, [1024]).unwrap();
+    let out = k
+        .call([&x])
+        .template("OFFSET", 3)
+        .output([1024], DType::F32)
+        .init_value(-7.0)
+        .grid([1000, 1, 1])
+        .threadgroup([256, 1, 1])
+        .on(&s)
+        .launch()
+        .unwrap();
+    let host: Vec<f32> = out[0].to_vec().unwrap();
+    for (i, v) in host.iter().enumerate() {
+        let want = if i < 1000 { i as f32 + 3.0 } else { -7.0 };
+        assert_eq!(*v, want, "out[{i}]");
+    }
+}
+
+fn scaled<T: Element>(dev: &Device, data: &[T], dtype: DType, tail: f64) -> Vec<T> {
+    let k = kernel(
+        "twice",
+        &["inp"],
+        &["out"],
+        "uint i = thread_position_in_grid.x; out[i] = static_cast<T>(inp[i] + inp[i]);",
+    );
+    let n = data.len();
+    let x = dev.array_from_slice(data, [n]).unwrap();
+    let out = k
+        .call([&x])
+        .template("T", dtype)
+        .output([n as i64 + 5], dtype)
+        .init_value(tail)
+        .grid([n as u64, 1, 1])
+        .launch()
+        .unwrap();
+    out[0].to_vec().unwrap()
+}
+
+#[test]
+fn every_dtype_round_trips_and_fills() {
+    let Some(dev) = gpu() else { return };
+    macro_rules! check {
+        ($t:ty, $d:expr, $make:expr, $tail:expr, $tail_value:expr) => {{
+            let data: Vec<$t> = (0..40).map($make).collect();
+            let got = scaled(&dev, &data, $d, $tail);
+            let twice: Vec<$t> = data.iter().map(|v| *v + *v).collect();
+            assert_eq!(&got[..40], &twice[..], "{}", $d);
+            let tail: Vec<$t> = vec![$tail_value; 5];
+            assert_eq!(&got[40..], &tail[..], "{} tail (fill)", $d);
+        }};
+    }
+    check!(u8, DType::U8, |i: i32| i as u8, 3.0, 3u8);
+    check!(i8, DType::I8, |i: i32| i as i8 - 20, -3.0, -3i8);
+    check!(u16, DType::U16, |i: i32| i as u16, 3.0, 3u16);
+    check!(i16, DType::I16, |i: i32| i as i16 - 20, -3.0, -3i16);
+    check!(u32, DType::U32, |i: i32| i as u32, 3.0, 3u32);
+    check!(i32, DType::I32, |i: i32| i - 20, -3.0, -3i32);
+    check!(u64, DType::U64, |i: i32| i as u64, 3.0, 3u64);
+    check!(i64, DType::I64, |i: i32| i as i64 - 20, -3.0, -3i64);
+    check!(
+        f16,
+        DType::F16,
+        |i: i32| f16::from_f32(i as f32 * 0.5),
+        3.0,
+        f16::from_f32(3.0)
+    );
+    check!(
+        bf16,
+        DType::BF16,
+        |i: i32| bf16::from_f32(i as f32 * 0.5),
+        3.0,
+        bf16::from_f32(3.0)
+    );
+    check!(f32, DType::F32, |i: i32| i as f32 * 0.25, 3.0, 3.0f32);
+    check!(f64, DType::F64, |i: i32| i as f64 * 0.125, -2.5, -2.5f64);
+    check!(
+        Complex32,
+        DType::Complex64,
+        |i: i32| Complex32::new(i as f32, 1.0 - i as f32),
+        3.0,
+        Complex32::new(3.0, 0.0)
+    );
+}
+
+#[test]
+fn scalar_small_inputs_and_template_values() {
+    let Some(dev) = gpu() else { return };
+    let k = kernel(
+        "mix",
+        &["inp", "x", "bias"],
+        &["out"],
+        "uint i = thread_position_in_grid.x;\nout[i] = B ? inp[i] * x + bias[i % 4] + N : 0.0f;",
+    );
+    let data: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let inp = dev.array_from_slice(&data, [64]).unwrap();
+    let x = dev.array_from_slice(&[3.0f32], []).unwrap();
+    let bias = dev.array_from_slice(&[0.5f32, 1.5, 2.5, 3.5], [4]).unwrap();
+    let out = k
+        .call([&inp, &x, &bias])
+        .template("B", true)
+        .template("N", -10)
+        .output([64], DType::F32)
+        .grid([64, 1, 1])
+        .threadgroup([32, 1, 1])
+        .launch()
+        .unwrap();
+    let host: Vec<f32> = out[0].to_vec().unwrap();
+    for (i, v) in host.iter().enumerate() {
+        assert_eq!(*v, i as f32 * 3.0 + (i % 4) as f32 + 0.5 - 10.0, "out[{i}]");
+    }
+}
+
+#[test]
+fn strided_inputs_copied_or_indexed() {
+    let Some(dev) = gpu() else { return };
+    let data: Vec<i32> = (0..6 * 7).collect();
+    let a = dev.array_from_slice(&data, [6, 7]).unwrap();
+    let t = a.transpose(); // 7 x 6, strides (1, 7)
+    let want: Vec<i32> = t.to_vec().unwrap();
+
+    // ensure_row_contiguous: the backend's gather kernel makes a copy.
+    let copy = kernel(
+        "copy",
+        &["inp"],
+        &["out"],
+        "uint i = thread_position_in_grid.x; out[i] = inp[i];",
+    );
+    let out = copy
+        .call([&t])
+        .output([42], DType::I32)
+        .grid([42, 1, 1])
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<i32>().unwrap(), want);
+
+    // Without it the body indexes with the real shape and strides.
+    let indexed = Kernel::builder("indexed")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(concat!(
+            "uint i = thread_position_in_grid.x;\n",
+            "out[i] = inp[elem_to_loc(i, inp_shape, inp_strides, inp_ndim)];"
+        ))
+        .ensure_row_contiguous(false)
+        .build()
+        .unwrap();
+    let out = indexed
+        .call([&t])
+        .output([42], DType::I32)
+        .grid([42, 1, 1])
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<i32>().unwrap(), want);
+
+    // A broadcast view (stride 0) and a stepped slice.
+    let row = dev.array_from_slice(&[1i32, 2, 3], [3]).unwrap();
+    let b = row.broadcast_to(&[4, 3]).unwrap();
+    let out = copy
+        .call([&b])
+        .output([12], DType::I32)
+        .grid([12, 1, 1])
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<i32>().unwrap(), b.to_vec::<i32>().unwrap());
+    let s = a.slice(&[[1, 6, 2], [0, 7, 3]]).unwrap();
+    let n = s.size();
+    let out = copy
+        .call([&s])
+        .output([n as i64], DType::I32)
+        .grid([n as u64, 1, 1])
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<i32>().unwrap(), s.to_vec::<i32>().unwrap());
+}
+
+#[test]
+fn atomic_outputs_accumulate() {
+    let Some(dev) = gpu() else { return };
+    let k = Kernel::builder("histogram")
+        .inputs(["values"])
+        .outputs(["counts", "total"])
+        .source(concat!(
+            "uint i = thread_position_in_grid.x;\n",
+            "atomic_fetch_add_explicit(&counts[values[i] % 8], 1u, memory_order_relaxed);\n",
+            "atomic_fetch_add_explicit(&total[0], 0.5f, memory_order_relaxed);\n",
+            "atomic_fetch_max_explicit(&total[1], float(values[i]), memory_order_relaxed);"
+        ))
+        .atomic_outputs(true)
+        .build()
+        .unwrap();
+    let values: Vec<u32> = (0..10_000).map(|i| (i * 7919) % 1000).collect();
+    let v = dev.array_from_slice(&values, [values.len()]).unwrap();
+    let out = k
+        .call([&v])
+        .output([8], DType::U32)
+        .output([2], DType::F32)
+        .init_value(0.0)
+        .grid([values.len() as u64, 1, 1])
+        .threadgroup([128, 1, 1])
+        .launch()
+        .unwrap();
+    let counts: Vec<u32> = out[0].to_vec().unwrap();
+    let mut want = [0u32; 8];
+    for x in &values {
+        want[(*x % 8) as usize] += 1;
+    }
+    assert_eq!(counts, want);
+    let total: Vec<f32> = out[1].to_vec().unwrap();
+    assert_eq!(total, vec![5000.0, 999.0]);
+}
+
+#[test]
+fn threadgroup_reduction_with_barriers_and_simd() {
+    let Some(dev) = gpu() else { return };
+    let k = kernel(
+        "block_sum",
+        &["inp"],
+        &["out"],
+        concat!(
+            "threadgroup float partial[32];\n",
+            "uint gid = thread_position_in_grid.x;\n",
+            "float v = gid < threads_per_grid.x ? inp[gid] : 0.0f;\n",
+            "v = simd_sum(v);\n",
+            "if (thread_index_in_simdgroup == 0) partial[simdgroup_index_in_threadgroup] = v;\n",
+            "threadgroup_barrier(mem_flags::mem_threadgroup);\n",
+            "if (thread_index_in_threadgroup == 0) {\n",
+            "  float s = 0.0f;\n",
+            "  for (uint w = 0; w < simdgroups_per_threadgroup; ++w) s += partial[w];\n",
+            "  out[threadgroup_position_in_grid.x] = s;\n",
+            "}"
+        ),
+    );
+    let n = 1000usize; // not a multiple of the block: the body checks bounds
+    let data: Vec<f32> = (0..n).map(|i| (i % 10) as f32).collect();
+    let x = dev.array_from_slice(&data, [n]).unwrap();
+    let out = k
+        .call([&x])
+        .output([4], DType::F32)
+        .grid([n as u64, 1, 1])
+        .threadgroup([256, 1, 1])
+        .launch()
+        .unwrap();
+    let got: Vec<f32> = out[0].to_vec().unwrap();
+    let want: Vec<f32> = data.chunks(256).map(|c| c.iter().sum()).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn dynamic_shared_memory_is_set_per_launch() {
+    let Some(dev) = gpu() else { return };
+    let k = kernel(
+        "smem",
+        &["inp"],
+        &["out"],
+        concat!(
+            "extern __shared__ float kk_smem[];\n",
+            "uint t = threadIdx.x;\n",
+            "uint n = WORDS;\n",
+            "for (uint j = t; j < n; j += blockDim.x) kk_smem[j] = inp[0];\n",
+            "__syncthreads();\n",
+            "if (t == 0) { float s = 0; for (uint j = 0; j < n; ++j) s += kk_smem[j]; out[0] = s; }"
+        ),
+    );
+    let x = dev.array_from_slice(&[1.0f32; 8], [8]).unwrap();
+    let max = dev.limits().max_shared_bytes;
+    for bytes in [16u32 << 10, 64 << 10, (max as u32).min(200 << 10)] {
+        let words = (bytes / 4) as i32;
+        let out = k
+            .call([&x])
+            .template("WORDS", words)
+            .output([1], DType::F32)
+            .grid([128, 1, 1])
+            .threadgroup([128, 1, 1])
+            .shared_memory(bytes)
+            .launch()
+            .unwrap();
+        let got: Vec<f32> = out[0].to_vec().unwrap();
+        assert_eq!(got[0], words as f32, "{bytes} bytes");
+    }
+    let err = k
+        .call([&x])
+        .template("WORDS", 4)
+        .output([1], DType::F32)
+        .grid([1, 1, 1])
+        .shared_memory(max as u32 + 1)
+        .launch()
+        .unwrap_err();
+    assert!(matches!(err, Error::Call(CallError::Dims { .. })), "{err}");
+}
+
+#[test]
+fn compile_errors_name_the_body_line() {
+    let Some(dev) = gpu() else { return };
+    let k = kernel(
+        "broken",
+        &["inp"],
+        &["out"],
+        "uint i = thread_position_in_grid.x;\nout[i] = inp[i] + not_declared;",
+    );
+    let x = dev.array_from_slice(&[1.0f32; 8], [8]).unwrap();
+    let call = || {
+        k.call([&x])
+            .output([8], DType::F32)
+            .grid([8, 1, 1])
+            .on(dev.default_stream())
+            .launch()
+    };
+    let err = call().unwrap_err();
+    let Error::Compile(c) = &err else {
+        panic!("expected a compile error, got {err}")
+    };
+    let log = c.log().unwrap();
+    assert!(
+        log.contains("not_declared") && log.contains("[body line 2]"),
+        "{log}"
+    );
+    assert!(c.source_code().unwrap().contains("not_declared"));
+    // Not cached as a success: the next call compiles (and fails) again.
+    assert!(call().is_err());
+    assert_eq!(dev.cache_stats().compiles, 2);
+}
+
+#[test]
+fn arrays_of_another_device_are_refused() {
+    let Some(dev) = gpu() else { return };
+    let k = kernel("id", &["inp"], &["out"], "out[0] = inp[0];");
+    let cpu = Device::cpu().array_from_slice(&[1.0f32], [1]).unwrap();
+    let err = k
+        .call([&cpu])
+        .output([1], DType::F32)
+        .grid([1, 1, 1])
+        .on(dev.default_stream())
+        .launch()
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Call(CallError::WrongDevice { .. })),
+        "{err}"
+    );
+}
+
+#[test]
+fn many_threads_compile_each_kernel_once() {
+    let Some(dev) = gpu() else { return };
+    let threads = 8;
+    for _round in 0..3 {
+        let barrier = Arc::new(Barrier::new(threads));
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let (dev, barrier) = (dev.clone(), barrier.clone());
+                scope.spawn(move || {
+                    let s = dev.new_stream().unwrap();
+                    let k = kernel(
+                        "concurrent",
+                        &["inp"],
+                        &["out"],
+                        &format!("uint i = thread_position_in_grid.x; out[i] = inp[i] + {t}.0f;"),
+                    );
+                    let data: Vec<f32> = (0..4096).map(|i| i as f32).collect();
+                    let x = dev.array_from_slice(&data, [4096]).unwrap();
+                    barrier.wait();
+                    for _ in 0..20 {
+                        let out = k
+                            .call([&x])
+                            .output([4096], DType::F32)
+                            .grid([4096, 1, 1])
+                            .on(&s)
+                            .launch()
+                            .unwrap();
+                        let host: Vec<f32> = out[0].to_vec().unwrap();
+                        assert!(host
+                            .iter()
+                            .enumerate()
+                            .all(|(i, v)| *v == i as f32 + t as f32));
+                    }
+                });
+            }
+        });
+    }
+    let stats = dev.cache_stats();
+    assert_eq!(stats.compiles, threads as u64, "{}", stats.summary());
+    assert_eq!(dev.loaded_modules(), threads);
+}
+
+#[test]
+fn outputs_chain_across_streams() {
+    let Some(dev) = gpu() else { return };
+    let (s1, s2) = (dev.new_stream().unwrap(), dev.new_stream().unwrap());
+    let k = kernel(
+        "inc",
+        &["inp"],
+        &["out"],
+        "uint i = thread_position_in_grid.x; out[i] = inp[i] + 1.0f;",
+    );
+    let n = 1 << 20;
+    let mut x = dev.array_from_slice(&vec![0.0f32; n], [n]).unwrap();
+    for step in 0..50 {
+        let s = if step % 2 == 0 { &s1 } else { &s2 };
+        let next = k
+            .call([&x])
+            .output([n as i64], DType::F32)
+            .grid([n as u64, 1, 1])
+            .on(s)
+            .launch()
+            .unwrap()
+            .remove(0);
+        x = next;
+    }
+    let host: Vec<f32> = x.to_vec().unwrap();
+    assert!(host.iter().all(|v| *v == 50.0), "{:?}", &host[..4]);
+}
+
+#[test]
+fn metal_position_names_in_three_dimensions() {
+    let Some(dev) = gpu() else { return };
+    let k = kernel(
+        "pos3",
+        &["inp"],
+        &["out"],
+        concat!(
+            "uint3 p = thread_position_in_grid;\n",
+            "uint3 g = threads_per_grid;\n",
+            "uint i = (p.z * g.y + p.y) * g.x + p.x;\n",
+            "out[i] = inp[0] + float(threadgroup_position_in_grid.x * 1000 + thread_position_in_threadgroup.x);"
+        ),
+    );
+    let x = dev.array_from_slice(&[0.5f32; 8], [8]).unwrap();
+    let (gx, gy, gz) = (13usize, 5usize, 3usize);
+    let out = k
+        .call([&x])
+        .output([(gx * gy * gz) as i64], DType::F32)
+        .grid([gx as u64, gy as u64, gz as u64])
+        .threadgroup([4, 2, 2])
+        .launch()
+        .unwrap();
+    let host: Vec<f32> = out[0].to_vec().unwrap();
+    for z in 0..gz {
+        for y in 0..gy {
+            for xx in 0..gx {
+                let i = (z * gy + y) * gx + xx;
+                let want = 0.5 + ((xx / 4) * 1000 + xx % 4) as f32;
+                assert_eq!(host[i], want, "({xx}, {y}, {z})");
+            }
+        }
+    }
+}

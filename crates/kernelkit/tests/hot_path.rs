@@ -1,0 +1,76 @@
+//! Properties of the hot path that the seed's memo promises: a memo hit
+//! allocates nothing, and the public handles are `Send + Sync`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use kernelkit::{Array, DType, Device, Kernel, Launch, Stream};
+
+/// Counts allocations made by the current thread.
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator unchanged; the counter is a
+// thread-local `Cell` that never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(|c| c.get())
+}
+
+#[test]
+fn a_memo_hit_allocates_nothing() {
+    let device = Device::new_cpu();
+    let kernel = Kernel::builder("hit")
+        .inputs(["a", "s"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = a[i] * s + V;")
+        .build()
+        .unwrap();
+    let a = device.array_from_slice(&[1.0f32; 64], [64]).unwrap();
+    let s = device.array_from_slice(&[2.0f32], []).unwrap();
+    let variant = |k: &Kernel| {
+        k.call([&a, &s])
+            .template("V", 3)
+            .template("T", DType::F16)
+            .output([64], DType::F32)
+            .grid([64, 1, 1])
+            .variant_on(&device)
+            .unwrap()
+    };
+    let first = variant(&kernel); // miss: generates and memoizes
+    for _ in 0..3 {
+        let before = allocations();
+        let hit = variant(&kernel);
+        let after = allocations();
+        assert_eq!(after - before, 0, "a memo hit allocated");
+        assert!(std::sync::Arc::ptr_eq(&first, &hit));
+    }
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn check<T: Send + Sync + Clone>() {}
+    check::<Kernel>();
+    check::<Device>();
+    check::<Stream>();
+    check::<Array>();
+    fn check_launch<T: Send + Sync>() {}
+    check_launch::<Launch>();
+}

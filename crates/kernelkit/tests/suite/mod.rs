@@ -1,0 +1,508 @@
+//! The behavioural suite: written once, run against every backend present
+//! (see `behaviour.rs`, which instantiates it per backend). Each test takes
+//! a fresh device, so cache counters start at zero.
+
+#![allow(dead_code)]
+
+use std::sync::{Arc, Barrier};
+
+use kernelkit::{
+    bf16, f16, Array, CompileError, Complex32, DType, Device, Element, Error, Kernel,
+    MAX_CACHED_VARIANTS,
+};
+
+fn iota_f32(n: usize) -> Vec<f32> {
+    (0..n).map(|i| i as f32).collect()
+}
+
+/// `sizeof(V)` for a template value `V`: 4 for `int`, 1 for `bool`.
+fn sizeof_kernel() -> Kernel {
+    Kernel::builder("sizeof_v")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[i] + (int)sizeof(V);")
+        .build()
+        .unwrap()
+}
+
+fn run_sizeof(kernel: &Kernel, device: &Device, v: kernelkit::TemplateArg) -> (Vec<i32>, String) {
+    let x = device.array_from_slice(&[0i32; 8], [8]).unwrap();
+    let call = kernel
+        .call([&x])
+        .template("V", v)
+        .output([8], DType::I32)
+        .grid([8, 1, 1])
+        .threadgroup([8, 1, 1]);
+    let launch = call.prepare().unwrap();
+    let source = launch.variant().source().to_string();
+    (launch.run().unwrap()[0].to_vec().unwrap(), source)
+}
+
+/// The seed's int-vs-bool case: `1` and `true` print alike but are
+/// different variants with different sources and results.
+pub fn int_one_and_bool_true_are_different_variants(device: Device) {
+    let kernel = sizeof_kernel();
+    for _ in 0..3 {
+        let (int_out, int_src) = run_sizeof(&kernel, &device, 1.into());
+        let (bool_out, bool_src) = run_sizeof(&kernel, &device, true.into());
+        assert_eq!(int_out, vec![4; 8]);
+        assert_eq!(bool_out, vec![1; 8]);
+        assert_ne!(int_src, bool_src);
+    }
+    assert_eq!(kernel.memoized_variants(), 2);
+}
+
+/// Memoized name and source equal what a fresh kernel generates, over pass
+/// modes, input dtypes and template kinds, in two rounds.
+pub fn memoized_variant_equals_fresh_generation(device: Device) {
+    let spec = || {
+        Kernel::builder("memo_eq")
+            .inputs(["a", "b"])
+            .outputs(["out"])
+            .source("uint i = thread_position_in_grid.x; out[i] = (float)a[0] + (float)b_ndim;")
+            .build()
+            .unwrap()
+    };
+    let kernel = spec();
+    let shapes: [&[usize]; 3] = [&[], &[3], &[16]];
+    let dtypes = [DType::I32, DType::F32, DType::F16];
+    let templates: [kernelkit::TemplateArg; 4] =
+        [7.into(), false.into(), DType::F16.into(), (-2).into()];
+    for round in 0..2 {
+        for shape in shapes {
+            for dtype in dtypes {
+                for t in templates {
+                    let n: usize = shape.iter().product();
+                    let a = Array::zeros(&device, shape.iter().copied(), dtype).unwrap();
+                    let b = Array::zeros(&device, [n.max(1)], DType::I32).unwrap();
+                    let call = |k: &Kernel| {
+                        k.call([&a, &b])
+                            .template("T", t)
+                            .output([4], DType::F32)
+                            .grid([4, 1, 1])
+                            .variant_on(&device)
+                            .unwrap()
+                    };
+                    let memoized = call(&kernel);
+                    let fresh = call(&spec());
+                    assert_eq!(memoized.name(), fresh.name(), "round {round}");
+                    assert_eq!(memoized.source(), fresh.source(), "round {round}");
+                    assert_eq!(memoized.source_hash(), fresh.source_hash());
+                    if round == 1 {
+                        // The second round hits: same Arc as the first.
+                        assert!(Arc::ptr_eq(&memoized, &call(&kernel)));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(
+        kernel.memoized_variants(),
+        shapes.len() * dtypes.len() * templates.len()
+    );
+}
+
+/// 8 threads × 64 calls on clones of one kernel, alternating int and bool.
+pub fn clones_share_one_memo_across_threads(device: Device) {
+    let kernel = sizeof_kernel();
+    let barrier = Arc::new(Barrier::new(8));
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let (kernel, barrier, device) = (kernel.clone(), barrier.clone(), device.clone());
+            s.spawn(move || {
+                barrier.wait();
+                for call in 0..64 {
+                    let use_bool = (t + call) % 2 == 0;
+                    let v = if use_bool { true.into() } else { 1.into() };
+                    let (out, _) = run_sizeof(&kernel, &device, v);
+                    assert_eq!(out, vec![if use_bool { 1 } else { 4 }; 8]);
+                }
+            });
+        }
+    });
+    assert_eq!(kernel.memoized_variants(), 2);
+    assert_eq!(device.cache_stats().compiles, 2);
+}
+
+/// The bounded memo: 196 template values give correct results, at most 64
+/// sources stay alive, an evicted variant is rebuilt equal, and a launch
+/// prepared before its eviction still runs.
+pub fn bounded_memo_evicts_without_breaking_launches(device: Device) {
+    let kernel = Kernel::builder("bounded")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[i] + V;")
+        .build()
+        .unwrap();
+    let x = device.array_from_slice(&[10i32; 8], [8]).unwrap();
+    let call = |v: i32| {
+        kernel
+            .call([&x])
+            .template("V", v)
+            .output([8], DType::I32)
+            .grid([8, 1, 1])
+    };
+    let pending = call(0).prepare().unwrap();
+    let first_source = pending.variant().source().to_string();
+    let mut weak = Vec::new();
+    for v in 0..196 {
+        let launch = call(v).prepare().unwrap();
+        weak.push(Arc::downgrade(launch.variant().shared_source()));
+        assert_eq!(
+            launch.run().unwrap()[0].to_vec::<i32>().unwrap(),
+            vec![10 + v; 8]
+        );
+        assert!(kernel.memoized_variants() <= MAX_CACHED_VARIANTS);
+    }
+    let alive = weak.iter().filter(|w| w.upgrade().is_some()).count();
+    // The pending launch keeps variant 0 alive on top of the memo's 64.
+    assert!(alive <= MAX_CACHED_VARIANTS + 1, "{alive} sources alive");
+    // Variant 0 was evicted; building it again gives an equal source.
+    let again = call(0).prepare().unwrap();
+    assert!(!Arc::ptr_eq(again.variant(), pending.variant()));
+    assert_eq!(again.variant().source(), first_source);
+    // The launch prepared before the eviction still runs correctly.
+    assert_eq!(
+        pending.run().unwrap()[0].to_vec::<i32>().unwrap(),
+        vec![10; 8]
+    );
+}
+
+/// The seed's reproduction: 16 threads at a barrier, each its own kernel,
+/// 20 rounds; results equal the index; one compile per distinct kernel.
+pub fn concurrent_distinct_kernels(device: Device) {
+    let threads = 16;
+    for round in 0..20 {
+        let barrier = Arc::new(Barrier::new(threads));
+        std::thread::scope(|s| {
+            for index in 0..threads {
+                let (barrier, device) = (barrier.clone(), device.clone());
+                s.spawn(move || {
+                    let stream = device.new_stream().unwrap();
+                    let value = Array::zeros(&device, [1], DType::F32).unwrap();
+                    let kernel = Kernel::builder("concurrent_kernel")
+                        .inputs(["inp"])
+                        .outputs(["out"])
+                        .source(format!(
+                            "uint i = thread_position_in_grid.x; out[i] = inp[i] + {index}.0f;"
+                        ))
+                        .build()
+                        .unwrap();
+                    barrier.wait();
+                    let out = kernel
+                        .call([&value])
+                        .output([1], DType::F32)
+                        .grid([1, 1, 1])
+                        .threadgroup([1, 1, 1])
+                        .on(&stream)
+                        .launch()
+                        .unwrap();
+                    assert_eq!(
+                        out[0].to_vec::<f32>().unwrap(),
+                        vec![index as f32],
+                        "round {round}"
+                    );
+                });
+            }
+        });
+    }
+    let stats = device.cache_stats();
+    assert_eq!(stats.compiles, threads as u64);
+    assert_eq!(stats.hits + stats.misses, 20 * threads as u64);
+}
+
+/// 32 threads at a barrier ask for one new kernel: exactly one compile.
+pub fn single_flight_compiles_once(device: Device) {
+    let kernel = Kernel::builder("herd")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[i] * 3.0f;")
+        .build()
+        .unwrap();
+    let x = device.array_from_slice(&iota_f32(64), [64]).unwrap();
+    let barrier = Arc::new(Barrier::new(32));
+    std::thread::scope(|s| {
+        for _ in 0..32 {
+            let (kernel, barrier, x) = (kernel.clone(), barrier.clone(), x.clone());
+            s.spawn(move || {
+                barrier.wait();
+                let out = kernel
+                    .call([&x])
+                    .output([64], DType::F32)
+                    .grid([64, 1, 1])
+                    .launch()
+                    .unwrap();
+                let expected: Vec<f32> = iota_f32(64).iter().map(|v| v * 3.0).collect();
+                assert_eq!(out[0].to_vec::<f32>().unwrap(), expected);
+            });
+        }
+    });
+    assert_eq!(device.cache_stats().compiles, 1);
+    assert_eq!(device.cache_stats().failures, 0);
+}
+
+/// A compile error is typed, carries the log with the line in the body, is
+/// not cached, and leaves other kernels alone.
+pub fn compile_errors_are_reported_and_not_cached(device: Device) {
+    let bad = Kernel::builder("broken")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x;\nout[i] = inp[i] +* 2;\n")
+        .build()
+        .unwrap();
+    let good = Kernel::builder("fine")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[i] + 1.0f;")
+        .build()
+        .unwrap();
+    let x = device.array_from_slice(&iota_f32(4), [4]).unwrap();
+    let call_bad = || {
+        bad.call([&x])
+            .output([4], DType::F32)
+            .grid([4, 1, 1])
+            .launch()
+    };
+    for attempt in 1..=2u64 {
+        match call_bad() {
+            Err(Error::Compile(e @ CompileError::Rejected { .. })) => {
+                let log = e.log().unwrap();
+                assert!(log.contains("body line 2"), "log: {log}");
+                assert!(e.to_string().contains("broken"));
+                assert!(e.source_code().unwrap().contains("+* 2"));
+            }
+            other => panic!("expected a compile error, got {other:?}"),
+        }
+        let stats = device.cache_stats();
+        assert_eq!(stats.compiles, attempt, "a failure must not be cached");
+        assert_eq!(stats.failures, attempt);
+    }
+    let out = good
+        .call([&x])
+        .output([4], DType::F32)
+        .grid([4, 1, 1])
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+}
+
+fn strided_kernel(ensure_row_contiguous: bool) -> Kernel {
+    Kernel::builder("strided_copy")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(
+            "uint i = thread_position_in_grid.x;\n\
+             int64_t loc = elem_to_loc((int64_t)i, inp_shape, inp_strides, inp_ndim);\n\
+             out[i] = inp[loc];",
+        )
+        .ensure_row_contiguous(ensure_row_contiguous)
+        .build()
+        .unwrap()
+}
+
+/// Views reach the kernel as real strides when `ensure_row_contiguous` is
+/// false, and as contiguous copies when it is true; either way the body
+/// (which uses `_shape`/`_strides`/`_ndim`) reads the view's elements.
+pub fn strided_views_with_and_without_row_contiguous(device: Device) {
+    let data: Vec<i32> = (0..24).collect();
+    let base = device.array_from_slice(&data, [4, 6]).unwrap();
+    let views = [
+        base.transpose(),
+        base.slice(&[[1, 4, 2], [0, 6, 3]]).unwrap(),
+        device
+            .array_from_slice(&data[..6], [1, 6])
+            .unwrap()
+            .broadcast_to(&[3, 6])
+            .unwrap(),
+    ];
+    for contiguous in [true, false] {
+        let kernel = strided_kernel(contiguous);
+        for view in &views {
+            let expected: Vec<i32> = view.to_vec().unwrap();
+            let n = expected.len();
+            let out = kernel
+                .call([view])
+                .output([n as i64], DType::I32)
+                .grid([n as u64, 1, 1])
+                .launch()
+                .unwrap();
+            assert_eq!(
+                out[0].to_vec::<i32>().unwrap(),
+                expected,
+                "contiguous={contiguous}"
+            );
+        }
+    }
+}
+
+/// `init_value` fills outputs before an atomic reduction.
+pub fn init_value_with_atomic_outputs(device: Device) {
+    let kernel = Kernel::builder("atomic_sum")
+        .inputs(["inp"])
+        .outputs(["total", "count"])
+        .source(
+            "uint i = thread_position_in_grid.x;\n\
+             atomic_fetch_add_explicit(&total[0], inp[i], memory_order_relaxed);\n\
+             atomic_fetch_add_explicit(&count[0], 1, memory_order_relaxed);",
+        )
+        .atomic_outputs(true)
+        .build()
+        .unwrap();
+    let x = device.array_from_slice(&iota_f32(1000), [1000]).unwrap();
+    let out = kernel
+        .call([&x])
+        .output([1], DType::F32)
+        .output([1], DType::I32)
+        .grid([1000, 1, 1])
+        .threadgroup([128, 1, 1])
+        .init_value(5.0)
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![5.0 + 499500.0]);
+    assert_eq!(out[1].to_vec::<i32>().unwrap(), vec![5 + 1000]);
+}
+
+/// 0-d inputs are passed by value; small inputs through constant memory.
+pub fn scalar_and_small_inputs(device: Device) {
+    let kernel = Kernel::builder("axpy")
+        .inputs(["x", "a", "b"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = a * x[i] + b[i % 3];")
+        .build()
+        .unwrap();
+    let x = device.array_from_slice(&iota_f32(10), [10]).unwrap();
+    let a = device.array_from_slice(&[2.0f32], []).unwrap();
+    let b = device.array_from_slice(&[0.5f32, 1.5, 2.5], [3]).unwrap();
+    let out = kernel
+        .call([&x, &a, &b])
+        .output([10], DType::F32)
+        .grid([10, 1, 1])
+        .launch()
+        .unwrap();
+    let expected: Vec<f32> = (0..10)
+        .map(|i| 2.0 * i as f32 + [0.5, 1.5, 2.5][i % 3])
+        .collect();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), expected);
+    assert!(out[0].to_vec::<f32>().is_ok());
+}
+
+fn roundtrip<T: Element + PartialEq + std::fmt::Debug>(
+    device: &Device,
+    kernel: &Kernel,
+    data: &[T],
+    expected: &[T],
+) {
+    let x = device.array_from_slice(data, [data.len()]).unwrap();
+    let out = kernel
+        .call([&x])
+        .template("T", T::DTYPE)
+        .output([data.len() as i64], T::DTYPE)
+        .grid([data.len() as u64, 1, 1])
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<T>().unwrap(), expected, "{}", T::DTYPE);
+}
+
+/// Every dtype the backend supports goes in and out of a kernel intact, and
+/// arithmetic on it works through the prelude's types.
+pub fn every_dtype(device: Device) {
+    let double = Kernel::builder("twice")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = static_cast<T>(inp[i] + inp[i]);")
+        .build()
+        .unwrap();
+    let copy = Kernel::builder("copy")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[i];")
+        .build()
+        .unwrap();
+    for dtype in DType::ALL {
+        if !device.supports(dtype) {
+            println!(
+                "{}: skipping {dtype}, which it does not support",
+                device.label()
+            );
+        }
+    }
+    let bools = [true, false, true, true, false, false, true, false, true];
+    roundtrip(&device, &copy, &bools, &bools);
+    macro_rules! ints {
+        ($($t:ty),*) => {$(
+            let v: Vec<$t> = (0..9).map(|i| i as $t).collect();
+            let twice: Vec<$t> = v.iter().map(|x| x.wrapping_add(*x)).collect();
+            roundtrip(&device, &double, &v, &twice);
+        )*};
+    }
+    ints!(u8, u16, u32, u64, i8, i16, i32, i64);
+    let f: Vec<f32> = (0..9).map(|i| i as f32 * 0.5 - 1.0).collect();
+    roundtrip(
+        &device,
+        &double,
+        &f,
+        &f.iter().map(|x| x * 2.0).collect::<Vec<_>>(),
+    );
+    let d: Vec<f64> = (0..9).map(|i| i as f64 * 0.25).collect();
+    roundtrip(
+        &device,
+        &double,
+        &d,
+        &d.iter().map(|x| x * 2.0).collect::<Vec<_>>(),
+    );
+    let h: Vec<f16> = f.iter().map(|&x| f16::from_f32(x)).collect();
+    roundtrip(
+        &device,
+        &double,
+        &h,
+        &f.iter()
+            .map(|&x| f16::from_f32(x * 2.0))
+            .collect::<Vec<_>>(),
+    );
+    let b: Vec<bf16> = f.iter().map(|&x| bf16::from_f32(x)).collect();
+    roundtrip(
+        &device,
+        &double,
+        &b,
+        &f.iter()
+            .map(|&x| bf16::from_f32(x * 2.0))
+            .collect::<Vec<_>>(),
+    );
+    let c: Vec<Complex32> = (0..9)
+        .map(|i| Complex32::new(i as f32, -(i as f32)))
+        .collect();
+    roundtrip(
+        &device,
+        &double,
+        &c,
+        &c.iter().map(|x| x + x).collect::<Vec<_>>(),
+    );
+}
+
+/// Multi-dimensional grids and threadgroups that do not divide the grid:
+/// every thread of the grid runs exactly once, and none outside it.
+pub fn uneven_3d_grid_runs_each_thread_once(device: Device) {
+    let kernel = Kernel::builder("grid3d")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(
+            "uint3 p = thread_position_in_grid; uint3 n = threads_per_grid;\n\
+             uint i = (p.z * n.y + p.y) * n.x + p.x;\n\
+             out[i] = inp[0] + (float)i;",
+        )
+        .build()
+        .unwrap();
+    let one = device.array_from_slice(&[1.0f32], [1]).unwrap();
+    let (x, y, z) = (13u64, 7u64, 3u64);
+    let n = (x * y * z) as usize;
+    let out = kernel
+        .call([&one])
+        .output([n as i64], DType::F32)
+        .grid([x, y, z])
+        .threadgroup([4, 4, 2])
+        .init_value(-1.0)
+        .launch()
+        .unwrap();
+    let expected: Vec<f32> = (0..n).map(|i| 1.0 + i as f32).collect();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), expected);
+}

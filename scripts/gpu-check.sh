@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds, here, everything the GPU machine runs for the CUDA backend, and
+# puts it in /work/main/.gpu/ (the device tool sends /work/main's working
+# tree; .gpu/ is ignored through .git/info/exclude and travels with
+# `carry: [".gpu"]`):
+#   kernelkit          the CLI, with the cuda feature (demo, bench)
+#   cuda_perf          the example that measures the three ratios of issue 4
+#   cuda-tests         tests/cuda.rs (the GPU behavioural suite)
+#   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
+#   gpu-remote.sh, gpu_baselines.py   what runs there
+# Binaries are stripped of debug info to stay well under the 64 MiB limit.
+# Then it prints the one `run` call to make.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEST=${KK_GPU_DIR:-/work/main/.gpu}
+MAIN=$(dirname "$DEST")
+
+cargo build --release -p kernelkit-cli --features cuda
+cargo build --release -p kernelkit --features cuda --example cuda_perf
+tests_json=$(cargo test --release -p kernelkit --features cuda --no-run \
+  --message-format=json 2>/dev/null)
+exe() { # $1: target kind, $2: target name
+  jq -r --arg k "$1" --arg n "$2" \
+    'select(.reason=="compiler-artifact" and .target.name==$n
+            and (.target.kind|index($k)) and .profile.test and .executable)
+     | .executable' <<<"$tests_json" | tail -n1
+}
+cuda_tests=$(exe test cuda)
+lib_tests=$(exe lib kernelkit)
+[ -x "$cuda_tests" ] && [ -x "$lib_tests" ] || { echo "test executables not found" >&2; exit 1; }
+
+mkdir -p "$DEST"
+exclude=$(git -C "$MAIN" rev-parse --git-path info/exclude)
+case "$exclude" in /*) ;; *) exclude="$MAIN/$exclude" ;; esac
+grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
+rm -f "$DEST"/*
+strip --strip-debug -o "$DEST/kernelkit" target/release/kernelkit
+strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
+strip --strip-debug -o "$DEST/cuda-tests" "$cuda_tests"
+strip --strip-debug -o "$DEST/kernelkit-lib-tests" "$lib_tests"
+cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
+du -sh "$DEST"
+echo
+echo 'run(command="bash .gpu/gpu-remote.sh", carry=[".gpu"], timeout_s=600)'
