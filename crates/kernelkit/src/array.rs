@@ -118,7 +118,23 @@ impl Array {
     ) -> Result<Array> {
         let shape: Shape = shape.into_iter().collect();
         let n = checked_size(&shape, dtype).ok_or_else(|| ArrayError::Overflow(shape.to_vec()))?;
-        Array::from_bytes(device, &vec![0u8; n * dtype.size()], shape, dtype)
+        device.check_dtype(dtype)?;
+        // Allocate on the device directly: a host vector of zeros first would
+        // abort the process when the size is more than memory can hold.
+        // The fill is ordered on the default stream, which is therefore the
+        // array's producer: work on other streams waits for it.
+        let backend = device.backend();
+        let stream = device.default_stream();
+        let buffer = backend.alloc(n * dtype.size(), stream.handle())?;
+        let zero = [0u8; 16];
+        backend.fill(&buffer, &zero[..dtype.size()], stream.handle())?;
+        Ok(Array::contiguous(
+            device.clone(),
+            Arc::new(buffer),
+            shape,
+            dtype,
+            Some(stream.clone()),
+        ))
     }
 
     pub(crate) fn contiguous(
@@ -279,6 +295,9 @@ impl Array {
                 .into());
             };
         }
+        if checked_size(shape, self.dtype).is_none() {
+            return Err(ArrayError::Overflow(shape.to_vec()).into());
+        }
         let mut out = self.clone();
         out.shape = shape.iter().copied().collect();
         out.strides = strides;
@@ -324,7 +343,12 @@ impl Array {
         if self.is_row_contiguous() {
             return Ok(raw[(self.offset - lo as usize) * size..][..n * size].to_vec());
         }
-        let mut out = Vec::with_capacity(n * size);
+        // A broadcast view can name far more elements than its buffer holds:
+        // refuse a read-back that memory cannot hold instead of aborting.
+        let mut out = Vec::new();
+        if out.try_reserve_exact(n * size).is_err() {
+            return Err(ArrayError::Overflow(self.shape.to_vec()).into());
+        }
         let mut index = vec![0usize; self.ndim()];
         for _ in 0..n {
             let pos: isize = index

@@ -118,6 +118,18 @@ pub enum CallError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// An input's layout cannot be passed to the kernel as declared.
+    #[error("kernel `{kernel}`: input `{input}` has shape {shape:?}: {reason}")]
+    InputShape {
+        /// The kernel's name.
+        kernel: String,
+        /// The input's name.
+        input: String,
+        /// The input's shape.
+        shape: Vec<usize>,
+        /// What does not fit.
+        reason: &'static str,
+    },
     /// A template argument name is invalid or collides.
     #[error("kernel `{kernel}`: template argument `{name}` {reason}")]
     TemplateName {
@@ -193,6 +205,21 @@ pub enum CallError {
         dtype: DType,
         /// The value given.
         value: f64,
+    },
+    /// An output's memory could not be allocated (its shape asks for more
+    /// than the device can hold).
+    #[error("kernel `{kernel}`: cannot allocate output `{output}` ({bytes} bytes) on {device}: {reason}")]
+    OutputAlloc {
+        /// The kernel's name.
+        kernel: String,
+        /// The output's name.
+        output: String,
+        /// The bytes asked for.
+        bytes: usize,
+        /// The device label.
+        device: String,
+        /// The device's error.
+        reason: String,
     },
     /// No grid was given.
     #[error("kernel `{kernel}`: the call has no grid; set one with `.grid([x, y, z])`")]

@@ -9,6 +9,14 @@
 //! cache slot holds across its compile so that other *processes* wait for
 //! it. It is taken with no in-process lock held, one key at a time, and its
 //! wait is bounded, so it cannot deadlock.
+//!
+//! The loom models (`loom_*` tests in `kernel::memo` and
+//! `cache::kernel_cache`, run by `scripts/test.sh`) check the variant memo
+//! and the kernel cache's single-flight protocol with these primitives.
+//! Under `loom` the stats counters become one loom atomic each; immutable
+//! payloads (variants, modules) stay in `std` `Arc`s, and
+//! `Variant::function` stays a `std` `OnceLock`: set once after a module is
+//! loaded, it is not on the paths the models exercise.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -85,4 +93,20 @@ impl<T> Snapshot<T> {
             *self.cell.write().unwrap() = value;
         }
     }
+}
+
+/// Runs a loom model. Models of two threads explore every schedule
+/// (`bound: None`); models of three threads bound the forced thread
+/// switches per schedule (loom's advice), since their full space takes
+/// far longer than CI can give. `LOOM_MAX_PREEMPTIONS` overrides both.
+#[cfg(all(test, loom))]
+pub(crate) fn model<F>(bound: Option<usize>, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = bound;
+    }
+    builder.check(f);
 }

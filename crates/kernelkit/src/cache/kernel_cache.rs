@@ -85,7 +85,7 @@ pub(crate) enum Outcome {
 
 /// See the module documentation.
 pub(crate) struct KernelCache {
-    shards: Vec<RwLock<FxHashMap<Arc<str>, Arc<Slot>>>>,
+    shards: Vec<RwLock<FxHashMap<Box<str>, Arc<Slot>>>>,
     pub(crate) hits: Counter,
     pub(crate) misses: Counter,
     pub(crate) compiles: Counter,
@@ -112,7 +112,7 @@ impl Default for KernelCache {
 }
 
 impl KernelCache {
-    fn shard(&self, key: &str) -> &RwLock<FxHashMap<Arc<str>, Arc<Slot>>> {
+    fn shard(&self, key: &str) -> &RwLock<FxHashMap<Box<str>, Arc<Slot>>> {
         &self.shards[(rustc_hash::FxBuildHasher.hash_one(key) as usize) % SHARDS]
     }
 
@@ -276,5 +276,140 @@ mod tests {
         let (r, outcome) = cache.module("p", || Ok(module(2)));
         assert!(r.is_ok());
         assert_eq!(outcome, Outcome::Built);
+    }
+}
+
+/// Model-checked with `loom` (`RUSTFLAGS="--cfg loom" cargo test --lib loom_`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::sync::model;
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use loom::thread;
+
+    fn module(n: usize) -> Module {
+        std::sync::Arc::new(n)
+    }
+
+    fn value(m: &Module) -> usize {
+        *m.downcast_ref::<usize>().unwrap()
+    }
+
+    fn failure() -> CompileError {
+        CompileError::Compiler {
+            kernel: "k".into(),
+            compiler: "cc".into(),
+            reason: "rejected".into(),
+        }
+    }
+
+    /// Three threads ask for one new key: one build, one module for all.
+    /// (Three threads: at most 5 forced switches per schedule, ~3 s; the
+    /// unbounded space runs for many minutes.)
+    #[test]
+    fn loom_single_flight() {
+        model(Some(5), || {
+            let cache = Arc::new(KernelCache::default());
+            let builds = Arc::new(AtomicUsize::new(0));
+            let ask = |cache: &KernelCache, builds: &AtomicUsize| {
+                cache
+                    .module("k", || {
+                        builds.fetch_add(1, Ordering::SeqCst);
+                        Ok(module(7))
+                    })
+                    .0
+                    .unwrap()
+            };
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let (cache, builds) = (cache.clone(), builds.clone());
+                    thread::spawn(move || ask(&cache, &builds))
+                })
+                .collect();
+            let mine = ask(&cache, &builds);
+            for t in threads {
+                let theirs = t.join().unwrap();
+                assert!(std::sync::Arc::ptr_eq(&mine, &theirs));
+            }
+            assert_eq!(value(&mine), 7);
+            assert_eq!(builds.load(Ordering::SeqCst), 1);
+            assert_eq!(cache.len(), 1);
+        });
+    }
+
+    /// Two threads ask for a key whose build fails: both get the error, the
+    /// slot is gone afterwards, and the next call builds again.
+    #[test]
+    fn loom_failure_reaches_every_waiter_and_is_not_cached() {
+        model(None, || {
+            let cache = Arc::new(KernelCache::default());
+            let builds = Arc::new(AtomicUsize::new(0));
+            let ask = |cache: &KernelCache, builds: &AtomicUsize| {
+                cache
+                    .module("k", || {
+                        builds.fetch_add(1, Ordering::SeqCst);
+                        Err(failure())
+                    })
+                    .0
+            };
+            let t = {
+                let (cache, builds) = (cache.clone(), builds.clone());
+                thread::spawn(move || ask(&cache, &builds))
+            };
+            let mine = ask(&cache, &builds);
+            let theirs = t.join().unwrap();
+            assert!(matches!(mine, Err(CompileError::Compiler { .. })));
+            assert!(matches!(theirs, Err(CompileError::Compiler { .. })));
+            // One build shared, or a second build by a thread that came
+            // after the first failure was delivered: never zero, never more.
+            let n = builds.load(Ordering::SeqCst);
+            assert!(n == 1 || n == 2, "{n} builds");
+            assert_eq!(cache.failures.get(), n as u64);
+            assert_eq!(cache.len(), 0, "a failed slot is removed");
+
+            let (again, outcome) = cache.module("k", || Ok(module(1)));
+            assert_eq!(value(&again.unwrap()), 1);
+            assert_eq!(outcome, Outcome::Built);
+        });
+    }
+
+    /// A key that is ready is a hit even while another key of the same shard
+    /// is being built: the build holds no lock that the hit needs. (If it
+    /// did, the build below, which waits for the hit, would deadlock, and
+    /// loom reports a deadlock as a failure.)
+    #[test]
+    fn loom_a_hit_never_waits_for_another_keys_build() {
+        model(None, || {
+            let cache = Arc::new(KernelCache::default());
+            let building = "building";
+            let ready = (0..)
+                .map(|i| format!("ready{i}"))
+                .find(|k| std::ptr::eq(cache.shard(k), cache.shard(building)))
+                .unwrap();
+            let _ = cache.module(&ready, || Ok(module(2)));
+
+            let gate = Arc::new((Mutex::new(false), Condvar::new()));
+            let t = {
+                let (cache, gate) = (cache.clone(), gate.clone());
+                thread::spawn(move || {
+                    cache
+                        .module(building, || {
+                            let mut open = lock(&gate.0);
+                            while !*open {
+                                open = gate.1.wait(open).unwrap();
+                            }
+                            Ok(module(1))
+                        })
+                        .0
+                        .unwrap()
+                })
+            };
+            let (hit, outcome) = cache.module(&ready, || unreachable!("ready is built"));
+            assert_eq!(outcome, Outcome::Hit);
+            assert_eq!(value(&hit.unwrap()), 2);
+            *lock(&gate.0) = true;
+            gate.1.notify_all();
+            assert_eq!(value(&t.join().unwrap()), 1);
+        });
     }
 }

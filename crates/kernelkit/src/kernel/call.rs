@@ -339,6 +339,27 @@ impl<'a> Call<'a> {
                 .into());
             }
         }
+        let spec = self.spec();
+        for ((array, name), info) in self
+            .inputs
+            .iter()
+            .zip(&spec.input_names)
+            .zip(&spec.shape_infos)
+        {
+            // `NAME_shape` is an array of 32-bit ints, as in MLX: a larger
+            // extent (a broadcast view can have one) would reach the body
+            // wrapped around.
+            if info.shape && array.shape().iter().any(|&d| d > i32::MAX as usize) {
+                return Err(CallError::InputShape {
+                    kernel: self.err_kernel(),
+                    input: name.clone(),
+                    shape: array.shape().to_vec(),
+                    reason: "the body reads its `_shape`, whose extents are 32-bit ints \
+                             (at most 2147483647)",
+                }
+                .into());
+            }
+        }
         let mut out_shapes: SmallVec<[(Shape, DType); 4]> = SmallVec::new();
         for ((shape, dtype), name) in self.outputs.iter().zip(&self.spec().output_names) {
             out_shapes.push((self.check_output(name, shape, *dtype)?, *dtype));
@@ -361,7 +382,11 @@ impl<'a> Call<'a> {
                 what: "shared memory",
                 dims: [self.shared_mem_bytes as u64, 0, 0],
                 device: device.label().to_string(),
-                reason: format!("at most {} bytes per threadgroup", limits.max_shared_bytes),
+                reason: if limits.max_shared_bytes == 0 {
+                    "this device has no dynamic shared memory".to_string()
+                } else {
+                    format!("at most {} bytes per threadgroup", limits.max_shared_bytes)
+                },
             }
             .into());
         }
@@ -703,9 +728,18 @@ fn execute(job: Job<'_>, raw: Option<(u32, &mut std::time::Duration)>) -> Result
         &replaced
     };
     let mut outputs: Vec<Array> = Vec::with_capacity(out_shapes.len());
-    for (shape, dtype) in out_shapes {
+    for ((shape, dtype), name) in out_shapes.iter().zip(&spec.output_names) {
         let n: usize = shape.iter().product();
-        let buffer = backend.alloc(n * dtype.size(), handle)?;
+        let bytes = n * dtype.size();
+        let buffer = backend
+            .alloc(bytes, handle)
+            .map_err(|e| CallError::OutputAlloc {
+                kernel: spec.name.clone(),
+                output: name.clone(),
+                bytes,
+                device: device.label().to_string(),
+                reason: e.to_string(),
+            })?;
         if let Some(v) = init_value {
             let pattern = init_pattern(v, *dtype).expect("checked when prepared");
             backend.fill(&buffer, &pattern, handle)?;

@@ -14,7 +14,9 @@ use rustc_hash::FxHashMap;
 
 use crate::error::Result;
 use crate::kernel::variant::Variant;
-use crate::sync::{lock, Arc, Mutex, Snapshot};
+use std::sync::Arc;
+
+use crate::sync::{self, lock, Mutex, Snapshot};
 
 /// How many variants one kernel keeps memoized. When a new variant finds the
 /// memo full, the memo is cleared whole: the simplest bound, and no worse
@@ -22,6 +24,10 @@ use crate::sync::{lock, Arc, Mutex, Snapshot};
 /// already prepared own their variant and are unaffected by a clear.
 pub const MAX_CACHED_VARIANTS: usize = 64;
 
+/// Variants are immutable once built, so the map holds them in plain
+/// `std` `Arc`s even under `loom`: what the models check is the protocol
+/// around the map (the snapshot and the writer lock), which uses the
+/// swappable primitives of [`crate::sync`].
 type Map = FxHashMap<Box<[u8]>, Arc<Variant>>;
 
 /// See the module documentation.
@@ -74,7 +80,7 @@ impl VariantMemo {
             (*current).clone()
         };
         next.insert(key.into(), variant.clone());
-        self.map.store(Arc::new(next));
+        self.map.store(sync::Arc::new(next));
         variant
     }
 
@@ -86,7 +92,7 @@ impl VariantMemo {
     /// Drops every memoized variant.
     pub(crate) fn clear(&self) {
         let _writer = lock(&self.writer);
-        self.map.store(Arc::new(Map::default()));
+        self.map.store(sync::Arc::new(Map::default()));
     }
 }
 
@@ -122,5 +128,87 @@ mod tests {
         let a = memo.get_or_build(b"k", || Ok(variant(1))).unwrap();
         let b = memo.insert(b"k", Arc::new(variant(2)));
         assert!(Arc::ptr_eq(&a, &b));
+    }
+}
+
+/// Model-checked with `loom` (`RUSTFLAGS="--cfg loom" cargo test --lib loom_`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::codegen::Dialect;
+    use loom::thread;
+
+    fn variant(n: usize) -> Variant {
+        Variant::new(Dialect::Cpu, format!("k{n}"), format!("src{n}"))
+    }
+
+    /// Two threads build the same key at once: both get the one `Arc` that
+    /// is in the memo (the first insert wins, the loser's build is dropped).
+    #[test]
+    fn loom_same_key_gives_one_arc() {
+        sync::model(None, || {
+            let memo = sync::Arc::new(VariantMemo::default());
+            let other = memo.clone();
+            let t = thread::spawn(move || other.get_or_build(b"k", || Ok(variant(1))).unwrap());
+            let mine = memo.get_or_build(b"k", || Ok(variant(2))).unwrap();
+            let theirs = t.join().unwrap();
+            assert!(Arc::ptr_eq(&mine, &theirs));
+            assert!(Arc::ptr_eq(&memo.get(b"k").unwrap(), &mine));
+            assert_eq!(memo.len(), 1);
+        });
+    }
+
+    /// The memo is full; one thread's new key clears it whole while another
+    /// thread takes a variant out and keeps it (as a prepared launch does).
+    /// The kept variant stays whole, the memo stays bounded, and the new
+    /// key is in it afterwards.
+    #[test]
+    fn loom_clear_all_while_a_variant_is_held() {
+        sync::model(None, || {
+            let memo = sync::Arc::new(VariantMemo::default());
+            for n in 0..MAX_CACHED_VARIANTS - 1 {
+                memo.get_or_build(&n.to_le_bytes(), || Ok(variant(n)))
+                    .unwrap();
+            }
+            let held = memo.get_or_build(b"held", || Ok(variant(1000))).unwrap();
+            assert_eq!(memo.len(), MAX_CACHED_VARIANTS);
+
+            let other = memo.clone();
+            let t = thread::spawn(move || {
+                // May see the full memo (a hit) or the cleared one (a rebuild).
+                let v = other.get_or_build(b"held", || Ok(variant(1000))).unwrap();
+                assert_eq!(v.name(), "k1000");
+                v
+            });
+            let fresh = memo.get_or_build(b"new", || Ok(variant(2000))).unwrap();
+            let launched = t.join().unwrap();
+
+            assert_eq!(held.name(), "k1000");
+            assert_eq!(held.source(), "src1000");
+            assert_eq!(launched.source(), "src1000");
+            assert!(memo.len() <= 2, "cleared whole: {}", memo.len());
+            assert!(Arc::ptr_eq(&memo.get(b"new").unwrap(), &fresh));
+            if let Some(v) = memo.get(b"held") {
+                assert!(Arc::ptr_eq(&v, &launched));
+            }
+        });
+    }
+
+    /// An explicit clear races with a build of a new key: the builder gets a
+    /// whole variant, and the memo holds either nothing or exactly that one.
+    #[test]
+    fn loom_clear_races_with_a_build() {
+        sync::model(None, || {
+            let memo = sync::Arc::new(VariantMemo::default());
+            let other = memo.clone();
+            let t = thread::spawn(move || other.clear());
+            let v = memo.get_or_build(b"k", || Ok(variant(7))).unwrap();
+            t.join().unwrap();
+            assert_eq!(v.name(), "k7");
+            match memo.get(b"k") {
+                Some(m) => assert!(Arc::ptr_eq(&m, &v)),
+                None => assert_eq!(memo.len(), 0),
+            }
+        });
     }
 }

@@ -115,46 +115,47 @@ impl KernelSpec {
         if output_names.is_empty() {
             return Err(BuildError::NoOutputs { kernel: name });
         }
-        let mut seen: Vec<(String, String)> = Vec::new();
+        let mut seen: Vec<(&str, &'static str)> = Vec::new();
         for (role, names) in [("input", &input_names), ("output", &output_names)] {
             for n in names.iter() {
                 check_identifier(&name, n, role)?;
-                if let Some((_, what)) = seen.iter().find(|(taken, _)| taken == n) {
+                if let Some((_, taken_role)) = seen.iter().find(|(taken, _)| taken == n) {
                     return Err(BuildError::DuplicateName {
                         kernel: name.clone(),
                         role,
                         name: n.clone(),
-                        other: what.clone(),
+                        other: format!("{taken_role} `{n}`"),
                     });
                 }
-                seen.push((n.clone(), format!("{role} `{n}`")));
+                seen.push((n, role));
             }
         }
         // The generated layout parameters of every input share the namespace.
         for inp in &input_names {
             for suffix in ["_shape", "_strides", "_ndim"] {
                 let generated = format!("{inp}{suffix}");
-                if let Some((_, what)) = seen.iter().find(|(taken, _)| *taken == generated) {
+                if let Some((taken, role)) = seen.iter().find(|(taken, _)| *taken == generated) {
                     return Err(BuildError::DuplicateName {
                         kernel: name.clone(),
-                        role: "generated",
-                        name: generated.clone(),
-                        other: format!("{what} (the generated layout parameter of input `{inp}`)"),
+                        role,
+                        name: taken.to_string(),
+                        other: format!(
+                            "the generated `{generated}` (the layout parameter of input `{inp}`)"
+                        ),
                     });
                 }
             }
         }
-        for n in input_names.iter().chain(&output_names) {
-            if let Some(a) = ATTRIBUTES.iter().find(|a| a.name == n) {
+        for (role, names) in [("input", &input_names), ("output", &output_names)] {
+            if let Some(n) = names
+                .iter()
+                .find(|n| ATTRIBUTES.iter().any(|a| a.name == *n))
+            {
                 return Err(BuildError::InvalidName {
                     kernel: name.clone(),
-                    role: "argument",
+                    role,
                     name: shown(n),
-                    reason: if a.name.is_empty() {
-                        "reserved"
-                    } else {
-                        "it is a position attribute name"
-                    },
+                    reason: "it is a position attribute name",
                 });
             }
         }
@@ -342,6 +343,26 @@ const RESERVED: &[&str] = &[
     "blockDim",
     "gridDim",
     "warpSize",
+    // Type names the generated sources declare or use (preludes, dtypes):
+    // a parameter with one of these names would hide the type it names.
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "size_t",
+    "float16_t",
+    "bfloat16_t",
+    "bfloat",
+    "complex64_t",
+    "atomic",
+    "uint2",
+    "int2",
+    "int3",
+    "memory_order",
 ];
 
 /// The kernel's name only ever appears after a prefix (`custom_kernel_NAME`),

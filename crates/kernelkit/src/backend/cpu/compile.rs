@@ -75,7 +75,8 @@ impl Compiler {
 
     /// The compiler's whole `--version` output (or why it could not run).
     fn identity(&self) -> &str {
-        self.identity.get_or_init(|| version_of(&self.program))
+        self.identity
+            .get_or_init(|| version_of(&self.program, self.timeout))
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -190,29 +191,49 @@ fn run(
         .stderr(log_err)
         .spawn()
         .map_err(|e| format!("cannot start it: {e} (set CXX to a C++20 compiler)"))?;
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() > timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let _ = std::fs::remove_file(&log_path);
-                return Err(format!(
-                    "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
-                    timeout.as_secs_f64()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(format!("cannot wait for it: {e}")),
+    let status = match wait_bounded(&mut child, timeout) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            let _ = std::fs::remove_file(&log_path);
+            return Err(format!(
+                "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
+                timeout.as_secs_f64()
+            ));
         }
+        Err(e) => return Err(format!("cannot wait for it: {e}")),
     };
     let mut log = String::new();
     if let Ok(mut f) = std::fs::File::open(&log_path) {
         let _ = f.read_to_string(&mut log);
     }
     let _ = std::fs::remove_file(&log_path);
+    if !status.success() && log.trim().is_empty() {
+        log = match status.code() {
+            Some(code) => format!("(the compiler printed nothing; it exited with code {code})"),
+            None => "(the compiler printed nothing; it was ended by a signal)".to_string(),
+        };
+    }
     Ok((status.success(), log))
+}
+
+/// Waits for `child` at most `timeout`; kills it (and reaps it) and returns
+/// `None` when it runs longer.
+fn wait_bounded(
+    child: &mut std::process::Child,
+    timeout: Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// The user's body inside a generated CPU source: between the `kk_body`
@@ -243,20 +264,37 @@ fn is_executable(path: &PathBuf) -> bool {
 }
 
 /// `program --version`, run once per process for each program.
-fn version_of(program: &str) -> Arc<str> {
+fn version_of(program: &str, timeout: Duration) -> Arc<str> {
     static SEEN: Mutex<Vec<(String, Arc<str>)>> = Mutex::new(Vec::new());
     let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, v)) = seen.iter().find(|(p, _)| p == program) {
         return v.clone();
     }
-    let version: Arc<str> = match Command::new(program)
+    // Bounded like a compile: a compiler that hangs must not hang (with
+    // this lock held) every first call that asks for a module key.
+    let child = Command::new(program)
         .arg("--version")
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
-    {
-        Ok(out) => String::from_utf8_lossy(&out.stdout).trim().into(),
+        .spawn();
+    let version: Arc<str> = match child {
         Err(e) => format!("unavailable ({e})").into(),
+        Ok(mut child) => match wait_bounded(&mut child, timeout) {
+            Ok(Some(_)) => {
+                let mut out = String::new();
+                if let Some(mut stdout) = child.stdout.take() {
+                    let _ = stdout.read_to_string(&mut out);
+                }
+                out.trim().into()
+            }
+            Ok(None) => format!(
+                "unavailable (`--version` did not finish within {:.1} s)",
+                timeout.as_secs_f64()
+            )
+            .into(),
+            Err(e) => format!("unavailable ({e})").into(),
+        },
     };
     seen.push((program.to_string(), version.clone()));
     version

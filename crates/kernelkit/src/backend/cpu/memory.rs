@@ -1,6 +1,6 @@
 //! Host memory for CPU arrays: 64-byte aligned, zeroed, freed on drop.
 
-use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::alloc::{alloc_zeroed, dealloc, Layout};
 
 use crate::array::Array;
 use crate::backend::Buffer;
@@ -25,19 +25,21 @@ impl Drop for HostMem {
     }
 }
 
-pub(super) fn alloc(len: usize) -> Buffer {
-    let layout =
-        Layout::from_size_align(len.max(1), 64).expect("array sizes are checked before allocation");
+/// `len` zeroed bytes, or `None` when the allocator cannot provide them (a
+/// size over what the address space or the system allows is a user's
+/// mistake to report, not a reason to abort the process).
+pub(super) fn alloc(len: usize) -> Option<Buffer> {
+    let layout = Layout::from_size_align(len.max(1), 64).ok()?;
     // SAFETY: the layout has a non-zero size.
     let ptr = unsafe { alloc_zeroed(layout) };
     if ptr.is_null() {
-        handle_alloc_error(layout);
+        return None;
     }
-    Buffer {
+    Some(Buffer {
         addr: ptr as u64,
         len,
         _owner: Box::new(HostMem { ptr, layout }),
-    }
+    })
 }
 
 fn bytes(buf: &Buffer) -> *mut u8 {

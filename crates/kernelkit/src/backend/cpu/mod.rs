@@ -17,7 +17,7 @@ use crate::array::Array;
 use crate::backend::{Backend, Buffer, LaunchJob, Limits, Module, StreamHandle};
 use crate::codegen::Dialect;
 use crate::dtype::DType;
-use crate::error::{CompileError, Result};
+use crate::error::{CompileError, DeviceError, Error, Result};
 use crate::kernel::variant::{Function, Variant};
 
 pub(crate) use compile::Compiler;
@@ -108,10 +108,10 @@ impl Backend for CpuBackend {
         Ok(())
     }
     fn alloc(&self, len: usize, _stream: &StreamHandle) -> Result<Buffer> {
-        Ok(memory::alloc(len))
+        memory::alloc(len).ok_or_else(|| out_of_memory(len))
     }
     fn upload(&self, bytes: &[u8], _stream: &StreamHandle) -> Result<Buffer> {
-        let buf = memory::alloc(bytes.len());
+        let buf = memory::alloc(bytes.len()).ok_or_else(|| out_of_memory(bytes.len()))?;
         memory::write(&buf, 0, bytes);
         Ok(buf)
     }
@@ -140,4 +140,14 @@ impl Backend for CpuBackend {
         launch::launch(job, self.simd_width(), iters);
         Ok(())
     }
+}
+
+/// The error for an allocation the system refused.
+fn out_of_memory(len: usize) -> Error {
+    DeviceError::Driver {
+        device: "cpu".into(),
+        operation: "allocate",
+        reason: format!("the system cannot provide {len} bytes of host memory"),
+    }
+    .into()
 }
