@@ -5,7 +5,9 @@
 # `carry: [".gpu"]`):
 #   kernelkit          the CLI, with the cuda feature (demo, bench)
 #   cuda_perf          the example that measures the three ratios of issue 4
-#   cuda-tests         tests/cuda.rs (the GPU behavioural suite)
+#   cuda-tests         tests/cuda.rs (CUDA-specific tests)
+#   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::)
+#   fault-tests        tests/cuda_fault.rs (a faulting kernel; its own process)
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
 #   gpu-remote.sh, gpu_baselines.py   what runs there
 # Binaries are stripped of debug info to stay well under the 64 MiB limit.
@@ -27,7 +29,11 @@ exe() { # $1: target kind, $2: target name
 }
 cuda_tests=$(exe test cuda)
 lib_tests=$(exe lib kernelkit)
-[ -x "$cuda_tests" ] && [ -x "$lib_tests" ] || { echo "test executables not found" >&2; exit 1; }
+behaviour_tests=$(exe test behaviour)
+fault_tests=$(exe test cuda_fault)
+for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests"; do
+  [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
+done
 
 mkdir -p "$DEST"
 exclude=$(git -C "$MAIN" rev-parse --git-path info/exclude)
@@ -38,7 +44,10 @@ strip --strip-debug -o "$DEST/kernelkit" target/release/kernelkit
 strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
 strip --strip-debug -o "$DEST/cuda-tests" "$cuda_tests"
 strip --strip-debug -o "$DEST/kernelkit-lib-tests" "$lib_tests"
+strip --strip-debug -o "$DEST/behaviour-tests" "$behaviour_tests"
+strip --strip-debug -o "$DEST/fault-tests" "$fault_tests"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
+[ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
 du -sh "$DEST"
 echo
 echo 'run(command="bash .gpu/gpu-remote.sh", carry=[".gpu"], timeout_s=600)'

@@ -2,13 +2,15 @@
 # Runs ON the GPU machine, from the repo root, with .gpu/ carried (built by
 # scripts/gpu-check.sh): the CUDA test suite, the demo on CUDA, kernelkit's
 # performance ratios (examples/cuda_perf.rs), CuPy baselines, and `kernelkit
-# bench` when it exists. Logs go to $OUT; a short summary is printed last.
+# bench` when it exists. Logs go to $LOGS and, packed, to $OUT/logs.tgz (the
+# device tool brings back at most 8 files); a short summary is printed last.
 # KK_STEPS="tests parallel ..." runs only the named steps (default: all).
 # Compile workers: the binaries find .gpu/kernelkit next to themselves.
 set -u
 G=.gpu
 OUT=${OUT:-/tmp/kernelkit-gpu}
-mkdir -p "$OUT"
+LOGS=${LOGS:-/tmp/kernelkit-gpu-logs}
+mkdir -p "$OUT" "$LOGS"
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 export LD_LIBRARY_PATH="$CUDA_HOME/lib64:$CUDA_HOME/lib:${LD_LIBRARY_PATH:-}"
 export PYTHONUNBUFFERED=1
@@ -19,15 +21,32 @@ step() { # name, command...
   case " ${KK_STEPS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
   echo "=== $name: $*"
   local t0=$SECONDS
-  "$@" 2>&1 | tee "$OUT/$name.log"
+  "$@" 2>&1 | tee "$LOGS/$name.log"
   local rc=${PIPESTATUS[0]}
   status+=("$name: $([ "$rc" = 0 ] && echo ok || echo "FAILED (rc $rc)") in $((SECONDS - t0)) s")
 }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | tee "$LOGS/gpu.txt"
 step tests "$G/cuda-tests" --test-threads=4
+step behaviour "$G/behaviour-tests" cuda:: --test-threads=4
 step unit "$G/kernelkit-lib-tests" backend::cuda
+step fault "$G/fault-tests" --nocapture
 step demo "$G/kernelkit" demo --device cuda --threads 16 --rounds 20
+# Every MLX golden spec (Metal bodies) generated for CUDA and compiled by NVRTC.
+golden_cuda() {
+  local fail=0 n=0 f
+  for f in crates/kernelkit/tests/golden/metal/*.json; do
+    [ -e "${f%.json}.mlx_error" ] && continue
+    n=$((n + 1))
+    if ! "$G/kernelkit" source --dialect cuda --compile "$f" >/dev/null 2>"$LOGS/golden.err"; then
+      fail=$((fail + 1)); echo "FAILED $f: $(head -c 600 "$LOGS/golden.err")"
+    fi
+  done
+  echo "golden_cuda: $((n - fail)) of $n compiled with NVRTC"
+  [ "$fail" = 0 ]
+}
+step golden_cuda golden_cuda
+step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
 step perf "$G/cuda_perf"
 # The same with the per-stream block cache off (every output from the pool).
 step perf_pool env KERNELKIT_CUDA_ALLOC=pool "$G/cuda_perf"
@@ -46,16 +65,20 @@ fi
 echo
 echo "===== SUMMARY ====="
 printf '%s\n' "${status[@]}"
-grep -h "^test result" "$OUT/tests.log" "$OUT/unit.log" 2>/dev/null
-grep -h "^cache:" "$OUT/demo.log" 2>/dev/null
-grep -hE "^(dispatch\.(raw_us|warm_us|without_memo_us|ratio)|bandwidth\.|cold\.(nvrtc_ms|kernelkit_ms|ratio)|parallel_cold\.(wall|mean)|cupy\.)" "$OUT/perf.log" "$OUT/baselines.log" 2>/dev/null
-d2d=$(sed -n 's/^cupy.d2d_copy_tbs = //p' "$OUT/baselines.log" 2>/dev/null)
-axpb=$(sed -n 's/^bandwidth.axpb_tbs = //p' "$OUT/perf.log" 2>/dev/null)
+grep -h "^test result" "$LOGS/tests.log" "$LOGS/unit.log" 2>/dev/null
+grep -h "^cache:" "$LOGS/demo.log" 2>/dev/null
+grep -hE "^(dispatch\.(raw_us|warm_us|without_memo_us|ratio)|bandwidth\.|cold\.(nvrtc_ms|kernelkit_ms|ratio)|parallel_cold\.(wall|mean)|cupy\.)" "$LOGS/perf.log" "$LOGS/baselines.log" 2>/dev/null
+d2d=$(sed -n 's/^cupy.d2d_copy_tbs = //p' "$LOGS/baselines.log" 2>/dev/null)
+axpb=$(sed -n 's/^bandwidth.axpb_tbs = //p' "$LOGS/perf.log" 2>/dev/null)
 if [ -n "$d2d" ] && [ -n "$axpb" ]; then
   python3 -c "print(f'bandwidth.ratio_to_d2d_copy = {$axpb/$d2d:.3f} (target >= 0.85)')"
 fi
-echo "allocator=pool only: $(grep -h '^dispatch.warm_us =' "$OUT/perf_pool.log" 2>/dev/null)"
-grep -h "^SUMMARY" "$OUT/perf.log" 2>/dev/null
-grep -h "^parallel\.\(first_compile_ms\|n[0-9]*\.speedup\)" "$OUT/parallel.log" 2>/dev/null
-echo "workers off by KERNELKIT_COMPILE_WORKERS=0: $(grep -h '^SUMMARY' "$OUT/parallel_off.log" 2>/dev/null)"
-grep -h "^SUMMARY" "$OUT/parallel.log" 2>/dev/null
+echo "allocator=pool only: $(grep -h '^dispatch.warm_us =' "$LOGS/perf_pool.log" 2>/dev/null)"
+grep -h "^SUMMARY" "$LOGS/perf.log" 2>/dev/null
+grep -h "^parallel\.\(first_compile_ms\|n[0-9]*\.speedup\)" "$LOGS/parallel.log" 2>/dev/null
+echo "workers off by KERNELKIT_COMPILE_WORKERS=0: $(grep -h '^SUMMARY' "$LOGS/parallel_off.log" 2>/dev/null)"
+grep -h "^SUMMARY" "$LOGS/parallel.log" 2>/dev/null
+grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" 2>/dev/null
+grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
+grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
+tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

@@ -25,6 +25,9 @@ pub enum CommandError {
     /// launch failed.
     #[error(transparent)]
     Kernel(#[from] kernelkit::Error),
+    /// The command cannot do what its options ask.
+    #[error("{0}")]
+    Unsupported(String),
     /// The output folder or stdout cannot be written.
     #[error("cannot write {what}: {reason}")]
     Write {

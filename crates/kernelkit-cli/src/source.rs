@@ -25,6 +25,11 @@ pub struct Args {
     /// Print the generated function name instead of the source.
     #[arg(long)]
     name: bool,
+    /// Also compile the source on a device of its dialect (`cpu`: the
+    /// system compiler; `cuda`: NVRTC on GPU 0) and fail with the
+    /// compiler's log if it does not compile.
+    #[arg(long)]
+    compile: bool,
     /// The spec file (JSON); `grid`, `data` and the other launch fields are
     /// checked but not used.
     spec: PathBuf,
@@ -53,6 +58,27 @@ fn generate(args: &Args) -> Result<String, CommandError> {
         .map(placeholder)
         .collect::<Result<Vec<_>, _>>()?;
     let generated = spec.call(&kernel, &inputs).generate(args.dialect)?;
+    if args.compile {
+        let device = match args.dialect {
+            Dialect::Cpu => Device::cpu(),
+            Dialect::Cuda => Device::cuda(0)?,
+            Dialect::Metal => {
+                return Err(CommandError::Unsupported(
+                    "--compile needs the cpu or cuda dialect: kernelkit has no Metal compiler"
+                        .into(),
+                ))
+            }
+        };
+        let on_device = spec
+            .inputs
+            .iter()
+            .map(|port| placeholder_on(&device, port))
+            .collect::<Result<Vec<_>, _>>()?;
+        spec.call(&kernel, &on_device)
+            .grid([1, 1, 1])
+            .prepare()?
+            .compile()?;
+    }
     Ok(if args.name {
         format!("{}\n", generated.name)
     } else {
@@ -65,6 +91,10 @@ fn generate(args: &Args) -> Result<String, CommandError> {
 /// pick its pass mode), so one zero element broadcast to the declared shape
 /// stands in for it without allocating the whole array.
 fn placeholder(port: &Port) -> Result<Array, CommandError> {
-    let one = Array::zeros(&Device::cpu(), vec![1; port.shape.len()], port.dtype)?;
+    placeholder_on(&Device::cpu(), port)
+}
+
+fn placeholder_on(device: &Device, port: &Port) -> Result<Array, CommandError> {
+    let one = Array::zeros(device, vec![1; port.shape.len()], port.dtype)?;
     Ok(one.broadcast_to(&port.shape)?)
 }

@@ -184,3 +184,39 @@ fn metal_source_matches_mlx_goldens() {
         dir.display()
     );
 }
+
+/// The golden MLX specs whose bodies are portable (no threadgroup
+/// synchronization, which the CPU backend refuses) compile unchanged for the
+/// CPU: `kernelkit source --dialect cpu --compile` runs the system compiler
+/// on each. Bodies that the CPU refuses must say why.
+#[test]
+fn golden_metal_bodies_compile_for_the_cpu() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernelkit/tests/golden/metal");
+    let (mut compiled, mut refused) = (0, 0);
+    let mut specs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json") && !p.with_extension("mlx_error").exists()
+        })
+        .collect();
+    specs.sort();
+    for spec in specs {
+        let path = spec.to_str().unwrap();
+        let out = kernelkit(&["source", "--dialect", "cpu", "--compile", path]);
+        if out.code == 0 {
+            compiled += 1;
+        } else {
+            assert!(
+                out.stderr.contains("cannot run this body"),
+                "{path} does not compile for the CPU:\n{}",
+                out.stderr
+            );
+            refused += 1;
+        }
+    }
+    println!(
+        "{compiled} golden bodies compiled for the CPU, {refused} refused (group synchronization)"
+    );
+    assert!(compiled >= 100, "only {compiled} compiled");
+}

@@ -92,7 +92,7 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         String::with_capacity(PRELUDE.len() + spec.header.len() + spec.source.len() + 2048);
     src.push_str(PRELUDE);
     src.push_str("\n// header\n");
-    src.push_str(&spec.header);
+    src.push_str(&super::portable_header(&spec.header));
     src.push_str("\n\n");
     src.push_str(&cxx_template_decl(desc));
     let _ = writeln!(src, "static inline void kk_body(");

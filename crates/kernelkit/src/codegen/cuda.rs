@@ -128,7 +128,7 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
     }
     src.push_str(PRELUDE);
     src.push_str("\n// header\n");
-    src.push_str(&spec.header);
+    src.push_str(&super::portable_header(&spec.header));
     src.push_str("\n\n");
     for (word, value) in BODY_MACROS {
         let line = format!("#define {word} {value}");

@@ -132,6 +132,47 @@ pub(crate) fn cxx_template_args(desc: &VariantDesc<'_>) -> String {
     format!("<{}>", args.join(", "))
 }
 
+/// Metal's standard headers, which a header written for MLX may include.
+const METAL_HEADERS: &[&str] = &[
+    "metal_stdlib",
+    "metal_math",
+    "metal_atomic",
+    "metal_integer",
+    "metal_common",
+    "metal_compute",
+];
+
+/// The user's header as the CPU and CUDA dialects paste it: an `#include`
+/// of one of Metal's standard headers becomes a comment, since the
+/// kernelkit prelude provides what portable bodies use of them (line count
+/// unchanged, so compiler line numbers stay right).
+pub(crate) fn portable_header(header: &str) -> std::borrow::Cow<'_, str> {
+    let is_metal_include = |line: &str| {
+        let t = line.trim_start();
+        t.strip_prefix('#')
+            .map(|rest| rest.trim_start())
+            .and_then(|rest| rest.strip_prefix("include"))
+            .map(|rest| rest.trim())
+            .is_some_and(|target| {
+                METAL_HEADERS
+                    .iter()
+                    .any(|h| target == format!("<{h}>") || target == format!("\"{h}\""))
+            })
+    };
+    if !header.lines().any(is_metal_include) {
+        return std::borrow::Cow::Borrowed(header);
+    }
+    let mut out = String::with_capacity(header.len() + 64);
+    for piece in header.split_inclusive('\n') {
+        let line = piece.strip_suffix('\n').unwrap_or(piece);
+        if is_metal_include(line) {
+            out.push_str("// (provided by the kernelkit prelude) ");
+        }
+        out.push_str(piece);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// The number of lines before the body in a generated source: compilers
 /// report lines of the whole file, users think in lines of their body.
 pub(crate) fn body_first_line(source: &str, body: &str) -> Option<usize> {
@@ -169,6 +210,22 @@ pub(crate) fn map_log_lines(log: &str, source: &str, body: &str, file_marker: &s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metal_includes_become_comments() {
+        let h = "#include <metal_stdlib>\n  #  include \"metal_math\"\nusing namespace metal;\n#include <cmath>";
+        let p = portable_header(h);
+        assert_eq!(
+            p,
+            "// (provided by the kernelkit prelude) #include <metal_stdlib>\n\
+             // (provided by the kernelkit prelude)   #  include \"metal_math\"\n\
+             using namespace metal;\n#include <cmath>"
+        );
+        assert!(matches!(
+            portable_header("int x;"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn log_lines_map_into_the_body() {

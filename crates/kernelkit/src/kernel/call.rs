@@ -613,6 +613,15 @@ impl Launch {
         (self.grid, self.threadgroup)
     }
 
+    /// Compiles (or finds in the caches) this launch's function without
+    /// running it: a warm-up, or a check that a body compiles on a device.
+    pub fn compile(&self) -> Result<()> {
+        self.stream
+            .device()
+            .function(self.kernel.name(), &self.variant)?;
+        Ok(())
+    }
+
     /// Compiles or finds the function, allocates the outputs and launches.
     pub fn run(&self) -> Result<Vec<Array>> {
         self.run_inner(None)

@@ -179,6 +179,29 @@ pub(crate) struct CudaBackend {
     limits: Limits,
     description: String,
     warp: u32,
+    /// The first fault (an illegal address, a trap) seen on this device.
+    /// A fault ruins the CUDA context for good: every later operation
+    /// reports it at once instead of reaching the driver.
+    fault: OnceLock<String>,
+}
+
+impl CudaBackend {
+    /// Runs a device operation unless the device has faulted; latches the
+    /// fault if this operation reports one.
+    fn guarded<T>(&self, op: impl FnOnce() -> Result<T>) -> Result<T> {
+        if let Some(reason) = self.fault.get() {
+            return Err(DeviceError::Faulted {
+                device: self.ctx.label.clone(),
+                reason: format!("an earlier operation failed: {reason}"),
+            }
+            .into());
+        }
+        let out = op();
+        if let Err(crate::Error::Device(DeviceError::Faulted { reason, .. })) = &out {
+            let _ = self.fault.set(reason.clone());
+        }
+        out
+    }
 }
 
 impl CudaBackend {
@@ -318,6 +341,7 @@ impl CudaBackend {
             limits,
             description,
             warp,
+            fault: OnceLock::new(),
         })
     }
 
@@ -374,18 +398,20 @@ impl Backend for CudaBackend {
         load::function(&self.ctx, kernel, module, name)
     }
     fn new_stream(&self) -> Result<StreamHandle> {
-        Ok(Arc::new(memory::StreamRef(memory::CudaStream::new(
-            self.allocator.clone(),
-        )?)))
+        self.guarded(|| {
+            Ok(Arc::new(memory::StreamRef(memory::CudaStream::new(
+                self.allocator.clone(),
+            )?)) as StreamHandle)
+        })
     }
     fn synchronize(&self, stream: &StreamHandle) -> Result<()> {
-        self.stream(stream).synchronize()
+        self.guarded(|| self.stream(stream).synchronize())
     }
     fn alloc(&self, len: usize, stream: &StreamHandle) -> Result<Buffer> {
-        memory::alloc(self.stream(stream), len)
+        self.guarded(|| memory::alloc(self.stream(stream), len))
     }
     fn upload(&self, bytes: &[u8], stream: &StreamHandle) -> Result<Buffer> {
-        memory::upload(self.stream(stream), bytes)
+        self.guarded(|| memory::upload(self.stream(stream), bytes))
     }
     fn download(
         &self,
@@ -394,10 +420,10 @@ impl Backend for CudaBackend {
         len: usize,
         stream: &StreamHandle,
     ) -> Result<Vec<u8>> {
-        memory::download(self.stream(stream), buf, offset, len)
+        self.guarded(|| memory::download(self.stream(stream), buf, offset, len))
     }
     fn fill(&self, buf: &Buffer, pattern: &[u8], stream: &StreamHandle) -> Result<()> {
-        memory::fill(self.stream(stream), buf, pattern)
+        self.guarded(|| memory::fill(self.stream(stream), buf, pattern))
     }
     fn make_contiguous(&self, src: &Array, dst: &Buffer, stream: &StreamHandle) -> Result<()> {
         let gather = self
@@ -408,12 +434,12 @@ impl Backend for CudaBackend {
             operation: "building the strided-copy kernel",
             reason: reason.clone(),
         })?;
-        gather.run(self.stream(stream), src, dst)
+        self.guarded(|| gather.run(self.stream(stream), src, dst))
     }
     fn launch(&self, job: &LaunchJob<'_>, stream: &StreamHandle) -> Result<()> {
-        launch::launch(&self.ctx, job, self.stream(stream), 1)
+        self.guarded(|| launch::launch(&self.ctx, job, self.stream(stream), 1))
     }
     fn launch_raw(&self, job: &LaunchJob<'_>, stream: &StreamHandle, iters: u32) -> Result<()> {
-        launch::launch(&self.ctx, job, self.stream(stream), iters)
+        self.guarded(|| launch::launch(&self.ctx, job, self.stream(stream), iters))
     }
 }

@@ -1,0 +1,86 @@
+//! A kernel that faults on the GPU (an illegal address, a trap) gives a
+//! typed error at the call or at the next synchronization; afterwards the
+//! device reports itself unusable instead of hanging or crashing, and the
+//! CPU keeps working. A fault ruins the CUDA context of the whole process,
+//! so these tests live in their own test binary, one device object each.
+
+use kernelkit::{DType, Device, DeviceError, Error, Kernel};
+
+fn gpu() -> Option<Device> {
+    std::env::set_var("KERNELKIT_CACHE", "memory");
+    match Device::new_cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            println!("SKIPPED: no CUDA device: {e}");
+            None
+        }
+    }
+}
+
+fn is_fault(e: &Error) -> bool {
+    matches!(e, Error::Device(DeviceError::Faulted { .. }))
+}
+
+#[test]
+fn a_faulting_kernel_is_an_error_and_the_device_stays_unusable() {
+    let Some(gpu) = gpu() else { return };
+    let wild = Kernel::builder("wild_write")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(
+            "uint i = thread_position_in_grid.x;\n\
+             float* p = (float*)(0x10ull + (unsigned long long)i * 4096ull);\n\
+             *p = inp[0];\n\
+             out[i] = inp[0];",
+        )
+        .build()
+        .unwrap();
+    let x = gpu.array_from_slice(&[1.0f32], [1]).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    // The launch itself may succeed (it is asynchronous); the fault must
+    // surface at the latest when the result is read.
+    let outcome = wild
+        .call([&x])
+        .output([32], DType::F32)
+        .grid([32, 1, 1])
+        .on(&stream)
+        .launch()
+        .and_then(|out| out[0].to_vec::<f32>());
+    let err = outcome.expect_err("a write to address 0x10 must fail");
+    assert!(is_fault(&err), "expected a fault, got {err:?}");
+    println!("fault reported as: {err}");
+
+    // Later calls on the device report it as unusable, quickly.
+    let started = std::time::Instant::now();
+    let fine = Kernel::builder("fine_after_fault")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[0] + 1.0f;")
+        .build()
+        .unwrap();
+    let later = fine
+        .call([&x])
+        .output([4], DType::F32)
+        .grid([4, 1, 1])
+        .on(&stream)
+        .launch()
+        .and_then(|out| out[0].to_vec::<f32>());
+    let err = later.expect_err("the device is unusable after a fault");
+    println!("later call reported as: {err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "a later call must not hang"
+    );
+    assert!(gpu.array_from_slice(&[1.0f32], [1]).is_err());
+
+    // The CPU is unaffected.
+    let cpu = Device::new_cpu();
+    let y = cpu.array_from_slice(&[1.0f32], [1]).unwrap();
+    let out = fine
+        .call([&y])
+        .output([4], DType::F32)
+        .grid([4, 1, 1])
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.0; 4]);
+}
