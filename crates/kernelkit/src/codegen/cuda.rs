@@ -127,12 +127,25 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         src.push_str("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n");
     }
     src.push_str(PRELUDE);
+    // A header written for Metal (the body uses Metal's position names, or
+    // the header names Metal) declares `constant` globals and `device`
+    // pointers: it sees the address-space macros too. Other headers (CUDA
+    // code, system includes) never do.
+    let metal_header = !spec.attributes.is_empty() || spec.header.contains("metal");
+    let define_macros = |src: &mut String| {
+        for (word, value) in BODY_MACROS {
+            let line = format!("#define {word} {value}");
+            let _ = writeln!(src, "{}", line.trim_end());
+        }
+    };
+    if metal_header {
+        define_macros(&mut src);
+    }
     src.push_str("\n// header\n");
     src.push_str(&super::portable_header(&spec.header));
     src.push_str("\n\n");
-    for (word, value) in BODY_MACROS {
-        let line = format!("#define {word} {value}");
-        let _ = writeln!(src, "{}", line.trim_end());
+    if !metal_header {
+        define_macros(&mut src);
     }
     let _ = writeln!(src, "\nextern \"C\" __global__ void {name}(");
     let _ = writeln!(src, "    {}) {{", params.join(",\n    "));

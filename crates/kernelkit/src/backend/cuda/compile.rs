@@ -92,7 +92,13 @@ impl Nvrtc {
                 }
             }
         };
-        let mut words = vec![format!("--gpu-architecture={target}")];
+        // `-default-device`: functions and variables a header declares
+        // without `__device__` (as every header written for Metal does) are
+        // device code, as they would be in Metal.
+        let mut words = vec![
+            format!("--gpu-architecture={target}"),
+            "--device-as-default-execution-space".to_string(),
+        ];
         for dir in toolkit_include_dirs() {
             words.push(format!("-I{}", dir.display()));
         }

@@ -16,10 +16,54 @@ typedef long long int64_t;
 typedef unsigned long long uint64_t;
 
 #ifdef KK_HALF_TYPES
-typedef __half half;
-typedef __half float16_t;
-typedef __nv_bfloat16 bfloat16_t;
-typedef __nv_bfloat16 bfloat;
+// The 16-bit floats of Metal bodies: storage as CUDA's own types, arithmetic
+// through float. CUDA's `__half` converts to every built-in type, so
+// `h * 2` is ambiguous for it; these convert to float only, so mixed
+// expressions mean what they mean in Metal. `__half` and `__nv_bfloat16`
+// stay available to CUDA-style bodies (`.v` reaches the raw value).
+namespace kk {
+template <typename T> struct arith { static const bool value = false; };
+template <> struct arith<bool> { static const bool value = true; };
+template <> struct arith<char> { static const bool value = true; };
+template <> struct arith<signed char> { static const bool value = true; };
+template <> struct arith<unsigned char> { static const bool value = true; };
+template <> struct arith<short> { static const bool value = true; };
+template <> struct arith<unsigned short> { static const bool value = true; };
+template <> struct arith<int> { static const bool value = true; };
+template <> struct arith<unsigned int> { static const bool value = true; };
+template <> struct arith<long> { static const bool value = true; };
+template <> struct arith<unsigned long> { static const bool value = true; };
+template <> struct arith<long long> { static const bool value = true; };
+template <> struct arith<unsigned long long> { static const bool value = true; };
+template <> struct arith<float> { static const bool value = true; };
+template <> struct arith<double> { static const bool value = true; };
+template <bool B, typename T = void> struct enable_if {};
+template <typename T> struct enable_if<true, T> { typedef T type; };
+__device__ inline float to_float(__half v) { return __half2float(v); }
+__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename Raw> __device__ inline Raw from_float(float f);
+template <> __device__ inline __half from_float<__half>(float f) { return __float2half(f); }
+template <> __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float f) { return __float2bfloat16(f); }
+template <typename Raw>
+struct small_float {
+  Raw v;
+  small_float() = default;
+  __device__ small_float(Raw r) : v(r) {}
+  template <typename T, typename = typename enable_if<arith<T>::value>::type>
+  __device__ small_float(T x) : v(from_float<Raw>((float)x)) {}
+  template <typename Other>
+  __device__ small_float(small_float<Other> o) : v(from_float<Raw>((float)o)) {}
+  __device__ operator float() const { return to_float(v); }
+  template <typename T> __device__ small_float& operator+=(T x) { return *this = (float)*this + x; }
+  template <typename T> __device__ small_float& operator-=(T x) { return *this = (float)*this - x; }
+  template <typename T> __device__ small_float& operator*=(T x) { return *this = (float)*this * x; }
+  template <typename T> __device__ small_float& operator/=(T x) { return *this = (float)*this / x; }
+};
+}  // namespace kk
+typedef kk::small_float<__half> half;
+typedef half float16_t;
+typedef kk::small_float<__nv_bfloat16> bfloat16_t;
+typedef bfloat16_t bfloat;
 #endif
 
 struct __align__(8) complex64_t {
@@ -277,15 +321,15 @@ template <typename T> __device__ inline T simd_shuffle_up(T v, uint d) { return 
 template <typename T> __device__ inline T simd_shuffle_xor(T v, uint m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 
 #endif  // KK_CUDA_PRELUDE
-
-// header
-
-
 #define device
 #define constant
 #define thread
 #define threadgroup __shared__
 #define inf __int_as_float(0x7f800000)
+
+// header
+
+
 
 extern "C" __global__ void custom_kernel_histogram_uint32_uint32_float32_e9558d55c3044c6d(
     const uint32_t* values,
