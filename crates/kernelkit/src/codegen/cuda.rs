@@ -67,6 +67,11 @@ const BODY_MACROS: &[(&str, &str)] = &[
     ("thread", ""),
     ("threadgroup", "__shared__"),
     ("inf", "__int_as_float(0x7f800000)"),
+    // cuda_fp16.h takes the name `half` for `__half`, whose conversions to
+    // every built-in type make `h * 2` ambiguous; Metal bodies mean the
+    // prelude's float16_t (and bfloat16_t for `bfloat`).
+    ("half", "float16_t"),
+    ("bfloat", "bfloat16_t"),
 ];
 
 /// The wrapper's locals that [`portable_expr`] formulas refer to, and how

@@ -23,7 +23,8 @@ typedef unsigned long long uint64_t;
 // through float. CUDA's `__half` converts to every built-in type, so
 // `h * 2` is ambiguous for it; these convert to float only, so mixed
 // expressions mean what they mean in Metal. `__half` and `__nv_bfloat16`
-// stay available to CUDA-style bodies (`.v` reaches the raw value).
+// stay available to CUDA-style bodies (`.v` reaches the raw value); Metal's
+// `half` and `bfloat` mean these types in bodies (macros, see cuda.rs).
 namespace kk {
 template <typename T> struct arith { static const bool value = false; };
 template <> struct arith<bool> { static const bool value = true; };
@@ -63,10 +64,8 @@ struct small_float {
   template <typename T> __device__ small_float& operator/=(T x) { return *this = (float)*this / x; }
 };
 }  // namespace kk
-typedef kk::small_float<__half> half;
-typedef half float16_t;
+typedef kk::small_float<__half> float16_t;
 typedef kk::small_float<__nv_bfloat16> bfloat16_t;
-typedef bfloat16_t bfloat;
 #endif
 
 struct __align__(8) complex64_t {
@@ -329,6 +328,8 @@ template <typename T> __device__ inline T simd_shuffle_xor(T v, uint m) { return
 #define thread
 #define threadgroup __shared__
 #define inf __int_as_float(0x7f800000)
+#define half float16_t
+#define bfloat bfloat16_t
 
 // header
 __device__ inline float scale(float v) { return 2.0f * v; }
@@ -362,3 +363,5 @@ out[i] = bfloat16_t(float(w[i]) + 1.0f);
 #undef thread
 #undef threadgroup
 #undef inf
+#undef half
+#undef bfloat
