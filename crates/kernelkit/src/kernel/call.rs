@@ -256,14 +256,18 @@ impl<'a> Call<'a> {
         Ok(self.kernel.generate(dialect, &desc))
     }
 
-    fn device(&self) -> Result<Device> {
+    /// The device the call runs on, borrowed where the call names it: a
+    /// clone would bump the device's shared reference count on every call,
+    /// a cache line that all threads calling on the device would fight over.
+    fn device(&self) -> Result<Cow<'a, Device>> {
         if let Some(s) = self.stream {
-            return Ok(s.device().clone());
+            return Ok(Cow::Borrowed(s.device()));
         }
         if let Some(a) = self.inputs.first() {
-            return Ok(a.device().clone());
+            let a: &'a Array = a;
+            return Ok(Cow::Borrowed(a.device()));
         }
-        Device::default_device()
+        Device::default_device().map(Cow::Owned)
     }
 
     /// The memoized variant this call runs on `device`.
@@ -580,28 +584,41 @@ impl Launch {
         let function = device.function(&spec.name, &self.variant)?;
         let handle = self.stream.handle();
 
-        let mut inputs: SmallVec<[Array; 8]> = SmallVec::with_capacity(self.inputs.len());
         for input in &self.inputs {
             if let Some(p) = &input.producer {
                 if *p != self.stream {
                     p.synchronize()?;
                 }
             }
-            if spec.ensure_row_contiguous && !input.is_row_contiguous() {
-                let n = input.size() * input.dtype.size();
-                let buffer = backend.alloc(n)?;
-                backend.make_contiguous(input, &buffer, handle)?;
-                inputs.push(Array::contiguous(
-                    device.clone(),
-                    Arc::new(buffer),
-                    input.shape.clone(),
-                    input.dtype,
-                    Some(self.stream.clone()),
-                ));
-            } else {
-                inputs.push(input.clone());
-            }
         }
+        // The launch's own inputs serve as they are unless one needs a
+        // row-contiguous copy: cloning them would bump the shared reference
+        // counts of their device and buffers on every call.
+        let copies: SmallVec<[Array; 8]>;
+        let inputs: &[Array] =
+            if spec.ensure_row_contiguous && self.inputs.iter().any(|a| !a.is_row_contiguous()) {
+                let mut made = SmallVec::with_capacity(self.inputs.len());
+                for input in &self.inputs {
+                    if input.is_row_contiguous() {
+                        made.push(input.clone());
+                        continue;
+                    }
+                    let n = input.size() * input.dtype.size();
+                    let buffer = backend.alloc(n)?;
+                    backend.make_contiguous(input, &buffer, handle)?;
+                    made.push(Array::contiguous(
+                        device.clone(),
+                        Arc::new(buffer),
+                        input.shape.clone(),
+                        input.dtype,
+                        Some(self.stream.clone()),
+                    ));
+                }
+                copies = made;
+                &copies
+            } else {
+                &self.inputs
+            };
         let mut outputs: Vec<Array> = Vec::with_capacity(self.outputs.len());
         for (shape, dtype) in &self.outputs {
             let n: usize = shape.iter().product();
@@ -622,7 +639,7 @@ impl Launch {
             spec,
             variant: &self.variant,
             function: &function,
-            inputs: &inputs,
+            inputs,
             outputs: &outputs,
             grid: self.grid,
             threadgroup: self.threadgroup,
