@@ -256,14 +256,18 @@ impl<'a> Call<'a> {
         Ok(self.kernel.generate(dialect, &desc))
     }
 
-    fn device(&self) -> Result<Device> {
+    /// The device the call runs on, borrowed where the call names it: a
+    /// clone would bump the device's shared reference count on every call,
+    /// a cache line that all threads calling on the device would fight over.
+    fn device(&self) -> Result<Cow<'a, Device>> {
         if let Some(s) = self.stream {
-            return Ok(s.device().clone());
+            return Ok(Cow::Borrowed(s.device()));
         }
         if let Some(a) = self.inputs.first() {
-            return Ok(a.device().clone());
+            let a: &'a Array = a;
+            return Ok(Cow::Borrowed(a.device()));
         }
-        Device::default_device()
+        Device::default_device().map(Cow::Owned)
     }
 
     /// The memoized variant this call runs on `device`.

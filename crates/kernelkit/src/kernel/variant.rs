@@ -65,24 +65,68 @@ pub(crate) type KeyBytes = SmallVec<[u8; 96]>;
 /// the dialect, each input's dtype and pass mode, each output's dtype, and
 /// each template argument's kind, name and value. Lengths are written before
 /// every list and name, so two different calls never encode alike.
+///
+/// This runs on every call, so it sizes the key once and then writes bytes
+/// at a running index: pushing byte by byte would load and store the
+/// buffer's length around every byte, which cost a fifth of a memo hit.
 pub(crate) fn encode_key(dialect: Dialect, desc: &VariantDesc<'_>, out: &mut KeyBytes) {
-    out.push(dialect as u8);
-    out.extend_from_slice(&(desc.inputs.len() as u32).to_le_bytes());
+    let template_len: usize = desc
+        .template
+        .iter()
+        .map(|t| {
+            let value = match t.value {
+                TemplateArg::Int(_) => 4,
+                TemplateArg::Bool(_) | TemplateArg::DType(_) => 1,
+            };
+            1 + 4 + t.name.len() + value
+        })
+        .sum();
+    let len = 1 + 4 + desc.inputs.len() + 4 + desc.outputs.len() + 4 + template_len;
+    let start = out.len();
+    out.resize(start + len, 0);
+    let mut w = KeyWriter {
+        buf: &mut out[start..],
+        at: 0,
+    };
+    w.byte(dialect as u8);
+    w.bytes(&(desc.inputs.len() as u32).to_le_bytes());
     for i in desc.inputs {
-        out.push(i.dtype.key_byte() | ((i.mode as u8) << 5));
+        w.byte(i.dtype.key_byte() | ((i.mode as u8) << 5));
     }
-    out.extend_from_slice(&(desc.outputs.len() as u32).to_le_bytes());
-    out.extend(desc.outputs.iter().map(|d| d.key_byte()));
-    out.extend_from_slice(&(desc.template.len() as u32).to_le_bytes());
+    w.bytes(&(desc.outputs.len() as u32).to_le_bytes());
+    for d in desc.outputs {
+        w.byte(d.key_byte());
+    }
+    w.bytes(&(desc.template.len() as u32).to_le_bytes());
     for t in desc.template {
-        out.push(t.value.kind());
-        out.extend_from_slice(&(t.name.len() as u32).to_le_bytes());
-        out.extend_from_slice(t.name.as_bytes());
+        w.byte(t.value.kind());
+        w.bytes(&(t.name.len() as u32).to_le_bytes());
+        w.bytes(t.name.as_bytes());
         match t.value {
-            TemplateArg::Int(v) => out.extend_from_slice(&v.to_le_bytes()),
-            TemplateArg::Bool(b) => out.push(b as u8),
-            TemplateArg::DType(d) => out.push(d.key_byte()),
+            TemplateArg::Int(v) => w.bytes(&v.to_le_bytes()),
+            TemplateArg::Bool(b) => w.byte(b as u8),
+            TemplateArg::DType(d) => w.byte(d.key_byte()),
         }
+    }
+    debug_assert_eq!(w.at, len, "the key's size was computed wrongly");
+}
+
+/// Writes into a key already sized to fit.
+struct KeyWriter<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl KeyWriter<'_> {
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        self.buf[self.at] = b;
+        self.at += 1;
+    }
+    #[inline(always)]
+    fn bytes(&mut self, b: &[u8]) {
+        self.buf[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
     }
 }
 
@@ -202,6 +246,77 @@ mod tests {
             value: TemplateArg::Bool(true),
         }]);
         assert_ne!(a, b);
+    }
+
+    /// The byte-at-a-time encoder that `encode_key` replaced, kept as the
+    /// reference for its layout.
+    fn reference_key(dialect: Dialect, desc: &VariantDesc<'_>) -> Vec<u8> {
+        let mut out = vec![dialect as u8];
+        out.extend_from_slice(&(desc.inputs.len() as u32).to_le_bytes());
+        for i in desc.inputs {
+            out.push(i.dtype.key_byte() | ((i.mode as u8) << 5));
+        }
+        out.extend_from_slice(&(desc.outputs.len() as u32).to_le_bytes());
+        out.extend(desc.outputs.iter().map(|d| d.key_byte()));
+        out.extend_from_slice(&(desc.template.len() as u32).to_le_bytes());
+        for t in desc.template {
+            out.push(t.value.kind());
+            out.extend_from_slice(&(t.name.len() as u32).to_le_bytes());
+            out.extend_from_slice(t.name.as_bytes());
+            match t.value {
+                TemplateArg::Int(v) => out.extend_from_slice(&v.to_le_bytes()),
+                TemplateArg::Bool(b) => out.push(b as u8),
+                TemplateArg::DType(d) => out.push(d.key_byte()),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn sized_encoder_writes_the_reference_layout() {
+        let inputs = [
+            InputDesc {
+                dtype: DType::F16,
+                mode: PassMode::Scalar,
+            },
+            InputDesc {
+                dtype: DType::I64,
+                mode: PassMode::Constant,
+            },
+            InputDesc {
+                dtype: DType::F32,
+                mode: PassMode::Device,
+            },
+        ];
+        let long_name = "T".repeat(120);
+        let template = [
+            TemplateParam {
+                name: Cow::Borrowed("N"),
+                value: TemplateArg::Int(-7),
+            },
+            TemplateParam {
+                name: Cow::Borrowed("FLAG"),
+                value: TemplateArg::Bool(true),
+            },
+            TemplateParam {
+                name: Cow::Borrowed(long_name.as_str()),
+                value: TemplateArg::DType(DType::BF16),
+            },
+        ];
+        for n_in in 0..=inputs.len() {
+            for n_t in 0..=template.len() {
+                for dialect in [Dialect::Metal, Dialect::Cuda, Dialect::Cpu] {
+                    let desc = VariantDesc {
+                        inputs: &inputs[..n_in],
+                        outputs: &[DType::U8, DType::Complex64],
+                        template: &template[..n_t],
+                    };
+                    let mut k = KeyBytes::new();
+                    encode_key(dialect, &desc, &mut k);
+                    assert_eq!(k.as_slice(), reference_key(dialect, &desc).as_slice());
+                }
+            }
+        }
     }
 
     #[test]

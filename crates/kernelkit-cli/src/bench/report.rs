@@ -1,0 +1,461 @@
+//! The results: one JSON object, and a table for people with each figure,
+//! its baseline, the ratio and the issue's target.
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+use super::contention::Scaling;
+
+/// Everything one run measured. The field names are the JSON keys; the
+/// first group is the set the issue asks for, the rest explain them.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Report {
+    /// `cpu` or `cuda`.
+    pub(crate) backend: String,
+    /// The device's description (model, cores, compiler).
+    pub(crate) device: String,
+    /// Hardware threads of this machine.
+    pub(crate) cores: usize,
+    /// Whether this was a `--quick` run.
+    pub(crate) quick: bool,
+    /// The 1-minute load average when the run started and when it ended
+    /// (Linux): other work on the machine shows in the figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) load_avg_start: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) load_avg_end: Option<f64>,
+
+    pub(crate) build_hit_ns: f64,
+    pub(crate) build_hit_ns_95kb: f64,
+    pub(crate) build_nomemo_ns: f64,
+    pub(crate) build_nomemo_ns_95kb: f64,
+    pub(crate) dispatch_hit_ns: f64,
+    pub(crate) dispatch_hit_ns_95kb: f64,
+    pub(crate) dispatch_nomemo_ns: f64,
+    pub(crate) dispatch_nomemo_ns_95kb: f64,
+    pub(crate) raw_launch_ns: f64,
+    #[serde(serialize_with = "by_threads")]
+    pub(crate) hit_ops_per_s: Scaling,
+    #[serde(serialize_with = "by_threads")]
+    pub(crate) hit_ops_per_s_rwlock: Scaling,
+    pub(crate) cold_compile_ms: f64,
+    pub(crate) parallel_compile_speedup: f64,
+    pub(crate) herd_compiles: u64,
+    pub(crate) cold_start_ms: f64,
+    pub(crate) warm_start_ms: f64,
+
+    /// `Call::prepare` alone on a memo hit (checks, variant, the launch
+    /// object), ns.
+    pub(crate) prepare_hit_ns: f64,
+    pub(crate) prepare_hit_ns_95kb: f64,
+    /// `Call::prepare_without_memo` alone, ns.
+    pub(crate) prepare_nomemo_ns: f64,
+    pub(crate) prepare_nomemo_ns_95kb: f64,
+    /// Building the `Call` object alone, ns (short header).
+    pub(crate) call_build_ns: f64,
+    /// Size of the large header, bytes.
+    pub(crate) header_bytes: usize,
+    /// Per thread count, the share of the kernelkit threads' time spent
+    /// waiting for a CPU (other work on the machine), median over samples.
+    #[serde(
+        serialize_with = "by_threads_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) hit_cpu_wait: Option<Scaling>,
+    /// Distinct kernels the contention threads share.
+    pub(crate) hit_kernels: usize,
+    /// The system compiler alone on the same kind of source (CPU only), ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cold_compile_bare_ms: Option<f64>,
+    /// N of the parallel compile figure.
+    pub(crate) parallel_compile_kernels: usize,
+    /// N kernels one after another, ms (median round).
+    pub(crate) serial_compile_ms: f64,
+    /// N kernels from N threads, ms (median round).
+    pub(crate) parallel_compile_ms: f64,
+    /// Threads of the herd figure.
+    pub(crate) herd_threads: usize,
+    /// The herd's first start to last finish, ms.
+    pub(crate) herd_ms: f64,
+    /// A child that opens the device and runs no kernel, ms.
+    pub(crate) start_floor_ms: f64,
+    /// Compiles in the last cold child.
+    pub(crate) cold_start_compiles: u64,
+    /// Compiles in the last warm child (0 once the artifact store works).
+    pub(crate) warm_start_compiles: u64,
+    /// Modules the last warm child loaded from the store.
+    pub(crate) warm_start_disk_hits: u64,
+}
+
+/// `{"1": v, "2": v, …}` in thread order.
+fn by_threads<S: Serializer>(scaling: &Scaling, s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(scaling.len()))?;
+    for (threads, ops) in scaling {
+        map.serialize_entry(&threads.to_string(), ops)?;
+    }
+    map.end()
+}
+
+/// As `by_threads`, for a figure the system may not report.
+fn by_threads_opt<S: Serializer>(scaling: &Option<Scaling>, s: S) -> Result<S::Ok, S::Error> {
+    match scaling {
+        Some(v) => by_threads(v, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// Whether a figure meets its target.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Met,
+    Missed,
+    NoTarget,
+}
+
+impl Verdict {
+    fn of(ok: bool) -> Verdict {
+        if ok {
+            Verdict::Met
+        } else {
+            Verdict::Missed
+        }
+    }
+    fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::Missed => "MISSED",
+            Verdict::NoTarget => "",
+        }
+    }
+}
+
+/// One line of the table.
+struct Row {
+    figure: String,
+    value: String,
+    baseline: String,
+    baseline_value: String,
+    ratio: String,
+    target: String,
+    verdict: Verdict,
+}
+
+impl Row {
+    fn new(figure: impl Into<String>, value: String) -> Row {
+        Row {
+            figure: figure.into(),
+            value,
+            baseline: String::new(),
+            baseline_value: String::new(),
+            ratio: String::new(),
+            target: String::new(),
+            verdict: Verdict::NoTarget,
+        }
+    }
+    fn baseline(mut self, name: impl Into<String>, value: String, ratio: String) -> Row {
+        self.baseline = name.into();
+        self.baseline_value = value;
+        self.ratio = ratio;
+        self
+    }
+    fn target(mut self, target: impl Into<String>, ok: bool) -> Row {
+        self.target = target.into();
+        self.verdict = Verdict::of(ok);
+        self
+    }
+}
+
+/// A duration given in nanoseconds, in the unit that reads best.
+pub(crate) fn ns(v: f64) -> String {
+    if v.is_nan() {
+        "n/a".into()
+    } else if v < 1e3 {
+        format!("{v:.0} ns")
+    } else if v < 1e6 {
+        format!("{:.2} µs", v / 1e3)
+    } else {
+        format!("{:.2} ms", v / 1e6)
+    }
+}
+
+/// A duration given in milliseconds.
+pub(crate) fn ms(v: f64) -> String {
+    if v.is_nan() {
+        "n/a".into()
+    } else if v < 1.0 {
+        format!("{:.0} µs", v * 1e3)
+    } else {
+        format!("{v:.1} ms")
+    }
+}
+
+fn per_s(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2} M/s", v / 1e6)
+    } else {
+        format!("{:.0} k/s", v / 1e3)
+    }
+}
+
+fn times(v: f64) -> String {
+    if v.is_nan() {
+        "n/a".into()
+    } else if v >= 100.0 {
+        format!("{v:.0}×")
+    } else {
+        format!("{v:.2}×")
+    }
+}
+
+impl Report {
+    fn rows(&self) -> Vec<Row> {
+        let cuda = self.backend == "cuda";
+        let mut rows = Vec::new();
+        for (suffix, hit, nomemo, want) in [
+            ("", self.build_hit_ns, self.build_nomemo_ns, 10.0),
+            (
+                "_95kb",
+                self.build_hit_ns_95kb,
+                self.build_nomemo_ns_95kb,
+                100.0,
+            ),
+        ] {
+            let ratio = nomemo / hit;
+            rows.push(
+                Row::new(format!("build_hit_ns{suffix}"), ns(hit))
+                    .baseline(format!("build_nomemo_ns{suffix}"), ns(nomemo), times(ratio))
+                    .target(
+                        format!("≤ 100 ns, ≥ {want:.0}× below"),
+                        hit <= 100.0 && ratio >= want,
+                    ),
+            );
+        }
+        for (suffix, hit, nomemo) in [
+            ("", self.prepare_hit_ns, self.prepare_nomemo_ns),
+            (
+                "_95kb",
+                self.prepare_hit_ns_95kb,
+                self.prepare_nomemo_ns_95kb,
+            ),
+        ] {
+            rows.push(
+                Row::new(format!("prepare_hit_ns{suffix}"), ns(hit)).baseline(
+                    format!("prepare_nomemo_ns{suffix}"),
+                    ns(nomemo),
+                    times(nomemo / hit),
+                ),
+            );
+        }
+        rows.push(Row::new("call_build_ns", ns(self.call_build_ns)));
+        for (suffix, hit, nomemo) in [
+            ("", self.dispatch_hit_ns, self.dispatch_nomemo_ns),
+            (
+                "_95kb",
+                self.dispatch_hit_ns_95kb,
+                self.dispatch_nomemo_ns_95kb,
+            ),
+        ] {
+            rows.push(
+                Row::new(format!("dispatch_hit_ns{suffix}"), ns(hit)).baseline(
+                    format!("dispatch_nomemo_ns{suffix}"),
+                    ns(nomemo),
+                    times(nomemo / hit),
+                ),
+            );
+        }
+        let over_raw = self.dispatch_hit_ns - self.raw_launch_ns;
+        let mut row = Row::new("dispatch_hit_ns − raw", ns(over_raw)).baseline(
+            "raw_launch_ns (the floor)",
+            ns(self.raw_launch_ns),
+            times(self.dispatch_hit_ns / self.raw_launch_ns),
+        );
+        if cuda {
+            row = row.target("≤ 300 ns", over_raw <= 300.0);
+        }
+        rows.push(row);
+
+        let one = |s: &Scaling| s.first().map(|(_, v)| *v).unwrap_or(f64::NAN);
+        let (ours_1, theirs_1) = (one(&self.hit_ops_per_s), one(&self.hit_ops_per_s_rwlock));
+        for (i, (&(t, ours), &(_, theirs))) in self
+            .hit_ops_per_s
+            .iter()
+            .zip(&self.hit_ops_per_s_rwlock)
+            .enumerate()
+        {
+            let scale = ours / ours_1;
+            let waited = match self.hit_cpu_wait.as_ref().and_then(|w| w.get(i)) {
+                Some((_, w)) if *w >= 0.01 => format!(", waited {:.0}% for a CPU", w * 100.0),
+                _ => String::new(),
+            };
+            let mut row = Row::new(
+                format!("hit_ops_per_s @{t}"),
+                format!("{} ({:.2}× @1{waited})", per_s(ours), scale),
+            )
+            .baseline(
+                format!("rwlock @{t}"),
+                format!("{} ({:.2}× @1)", per_s(theirs), theirs / theirs_1),
+                times(ours / theirs),
+            );
+            let want = match t {
+                2 => Some(1.6),
+                16 => Some(12.0),
+                _ => None,
+            };
+            if let Some(w) = want {
+                row = row.target(format!("≥ {w}× @1"), scale >= w);
+            }
+            rows.push(row);
+        }
+
+        let mut row = Row::new("cold_compile_ms", ms(self.cold_compile_ms));
+        if let Some(bare) = self.cold_compile_bare_ms {
+            row = row.baseline(
+                "the C++ compiler alone",
+                ms(bare),
+                times(self.cold_compile_ms / bare),
+            );
+        }
+        rows.push(row);
+        let n = self.parallel_compile_kernels;
+        let want = 0.75 * n.min(self.cores) as f64;
+        rows.push(
+            Row::new(
+                format!("parallel_compile_speedup (N={n})"),
+                times(self.parallel_compile_speedup),
+            )
+            .baseline(
+                format!("{n} one after another"),
+                ms(self.serial_compile_ms),
+                format!("{} in parallel", ms(self.parallel_compile_ms)),
+            )
+            .target(
+                format!("≥ {want:.2}×"),
+                self.parallel_compile_speedup >= want,
+            ),
+        );
+        rows.push(
+            Row::new("herd_compiles", self.herd_compiles.to_string())
+                .baseline(
+                    format!("{} threads asking", self.herd_threads),
+                    self.herd_threads.to_string(),
+                    ms(self.herd_ms),
+                )
+                .target("= 1", self.herd_compiles == 1),
+        );
+        rows.push(
+            Row::new(
+                "cold_start_ms",
+                format!(
+                    "{} ({} compiles)",
+                    ms(self.cold_start_ms),
+                    self.cold_start_compiles
+                ),
+            )
+            .baseline(
+                "start_floor_ms (no kernel)",
+                ms(self.start_floor_ms),
+                times(self.cold_start_ms / self.start_floor_ms),
+            ),
+        );
+        let share = self.warm_start_ms / self.cold_start_ms;
+        rows.push(
+            Row::new(
+                "warm_start_ms",
+                format!(
+                    "{} ({} compiles)",
+                    ms(self.warm_start_ms),
+                    self.warm_start_compiles
+                ),
+            )
+            .baseline(
+                "cold_start_ms",
+                ms(self.cold_start_ms),
+                format!("{:.1}%", share * 100.0),
+            )
+            .target("≤ 5% of cold", share <= 0.05),
+        );
+        if cuda {
+            let over = self.warm_start_ms - self.start_floor_ms;
+            rows.push(
+                Row::new("warm_start_ms − floor", ms(over))
+                    .baseline("start_floor_ms", ms(self.start_floor_ms), String::new())
+                    .target("< 2 ms", over < 2.0),
+            );
+        }
+        rows
+    }
+
+    /// The table for people.
+    pub(crate) fn table(&self) -> String {
+        let rows = self.rows();
+        let head = [
+            "figure", "value", "baseline", "baseline", "ratio", "target", "",
+        ];
+        let cells: Vec<[&str; 7]> = rows
+            .iter()
+            .map(|r| {
+                [
+                    r.figure.as_str(),
+                    r.value.as_str(),
+                    r.baseline.as_str(),
+                    r.baseline_value.as_str(),
+                    r.ratio.as_str(),
+                    r.target.as_str(),
+                    r.verdict.as_str(),
+                ]
+            })
+            .collect();
+        let mut widths = head.map(|h| h.chars().count());
+        for row in &cells {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let line = |cells: &[&str; 7]| {
+            let mut s = String::new();
+            for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+                let pad = w - c.chars().count();
+                // Numbers read best right-aligned, names left-aligned.
+                if i == 1 || i == 3 || i == 4 {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(c);
+                } else {
+                    s.push_str(c);
+                    s.push_str(&" ".repeat(pad));
+                }
+                s.push_str("  ");
+            }
+            s.trim_end().to_string()
+        };
+        let load = match (self.load_avg_start, self.load_avg_end) {
+            (Some(a), Some(b)) => format!(", load average {a:.2} → {b:.2}"),
+            _ => String::new(),
+        };
+        let mut out = format!(
+            "kernelkit bench: {} on {} ({} cores){}{load}\n",
+            self.backend,
+            self.device,
+            self.cores,
+            if self.quick { ", --quick" } else { "" }
+        );
+        out.push_str(&line(&head));
+        out.push('\n');
+        out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * 6));
+        out.push('\n');
+        for row in &cells {
+            out.push_str(&line(row));
+            out.push('\n');
+        }
+        let missed: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Missed)
+            .map(|r| r.figure.as_str())
+            .collect();
+        if missed.is_empty() {
+            out.push_str("every target with a verdict was met\n");
+        } else {
+            out.push_str(&format!("targets missed: {}\n", missed.join(", ")));
+        }
+        out
+    }
+}

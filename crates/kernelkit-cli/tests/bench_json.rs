@@ -1,0 +1,99 @@
+//! `kernelkit bench --backend cpu --quick --json`: the JSON object has every
+//! key the issue asks for, each with the type it should have. The values are
+//! timings of a shared machine, so only their types (and that they are real
+//! numbers, not a failed measurement's null) are checked.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Every key of the issue's table that holds one number.
+const NUMBERS: &[&str] = &[
+    "build_hit_ns",
+    "build_hit_ns_95kb",
+    "build_nomemo_ns",
+    "build_nomemo_ns_95kb",
+    "dispatch_hit_ns",
+    "dispatch_hit_ns_95kb",
+    "dispatch_nomemo_ns",
+    "dispatch_nomemo_ns_95kb",
+    "raw_launch_ns",
+    "cold_compile_ms",
+    "parallel_compile_speedup",
+    "herd_compiles",
+    "cold_start_ms",
+    "warm_start_ms",
+    "cores",
+];
+
+/// The keys that map thread counts to calls per second.
+const BY_THREADS: &[&str] = &["hit_ops_per_s", "hit_ops_per_s_rwlock"];
+
+#[test]
+fn quick_cpu_bench_prints_every_key_as_json() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit"))
+        .args(["bench", "--backend", "cpu", "--quick", "--json"])
+        .output()
+        .expect("the kernelkit binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    // With `--json` and no file, stdout holds the JSON alone and the table
+    // goes to stderr.
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}):\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert!(report.is_object(), "{report}");
+    assert!(
+        stderr.contains("build_hit_ns"),
+        "no table on stderr: {stderr}"
+    );
+
+    for key in NUMBERS {
+        let v = &report[key];
+        assert!(v.is_number(), "`{key}` is {v}, expected a number");
+    }
+    for key in ["herd_compiles", "cores"] {
+        assert!(
+            report[key].is_u64(),
+            "`{key}` is {}, expected a count",
+            report[key]
+        );
+    }
+    for key in BY_THREADS {
+        let map = report[key]
+            .as_object()
+            .unwrap_or_else(|| panic!("`{key}` is {}, expected an object", report[key]));
+        assert!(
+            map.contains_key("1"),
+            "`{key}` has no 1-thread entry: {map:?}"
+        );
+        for (threads, ops) in map {
+            assert!(
+                threads.parse::<usize>().is_ok_and(|t| t >= 1),
+                "`{key}` has key {threads:?}, expected a thread count"
+            );
+            assert!(ops.is_number(), "`{key}`[{threads}] is {ops}");
+        }
+    }
+    assert_eq!(
+        report["hit_ops_per_s"].as_object().map(|m| m.len()),
+        report["hit_ops_per_s_rwlock"].as_object().map(|m| m.len()),
+        "both scaling objects cover the same thread counts"
+    );
+    assert_eq!(report["backend"], "cpu");
+    assert!(report["device"].as_str().is_some_and(|d| !d.is_empty()));
+}
+
+#[test]
+fn bench_rejects_an_unknown_backend() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit"))
+        .args(["bench", "--backend", "tpu", "--quick"])
+        .output()
+        .expect("the kernelkit binary runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("tpu"), "{stderr}");
+}
