@@ -57,10 +57,10 @@ step parallel env KERNELKIT_CACHE=memory KERNELKIT_LOG=kernelkit=debug "$G/cuda_
 step parallel_off env KERNELKIT_CACHE=memory KERNELKIT_COMPILE_WORKERS=0 "$G/cuda_perf" parallel
 step baselines python3 "$G/gpu_baselines.py"
 # CuPy, Triton and raw-launch figures for BENCHMARKS.md, on this machine.
-bench_baselines() { python3 "$G/bench-gpu-baselines.py" > "$OUT/baselines.json"; cat "$OUT/baselines.json"; }
+bench_baselines() { timeout 200 python3 "$G/bench-gpu-baselines.py" > "$OUT/baselines.json"; cat "$OUT/baselines.json"; }
 step bench_baselines bench_baselines
 if "$G/kernelkit" bench --help 2>/dev/null | grep -q -- '--backend'; then
-  step bench "$G/kernelkit" bench --backend cuda --json "$OUT/bench.json"
+  step bench timeout 300 "$G/kernelkit" bench --backend cuda --json "$OUT/bench.json"
 elif [ -z "${KK_STEPS:-}" ]; then
   status+=("bench: not in this build of the CLI")
 fi
