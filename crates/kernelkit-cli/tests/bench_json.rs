@@ -27,7 +27,12 @@ const NUMBERS: &[&str] = &[
 ];
 
 /// The keys that map thread counts to calls per second.
-const BY_THREADS: &[&str] = &["hit_ops_per_s", "hit_ops_per_s_rwlock"];
+const BY_THREADS: &[&str] = &[
+    "hit_ops_per_s",
+    "hit_ops_per_s_rwlock",
+    "hit_lookup_ops_per_s",
+    "hit_lookup_ops_per_s_rwlock",
+];
 
 #[test]
 fn quick_cpu_bench_prints_every_key_as_json() {

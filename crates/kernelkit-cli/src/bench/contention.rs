@@ -30,6 +30,10 @@ pub(crate) struct ContentionFigures {
     pub(crate) ours: Scaling,
     /// Calls per second through the MLX-scheme baseline.
     pub(crate) rwlock: Scaling,
+    /// Host-side hits per second (variant and function found, no launch).
+    pub(crate) lookup: Scaling,
+    /// The same through the MLX-scheme baseline's lookup.
+    pub(crate) lookup_rwlock: Scaling,
     /// The share of its time each kernelkit thread was ready to run but
     /// waited for a CPU (other work on the machine), where the system
     /// reports it: a sample that waited could not show real scaling.
@@ -56,6 +60,10 @@ struct Span {
 enum Path<'a> {
     Kernelkit,
     RwLock(&'a RwLockCache),
+    /// The host side of a hit alone (variant and function found, nothing
+    /// launched): what the caches themselves cost under contention.
+    KernelkitLookup,
+    RwLockLookup(&'a RwLockCache),
 }
 
 /// The kernels and the baseline cache, compiled and warm.
@@ -107,10 +115,16 @@ impl Contention {
         // in the machine's load falls on all of them alike.
         let mut ours: Vec<Vec<Sample>> = threads.iter().map(|_| Vec::new()).collect();
         let mut theirs: Vec<Vec<Sample>> = threads.iter().map(|_| Vec::new()).collect();
+        let mut ours_lookup: Vec<Vec<Sample>> = threads.iter().map(|_| Vec::new()).collect();
+        let mut theirs_lookup: Vec<Vec<Sample>> = threads.iter().map(|_| Vec::new()).collect();
+        // Lookups are ~10x cheaper than launches: more of them per sample.
+        let lookups = calls.saturating_mul(8);
         for _ in 0..samples.max(1) {
             for (i, &t) in threads.iter().enumerate() {
                 ours[i].push(self.run(t, calls, Path::Kernelkit)?);
                 theirs[i].push(self.run(t, calls, Path::RwLock(&self.rwlock))?);
+                ours_lookup[i].push(self.run(t, lookups, Path::KernelkitLookup)?);
+                theirs_lookup[i].push(self.run(t, lookups, Path::RwLockLookup(&self.rwlock))?);
             }
         }
         let medians = |v: &[Vec<Sample>], f: &dyn Fn(&Sample) -> Option<f64>| -> Option<Scaling> {
@@ -127,6 +141,8 @@ impl Contention {
         Ok(ContentionFigures {
             ours: medians(&ours, &rate).unwrap_or_default(),
             rwlock: medians(&theirs, &rate).unwrap_or_default(),
+            lookup: medians(&ours_lookup, &rate).unwrap_or_default(),
+            lookup_rwlock: medians(&theirs_lookup, &rate).unwrap_or_default(),
             cpu_wait: medians(&ours, &|s: &Sample| s.cpu_wait),
         })
     }
@@ -193,11 +209,16 @@ impl Contention {
         for c in 0..calls {
             let kernel = &kernels[(index + c as usize) % n];
             let call = workload::call(kernel, &x, &stream);
-            let out = match path {
-                Path::Kernelkit => call.prepare()?.run()?,
-                Path::RwLock(cache) => cache.launch(call)?,
-            };
-            black_box(out);
+            match path {
+                Path::Kernelkit => {
+                    black_box(call.launch()?);
+                }
+                Path::RwLock(cache) => {
+                    black_box(cache.launch(call)?);
+                }
+                Path::KernelkitLookup => call.compile()?,
+                Path::RwLockLookup(cache) => cache.lookup(call, &self.device)?,
+            }
             if c % 1024 == 1023 {
                 stream.synchronize()?;
             }

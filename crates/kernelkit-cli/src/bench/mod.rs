@@ -283,6 +283,8 @@ fn run(backend: BackendName, quick: bool) -> Result<Report, BenchError> {
         raw_launch_ns,
         hit_ops_per_s: scaling.ours,
         hit_ops_per_s_rwlock: scaling.rwlock,
+        hit_lookup_ops_per_s: scaling.lookup,
+        hit_lookup_ops_per_s_rwlock: scaling.lookup_rwlock,
         hit_cpu_wait: scaling.cpu_wait,
         cold_compile_ms,
         parallel_compile_speedup: measure::median(&speedups),

@@ -38,6 +38,14 @@ pub(crate) struct Report {
     pub(crate) hit_ops_per_s: Scaling,
     #[serde(serialize_with = "by_threads")]
     pub(crate) hit_ops_per_s_rwlock: Scaling,
+    /// The host side of a hit alone (`Call::compile` on a warm cache: memo,
+    /// kernel cache, no launch), per thread count: what the caches scale to
+    /// when the driver's own launch path is out of the picture.
+    #[serde(serialize_with = "by_threads")]
+    pub(crate) hit_lookup_ops_per_s: Scaling,
+    /// The same through the MLX-scheme baseline's lookup.
+    #[serde(serialize_with = "by_threads")]
+    pub(crate) hit_lookup_ops_per_s_rwlock: Scaling,
     pub(crate) cold_compile_ms: f64,
     pub(crate) parallel_compile_speedup: f64,
     pub(crate) herd_compiles: u64,
@@ -305,6 +313,28 @@ impl Report {
                 row = row.target(format!("≥ {w}× @1"), scale >= w);
             }
             rows.push(row);
+        }
+
+        let (ours_1, theirs_1) = (
+            one(&self.hit_lookup_ops_per_s),
+            one(&self.hit_lookup_ops_per_s_rwlock),
+        );
+        for (&(t, ours), &(_, theirs)) in self
+            .hit_lookup_ops_per_s
+            .iter()
+            .zip(&self.hit_lookup_ops_per_s_rwlock)
+        {
+            rows.push(
+                Row::new(
+                    format!("hit_lookup_ops_per_s @{t}"),
+                    format!("{} ({:.2}× @1)", per_s(ours), ours / ours_1),
+                )
+                .baseline(
+                    format!("rwlock lookup @{t}"),
+                    format!("{} ({:.2}× @1)", per_s(theirs), theirs / theirs_1),
+                    times(ours / theirs),
+                ),
+            );
         }
 
         let mut row = Row::new("cold_compile_ms", ms(self.cold_compile_ms));

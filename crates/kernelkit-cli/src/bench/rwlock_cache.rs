@@ -60,6 +60,21 @@ impl RwLockCache {
         Ok(launch.run()?)
     }
 
+    /// The lookup alone, as MLX makes it on a hit: the variant (memoized),
+    /// the formatted key and the shared lock; no launch. The call's kernel
+    /// must be in the cache already.
+    pub(crate) fn lookup(
+        &self,
+        call: Call<'_>,
+        device: &kernelkit::Device,
+    ) -> Result<(), BenchError> {
+        let variant = call.variant_on(device)?;
+        let key = variant.module_key(&self.options);
+        let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
+        std::hint::black_box(map.get(&key));
+        Ok(())
+    }
+
     /// Number of kernels the cache holds.
     pub(crate) fn len(&self) -> usize {
         self.map

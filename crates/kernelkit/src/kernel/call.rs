@@ -294,6 +294,17 @@ impl<'a> Call<'a> {
         })
     }
 
+    /// Finds this call's variant and function on its device, compiling or
+    /// loading them if no one has yet, without running anything and without
+    /// building a [`Launch`]: a warm-up, and the host-side hit path alone.
+    pub fn compile(&self) -> Result<()> {
+        let device = self.device()?;
+        let (inputs, outputs) = self.descs()?;
+        let variant = self.variant_for(&device, &inputs, &outputs)?;
+        device.function(self.kernel.name(), &variant)?;
+        Ok(())
+    }
+
     /// Checks everything and returns a launch that owns its arguments.
     pub fn prepare(&self) -> Result<Launch> {
         self.prepare_with(false)
