@@ -8,6 +8,7 @@
 #   cuda-tests         tests/cuda.rs (CUDA-specific tests)
 #   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::)
 #   fault-tests        tests/cuda_fault.rs (a faulting kernel; its own process)
+#   run-tests, views-tests  `kernelkit run` tests, run there with --device cuda
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
 #   gpu-remote.sh, gpu_baselines.py   what runs there
 # Binaries are stripped of debug info to stay well under the 64 MiB limit.
@@ -27,11 +28,20 @@ exe() { # $1: target kind, $2: target name
             and (.target.kind|index($k)) and .profile.test and .executable)
      | .executable' <<<"$tests_json" | tail -n1
 }
+cli_json=$(cargo test --release -p kernelkit-cli --features cuda --no-run \
+  --message-format=json 2>/dev/null)
+cli_exe() { # $1: test target name
+  jq -r --arg n "$1" \
+    'select(.reason=="compiler-artifact" and .target.name==$n and .profile.test and .executable)
+     | .executable' <<<"$cli_json" | tail -n1
+}
+run_tests=$(cli_exe run_known)
+views_tests=$(cli_exe views)
 cuda_tests=$(exe test cuda)
 lib_tests=$(exe lib kernelkit)
 behaviour_tests=$(exe test behaviour)
 fault_tests=$(exe test cuda_fault)
-for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests"; do
+for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$run_tests" "$views_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -46,6 +56,8 @@ strip --strip-debug -o "$DEST/cuda-tests" "$cuda_tests"
 strip --strip-debug -o "$DEST/kernelkit-lib-tests" "$lib_tests"
 strip --strip-debug -o "$DEST/behaviour-tests" "$behaviour_tests"
 strip --strip-debug -o "$DEST/fault-tests" "$fault_tests"
+strip --strip-debug -o "$DEST/run-tests" "$run_tests"
+strip --strip-debug -o "$DEST/views-tests" "$views_tests"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
 du -sh "$DEST"

@@ -46,6 +46,9 @@ golden_cuda() {
   [ "$fail" = 0 ]
 }
 step golden_cuda golden_cuda
+# `kernelkit run` on the GPU: the known-result and view tests, device cuda.
+step run_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda "$G/run-tests" --test-threads=4
+step views_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda "$G/views-tests" --test-threads=4
 step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
 step perf "$G/cuda_perf"
 # The same with the per-stream block cache off (every output from the pool).
@@ -81,7 +84,7 @@ grep -h "^SUMMARY" "$LOGS/perf.log" 2>/dev/null
 grep -h "^parallel\.\(first_compile_ms\|n[0-9]*\.speedup\)" "$LOGS/parallel.log" 2>/dev/null
 echo "workers off by KERNELKIT_COMPILE_WORKERS=0: $(grep -h '^SUMMARY' "$LOGS/parallel_off.log" 2>/dev/null)"
 grep -h "^SUMMARY" "$LOGS/parallel.log" 2>/dev/null
-grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" 2>/dev/null
+grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

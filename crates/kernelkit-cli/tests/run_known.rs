@@ -178,7 +178,8 @@ fn compile_errors_print_the_log_after_one_line() {
             "data": {"a": [1, 2, 3, 4]},
         }),
     );
-    let out = common::kernelkit(&["run", spec.to_str().unwrap(), "--device", "cpu"]);
+    let device = common::test_device();
+    let out = common::kernelkit(&["run", spec.to_str().unwrap(), "--device", &device]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stdout.is_empty());
     let mut lines = out.stderr.lines();

@@ -21,8 +21,14 @@ pub struct Outcome {
 
 /// Runs `kernelkit ARGS` with the in-memory kernel cache only, so tests
 /// neither read nor leave artifacts on disk.
+///
+/// `KERNELKIT_TEST_BIN` overrides the binary (the GPU machine runs these
+/// test executables away from the build tree).
 pub fn kernelkit(args: &[&str]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit"))
+    let bin = std::env::var_os("KERNELKIT_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kernelkit")));
+    let out = Command::new(bin)
         .args(args)
         .env("KERNELKIT_CACHE", "memory")
         .env_remove("KERNELKIT_LOG")
@@ -42,11 +48,18 @@ pub fn write_spec(dir: &Path, name: &str, spec: &Value) -> PathBuf {
     path
 }
 
-/// Runs `kernelkit run SPEC EXTRA...` on the CPU, expects success, and
-/// returns the parsed JSON result.
+/// The device `kernelkit run` tests use: `cpu`, unless
+/// `KERNELKIT_TEST_DEVICE` names another (`cuda` on the GPU machine).
+pub fn test_device() -> String {
+    std::env::var("KERNELKIT_TEST_DEVICE").unwrap_or_else(|_| "cpu".to_string())
+}
+
+/// Runs `kernelkit run SPEC EXTRA...` on the test device (the CPU by
+/// default), expects success, and returns the parsed JSON result.
 pub fn run_ok(spec: &Path, extra: &[&str]) -> Value {
     let path = spec.to_str().unwrap();
-    let mut args = vec!["run", path, "--device", "cpu"];
+    let device = test_device();
+    let mut args = vec!["run", path, "--device", device.as_str()];
     args.extend_from_slice(extra);
     let out = kernelkit(&args);
     assert_eq!(out.code, 0, "kernelkit run failed:\n{}", out.stderr);
@@ -56,7 +69,12 @@ pub fn run_ok(spec: &Path, extra: &[&str]) -> Value {
         out.stdout
     );
     let result: Value = serde_json::from_str(&out.stdout).expect("stdout is JSON");
-    assert_eq!(result["device"], "cpu");
+    let label = if device == "cuda" {
+        "cuda:0"
+    } else {
+        device.as_str()
+    };
+    assert_eq!(result["device"], label);
     result
 }
 
