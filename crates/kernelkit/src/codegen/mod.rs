@@ -159,7 +159,7 @@ pub(crate) fn portable_header(header: &str) -> std::borrow::Cow<'_, str> {
                     .any(|h| target == format!("<{h}>") || target == format!("\"{h}\""))
             })
     };
-    if !header.lines().any(is_metal_include) {
+    if !header.contains("metal") || !header.lines().any(is_metal_include) {
         return std::borrow::Cow::Borrowed(header);
     }
     let mut out = String::with_capacity(header.len() + 64);
