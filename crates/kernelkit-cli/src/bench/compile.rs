@@ -17,16 +17,9 @@ use super::measure;
 use super::workload::{self, BackendName};
 use super::BenchError;
 
-/// The flags the CPU backend compiles with (its `compile.rs`); the bare
-/// compiler baseline uses the same ones, so the difference is kernelkit's.
-const CPU_FLAGS: &[&str] = &[
-    "-std=c++20",
-    "-O2",
-    "-march=native",
-    "-fPIC",
-    "-shared",
-    "-fno-exceptions",
-];
+/// The flags the CPU backend compiles with; the bare compiler baseline uses
+/// the same ones, so the difference is kernelkit's.
+const CPU_FLAGS: &[&str] = kernelkit::CPU_COMPILE_FLAGS;
 
 /// A new trivial kernel whose body no cache has seen.
 fn new_kernel(what: &str) -> Result<Kernel, BenchError> {

@@ -18,8 +18,9 @@ use crate::codegen::map_log_lines;
 use crate::error::CompileError;
 use crate::kernel::variant::Variant;
 
-/// Flags every CPU compile uses; part of the module key.
-const FLAGS: &[&str] = &[
+/// Flags every CPU compile uses; part of the module key. Public (as
+/// `kernelkit::CPU_COMPILE_FLAGS`) so a compile can be reproduced by hand.
+pub const FLAGS: &[&str] = &[
     "-std=c++20",
     "-O2",
     "-march=native",

@@ -21,6 +21,7 @@ use crate::error::{CompileError, DeviceError, Error, Result};
 use crate::kernel::variant::{Function, Variant};
 
 pub(crate) use compile::Compiler;
+pub use compile::FLAGS;
 
 /// See the module documentation.
 pub(crate) struct CpuBackend {
