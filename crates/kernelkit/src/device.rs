@@ -294,15 +294,19 @@ impl Device {
     /// The function of `variant` on this device: from the variant itself on
     /// a hit (no lock), else from the kernel cache, compiling or loading the
     /// module once however many threads ask.
-    pub(crate) fn function(
+    ///
+    /// On that hit the function is borrowed from the variant: cloning the
+    /// `Arc` would be two atomic updates, per call, on a count that every
+    /// thread calling the kernel shares.
+    pub(crate) fn function<'v>(
         &self,
         kernel: &str,
-        variant: &Variant,
-    ) -> Result<Function, CompileError> {
+        variant: &'v Variant,
+    ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
         if let Some((id, f)) = variant.function.get() {
             if *id == self.0.id {
                 self.0.cache.hits.incr();
-                return Ok(f.clone());
+                return Ok(std::borrow::Cow::Borrowed(f));
             }
         }
         let backend = &*self.0.backend;
@@ -317,7 +321,7 @@ impl Device {
         }
         let function = backend.function(kernel, &module?, &variant.name)?;
         let _ = variant.function.set((self.0.id, function.clone()));
-        Ok(function)
+        Ok(std::borrow::Cow::Owned(function))
     }
 
     /// Loads a module from the artifact store, or compiles (and stores) it.

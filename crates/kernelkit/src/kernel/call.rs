@@ -319,23 +319,30 @@ impl<'a> Call<'a> {
     }
 
     fn prepare_with(&self, bypass_memo: bool) -> Result<Launch> {
-        let plan = self.plan(bypass_memo)?;
-        Ok(Launch {
-            kernel: self.kernel.clone(),
-            variant: plan.variant,
-            stream: plan.stream,
-            inputs: self.inputs.iter().map(|a| (*a).clone()).collect(),
-            outputs: plan.outputs,
-            grid: plan.grid,
-            threadgroup: plan.threadgroup,
-            init_value: self.init_value,
-            shared_mem_bytes: self.shared_mem_bytes,
+        self.plan(bypass_memo, |variant, plan| {
+            Ok(Launch {
+                kernel: self.kernel.clone(),
+                variant: variant.clone(),
+                stream: plan.stream,
+                inputs: self.inputs.iter().map(|a| (*a).clone()).collect(),
+                outputs: plan.outputs,
+                grid: plan.grid,
+                threadgroup: plan.threadgroup,
+                init_value: self.init_value,
+                shared_mem_bytes: self.shared_mem_bytes,
+            })
         })
     }
 
-    /// Every check of a call, and its variant: what a launch needs beyond
-    /// the call's own (borrowed) arguments.
-    fn plan(&self, bypass_memo: bool) -> Result<Plan> {
+    /// Every check of a call, then `then` with its variant and what a launch
+    /// needs beyond the call's own (borrowed) arguments. On a memo hit the
+    /// variant is borrowed from the memo, not cloned: a clone is two atomic
+    /// updates per call on a count every thread calling the kernel shares.
+    fn plan<R>(
+        &self,
+        bypass_memo: bool,
+        then: impl FnOnce(&Arc<Variant>, Plan) -> Result<R>,
+    ) -> Result<R> {
         let device = self.device()?;
         let (inputs, outputs) = self.descs()?;
         let stream = match self.stream {
@@ -412,29 +419,37 @@ impl<'a> Call<'a> {
         };
         let backend = device.backend();
         let dialect = backend.dialect();
-        let variant = if bypass_memo {
-            self.check_variant(dialect, backend.name(), &desc)?;
-            self.kernel.variant_uncached(dialect, &desc)
-        } else {
-            self.kernel.variant_checked(dialect, &desc, || {
-                self.check_variant(dialect, backend.name(), &desc)
-            })?
-        };
-        if self.verbose {
-            tracing::info!(
-                kernel = %self.spec().name,
-                function = %variant.name(),
-                "generated source:\n{}",
-                variant.source()
-            );
-        }
-        Ok(Plan {
-            variant,
+        let plan = Plan {
             stream,
             outputs: out_shapes,
             grid,
             threadgroup,
-        })
+        };
+        let log = |variant: &Variant| {
+            if self.verbose {
+                tracing::info!(
+                    kernel = %self.spec().name,
+                    function = %variant.name(),
+                    "generated source:\n{}",
+                    variant.source()
+                );
+            }
+        };
+        if bypass_memo {
+            self.check_variant(dialect, backend.name(), &desc)?;
+            let variant = self.kernel.variant_uncached(dialect, &desc);
+            log(&variant);
+            return then(&variant, plan);
+        }
+        self.kernel.with_variant(
+            dialect,
+            &desc,
+            || self.check_variant(dialect, backend.name(), &desc),
+            |variant| {
+                log(variant);
+                then(variant, plan)
+            },
+        )
     }
 
     fn check_output(&self, name: &str, shape: &[i64], dtype: DType) -> Result<Shape> {
@@ -549,21 +564,22 @@ impl<'a> Call<'a> {
     /// This runs the call straight from its borrowed arguments (no
     /// [`Launch`] is built), the cheapest way to dispatch.
     pub fn launch(&self) -> Result<Vec<Array>> {
-        let plan = self.plan(false)?;
-        execute(
-            Job {
-                spec: self.kernel.spec(),
-                variant: &plan.variant,
-                stream: &plan.stream,
-                inputs: &self.inputs,
-                outputs: &plan.outputs,
-                grid: plan.grid,
-                threadgroup: plan.threadgroup,
-                init_value: self.init_value,
-                shared_mem_bytes: self.shared_mem_bytes,
-            },
-            None,
-        )
+        self.plan(false, |variant, plan| {
+            execute(
+                Job {
+                    spec: self.kernel.spec(),
+                    variant,
+                    stream: &plan.stream,
+                    inputs: &self.inputs,
+                    outputs: &plan.outputs,
+                    grid: plan.grid,
+                    threadgroup: plan.threadgroup,
+                    init_value: self.init_value,
+                    shared_mem_bytes: self.shared_mem_bytes,
+                },
+                None,
+            )
+        })
     }
 }
 
@@ -671,9 +687,9 @@ impl Launch {
     }
 }
 
-/// The checked result of a call, minus its borrowed arguments.
+/// The checked result of a call, minus its variant and its borrowed
+/// arguments.
 struct Plan {
-    variant: Arc<Variant>,
     stream: Stream,
     outputs: SmallVec<[(Shape, DType); 4]>,
     grid: [u32; 3],

@@ -192,6 +192,37 @@ impl Kernel {
         })
     }
 
+    /// Runs `f` on the memoized variant for `desc` (borrowed from the memo on
+    /// a hit, so no reference count moves); on a miss, runs `check`,
+    /// generates and memoizes the variant first.
+    pub(crate) fn with_variant<R>(
+        &self,
+        dialect: Dialect,
+        desc: &VariantDesc<'_>,
+        check: impl FnOnce() -> Result<()>,
+        f: impl FnOnce(&Arc<Variant>) -> Result<R>,
+    ) -> Result<R> {
+        let mut key = KeyBytes::new();
+        encode_key(dialect, desc, &mut key);
+        let mut f = Some(f);
+        let hit = self.0.memo.with_hit(&key, |variant| match f.take() {
+            Some(f) => f(variant),
+            None => unreachable!("the hit runs `f` at most once"),
+        });
+        if let Some(result) = hit {
+            return result;
+        }
+        let variant = self.0.memo.get_or_build(&key, || {
+            check()?;
+            let g = codegen::generate(dialect, &self.0.spec, desc, self.variant_id(&key));
+            Ok(Variant::new(dialect, g.name, g.source))
+        })?;
+        match f.take() {
+            Some(f) => f(&variant),
+            None => unreachable!("`f` ran only if the memo hit"),
+        }
+    }
+
     /// A variant built without the memo, for benchmarks of the old path.
     pub(crate) fn variant_uncached(
         &self,
