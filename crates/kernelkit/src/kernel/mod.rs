@@ -183,13 +183,7 @@ impl Kernel {
         desc: &VariantDesc<'_>,
         check: impl FnOnce() -> Result<()>,
     ) -> Result<Arc<Variant>> {
-        let mut key = KeyBytes::new();
-        encode_key(dialect, desc, &mut key);
-        self.0.memo.get_or_build(&key, || {
-            check()?;
-            let g = codegen::generate(dialect, &self.0.spec, desc, self.variant_id(&key));
-            Ok(Variant::new(dialect, g.name, g.source))
-        })
+        self.with_variant(dialect, desc, check, |variant| Ok(variant.clone()))
     }
 
     /// Runs `f` on the memoized variant for `desc` (borrowed from the memo on
