@@ -140,17 +140,7 @@ pub(crate) fn parallel_round(backend: BackendName, n: usize) -> Result<ParallelR
             .iter()
             .map(|kernel| {
                 let (device, barrier) = (&parallel_device, &barrier);
-                scope.spawn(move || -> Result<(Instant, Instant), BenchError> {
-                    let stream = device.new_stream()?;
-                    let x = workload::input(device)?;
-                    barrier.wait();
-                    let start = Instant::now();
-                    let out = workload::call(kernel, &x, &stream).launch()?;
-                    stream.synchronize()?;
-                    let end = Instant::now();
-                    workload::check_output(kernel, &out, 0)?;
-                    Ok((start, end))
-                })
+                scope.spawn(move || call_at_barrier(device, kernel, barrier))
             })
             .collect();
         handles
@@ -166,6 +156,25 @@ pub(crate) fn parallel_round(backend: BackendName, n: usize) -> Result<ParallelR
         serial_ms,
         parallel_ms,
     })
+}
+
+/// One thread of the parallel and herd figures: its own stream and input,
+/// then, after the barrier, one call (compiling if no one has) until its
+/// result is back; returns when the call started and ended.
+fn call_at_barrier(
+    device: &Device,
+    kernel: &Kernel,
+    barrier: &Barrier,
+) -> Result<(Instant, Instant), BenchError> {
+    let stream = device.new_stream()?;
+    let x = workload::input(device)?;
+    barrier.wait();
+    let start = Instant::now();
+    let out = workload::call(kernel, &x, &stream).launch()?;
+    stream.synchronize()?;
+    let end = Instant::now();
+    workload::check_output(kernel, &out, 0)?;
+    Ok((start, end))
 }
 
 /// What the herd figure saw.
@@ -189,17 +198,7 @@ pub(crate) fn herd(backend: BackendName, threads: usize) -> Result<Herd, BenchEr
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 let (device, kernel, barrier) = (&device, &kernel, &barrier);
-                scope.spawn(move || -> Result<(Instant, Instant), BenchError> {
-                    let stream = device.new_stream()?;
-                    let x = workload::input(device)?;
-                    barrier.wait();
-                    let start = Instant::now();
-                    let out = workload::call(kernel, &x, &stream).launch()?;
-                    stream.synchronize()?;
-                    let end = Instant::now();
-                    workload::check_output(kernel, &out, 0)?;
-                    Ok((start, end))
-                })
+                scope.spawn(move || call_at_barrier(device, kernel, barrier))
             })
             .collect();
         handles
