@@ -5,6 +5,8 @@
 # `carry: [".gpu"]`):
 #   kernelkit          the CLI, with the cuda feature (demo, bench)
 #   cuda_perf          the example that measures the three ratios of issue 4
+#   dispatch_loop      a warm dispatch loop (CPU and CUDA), to compare hosts
+#   launch_probe       what host work between raw launches costs there
 #   cuda-tests         tests/cuda.rs (CUDA-specific tests)
 #   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::)
 #   fault-tests        tests/cuda_fault.rs (a faulting kernel; its own process)
@@ -19,7 +21,7 @@ DEST=${KK_GPU_DIR:-/work/main/.gpu}
 MAIN=$(dirname "$DEST")
 
 cargo build --release -p kernelkit-cli --features cuda
-cargo build --release -p kernelkit --features cuda --example cuda_perf
+cargo build --release -p kernelkit --features cuda --example cuda_perf --example dispatch_loop --example launch_probe
 tests_json=$(cargo test --release -p kernelkit --features cuda --no-run \
   --message-format=json 2>/dev/null)
 exe() { # $1: target kind, $2: target name
@@ -52,12 +54,19 @@ grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
 rm -f "$DEST"/*
 strip --strip-debug -o "$DEST/kernelkit" target/release/kernelkit
 strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
+strip --strip-debug -o "$DEST/dispatch_loop" target/release/examples/dispatch_loop
+strip --strip-debug -o "$DEST/launch_probe" target/release/examples/launch_probe
 strip --strip-debug -o "$DEST/cuda-tests" "$cuda_tests"
 strip --strip-debug -o "$DEST/kernelkit-lib-tests" "$lib_tests"
 strip --strip-debug -o "$DEST/behaviour-tests" "$behaviour_tests"
 strip --strip-debug -o "$DEST/fault-tests" "$fault_tests"
 strip --strip-debug -o "$DEST/run-tests" "$run_tests"
 strip --strip-debug -o "$DEST/views-tests" "$views_tests"
+# KK_BASE=path/to/an/older/cuda_perf: sent as cuda_perf_base, for the `ab`
+# step (older and newer dispatch measured in turns on one machine).
+# KK_MID=another: sent as cuda_perf_mid, measured in the same turns.
+if [ -n "${KK_BASE:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_base" "$KK_BASE"; fi
+if [ -n "${KK_MID:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_mid" "$KK_MID"; fi
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
 du -sh "$DEST"

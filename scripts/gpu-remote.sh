@@ -51,6 +51,28 @@ step run_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda "
 step views_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda "$G/views-tests" --test-threads=4
 step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
 step perf "$G/cuda_perf"
+# Host speed against the development machine: the same CPU-backend dispatch
+# loop here and there (a C++ compiler is needed for the CPU backend), then
+# the CUDA one.
+calib() {
+  KERNELKIT_CACHE=memory "$G/dispatch_loop" cpu 2000000 || echo "(no CPU backend here)"
+  for m in call run host; do "$G/dispatch_loop" cuda 200000 $m; done
+  "$G/launch_probe"
+}
+step calib calib
+# An older build's dispatch against this one's, in turns on this machine
+# (machines differ more than most changes: compare only within one).
+ab() {
+  [ -x "$G/cuda_perf_base" ] || { echo "no $G/cuda_perf_base (KK_BASE)"; return 0; }
+  local b
+  for i in 1 2 3 4; do
+    for b in cuda_perf_base cuda_perf_mid cuda_perf; do
+      [ -x "$G/$b" ] || continue
+      echo "$b: $("$G/$b" dispatch | grep -E '^dispatch\.(raw_us|warm_us|ratio|prepared|host)' | grep -v '\.all' | tr '\n' ' ')"
+    done
+  done
+}
+step ab ab
 # The same with the per-stream block cache off (every output from the pool).
 step perf_pool env KERNELKIT_CUDA_ALLOC=pool "$G/cuda_perf"
 # Compiles in parallel: in-process against compile workers, then the same
@@ -73,7 +95,7 @@ echo "===== SUMMARY ====="
 printf '%s\n' "${status[@]}"
 grep -h "^test result" "$LOGS/tests.log" "$LOGS/unit.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/demo.log" 2>/dev/null
-grep -hE "^(dispatch\.(raw_us|warm_us|without_memo_us|ratio)|bandwidth\.|cold\.(nvrtc_ms|kernelkit_ms|ratio)|parallel_cold\.(wall|mean)|cupy\.)" "$LOGS/perf.log" "$LOGS/baselines.log" 2>/dev/null
+grep -hE "^(dispatch\.(raw_us|warm_us|without_memo_us|prepared_run_us|host_hit_us|ratio)|bandwidth\.|cold\.(nvrtc_ms|kernelkit_ms|ratio)|parallel_cold\.(wall|mean)|cupy\.)" "$LOGS/perf.log" "$LOGS/baselines.log" 2>/dev/null
 d2d=$(sed -n 's/^cupy.d2d_copy_tbs = //p' "$LOGS/baselines.log" 2>/dev/null)
 axpb=$(sed -n 's/^bandwidth.axpb_tbs = //p' "$LOGS/perf.log" 2>/dev/null)
 if [ -n "$d2d" ] && [ -n "$axpb" ]; then
@@ -81,6 +103,8 @@ if [ -n "$d2d" ] && [ -n "$axpb" ]; then
 fi
 echo "allocator=pool only: $(grep -h '^dispatch.warm_us =' "$LOGS/perf_pool.log" 2>/dev/null)"
 grep -h "^SUMMARY" "$LOGS/perf.log" 2>/dev/null
+grep -h "ns per \|^probe\." "$LOGS/calib.log" 2>/dev/null
+grep -h "^cuda_perf" "$LOGS/ab.log" 2>/dev/null
 grep -h "^parallel\.\(first_compile_ms\|n[0-9]*\.speedup\)" "$LOGS/parallel.log" 2>/dev/null
 echo "workers off by KERNELKIT_COMPILE_WORKERS=0: $(grep -h '^SUMMARY' "$LOGS/parallel_off.log" 2>/dev/null)"
 grep -h "^SUMMARY" "$LOGS/parallel.log" 2>/dev/null

@@ -22,7 +22,9 @@
 //! `KERNELKIT_WORKER`) for workers, and again with
 //! `KERNELKIT_COMPILE_WORKERS=0` to see the variable turn them off.
 //!
-//! Run: `cargo run --release --features cuda --example cuda_perf [parallel]`.
+//! `cuda_perf dispatch` measures only the first ratio.
+//!
+//! Run: `cargo run --release --features cuda --example cuda_perf [parallel|dispatch]`.
 
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -72,7 +74,13 @@ fn dispatch(dev: &Device, s: &Stream) -> Res<(f64, f64, f64)> {
     s.synchronize()?;
     let n = 2000u32;
     let launch = call().prepare()?;
-    let (mut raw, mut warm, mut nomemo) = (Vec::new(), Vec::new(), Vec::new());
+    // Where the time over the raw launch goes, each sampled in alternation
+    // with the others: `run` is a prepared launch (output allocation,
+    // argument marshalling, launch, the output's drop: no call building,
+    // checks or memo); `host` is the call's host side alone (building,
+    // checks, memo hit, function), no output and no launch.
+    let (mut raw, mut warm, mut nomemo, mut run, mut host) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..7 {
         raw.push(us(launch.time_raw_launches(n)?, n));
         s.synchronize()?;
@@ -84,6 +92,17 @@ fn dispatch(dev: &Device, s: &Stream) -> Res<(f64, f64, f64)> {
         s.synchronize()?;
         let t = Instant::now();
         for _ in 0..n {
+            drop(launch.run()?);
+        }
+        run.push(us(t.elapsed(), n));
+        s.synchronize()?;
+        let t = Instant::now();
+        for _ in 0..n {
+            call().compile()?;
+        }
+        host.push(us(t.elapsed(), n));
+        let t = Instant::now();
+        for _ in 0..n {
             drop(call().prepare_without_memo()?.run()?);
         }
         nomemo.push(us(t.elapsed(), n));
@@ -91,6 +110,8 @@ fn dispatch(dev: &Device, s: &Stream) -> Res<(f64, f64, f64)> {
     }
     println!("dispatch.raw_us.all = {raw:.3?}");
     println!("dispatch.warm_us.all = {warm:.3?}");
+    println!("dispatch.prepared_run_us = {:.3}", median(run));
+    println!("dispatch.host_hit_us = {:.3}", median(host));
     Ok((median(raw), median(warm), median(nomemo)))
 }
 
@@ -415,6 +436,9 @@ fn main() -> Res<()> {
     println!("dispatch.warm_us = {warm:.3}");
     println!("dispatch.without_memo_us = {nomemo:.3}");
     println!("dispatch.ratio = {:.3}", warm / raw);
+    if std::env::args().nth(1).as_deref() == Some("dispatch") {
+        return Ok(());
+    }
     let (axpb, copy) = bandwidth(&dev, &s)?;
     println!("bandwidth.axpb_tbs = {axpb:.3}");
     println!("bandwidth.copy_kernel_tbs = {copy:.3}");

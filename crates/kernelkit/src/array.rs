@@ -22,22 +22,56 @@ pub type Strides = SmallVec<[isize; 4]>;
 /// An n-dimensional array on a device. Cheap to clone (the buffer is shared).
 #[derive(Clone)]
 pub struct Array {
+    /// The memory, with its device and producing stream (`Buffer::place`).
     pub(crate) buffer: Arc<Buffer>,
-    pub(crate) device: Device,
     pub(crate) shape: Shape,
     pub(crate) strides: Strides,
     /// Offset of element 0, in elements.
     pub(crate) offset: usize,
     pub(crate) dtype: DType,
-    /// The stream whose queued work writes this array, if any: reads wait
-    /// for it.
-    pub(crate) producer: Option<Stream>,
+}
+
+/// Where a buffer lives and what a reader must wait for. A buffer written
+/// by queued work holds that stream, and reaches its device through it: one
+/// shared count taken per kernel output instead of two (the device's count
+/// is one that every thread calling on the device would touch).
+#[derive(Clone)]
+pub(crate) enum Place {
+    /// Complete when created (an upload waits for its copy).
+    Ready(Device),
+    /// Written by work queued on this stream: reads wait for it.
+    Queued(Stream),
+}
+
+impl Place {
+    pub(crate) fn device(&self) -> &Device {
+        match self {
+            Place::Ready(device) => device,
+            Place::Queued(stream) => stream.device(),
+        }
+    }
+
+    pub(crate) fn producer(&self) -> Option<&Stream> {
+        match self {
+            Place::Ready(_) => None,
+            Place::Queued(stream) => Some(stream),
+        }
+    }
+
+    /// The stream in whose order the memory was allocated: the producer,
+    /// or the device's default stream (where uploads run).
+    pub(crate) fn stream(&self) -> &Stream {
+        match self {
+            Place::Ready(device) => device.default_stream(),
+            Place::Queued(stream) => stream,
+        }
+    }
 }
 
 impl fmt::Debug for Array {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Array")
-            .field("device", &self.device.label())
+            .field("device", &self.device().label())
             .field("dtype", &self.dtype)
             .field("shape", &self.shape)
             .field("strides", &self.strides)
@@ -100,14 +134,8 @@ impl Array {
         device.check_dtype(dtype)?;
         let buffer = device
             .backend()
-            .upload(bytes, device.default_stream().handle())?;
-        Ok(Array::contiguous(
-            device.clone(),
-            Arc::new(buffer),
-            shape,
-            dtype,
-            None,
-        ))
+            .upload(bytes, Place::Ready(device.clone()))?;
+        Ok(Array::contiguous(buffer, shape, dtype))
     }
 
     /// An array of zeros.
@@ -125,40 +153,31 @@ impl Array {
         // array's producer: work on other streams waits for it.
         let backend = device.backend();
         let stream = device.default_stream();
-        let buffer = backend.alloc(n * dtype.size(), stream.handle())?;
+        let buffer = backend.alloc(n * dtype.size(), Place::Queued(stream.clone()))?;
         let zero = [0u8; 16];
         backend.fill(&buffer, &zero[..dtype.size()], stream.handle())?;
-        Ok(Array::contiguous(
-            device.clone(),
-            Arc::new(buffer),
-            shape,
-            dtype,
-            Some(stream.clone()),
-        ))
+        Ok(Array::contiguous(buffer, shape, dtype))
     }
 
-    pub(crate) fn contiguous(
-        device: Device,
-        buffer: Arc<Buffer>,
-        shape: Shape,
-        dtype: DType,
-        producer: Option<Stream>,
-    ) -> Array {
+    pub(crate) fn contiguous(buffer: Arc<Buffer>, shape: Shape, dtype: DType) -> Array {
         let strides = row_major_strides(&shape);
         Array {
             buffer,
-            device,
             shape,
             strides,
             offset: 0,
             dtype,
-            producer,
         }
     }
 
     /// The device the buffer lives on.
     pub fn device(&self) -> &Device {
-        &self.device
+        self.buffer.place.device()
+    }
+
+    /// The stream whose queued work writes this array, if any.
+    pub(crate) fn producer(&self) -> Option<&Stream> {
+        self.buffer.place.producer()
     }
     /// The element type.
     pub fn dtype(&self) -> DType {
@@ -306,7 +325,7 @@ impl Array {
 
     /// Waits for the work that writes this array.
     pub fn wait(&self) -> Result<()> {
-        if let Some(s) = &self.producer {
+        if let Some(s) = self.producer() {
             s.synchronize()?;
         }
         Ok(())
@@ -330,11 +349,9 @@ impl Array {
                 hi += reach;
             }
         }
-        let stream = self
-            .producer
-            .clone()
-            .unwrap_or_else(|| self.device.default_stream().clone());
-        let raw = self.device.backend().download(
+        let device = self.device();
+        let stream = self.producer().unwrap_or_else(|| device.default_stream());
+        let raw = device.backend().download(
             &self.buffer,
             lo as usize * size,
             (hi - lo + 1) as usize * size,

@@ -51,6 +51,9 @@ impl DeviceId {
 
 pub(crate) struct DeviceShared {
     id: DeviceId,
+    /// The backend's limits, copied next to the id: every call checks
+    /// against them, and this line is one the call reads anyway.
+    limits: Limits,
     backend: Box<dyn Backend>,
     cache: KernelCache,
     store: Option<ArtifactStore>,
@@ -90,6 +93,7 @@ impl Device {
                 ordinal,
                 instance,
             },
+            limits: *backend.limits(),
             backend,
             cache: KernelCache::default(),
             store,
@@ -216,7 +220,7 @@ impl Device {
     }
     /// Launch limits.
     pub fn limits(&self) -> Limits {
-        *self.0.backend.limits()
+        self.0.limits
     }
     /// Whether the backend supports a dtype.
     pub fn supports(&self, dtype: DType) -> bool {

@@ -2,17 +2,27 @@
 //!
 //! A single `AtomicU64` that 16 threads increment on every call turns one
 //! cache line into the bottleneck of the whole cache. [`Counter`] spreads the
-//! increments over cache-padded shards, one per thread slot, and sums them
-//! only when read, which is rare.
+//! increments over cache-padded shards and sums them only when read, which
+//! is rare.
+//!
+//! Each running thread *owns* one of the first [`OWNED`] shards (taken when
+//! it first counts, given back when it exits): only that thread writes it,
+//! so an increment is a plain load and store, not an atomic read-modify-
+//! write (which costs as much as the rest of a cache hit). Threads beyond
+//! [`OWNED`] at once share the last [`SHARED`] shards with atomic adds.
 
 #[cfg(not(loom))]
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(not(loom))]
 use crossbeam_utils::CachePadded;
 
+/// Shards that one thread at a time owns.
 #[cfg(not(loom))]
-const SHARDS: usize = 32;
+const OWNED: usize = 64;
+/// Shards for threads beyond `OWNED`, updated with atomic adds.
+#[cfg(not(loom))]
+const SHARED: usize = 8;
 
 /// A monotonically increasing counter, cheap to bump from many threads.
 #[cfg(not(loom))]
@@ -21,7 +31,7 @@ pub(crate) struct Counter {
 }
 
 /// Under `loom`, one model-checked atomic: a thread slot in a `thread_local`
-/// means nothing to loom's threads, and 32 shards would only multiply the
+/// means nothing to loom's threads, and many shards would only multiply the
 /// states a model explores.
 #[cfg(loom)]
 #[derive(Default)]
@@ -47,20 +57,69 @@ impl Counter {
 impl Default for Counter {
     fn default() -> Self {
         Counter {
-            shards: (0..SHARDS)
+            shards: (0..OWNED + SHARED)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
         }
     }
 }
 
+/// A thread's shard: owned (`index < OWNED`) or shared.
 #[cfg(not(loom))]
-fn thread_slot() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+struct Slot {
+    index: usize,
+}
+
+#[cfg(not(loom))]
+mod slots {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    use super::{Slot, OWNED, SHARED};
+
+    /// Owned shard indices no running thread holds.
+    static FREE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+    /// How many owned indices were ever handed out (the rest are implicit
+    /// in `FREE`: indices at or above this are free too).
+    static ISSUED: AtomicUsize = AtomicUsize::new(0);
+    static NEXT_SHARED: AtomicUsize = AtomicUsize::new(0);
+
+    fn free() -> std::sync::MutexGuard<'static, Vec<usize>> {
+        FREE.lock().unwrap_or_else(|p| p.into_inner())
     }
-    SLOT.with(|s| *s)
+
+    impl Slot {
+        pub(super) fn take() -> Slot {
+            let mut free = free();
+            let index = free.pop().or_else(|| {
+                let n = ISSUED.load(Ordering::Relaxed);
+                (n < OWNED).then(|| {
+                    ISSUED.store(n + 1, Ordering::Relaxed);
+                    n
+                })
+            });
+            Slot {
+                index: index.unwrap_or_else(|| {
+                    OWNED + NEXT_SHARED.fetch_add(1, Ordering::Relaxed) % SHARED
+                }),
+            }
+        }
+    }
+
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            // The lock orders this thread's last plain stores before the
+            // next owner's first load.
+            if self.index < OWNED {
+                free().push(self.index);
+            }
+        }
+    }
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    static SLOT: Slot = Slot::take();
 }
 
 #[cfg(not(loom))]
@@ -68,7 +127,16 @@ impl Counter {
     /// Adds `n`.
     #[inline]
     pub(crate) fn add(&self, n: u64) {
-        self.shards[thread_slot()].fetch_add(n, Ordering::Relaxed);
+        // While the slot lives this thread owns `index < OWNED`: a plain
+        // load and store cannot lose another thread's update. During thread
+        // exit, after the slot is gone, count in a shared shard.
+        let index = SLOT.try_with(|s| s.index).unwrap_or(OWNED);
+        let shard = &self.shards[index];
+        if index < OWNED {
+            shard.store(shard.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        } else {
+            shard.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// Adds one.
@@ -147,5 +215,33 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(c.get(), 8000);
+    }
+
+    /// More threads at once than there are owned shards (some share with
+    /// atomic adds), in waves, so that exited threads' shards are owned
+    /// again by later ones: no increment is lost.
+    #[test]
+    fn counter_is_exact_beyond_the_owned_shards_and_across_reuse() {
+        let c = std::sync::Arc::new(Counter::default());
+        let threads = OWNED + 2 * SHARED + 3;
+        for _wave in 0..3 {
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(threads));
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (c, barrier) = (c.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        c.incr();
+                        barrier.wait();
+                        for _ in 0..500 {
+                            c.add(2);
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+        }
+        assert_eq!(c.get(), 3 * threads as u64 * 1001);
     }
 }

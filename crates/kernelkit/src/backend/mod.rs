@@ -9,7 +9,7 @@ pub(crate) mod cuda;
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::array::Array;
+use crate::array::{Array, Place};
 use crate::codegen::Dialect;
 use crate::dtype::DType;
 use crate::error::{CompileError, Result};
@@ -37,15 +37,38 @@ pub struct Limits {
     pub max_shared_bytes: u64,
 }
 
-/// Device memory: an address in the backend's address space, and the owner
-/// that frees it on drop.
-pub(crate) struct Buffer {
+/// Device memory: an address in the backend's address space, its size,
+/// where it lives, and the owner that gives it back, in one allocation.
+/// Arrays share it through an `Arc<Buffer>` (the owner unsized to
+/// `dyn Memory`), so a kernel's output costs one heap allocation and one
+/// shared count (its stream's, in `place`), and views of it none.
+///
+/// The memory was allocated in the order of `place`'s stream
+/// ([`Place::stream`]); an owner that recycles memory per stream finds
+/// that stream there when it is released.
+pub(crate) struct Buffer<O: ?Sized + Memory = dyn Memory> {
     /// Host pointer (CPU) or `CUdeviceptr` (CUDA), as an integer.
     pub(crate) addr: u64,
     /// Size in bytes.
     pub(crate) len: usize,
-    /// Frees the memory when dropped.
-    pub(crate) _owner: Box<dyn Any + Send + Sync>,
+    /// The device, and the stream whose queued work writes the memory.
+    pub(crate) place: Place,
+    /// Gives the memory back when the buffer dies.
+    pub(crate) owner: O,
+}
+
+/// A backend's owner of one allocation.
+pub(crate) trait Memory: Any + Send + Sync {
+    /// Called once, when the buffer dies, before the owner is dropped.
+    fn release(&mut self, _addr: u64, _place: &Place) {}
+    /// For backends that look at their own owners (`Any` upcast).
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<O: ?Sized + Memory> Drop for Buffer<O> {
+    fn drop(&mut self) {
+        self.owner.release(self.addr, &self.place);
+    }
 }
 
 /// What a backend needs to launch one prepared call.
@@ -111,12 +134,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn new_stream(&self) -> Result<StreamHandle>;
     /// Waits until the stream's work is done.
     fn synchronize(&self, stream: &StreamHandle) -> Result<()>;
-    /// Allocates `len` bytes, contents unspecified, for use in `stream`'s
-    /// order (a GPU backend may hand out memory whose last user was earlier
-    /// work on that stream).
-    fn alloc(&self, len: usize, stream: &StreamHandle) -> Result<Buffer>;
-    /// Allocates and fills from host bytes.
-    fn upload(&self, bytes: &[u8], stream: &StreamHandle) -> Result<Buffer>;
+    /// Allocates `len` bytes, contents unspecified, for use in the order of
+    /// `place`'s stream (a GPU backend may hand out memory whose last user
+    /// was earlier work on that stream).
+    fn alloc(&self, len: usize, place: Place) -> Result<Arc<Buffer>>;
+    /// Allocates and fills from host bytes, in the order of `place`'s
+    /// stream; the copy has finished when this returns.
+    fn upload(&self, bytes: &[u8], place: Place) -> Result<Arc<Buffer>>;
     /// Copies `len` bytes at `offset` out to the host (waits for `stream`).
     fn download(
         &self,

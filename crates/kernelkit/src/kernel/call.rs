@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::array::{checked_size, Array, Shape};
+use crate::array::{checked_size, Array, Place, Shape};
 use crate::codegen::{attributes::ATTRIBUTES, Dialect, Generated};
 use crate::device::{Device, Stream};
 use crate::dtype::DType;
@@ -43,6 +43,7 @@ pub struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
+    #[inline(always)]
     pub(crate) fn new(kernel: &'a Kernel, inputs: SmallVec<[&'a Array; 8]>) -> Call<'a> {
         Call {
             kernel,
@@ -59,12 +60,14 @@ impl<'a> Call<'a> {
     }
 
     /// Adds an output of this shape and dtype (one per output name, in order).
+    #[inline(always)]
     pub fn output(mut self, shape: impl IntoIterator<Item = i64>, dtype: DType) -> Self {
         self.outputs.push((shape.into_iter().collect(), dtype));
         self
     }
 
     /// Adds a template argument: an `i32`, a `bool` or a [`DType`].
+    #[inline(always)]
     pub fn template(
         mut self,
         name: impl Into<Cow<'a, str>>,
@@ -78,6 +81,7 @@ impl<'a> Call<'a> {
     }
 
     /// The grid, counted in threads (as in MLX and Metal's `dispatchThreads`).
+    #[inline(always)]
     pub fn grid(mut self, grid: [u64; 3]) -> Self {
         self.grid = Some(grid);
         self
@@ -85,12 +89,14 @@ impl<'a> Call<'a> {
 
     /// Threads per threadgroup (CUDA: per block). Clamped to the grid.
     /// Default: `[256, 1, 1]`, clamped.
+    #[inline(always)]
     pub fn threadgroup(mut self, threadgroup: [u64; 3]) -> Self {
         self.threadgroup = Some(threadgroup);
         self
     }
 
     /// Fills every output with this value before the kernel runs.
+    #[inline(always)]
     pub fn init_value(mut self, value: f64) -> Self {
         self.init_value = Some(value);
         self
@@ -98,6 +104,7 @@ impl<'a> Call<'a> {
 
     /// The stream to run on (default: the default stream of the first
     /// input's device, or of the default device).
+    #[inline(always)]
     pub fn on(mut self, stream: &'a Stream) -> Self {
         self.stream = Some(stream);
         self
@@ -105,6 +112,7 @@ impl<'a> Call<'a> {
 
     /// Bytes of dynamic shared memory per threadgroup (CUDA). Part of each
     /// launch, not a once-only setting.
+    #[inline(always)]
     pub fn shared_memory(mut self, bytes: u32) -> Self {
         self.shared_mem_bytes = bytes;
         self
@@ -112,6 +120,7 @@ impl<'a> Call<'a> {
 
     /// Logs the generated name and source (through `tracing`, at INFO) when
     /// the call is prepared: the counterpart of MLX's `verbose=True`.
+    #[inline(always)]
     pub fn verbose(mut self, yes: bool) -> Self {
         self.verbose = yes;
         self
@@ -323,7 +332,7 @@ impl<'a> Call<'a> {
             Ok(Launch {
                 kernel: self.kernel.clone(),
                 variant: variant.clone(),
-                stream: plan.stream,
+                stream: plan.stream.into_owned(),
                 inputs: self.inputs.iter().map(|a| (*a).clone()).collect(),
                 outputs: plan.outputs,
                 grid: plan.grid,
@@ -341,19 +350,23 @@ impl<'a> Call<'a> {
     fn plan<R>(
         &self,
         bypass_memo: bool,
-        then: impl FnOnce(&Arc<Variant>, Plan) -> Result<R>,
+        then: impl FnOnce(&Arc<Variant>, Plan<'a>) -> Result<R>,
     ) -> Result<R> {
         let device = self.device()?;
         let (inputs, outputs) = self.descs()?;
-        let stream = match self.stream {
-            Some(s) => s.clone(),
-            None => device.default_stream().clone(),
+        // Borrowed where possible, for the same reason as the device.
+        let stream: Cow<'a, Stream> = match (self.stream, &device) {
+            (Some(s), _) => Cow::Borrowed(s),
+            (None, Cow::Borrowed(d)) => Cow::Borrowed((*d).default_stream()),
+            (None, Cow::Owned(d)) => Cow::Owned(d.default_stream().clone()),
         };
-        for (array, name) in self.inputs.iter().zip(&self.spec().input_names) {
+        // Names are read only for errors: the hot path touches no name.
+        let spec = self.spec();
+        for (i, array) in self.inputs.iter().enumerate() {
             if !array.device().id().same_memory(&device.id()) {
                 return Err(CallError::WrongDevice {
                     kernel: self.err_kernel(),
-                    input: name.clone(),
+                    input: spec.input_names[i].clone(),
                     dtype: array.dtype,
                     array_device: array.device().label().to_string(),
                     call_device: device.label().to_string(),
@@ -361,20 +374,14 @@ impl<'a> Call<'a> {
                 .into());
             }
         }
-        let spec = self.spec();
-        for ((array, name), info) in self
-            .inputs
-            .iter()
-            .zip(&spec.input_names)
-            .zip(&spec.shape_infos)
-        {
+        for (i, (array, info)) in self.inputs.iter().zip(&spec.shape_infos).enumerate() {
             // `NAME_shape` is an array of 32-bit ints, as in MLX: a larger
             // extent (a broadcast view can have one) would reach the body
             // wrapped around.
             if info.shape && array.shape().iter().any(|&d| d > i32::MAX as usize) {
                 return Err(CallError::InputShape {
                     kernel: self.err_kernel(),
-                    input: name.clone(),
+                    input: spec.input_names[i].clone(),
                     shape: array.shape().to_vec(),
                     reason: "the body reads its `_shape`, whose extents are 32-bit ints \
                              (at most 2147483647)",
@@ -383,8 +390,8 @@ impl<'a> Call<'a> {
             }
         }
         let mut out_shapes: SmallVec<[(Shape, DType); 4]> = SmallVec::new();
-        for ((shape, dtype), name) in self.outputs.iter().zip(&self.spec().output_names) {
-            out_shapes.push((self.check_output(name, shape, *dtype)?, *dtype));
+        for (i, (shape, dtype)) in self.outputs.iter().enumerate() {
+            out_shapes.push((self.check_output(i, shape, *dtype)?, *dtype));
         }
         let (grid, threadgroup) = self.check_dims(&device)?;
         if let Some(v) = self.init_value {
@@ -452,10 +459,10 @@ impl<'a> Call<'a> {
         )
     }
 
-    fn check_output(&self, name: &str, shape: &[i64], dtype: DType) -> Result<Shape> {
+    fn check_output(&self, index: usize, shape: &[i64], dtype: DType) -> Result<Shape> {
         let bad = |reason| CallError::OutputShape {
             kernel: self.err_kernel(),
-            output: name.to_string(),
+            output: self.spec().output_names[index].clone(),
             shape: shape.to_vec(),
             reason,
         };
@@ -689,8 +696,8 @@ impl Launch {
 
 /// The checked result of a call, minus its variant and its borrowed
 /// arguments.
-struct Plan {
-    stream: Stream,
+struct Plan<'a> {
+    stream: Cow<'a, Stream>,
     outputs: SmallVec<[(Shape, DType); 4]>,
     grid: [u32; 3],
     threadgroup: [u32; 3],
@@ -732,24 +739,18 @@ fn execute(job: Job<'_>, raw: Option<(u32, &mut std::time::Duration)>) -> Result
     // Contiguous copies of strided inputs (kept alive until the launch).
     let mut copies: SmallVec<[(usize, Array); 2]> = SmallVec::new();
     for (i, input) in given.iter().enumerate() {
-        if let Some(p) = &input.producer {
+        if let Some(p) = input.producer() {
             if p != stream {
                 p.synchronize()?;
             }
         }
         if spec.ensure_row_contiguous && !input.is_row_contiguous() {
             let n = input.size() * input.dtype.size();
-            let buffer = backend.alloc(n, handle)?;
+            let buffer = backend.alloc(n, Place::Queued(stream.clone()))?;
             backend.make_contiguous(input, &buffer, handle)?;
             copies.push((
                 i,
-                Array::contiguous(
-                    device.clone(),
-                    Arc::new(buffer),
-                    input.shape.clone(),
-                    input.dtype,
-                    Some(stream.clone()),
-                ),
+                Array::contiguous(buffer, input.shape.clone(), input.dtype),
             ));
         }
     }
@@ -768,14 +769,14 @@ fn execute(job: Job<'_>, raw: Option<(u32, &mut std::time::Duration)>) -> Result
         &replaced
     };
     let mut outputs: Vec<Array> = Vec::with_capacity(out_shapes.len());
-    for ((shape, dtype), name) in out_shapes.iter().zip(&spec.output_names) {
+    for (i, (shape, dtype)) in out_shapes.iter().enumerate() {
         let n: usize = shape.iter().product();
         let bytes = n * dtype.size();
         let buffer = backend
-            .alloc(bytes, handle)
+            .alloc(bytes, Place::Queued(stream.clone()))
             .map_err(|e| CallError::OutputAlloc {
                 kernel: spec.name.clone(),
-                output: name.clone(),
+                output: spec.output_names[i].clone(),
                 bytes,
                 device: device.label().to_string(),
                 reason: e.to_string(),
@@ -784,13 +785,7 @@ fn execute(job: Job<'_>, raw: Option<(u32, &mut std::time::Duration)>) -> Result
             let pattern = init_pattern(v, *dtype).expect("checked when prepared");
             backend.fill(&buffer, &pattern, handle)?;
         }
-        outputs.push(Array::contiguous(
-            device.clone(),
-            Arc::new(buffer),
-            shape.clone(),
-            *dtype,
-            Some(stream.clone()),
-        ));
+        outputs.push(Array::contiguous(buffer, shape.clone(), *dtype));
     }
     let job = crate::backend::LaunchJob {
         spec,

@@ -35,18 +35,45 @@ pub(crate) struct VariantMemo {
     map: Snapshot<Map>,
     /// Serializes writers (readers never take it).
     writer: Mutex<()>,
+    /// Unique among the memos of this process (never reused), for caches
+    /// in front of the memo (`kernel::recent`).
+    id: u64,
+    /// Advanced by every clear, before the cleared map is published.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Default for VariantMemo {
     fn default() -> Self {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         VariantMemo {
             map: Snapshot::new(Map::default()),
             writer: Mutex::new(()),
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
 
 impl VariantMemo {
+    /// This memo's id, for caches in front of it.
+    #[inline]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// How many times the memo has been cleared. A variant found in the
+    /// memo after reading generation `g` was in the memo while the
+    /// generation was `g` (clears advance it before they publish).
+    #[inline]
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn advance_generation(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
     /// The variant for `key`, if memoized. Takes no lock and allocates nothing.
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Option<Arc<Variant>> {
@@ -82,6 +109,7 @@ impl VariantMemo {
             return existing.clone();
         }
         let mut next = if current.len() >= MAX_CACHED_VARIANTS {
+            self.advance_generation();
             Map::default()
         } else {
             (*current).clone()
@@ -99,6 +127,7 @@ impl VariantMemo {
     /// Drops every memoized variant.
     pub(crate) fn clear(&self) {
         let _writer = lock(&self.writer);
+        self.advance_generation();
         self.map.store(sync::Arc::new(Map::default()));
     }
 }

@@ -41,7 +41,8 @@ pub struct KernelSpec {
     pub(crate) header: String,
     pub(crate) ensure_row_contiguous: bool,
     pub(crate) atomic_outputs: bool,
-    pub(crate) shape_infos: Vec<ShapeInfo>,
+    /// Inline (not a separate heap block): every call reads it.
+    pub(crate) shape_infos: smallvec::SmallVec<[ShapeInfo; 16]>,
     /// Position attributes the body uses, in [`ATTRIBUTES`] order.
     pub(crate) attributes: Vec<&'static Attribute>,
     /// The body synchronizes threads of a group (barriers, simd/warp
@@ -455,8 +456,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            s.shape_infos,
-            vec![
+            s.shape_infos.as_slice(),
+            [
                 ShapeInfo {
                     shape: true,
                     strides: false,

@@ -13,7 +13,7 @@ mod pch;
 
 use std::sync::Arc;
 
-use crate::array::Array;
+use crate::array::{Array, Place};
 use crate::backend::{Backend, Buffer, LaunchJob, Limits, Module, StreamHandle};
 use crate::codegen::Dialect;
 use crate::dtype::DType;
@@ -108,11 +108,11 @@ impl Backend for CpuBackend {
     fn synchronize(&self, _stream: &StreamHandle) -> Result<()> {
         Ok(())
     }
-    fn alloc(&self, len: usize, _stream: &StreamHandle) -> Result<Buffer> {
-        memory::alloc(len).ok_or_else(|| out_of_memory(len))
+    fn alloc(&self, len: usize, place: Place) -> Result<Arc<Buffer>> {
+        memory::alloc(len, place).ok_or_else(|| out_of_memory(len))
     }
-    fn upload(&self, bytes: &[u8], _stream: &StreamHandle) -> Result<Buffer> {
-        let buf = memory::alloc(bytes.len()).ok_or_else(|| out_of_memory(bytes.len()))?;
+    fn upload(&self, bytes: &[u8], place: Place) -> Result<Arc<Buffer>> {
+        let buf = memory::alloc(bytes.len(), place).ok_or_else(|| out_of_memory(bytes.len()))?;
         memory::write(&buf, 0, bytes);
         Ok(buf)
     }

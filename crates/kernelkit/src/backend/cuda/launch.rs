@@ -48,12 +48,7 @@ pub(super) fn launch(
 
     let mut words: SmallVec<[u64; 128]> = SmallVec::new();
     let mut offsets: SmallVec<[u32; 32]> = SmallVec::new();
-    for ((input, info), name) in job
-        .inputs
-        .iter()
-        .zip(&spec.shape_infos)
-        .zip(&spec.input_names)
-    {
+    for (i, (input, info)) in job.inputs.iter().zip(&spec.shape_infos).enumerate() {
         if let Some(mem) = device_mem(&input.buffer) {
             mem.used_on(stream);
         }
@@ -63,6 +58,7 @@ pub(super) fn launch(
             continue;
         }
         if (info.shape || info.strides) && input.ndim() > MAX_NDIM {
+            let name = &spec.input_names[i];
             return Err(CallError::Unsupported {
                 kernel: spec.name.clone(),
                 backend: "cuda",

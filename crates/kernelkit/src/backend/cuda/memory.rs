@@ -20,8 +20,9 @@
 //! its own mutex, taken only the first time another stream uses it. No lock
 //! is held across a driver call that waits.
 
+use std::any::Any;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
@@ -30,8 +31,8 @@ use smallvec::SmallVec;
 use super::compile::Nvrtc;
 use super::load::{resolve, CudaModule};
 use super::{check, Context};
-use crate::array::Array;
-use crate::backend::{Buffer, Module};
+use crate::array::{Array, Place};
+use crate::backend::{Buffer, Memory, Module, StreamHandle};
 use crate::codegen::cuda::MAX_NDIM;
 use crate::error::{DeviceError, Result};
 
@@ -165,8 +166,34 @@ pub(crate) struct CudaStream {
     pub(super) raw: sys::CUstream,
     pub(super) ctx: Arc<Context>,
     allocator: Arc<Allocator>,
+    /// `allocator.cache`, copied here (the allocator's line stays cold).
+    caching: bool,
+    /// The block this stream freed last, if small ([`pack`]): taken and
+    /// given back with one atomic operation each, no lock. A call that
+    /// frees its output before the next call allocates one (the common
+    /// loop) never reaches `cache`.
+    recent: AtomicU64,
     /// (size class, address) of blocks free in this stream's order.
     cache: Mutex<(Vec<(usize, u64)>, usize)>,
+}
+
+/// Bits of a packed [`CudaStream::recent`] entry that hold the address.
+const ADDRESS_BITS: u32 = 52;
+
+/// A free block as one word: its size class (in 512-byte steps, at most
+/// 1 MiB: 12 bits) above a 52-bit address. `None` for blocks that do not
+/// fit (larger classes, addresses beyond 52 bits): those use the locked
+/// cache.
+fn pack(class: usize, ptr: u64) -> Option<u64> {
+    (class <= 1 << 20 && ptr != 0 && ptr >> ADDRESS_BITS == 0)
+        .then_some(((class / 512) as u64) << ADDRESS_BITS | ptr)
+}
+
+fn unpack(word: u64) -> (usize, u64) {
+    (
+        (word >> ADDRESS_BITS) as usize * 512,
+        word & ((1 << ADDRESS_BITS) - 1),
+    )
 }
 
 // SAFETY: stream handles may be used from any thread; the cache is behind
@@ -195,7 +222,9 @@ impl CudaStream {
         Ok(Arc::new(CudaStream {
             raw,
             ctx,
+            caching: allocator.cache,
             allocator,
+            recent: AtomicU64::new(0),
             cache: Mutex::new((Vec::new(), 0)),
         }))
     }
@@ -212,8 +241,18 @@ impl CudaStream {
     }
 
     fn take(&self, class: usize) -> Option<u64> {
-        if !self.allocator.cache {
+        if !self.caching {
             return None;
+        }
+        let word = self.recent.load(Ordering::Acquire);
+        if word != 0
+            && unpack(word).0 == class
+            && self
+                .recent
+                .compare_exchange(word, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Some(unpack(word).1);
         }
         let mut cache = lock(&self.cache);
         let at = cache.0.iter().rposition(|&(c, _)| c == class)?;
@@ -223,7 +262,16 @@ impl CudaStream {
     }
 
     fn give_back(&self, class: usize, ptr: u64) {
-        if self.allocator.cache {
+        if self.caching {
+            if let Some(word) = pack(class, ptr) {
+                if self
+                    .recent
+                    .compare_exchange(0, word, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return;
+                }
+            }
             let mut cache = lock(&self.cache);
             if cache.0.len() < CACHE_BLOCKS && cache.1 + class <= CACHE_BYTES {
                 cache.0.push((class, ptr));
@@ -242,7 +290,11 @@ impl Drop for CudaStream {
         if self.ctx.bind().is_err() {
             return;
         }
-        let blocks = std::mem::take(&mut lock(&self.cache).0);
+        let mut blocks = std::mem::take(&mut lock(&self.cache).0);
+        let recent = *self.recent.get_mut();
+        if recent != 0 {
+            blocks.push(unpack(recent));
+        }
         for (_, ptr) in blocks {
             self.allocator.free(ptr, self.raw);
         }
@@ -254,11 +306,13 @@ impl Drop for CudaStream {
     }
 }
 
-/// Owns one device block; returns it to its home stream's cache on drop.
+/// Owns one device block; gives it back to the cache of the stream it was
+/// allocated on (its *home*: the buffer's [`Place::stream`]) when the buffer
+/// dies. It holds no count on that stream: the buffer's place does.
 pub(crate) struct DeviceMem {
-    ptr: u64,
     class: usize,
-    home: Arc<CudaStream>,
+    /// The home stream's address, to tell it from others (never followed).
+    home: usize,
     /// The last foreign stream recorded (fast check, no lock).
     last_foreign: AtomicUsize,
     /// Every other stream that used the block.
@@ -269,11 +323,8 @@ impl DeviceMem {
     /// Records that work on `stream` uses this block.
     #[inline]
     pub(super) fn used_on(&self, stream: &Arc<CudaStream>) {
-        if Arc::ptr_eq(stream, &self.home) {
-            return;
-        }
         let key = Arc::as_ptr(stream) as usize;
-        if self.last_foreign.load(Ordering::Relaxed) == key {
+        if key == self.home || self.last_foreign.load(Ordering::Relaxed) == key {
             return;
         }
         let mut foreign = lock(&self.foreign);
@@ -284,15 +335,23 @@ impl DeviceMem {
     }
 }
 
-impl Drop for DeviceMem {
-    fn drop(&mut self) {
+/// The CUDA stream behind a stream handle.
+pub(super) fn cuda_stream(handle: &StreamHandle) -> Option<&Arc<CudaStream>> {
+    handle.downcast_ref::<StreamRef>().map(|s| &s.0)
+}
+
+impl Memory for DeviceMem {
+    fn release(&mut self, addr: u64, place: &Place) {
+        let Some(home) = cuda_stream(place.stream().handle()) else {
+            return; // Not reached: CUDA buffers are placed on CUDA streams.
+        };
         // No foreign stream ever used the block (the common case): no lock.
         let foreign = if self.last_foreign.load(Ordering::Relaxed) == 0 {
             SmallVec::new()
         } else {
             std::mem::take(&mut *lock(&self.foreign))
         };
-        if !foreign.is_empty() && self.home.ctx.bind().is_ok() {
+        if !foreign.is_empty() && home.ctx.bind().is_ok() {
             for other in foreign {
                 let mut event: sys::CUevent = std::ptr::null_mut();
                 // SAFETY: an event recorded on the other stream and waited
@@ -307,7 +366,7 @@ impl Drop for DeviceMem {
                     ) == sys::CUresult::CUDA_SUCCESS
                     {
                         sys::cuEventRecord(event, other.raw);
-                        sys::cuStreamWaitEvent(self.home.raw, event, 0);
+                        sys::cuStreamWaitEvent(home.raw, event, 0);
                         sys::cuEventDestroy_v2(event);
                     } else {
                         sys::cuStreamSynchronize(other.raw);
@@ -315,18 +374,32 @@ impl Drop for DeviceMem {
                 }
             }
         }
-        self.home.give_back(self.class, self.ptr);
+        home.give_back(self.class, addr);
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
 /// The `DeviceMem` behind a buffer, if it is one.
 #[inline]
 pub(super) fn device_mem(buf: &Buffer) -> Option<&DeviceMem> {
-    buf._owner.downcast_ref::<DeviceMem>()
+    buf.owner.as_any().downcast_ref::<DeviceMem>()
 }
 
-/// `len` bytes in `stream`'s order.
-pub(super) fn alloc(stream: &Arc<CudaStream>, len: usize) -> Result<Buffer> {
+/// The CUDA stream of `place`, where its memory is allocated.
+fn home_of(place: &Place) -> Result<&Arc<CudaStream>, DeviceError> {
+    cuda_stream(place.stream().handle()).ok_or_else(|| DeviceError::Driver {
+        device: place.device().label().to_string(),
+        operation: "allocation",
+        reason: "the stream is not a CUDA stream".into(),
+    })
+}
+
+/// `len` bytes in the order of `place`'s stream.
+pub(super) fn alloc(len: usize, place: Place) -> Result<Arc<Buffer>> {
+    let stream = home_of(&place)?;
     let class = size_class(len);
     let ptr = match stream.take(class) {
         Some(p) => p,
@@ -335,22 +408,24 @@ pub(super) fn alloc(stream: &Arc<CudaStream>, len: usize) -> Result<Buffer> {
             stream.allocator.allocate(class, stream.raw)?
         }
     };
-    Ok(Buffer {
+    let home = Arc::as_ptr(stream) as usize;
+    Ok(Arc::new(Buffer {
         addr: ptr,
         len,
-        _owner: Box::new(DeviceMem {
-            ptr,
+        place,
+        owner: DeviceMem {
             class,
-            home: stream.clone(),
+            home,
             last_foreign: AtomicUsize::new(0),
             foreign: Mutex::new(SmallVec::new()),
-        }),
-    })
+        },
+    }))
 }
 
 /// A new block holding `bytes`; the copy has finished when this returns.
-pub(super) fn upload(stream: &Arc<CudaStream>, bytes: &[u8]) -> Result<Buffer> {
-    let buf = alloc(stream, bytes.len())?;
+pub(super) fn upload(bytes: &[u8], place: Place) -> Result<Arc<Buffer>> {
+    let stream = home_of(&place)?.clone();
+    let buf = alloc(bytes.len(), place)?;
     stream.ctx.bind()?;
     if !bytes.is_empty() {
         // SAFETY: the block holds at least `bytes.len()` bytes; the host
@@ -612,6 +687,17 @@ impl Gather {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recent_blocks_pack_into_one_word() {
+        for class in [512, 1024, 64 << 10, 1 << 20] {
+            let ptr = 0x7f12_3456_7800u64;
+            assert_eq!(unpack(pack(class, ptr).unwrap()), (class, ptr));
+        }
+        assert_eq!(pack(2 << 20, 0x1000), None, "large classes use the locked cache");
+        assert_eq!(pack(512, 1 << 52), None, "wide addresses use the locked cache");
+        assert_eq!(pack(512, 0), None, "0 means empty");
+    }
 
     #[test]
     fn size_classes() {

@@ -30,7 +30,7 @@ use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
 
-use crate::array::Array;
+use crate::array::{Array, Place};
 use crate::backend::{Backend, Buffer, LaunchJob, Limits, Module, StreamHandle};
 use crate::codegen::Dialect;
 use crate::dtype::DType;
@@ -407,11 +407,11 @@ impl Backend for CudaBackend {
     fn synchronize(&self, stream: &StreamHandle) -> Result<()> {
         self.guarded(|| self.stream(stream).synchronize())
     }
-    fn alloc(&self, len: usize, stream: &StreamHandle) -> Result<Buffer> {
-        self.guarded(|| memory::alloc(self.stream(stream), len))
+    fn alloc(&self, len: usize, place: Place) -> Result<Arc<Buffer>> {
+        self.guarded(|| memory::alloc(len, place))
     }
-    fn upload(&self, bytes: &[u8], stream: &StreamHandle) -> Result<Buffer> {
-        self.guarded(|| memory::upload(self.stream(stream), bytes))
+    fn upload(&self, bytes: &[u8], place: Place) -> Result<Arc<Buffer>> {
+        self.guarded(|| memory::upload(bytes, place))
     }
     fn download(
         &self,
