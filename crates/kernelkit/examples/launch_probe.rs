@@ -69,12 +69,23 @@ struct Work {
     run: Box<dyn FnMut()>,
 }
 
+/// Writes one word per cache line of a private `kb`-KiB block.
+fn touch(name: &'static str, kb: usize) -> Work {
+    let mut mem = vec![0u64; kb * 1024 / 8];
+    Work {
+        name,
+        run: Box::new(move || {
+            for w in mem.iter_mut().step_by(8) {
+                *w += 1;
+            }
+            black_box(&mem);
+        }),
+    }
+}
+
 fn work_items() -> Vec<Work> {
     let counter: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(0)));
     let mutex: &'static Mutex<u64> = Box::leak(Box::new(Mutex::new(0)));
-    let mut mem4 = vec![0u64; 4 * 1024 / 8];
-    let mut mem32 = vec![0u64; 32 * 1024 / 8];
-    let mut mem256 = vec![0u64; 256 * 1024 / 8];
     vec![
         Work {
             name: "nothing",
@@ -90,33 +101,9 @@ fn work_items() -> Vec<Work> {
                 black_box(x);
             }),
         },
-        Work {
-            name: "touch_4kb",
-            run: Box::new(move || {
-                for w in mem4.iter_mut().step_by(8) {
-                    *w += 1;
-                }
-                black_box(&mem4);
-            }),
-        },
-        Work {
-            name: "touch_32kb",
-            run: Box::new(move || {
-                for w in mem32.iter_mut().step_by(8) {
-                    *w += 1;
-                }
-                black_box(&mem32);
-            }),
-        },
-        Work {
-            name: "touch_256kb",
-            run: Box::new(move || {
-                for w in mem256.iter_mut().step_by(8) {
-                    *w += 1;
-                }
-                black_box(&mem256);
-            }),
-        },
+        touch("touch_4kb", 4),
+        touch("touch_32kb", 32),
+        touch("touch_256kb", 256),
         Work {
             name: "rmw_x10",
             run: Box::new(move || {

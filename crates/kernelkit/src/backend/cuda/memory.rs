@@ -694,8 +694,16 @@ mod tests {
             let ptr = 0x7f12_3456_7800u64;
             assert_eq!(unpack(pack(class, ptr).unwrap()), (class, ptr));
         }
-        assert_eq!(pack(2 << 20, 0x1000), None, "large classes use the locked cache");
-        assert_eq!(pack(512, 1 << 52), None, "wide addresses use the locked cache");
+        assert_eq!(
+            pack(2 << 20, 0x1000),
+            None,
+            "large classes use the locked cache"
+        );
+        assert_eq!(
+            pack(512, 1 << 52),
+            None,
+            "wide addresses use the locked cache"
+        );
         assert_eq!(pack(512, 0), None, "0 means empty");
     }
 
