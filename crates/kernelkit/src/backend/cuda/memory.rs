@@ -15,8 +15,10 @@
 //! the driver has no pools. `KERNELKIT_CUDA_ALLOC=pool` turns the
 //! per-stream cache off (every allocation asks the pool), for comparison.
 //!
-//! **Locks.** Each stream's cache has its own mutex, taken by allocations
-//! and frees of that stream only; a block's list of foreign streams has
+//! **Locks.** Each stream keeps the small block it freed last in one atomic
+//! word, taken and given back without a lock (a loop of calls that drops its
+//! outputs never goes further); the rest of its cache has its own mutex,
+//! taken by allocations and frees of that stream only; a block's list of foreign streams has
 //! its own mutex, taken only the first time another stream uses it. No lock
 //! is held across a driver call that waits.
 

@@ -346,10 +346,7 @@ impl CudaBackend {
     }
 
     fn stream<'a>(&self, handle: &'a StreamHandle) -> &'a Arc<memory::CudaStream> {
-        &handle
-            .downcast_ref::<memory::StreamRef>()
-            .expect("CUDA calls get CUDA streams")
-            .0
+        memory::cuda_stream(handle).expect("CUDA calls get CUDA streams")
     }
 }
 
