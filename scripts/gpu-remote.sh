@@ -5,6 +5,7 @@
 # bench` when it exists. Logs go to $LOGS and, packed, to $OUT/logs.tgz (the
 # device tool brings back at most 8 files); a short summary is printed last.
 # KK_STEPS="tests parallel ..." runs only the named steps (default: all).
+# KK_AB_TURNS=N: turns of the `ab` step (default 4).
 # Compile workers: the binaries find .gpu/kernelkit next to themselves.
 set -u
 G=.gpu
@@ -65,7 +66,7 @@ step calib calib
 ab() {
   [ -x "$G/cuda_perf_base" ] || { echo "no $G/cuda_perf_base (KK_BASE)"; return 0; }
   local b
-  for i in 1 2 3 4; do
+  for i in $(seq "${KK_AB_TURNS:-4}"); do
     for b in cuda_perf_base cuda_perf_mid cuda_perf; do
       [ -x "$G/$b" ] || continue
       echo "$b: $("$G/$b" dispatch | grep -E '^dispatch\.(raw_us|warm_us|ratio|prepared|host)' | grep -v '\.all' | tr '\n' ' ')"

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use std::sync::Barrier;
 
 use kernelkit::{
-    Array, CompileWorkers, CudaCompileOptions, DType, Device, Dialect, Kernel, Stream,
+    Array, CompileWorkers, CudaCompileOptions, DType, Device, Dialect, Kernel, Outputs, Stream,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -139,7 +139,7 @@ fn bandwidth(dev: &Device, s: &Stream) -> Res<(f64, f64)> {
         ))
         .build()?;
     let grid = [(n / 4) as u64, 1, 1];
-    let run_axpb = || -> Res<Vec<Array>> {
+    let run_axpb = || -> Res<Outputs> {
         Ok(axpb
             .call([&x, &a, &b])
             .output([n as i64], DType::F32)
@@ -148,7 +148,7 @@ fn bandwidth(dev: &Device, s: &Stream) -> Res<(f64, f64)> {
             .on(s)
             .launch()?)
     };
-    let run_copy = || -> Res<Vec<Array>> {
+    let run_copy = || -> Res<Outputs> {
         Ok(copy
             .call([&x])
             .output([n as i64], DType::F32)
@@ -162,7 +162,7 @@ fn bandwidth(dev: &Device, s: &Stream) -> Res<(f64, f64)> {
     assert!(host.iter().all(|v| *v == 3.25), "axpb result is wrong");
     drop((y, host));
     let bytes = 2.0 * (n * 4) as f64;
-    let time = |f: &dyn Fn() -> Res<Vec<Array>>| -> Res<f64> {
+    let time = |f: &dyn Fn() -> Res<Outputs>| -> Res<f64> {
         for _ in 0..3 {
             f()?;
         }

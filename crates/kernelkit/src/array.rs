@@ -5,11 +5,10 @@
 //! mean what they mean in MLX: the kernel sees the real strides.
 
 use std::fmt;
-use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::backend::Buffer;
+use crate::backend::SharedBuffer;
 use crate::device::{Device, Stream};
 use crate::dtype::{self, DType, Element};
 use crate::error::{ArrayError, Result};
@@ -23,7 +22,7 @@ pub type Strides = SmallVec<[isize; 4]>;
 #[derive(Clone)]
 pub struct Array {
     /// The memory, with its device and producing stream (`Buffer::place`).
-    pub(crate) buffer: Arc<Buffer>,
+    pub(crate) buffer: SharedBuffer,
     pub(crate) shape: Shape,
     pub(crate) strides: Strides,
     /// Offset of element 0, in elements.
@@ -60,6 +59,7 @@ impl Place {
 
     /// The stream in whose order the memory was allocated: the producer,
     /// or the device's default stream (where uploads run).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // Read by the CUDA memory.
     pub(crate) fn stream(&self) -> &Stream {
         match self {
             Place::Ready(device) => device.default_stream(),
@@ -82,20 +82,51 @@ impl fmt::Debug for Array {
 
 /// Row-major strides for a shape.
 pub(crate) fn row_major_strides(shape: &[usize]) -> Strides {
-    let mut strides: Strides = SmallVec::from_elem(0, shape.len());
-    let mut acc = 1isize;
-    for i in (0..shape.len()).rev() {
-        strides[i] = acc;
-        acc = acc.saturating_mul(shape[i].max(1) as isize);
+    let mut strides = [0isize; 4];
+    if shape.len() <= strides.len() {
+        // The common case, without the vector's growth checks: a kernel
+        // output gets its strides on every call.
+        fill_row_major(shape, &mut strides[..shape.len()]);
+        return Strides::from_buf_and_len(strides, shape.len());
     }
+    let mut strides: Strides = SmallVec::from_elem(0, shape.len());
+    fill_row_major(shape, &mut strides);
     strides
+}
+
+#[inline(always)]
+fn fill_row_major(shape: &[usize], strides: &mut [isize]) {
+    let mut acc = 1isize;
+    for (s, &d) in strides.iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc = acc.saturating_mul(d.max(1) as isize);
+    }
+}
+
+/// A shape from extents checked to be positive (an output's, as given).
+pub(crate) fn shape_from_extents(extents: &[i64]) -> Shape {
+    let mut shape = [0usize; 4];
+    if extents.len() <= shape.len() {
+        for (s, &d) in shape.iter_mut().zip(extents) {
+            *s = d as usize;
+        }
+        return Shape::from_buf_and_len(shape, extents.len());
+    }
+    extents.iter().map(|&d| d as usize).collect()
 }
 
 /// Element count of a shape, or `None` on overflow (also of the byte size).
 pub(crate) fn checked_size(shape: &[usize], dtype: DType) -> Option<usize> {
-    let n = shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
+    checked_count(shape.iter().copied(), dtype)
+}
+
+/// [`checked_size`] over extents as they come.
+#[inline]
+pub(crate) fn checked_count(extents: impl Iterator<Item = usize>, dtype: DType) -> Option<usize> {
+    let mut n = 1usize;
+    for d in extents {
+        n = n.checked_mul(d)?;
+    }
     n.checked_mul(dtype.size())?;
     if n > isize::MAX as usize / 8 {
         return None;
@@ -159,7 +190,7 @@ impl Array {
         Ok(Array::contiguous(buffer, shape, dtype))
     }
 
-    pub(crate) fn contiguous(buffer: Arc<Buffer>, shape: Shape, dtype: DType) -> Array {
+    pub(crate) fn contiguous(buffer: SharedBuffer, shape: Shape, dtype: DType) -> Array {
         let strides = row_major_strides(&shape);
         Array {
             buffer,

@@ -15,6 +15,7 @@ use crate::backend::{Backend, Limits, Module, StreamHandle};
 use crate::cache::kernel_cache::{KernelCache, Outcome};
 use crate::cache::key::StoreKey;
 use crate::cache::store::{ArtifactStore, Lookup};
+use crate::codegen::Dialect;
 use crate::dtype::{DType, Element};
 use crate::error::{CompileError, DeviceError, Result};
 use crate::kernel::variant::{Function, Variant};
@@ -54,6 +55,8 @@ pub(crate) struct DeviceShared {
     /// The backend's limits, copied next to the id: every call checks
     /// against them, and this line is one the call reads anyway.
     limits: Limits,
+    /// The backend's dialect, copied for the same reason (no virtual call).
+    dialect: Dialect,
     backend: Box<dyn Backend>,
     cache: KernelCache,
     store: Option<ArtifactStore>,
@@ -94,6 +97,7 @@ impl Device {
                 instance,
             },
             limits: *backend.limits(),
+            dialect: backend.dialect(),
             backend,
             cache: KernelCache::default(),
             store,
@@ -222,6 +226,14 @@ impl Device {
     pub fn limits(&self) -> Limits {
         self.0.limits
     }
+    /// The limits, borrowed (a call reads a few of them).
+    pub(crate) fn limits_ref(&self) -> &Limits {
+        &self.0.limits
+    }
+    /// The dialect its kernels are generated in.
+    pub fn dialect(&self) -> Dialect {
+        self.0.dialect
+    }
     /// Whether the backend supports a dtype.
     pub fn supports(&self, dtype: DType) -> bool {
         self.0.backend.supports(dtype)
@@ -308,7 +320,8 @@ impl Device {
         variant: &'v Variant,
     ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
         if let Some((id, f)) = variant.function.get() {
-            if *id == self.0.id {
+            // Instance numbers are unique to a device object.
+            if id.instance == self.0.id.instance {
                 self.0.cache.hits.incr();
                 return Ok(std::borrow::Cow::Borrowed(f));
             }

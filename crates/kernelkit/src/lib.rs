@@ -106,6 +106,7 @@ pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
 pub use kernel::call::{Call, Launch};
 pub use kernel::memo::MAX_CACHED_VARIANTS;
+pub use kernel::outputs::Outputs;
 pub use kernel::spec::{KernelSpec, ShapeInfo};
 pub use kernel::template::{TemplateArg, TemplateParam};
 pub use kernel::variant::{InputDesc, PassMode, Variant, VariantDesc};

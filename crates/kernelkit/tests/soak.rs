@@ -175,155 +175,155 @@ fn run_case(
     let grid = [n as u64, 1, 1];
     let x = upload(device, &values, &[n], dtype);
 
-    let (variant, result, expected): (String, kernelkit::Result<Vec<Array>>, Vec<i64>) = match case
-    {
-        0..=2 => {
-            let s = rng.pick(&[2, 3]);
-            let out = shared
-                .scale_add
-                .call([&x])
-                .template("S", s)
-                .output([n as i64], dtype)
-                .grid(grid)
-                .threadgroup([tg, 1, 1])
-                .on(stream)
-                .launch();
-            (
-                format!("scale_add {dtype} {s}"),
-                out,
-                values.iter().map(|v| v * s as i64 + 1).collect(),
-            )
-        }
-        3..=5 => {
-            let neg = rng.below(2) == 0;
-            let out = shared
-                .square
-                .call([&x])
-                .template("NEG", neg)
-                .output([n as i64], dtype)
-                .grid(grid)
-                .threadgroup([tg, 1, 1])
-                .on(stream)
-                .launch();
-            let sign = if neg { -1 } else { 1 };
-            (
-                format!("square {dtype} {neg}"),
-                out,
-                values.iter().map(|v| sign * v * v).collect(),
-            )
-        }
-        6..=7 => {
-            let other: Vec<i64> = (0..n).map(|_| rng.below(65) as i64 - 32).collect();
-            let y = upload(device, &other, &[n], dtype);
-            let out = shared
-                .sum2
-                .call([&x, &y])
-                .output([n as i64], dtype)
-                .grid(grid)
-                .threadgroup([tg, 1, 1])
-                .on(stream)
-                .launch();
-            (
-                format!("sum2 {dtype}"),
-                out,
-                values.iter().zip(&other).map(|(a, b)| a + b).collect(),
-            )
-        }
-        8..=9 => {
-            let out = shared
-                .reverse
-                .call([&x])
-                .output([n as i64], dtype)
-                .grid(grid)
-                .threadgroup([tg, 1, 1])
-                .on(stream)
-                .launch();
-            (
-                format!("reverse {dtype}"),
-                out,
-                values.iter().rev().copied().collect(),
-            )
-        }
-        10 => {
-            let to = rng.pick(&[DType::I32, DType::F32]);
-            let out = shared
-                .cast
-                .call([&x])
-                .template("T", to)
-                .output([n as i64], to)
-                .grid(grid)
-                .threadgroup([tg, 1, 1])
-                .on(stream)
-                .launch();
-            (format!("cast {dtype} {to}"), out, values.clone())
-        }
-        11..=12 => {
-            // A transposed view, read through its strides.
-            let (rows, cols) = (1 + rng.below(12) as usize, 1 + rng.below(12) as usize);
-            let data: Vec<i64> = (0..rows * cols)
-                .map(|_| rng.below(65) as i64 - 32)
-                .collect();
-            let m = upload(device, &data, &[rows, cols], dtype).transpose();
-            let out = shared
-                .transpose
-                .call([&m])
-                .output([(rows * cols) as i64], dtype)
-                .grid([(rows * cols) as u64, 1, 1])
-                .threadgroup([tg, 1, 1])
-                .on(stream)
-                .launch();
-            let expected = (0..cols)
-                .flat_map(|c| (0..rows).map(move |r| (r, c)))
-                .map(|(r, c)| data[r * cols + c])
-                .collect();
-            (format!("strided {dtype}"), out, expected)
-        }
-        13..=14 => {
-            // This thread's own kernel (f32 only, one variant per thread).
-            let x = upload(device, &values, &[n], DType::F32);
-            let out = own
-                .call([&x])
-                .output([n as i64], DType::F32)
-                .grid(grid)
-                .threadgroup([tg, 1, 1])
-                .on(stream)
-                .launch();
-            (
-                format!("own {thread}"),
-                out,
-                values.iter().map(|v| v + thread as i64).collect(),
-            )
-        }
-        _ => {
-            // A compile failure with a fresh template value: a new variant,
-            // so a new compile, which must fail cleanly.
-            let bad = Kernel::builder("soak_broken")
-                .inputs(["inp"])
-                .outputs(["out"])
-                .source("uint i = thread_position_in_grid.x;\nout[i] = inp[i] + ;")
-                .build()
-                .unwrap();
-            let v = rng.below(1 << 20) as i32;
-            let result = bad
-                .call([&x])
-                .template("V", v)
-                .output([n as i64], dtype)
-                .grid(grid)
-                .on(stream)
-                .launch();
-            match result {
-                Err(Error::Compile(CompileError::Rejected { kernel, log, .. })) => {
-                    assert_eq!(kernel, "soak_broken");
-                    assert!(log.contains("[body line 2]"), "{log}");
-                }
-                other => panic!("a broken body must be rejected, got {other:?}"),
+    let (variant, result, expected): (String, kernelkit::Result<kernelkit::Outputs>, Vec<i64>) =
+        match case {
+            0..=2 => {
+                let s = rng.pick(&[2, 3]);
+                let out = shared
+                    .scale_add
+                    .call([&x])
+                    .template("S", s)
+                    .output([n as i64], dtype)
+                    .grid(grid)
+                    .threadgroup([tg, 1, 1])
+                    .on(stream)
+                    .launch();
+                (
+                    format!("scale_add {dtype} {s}"),
+                    out,
+                    values.iter().map(|v| v * s as i64 + 1).collect(),
+                )
             }
-            let mut t = tally.lock().unwrap();
-            t.calls += 1;
-            t.failures += 1;
-            return;
-        }
-    };
+            3..=5 => {
+                let neg = rng.below(2) == 0;
+                let out = shared
+                    .square
+                    .call([&x])
+                    .template("NEG", neg)
+                    .output([n as i64], dtype)
+                    .grid(grid)
+                    .threadgroup([tg, 1, 1])
+                    .on(stream)
+                    .launch();
+                let sign = if neg { -1 } else { 1 };
+                (
+                    format!("square {dtype} {neg}"),
+                    out,
+                    values.iter().map(|v| sign * v * v).collect(),
+                )
+            }
+            6..=7 => {
+                let other: Vec<i64> = (0..n).map(|_| rng.below(65) as i64 - 32).collect();
+                let y = upload(device, &other, &[n], dtype);
+                let out = shared
+                    .sum2
+                    .call([&x, &y])
+                    .output([n as i64], dtype)
+                    .grid(grid)
+                    .threadgroup([tg, 1, 1])
+                    .on(stream)
+                    .launch();
+                (
+                    format!("sum2 {dtype}"),
+                    out,
+                    values.iter().zip(&other).map(|(a, b)| a + b).collect(),
+                )
+            }
+            8..=9 => {
+                let out = shared
+                    .reverse
+                    .call([&x])
+                    .output([n as i64], dtype)
+                    .grid(grid)
+                    .threadgroup([tg, 1, 1])
+                    .on(stream)
+                    .launch();
+                (
+                    format!("reverse {dtype}"),
+                    out,
+                    values.iter().rev().copied().collect(),
+                )
+            }
+            10 => {
+                let to = rng.pick(&[DType::I32, DType::F32]);
+                let out = shared
+                    .cast
+                    .call([&x])
+                    .template("T", to)
+                    .output([n as i64], to)
+                    .grid(grid)
+                    .threadgroup([tg, 1, 1])
+                    .on(stream)
+                    .launch();
+                (format!("cast {dtype} {to}"), out, values.clone())
+            }
+            11..=12 => {
+                // A transposed view, read through its strides.
+                let (rows, cols) = (1 + rng.below(12) as usize, 1 + rng.below(12) as usize);
+                let data: Vec<i64> = (0..rows * cols)
+                    .map(|_| rng.below(65) as i64 - 32)
+                    .collect();
+                let m = upload(device, &data, &[rows, cols], dtype).transpose();
+                let out = shared
+                    .transpose
+                    .call([&m])
+                    .output([(rows * cols) as i64], dtype)
+                    .grid([(rows * cols) as u64, 1, 1])
+                    .threadgroup([tg, 1, 1])
+                    .on(stream)
+                    .launch();
+                let expected = (0..cols)
+                    .flat_map(|c| (0..rows).map(move |r| (r, c)))
+                    .map(|(r, c)| data[r * cols + c])
+                    .collect();
+                (format!("strided {dtype}"), out, expected)
+            }
+            13..=14 => {
+                // This thread's own kernel (f32 only, one variant per thread).
+                let x = upload(device, &values, &[n], DType::F32);
+                let out = own
+                    .call([&x])
+                    .output([n as i64], DType::F32)
+                    .grid(grid)
+                    .threadgroup([tg, 1, 1])
+                    .on(stream)
+                    .launch();
+                (
+                    format!("own {thread}"),
+                    out,
+                    values.iter().map(|v| v + thread as i64).collect(),
+                )
+            }
+            _ => {
+                // A compile failure with a fresh template value: a new variant,
+                // so a new compile, which must fail cleanly.
+                let bad = Kernel::builder("soak_broken")
+                    .inputs(["inp"])
+                    .outputs(["out"])
+                    .source("uint i = thread_position_in_grid.x;\nout[i] = inp[i] + ;")
+                    .build()
+                    .unwrap();
+                let v = rng.below(1 << 20) as i32;
+                let result = bad
+                    .call([&x])
+                    .template("V", v)
+                    .output([n as i64], dtype)
+                    .grid(grid)
+                    .on(stream)
+                    .launch();
+                match result {
+                    Err(Error::Compile(CompileError::Rejected { kernel, log, .. })) => {
+                        assert_eq!(kernel, "soak_broken");
+                        assert!(log.contains("[body line 2]"), "{log}");
+                    }
+                    other => panic!("a broken body must be rejected, got {other:?}"),
+                }
+                let mut t = tally.lock().unwrap();
+                t.calls += 1;
+                t.failures += 1;
+                return;
+            }
+        };
     // Inputs of fewer than 8 elements are passed as constants: another
     // variant of the same kernel.
     let small = if case == 11 || case == 12 {

@@ -18,7 +18,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use kernelkit::{Array, Call, Variant};
+use kernelkit::{Call, Outputs, Variant};
 
 use super::BenchError;
 
@@ -38,7 +38,7 @@ impl RwLockCache {
     }
 
     /// Prepares and runs `call` through the cache.
-    pub(crate) fn launch(&self, call: Call<'_>) -> Result<Vec<Array>, BenchError> {
+    pub(crate) fn launch(&self, call: Call<'_>) -> Result<Outputs, BenchError> {
         let launch = call.prepare()?;
         let key = launch.variant().module_key(&self.options);
         let hit = self

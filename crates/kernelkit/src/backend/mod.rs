@@ -9,20 +9,76 @@ pub(crate) mod cuda;
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::array::{Array, Place};
+use smallvec::SmallVec;
+
+use crate::array::{shape_from_extents, Array, Place};
 use crate::codegen::Dialect;
+use crate::device::Stream;
 use crate::dtype::DType;
-use crate::error::{CompileError, Result};
+use crate::error::{CallError, CompileError, Result};
+use crate::kernel::call::{init_pattern, OutputSpec};
+use crate::kernel::outputs::Outputs;
 use crate::kernel::spec::KernelSpec;
-use crate::kernel::variant::{Function, Variant};
+use crate::kernel::variant::Variant;
 
 /// A loaded module (a shared library, a CUDA module). Kept alive by the
 /// device's kernel cache for the device's lifetime and by every function
 /// resolved from it, so work already queued never runs unloaded code.
 pub(crate) type Module = Arc<dyn Any + Send + Sync>;
 
-/// A backend's own stream state.
-pub(crate) type StreamHandle = Arc<dyn Any + Send + Sync>;
+/// A backend's own stream state. An enum, not a trait object: the hot
+/// path reaches a CUDA stream with one match instead of a virtual
+/// `type_id` call and a second pointer.
+pub(crate) enum StreamHandle {
+    /// CPU launches run to completion before they return: nothing to hold.
+    Host,
+    /// A CUDA stream and its block cache.
+    #[cfg(feature = "cuda")]
+    Cuda(Arc<cuda::CudaStream>),
+}
+
+/// A function resolved from a loaded module (it keeps its module alive).
+/// Variants keep the one for their first device, so launches never look
+/// functions up; an enum for the same reason as [`StreamHandle`].
+#[derive(Clone)]
+pub(crate) enum Function {
+    /// An entry point of a loaded shared library.
+    Cpu(Arc<cpu::CpuFunction>),
+    /// A `CUfunction`.
+    #[cfg(feature = "cuda")]
+    Cuda(Arc<cuda::CudaFunction>),
+}
+
+impl Function {
+    /// The CPU entry point, if this is one.
+    #[allow(unreachable_patterns)] // Without CUDA there is one variant.
+    pub(crate) fn cpu(&self) -> Option<&cpu::CpuFunction> {
+        match self {
+            Function::Cpu(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The CUDA function, if this is one.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda(&self) -> Option<&cuda::CudaFunction> {
+        match self {
+            Function::Cuda(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl StreamHandle {
+    /// The CUDA stream, if this is one.
+    pub(crate) fn cuda(&self) -> Option<&Arc<cuda::CudaStream>> {
+        match self {
+            StreamHandle::Cuda(s) => Some(s),
+            StreamHandle::Host => None,
+        }
+    }
+}
 
 /// The limits a call is checked against before it reaches the backend.
 #[derive(Clone, Copy, Debug)]
@@ -39,14 +95,14 @@ pub struct Limits {
 
 /// Device memory: an address in the backend's address space, its size,
 /// where it lives, and the owner that gives it back, in one allocation.
-/// Arrays share it through an `Arc<Buffer>` (the owner unsized to
-/// `dyn Memory`), so a kernel's output costs one heap allocation and one
-/// shared count (its stream's, in `place`), and views of it none.
+/// Arrays share it through a [`SharedBuffer`], so a kernel's output costs one
+/// heap allocation and one shared count (its stream's, in `place`), and
+/// views of it none.
 ///
 /// The memory was allocated in the order of `place`'s stream
 /// ([`Place::stream`]); an owner that recycles memory per stream finds
 /// that stream there when it is released.
-pub(crate) struct Buffer<O: ?Sized + Memory = dyn Memory> {
+pub(crate) struct Buffer {
     /// Host pointer (CPU) or `CUdeviceptr` (CUDA), as an integer.
     pub(crate) addr: u64,
     /// Size in bytes.
@@ -54,24 +110,47 @@ pub(crate) struct Buffer<O: ?Sized + Memory = dyn Memory> {
     /// The device, and the stream whose queued work writes the memory.
     pub(crate) place: Place,
     /// Gives the memory back when the buffer dies.
-    pub(crate) owner: O,
+    pub(crate) owner: Owner,
 }
 
-/// A backend's owner of one allocation.
-pub(crate) trait Memory: Any + Send + Sync {
-    /// Called once, when the buffer dies, before the owner is dropped.
-    fn release(&mut self, _addr: u64, _place: &Place) {}
-    /// For backends that look at their own owners (`Any` upcast).
-    fn as_any(&self) -> &dyn Any;
+/// A buffer shared by arrays. `triomphe`'s `Arc` keeps no weak count, so
+/// the last array of a kernel output frees it with one atomic operation
+/// instead of two (once per call, on the dispatch path).
+pub(crate) type SharedBuffer = triomphe::Arc<Buffer>;
+
+/// A backend's owner of one allocation: an enum, so that releasing it and
+/// looking at it on the launch path are plain matches.
+pub(crate) enum Owner {
+    /// Host memory, freed when dropped.
+    #[allow(dead_code)] // Held for its `Drop`, which frees the memory.
+    Host(cpu::HostMem),
+    /// A device block, given back to its stream's cache.
+    #[cfg(feature = "cuda")]
+    Device(cuda::DeviceMem),
 }
 
-impl<O: ?Sized + Memory> Drop for Buffer<O> {
-    fn drop(&mut self) {
-        self.owner.release(self.addr, &self.place);
+#[cfg(feature = "cuda")]
+impl Buffer {
+    /// The device block behind this buffer, if it is one.
+    pub(crate) fn device_mem(&self) -> Option<&cuda::DeviceMem> {
+        match &self.owner {
+            Owner::Device(mem) => Some(mem),
+            Owner::Host(_) => None,
+        }
     }
 }
 
-/// What a backend needs to launch one prepared call.
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        match &mut self.owner {
+            Owner::Host(_) => {}
+            #[cfg(feature = "cuda")]
+            Owner::Device(mem) => mem.release(self.addr, &self.place),
+        }
+    }
+}
+
+/// What a backend needs to launch one prepared call whose outputs exist.
 #[allow(dead_code)] // `variant` and `shared_mem_bytes` are read by the CUDA backend.
 pub(crate) struct LaunchJob<'a> {
     pub(crate) spec: &'a KernelSpec,
@@ -85,6 +164,89 @@ pub(crate) struct LaunchJob<'a> {
     pub(crate) grid: [u32; 3],
     pub(crate) threadgroup: [u32; 3],
     pub(crate) shared_mem_bytes: u32,
+}
+
+/// One call's device work: allocate its outputs (filled with `init_value`
+/// when given) in the order of a stream, then launch. A backend does all of
+/// it in one call ([`Backend::dispatch`]), so a warm call crosses the
+/// `dyn Backend` seam once and finds its stream once.
+pub(crate) struct Dispatch<'a> {
+    pub(crate) spec: &'a KernelSpec,
+    pub(crate) variant: &'a Variant,
+    pub(crate) function: &'a Function,
+    /// As in [`LaunchJob::inputs`].
+    pub(crate) inputs: &'a [&'a Array],
+    /// Shape and dtype of each output, checked.
+    pub(crate) outputs: &'a [OutputSpec],
+    /// Checked to fit every output's dtype.
+    pub(crate) init_value: Option<f64>,
+    pub(crate) grid: [u32; 3],
+    pub(crate) threadgroup: [u32; 3],
+    pub(crate) shared_mem_bytes: u32,
+}
+
+impl<'a> Dispatch<'a> {
+    /// The launch of this call, once its outputs exist.
+    pub(crate) fn job<'b>(&'b self, outputs: &'b [Array]) -> LaunchJob<'b> {
+        LaunchJob {
+            spec: self.spec,
+            variant: self.variant,
+            function: self.function,
+            inputs: self.inputs,
+            outputs,
+            grid: self.grid,
+            threadgroup: self.threadgroup,
+            shared_mem_bytes: self.shared_mem_bytes,
+        }
+    }
+
+    /// Allocates and fills the outputs on `stream`, into `outputs`, with
+    /// a backend's own functions; generic over them, so each backend's copy
+    /// calls its own directly. An allocation that fails is reported for its
+    /// output.
+    #[inline]
+    pub(crate) fn new_outputs(
+        &self,
+        stream: &Stream,
+        outputs: &mut Outputs,
+        mut alloc: impl FnMut(usize, Place) -> Result<SharedBuffer>,
+        mut fill: impl FnMut(&Buffer, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        for (i, (extents, dtype)) in self.outputs.iter().enumerate() {
+            let shape = shape_from_extents(extents);
+            let bytes = shape.iter().product::<usize>() * dtype.size();
+            let buffer = match alloc(bytes, Place::Queued(stream.clone())) {
+                Ok(buffer) => buffer,
+                Err(e) => return Err(self.output_alloc_error(i, bytes, stream, e)),
+            };
+            if let Some(v) = self.init_value {
+                let pattern: SmallVec<[u8; 8]> =
+                    init_pattern(v, *dtype).expect("checked when the call was planned");
+                fill(&buffer, &pattern)?;
+            }
+            outputs.push(Array::contiguous(buffer, shape, *dtype));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn output_alloc_error(
+        &self,
+        output: usize,
+        bytes: usize,
+        stream: &Stream,
+        e: crate::Error,
+    ) -> crate::Error {
+        CallError::OutputAlloc {
+            kernel: self.spec.name.clone(),
+            output: self.spec.output_names[output].clone(),
+            bytes,
+            device: stream.device().label().to_string(),
+            reason: e.to_string(),
+        }
+        .into()
+    }
 }
 
 /// One device's implementation. Object safe: a `Device` holds a
@@ -137,10 +299,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Allocates `len` bytes, contents unspecified, for use in the order of
     /// `place`'s stream (a GPU backend may hand out memory whose last user
     /// was earlier work on that stream).
-    fn alloc(&self, len: usize, place: Place) -> Result<Arc<Buffer>>;
+    fn alloc(&self, len: usize, place: Place) -> Result<SharedBuffer>;
     /// Allocates and fills from host bytes, in the order of `place`'s
     /// stream; the copy has finished when this returns.
-    fn upload(&self, bytes: &[u8], place: Place) -> Result<Arc<Buffer>>;
+    fn upload(&self, bytes: &[u8], place: Place) -> Result<SharedBuffer>;
     /// Copies `len` bytes at `offset` out to the host (waits for `stream`).
     fn download(
         &self,
@@ -153,8 +315,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn fill(&self, buf: &Buffer, pattern: &[u8], stream: &StreamHandle) -> Result<()>;
     /// A row-contiguous copy of a strided array, in stream order.
     fn make_contiguous(&self, src: &Array, dst: &Buffer, stream: &StreamHandle) -> Result<()>;
-    /// Launches (on a GPU: enqueues) a prepared call.
-    fn launch(&self, job: &LaunchJob<'_>, stream: &StreamHandle) -> Result<()>;
+    /// Allocates a call's outputs into `outputs` (empty) and launches it
+    /// (on a GPU: enqueues it) on `stream`. The caller owns the outputs'
+    /// slot: `Outputs` holds arrays inline, and returning it by value
+    /// through every layer would copy it at each.
+    fn dispatch(&self, call: &Dispatch<'_>, stream: &Stream, outputs: &mut Outputs) -> Result<()>;
     /// Launches the same job `iters` times with its arguments marshalled
     /// once: the backend's own floor, which benchmarks compare dispatch to.
     fn launch_raw(&self, job: &LaunchJob<'_>, stream: &StreamHandle, iters: u32) -> Result<()>;

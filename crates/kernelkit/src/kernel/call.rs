@@ -14,15 +14,21 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::array::{checked_size, Array, Place, Shape};
+use crate::array::{checked_count, Array, Place};
 use crate::codegen::{attributes::ATTRIBUTES, Dialect, Generated};
 use crate::device::{Device, Stream};
 use crate::dtype::DType;
 use crate::error::{shown, CallError, Result};
+use crate::kernel::outputs::Outputs;
 use crate::kernel::spec::{check_identifier, KernelSpec};
 use crate::kernel::template::{TemplateArg, TemplateParam};
-use crate::kernel::variant::{InputDesc, PassMode, Variant, VariantDesc};
+use crate::kernel::variant::{
+    encode_key_parts, pack_key, InputDesc, KeyBytes, PassMode, Variant, VariantDesc,
+};
 use crate::kernel::Kernel;
+
+/// An output's shape, as given (checked before any use), and dtype.
+pub(crate) type OutputSpec = (SmallVec<[i64; 4]>, DType);
 
 /// Per input descriptors and per output dtypes of one call.
 type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);
@@ -32,7 +38,7 @@ type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);
 pub struct Call<'a> {
     kernel: &'a Kernel,
     inputs: SmallVec<[&'a Array; 8]>,
-    outputs: SmallVec<[(SmallVec<[i64; 4]>, DType); 4]>,
+    outputs: SmallVec<[OutputSpec; 4]>,
     template: SmallVec<[TemplateParam<'a>; 4]>,
     grid: Option<[u64; 3]>,
     threadgroup: Option<[u64; 3]>,
@@ -62,7 +68,11 @@ impl<'a> Call<'a> {
     /// Adds an output of this shape and dtype (one per output name, in order).
     #[inline(always)]
     pub fn output(mut self, shape: impl IntoIterator<Item = i64>, dtype: DType) -> Self {
-        self.outputs.push((shape.into_iter().collect(), dtype));
+        let mut extents = SmallVec::new();
+        for d in shape {
+            extents.push(d);
+        }
+        self.outputs.push((extents, dtype));
         self
     }
 
@@ -134,8 +144,21 @@ impl<'a> Call<'a> {
         self.spec().name.clone()
     }
 
-    /// Input and output descriptors, after the device-independent checks.
-    fn descs(&self) -> Result<Descs> {
+    /// The argument counts against the spec's names.
+    #[inline]
+    fn check_counts(&self) -> Result<()> {
+        let spec = self.spec();
+        if self.inputs.len() == spec.input_names.len()
+            && self.outputs.len() == spec.output_names.len()
+        {
+            return Ok(());
+        }
+        self.count_error()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_error(&self) -> Result<()> {
         let spec = self.spec();
         if self.inputs.len() != spec.input_names.len() {
             return Err(CallError::InputCount {
@@ -155,14 +178,22 @@ impl<'a> Call<'a> {
             }
             .into());
         }
-        let inputs = self
-            .inputs
-            .iter()
-            .map(|a| InputDesc {
-                dtype: a.dtype,
-                mode: PassMode::of(a.ndim(), a.size()),
-            })
-            .collect();
+        Ok(())
+    }
+
+    /// This call's input descriptors, in order.
+    #[inline]
+    fn input_descs(&self) -> impl ExactSizeIterator<Item = InputDesc> + '_ {
+        self.inputs.iter().map(|a| InputDesc {
+            dtype: a.dtype,
+            mode: PassMode::of(a.ndim(), a.size()),
+        })
+    }
+
+    /// Input and output descriptors, after the device-independent checks.
+    fn descs(&self) -> Result<Descs> {
+        self.check_counts()?;
+        let inputs = self.input_descs().collect();
         let outputs = self.outputs.iter().map(|(_, d)| *d).collect();
         Ok((inputs, outputs))
     }
@@ -334,7 +365,7 @@ impl<'a> Call<'a> {
                 variant: variant.clone(),
                 stream: plan.stream.into_owned(),
                 inputs: self.inputs.iter().map(|a| (*a).clone()).collect(),
-                outputs: plan.outputs,
+                outputs: self.outputs.clone(),
                 grid: plan.grid,
                 threadgroup: plan.threadgroup,
                 init_value: self.init_value,
@@ -353,14 +384,130 @@ impl<'a> Call<'a> {
         then: impl FnOnce(&Arc<Variant>, Plan<'a>) -> Result<R>,
     ) -> Result<R> {
         let device = self.device()?;
-        let (inputs, outputs) = self.descs()?;
+        self.check_counts()?;
         // Borrowed where possible, for the same reason as the device.
         let stream: Cow<'a, Stream> = match (self.stream, &device) {
             (Some(s), _) => Cow::Borrowed(s),
             (None, Cow::Borrowed(d)) => Cow::Borrowed((*d).default_stream()),
             (None, Cow::Owned(d)) => Cow::Owned(d.default_stream().clone()),
         };
-        // Names are read only for errors: the hot path touches no name.
+        self.check_inputs(&device)?;
+        for (i, (shape, dtype)) in self.outputs.iter().enumerate() {
+            self.check_output(i, shape, *dtype)?;
+        }
+        let (grid, threadgroup) = self.check_dims(&device)?;
+        if let Some(v) = self.init_value {
+            for ((_, dtype), name) in self.outputs.iter().zip(&self.spec().output_names) {
+                init_pattern(v, *dtype).ok_or_else(|| CallError::InitValue {
+                    kernel: self.err_kernel(),
+                    output: name.clone(),
+                    dtype: *dtype,
+                    value: v,
+                })?;
+            }
+        }
+        let limits = device.limits();
+        if self.shared_mem_bytes as u64 > limits.max_shared_bytes && self.shared_mem_bytes > 0 {
+            return Err(CallError::Dims {
+                kernel: self.err_kernel(),
+                what: "shared memory",
+                dims: [self.shared_mem_bytes as u64, 0, 0],
+                device: device.label().to_string(),
+                reason: if limits.max_shared_bytes == 0 {
+                    "this device has no dynamic shared memory".to_string()
+                } else {
+                    format!("at most {} bytes per threadgroup", limits.max_shared_bytes)
+                },
+            }
+            .into());
+        }
+        let dialect = device.dialect();
+        let plan = Plan {
+            stream,
+            grid,
+            threadgroup,
+        };
+        let log = |variant: &Variant| {
+            if self.verbose {
+                tracing::info!(
+                    kernel = %self.spec().name,
+                    function = %variant.name(),
+                    "generated source:\n{}",
+                    variant.source()
+                );
+            }
+        };
+        if bypass_memo {
+            let (inputs, outputs) = self.descs()?;
+            let desc = VariantDesc {
+                inputs: &inputs,
+                outputs: &outputs,
+                template: &self.template,
+            };
+            self.check_variant(dialect, device.backend().name(), &desc)?;
+            let variant = self.kernel.variant_uncached(dialect, &desc);
+            log(&variant);
+            return then(&variant, plan);
+        }
+        // Descriptors are built only on a miss, to generate the variant.
+        let build = |key: &[u8]| {
+            let (inputs, outputs) = self.descs()?;
+            let desc = VariantDesc {
+                inputs: &inputs,
+                outputs: &outputs,
+                template: &self.template,
+            };
+            self.check_variant(dialect, device.backend().name(), &desc)?;
+            Ok(self.kernel.build_variant(dialect, &desc, key))
+        };
+        let run = |variant: &Arc<Variant>| {
+            log(variant);
+            then(variant, plan)
+        };
+        let out_dtypes = || self.outputs.iter().map(|(_, d)| *d);
+        let encode = |key: &mut KeyBytes| {
+            encode_key_parts(
+                dialect,
+                self.input_descs(),
+                out_dtypes(),
+                &self.template,
+                key,
+            )
+        };
+        // The key straight from the arguments: packed in a word when it can
+        // be (one comparison finds it), else encoded.
+        if let Some(packed) = pack_key(dialect, self.input_descs(), out_dtypes(), &self.template) {
+            return self.kernel.with_variant_packed(packed, encode, build, run);
+        }
+        let mut key = KeyBytes::new();
+        encode(&mut key);
+        self.kernel.with_variant_keyed(&key, build, run)
+    }
+
+    /// Every input is on the call's device, and fits `NAME_shape` where the
+    /// body reads it: a short test first, the full one (which words the
+    /// error) only when it fails. Names are read only for errors.
+    #[inline]
+    fn check_inputs(&self, device: &Device) -> Result<()> {
+        let id = device.id();
+        let spec = self.spec();
+        let ok = self
+            .inputs
+            .iter()
+            .zip(&spec.shape_infos)
+            .all(|(array, info)| {
+                array.device().id().same_memory(&id)
+                    && !(info.shape && array.shape().iter().any(|&d| d > i32::MAX as usize))
+            });
+        if ok {
+            return Ok(());
+        }
+        self.check_inputs_in_full(device)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_inputs_in_full(&self, device: &Device) -> Result<()> {
         let spec = self.spec();
         for (i, array) in self.inputs.iter().enumerate() {
             if !array.device().id().same_memory(&device.id()) {
@@ -389,77 +536,24 @@ impl<'a> Call<'a> {
                 .into());
             }
         }
-        let mut out_shapes: SmallVec<[(Shape, DType); 4]> = SmallVec::new();
-        for (i, (shape, dtype)) in self.outputs.iter().enumerate() {
-            out_shapes.push((self.check_output(i, shape, *dtype)?, *dtype));
-        }
-        let (grid, threadgroup) = self.check_dims(&device)?;
-        if let Some(v) = self.init_value {
-            for ((_, dtype), name) in out_shapes.iter().zip(&self.spec().output_names) {
-                init_pattern(v, *dtype).ok_or_else(|| CallError::InitValue {
-                    kernel: self.err_kernel(),
-                    output: name.clone(),
-                    dtype: *dtype,
-                    value: v,
-                })?;
-            }
-        }
-        let limits = device.limits();
-        if self.shared_mem_bytes as u64 > limits.max_shared_bytes && self.shared_mem_bytes > 0 {
-            return Err(CallError::Dims {
-                kernel: self.err_kernel(),
-                what: "shared memory",
-                dims: [self.shared_mem_bytes as u64, 0, 0],
-                device: device.label().to_string(),
-                reason: if limits.max_shared_bytes == 0 {
-                    "this device has no dynamic shared memory".to_string()
-                } else {
-                    format!("at most {} bytes per threadgroup", limits.max_shared_bytes)
-                },
-            }
-            .into());
-        }
-        let desc = VariantDesc {
-            inputs: &inputs,
-            outputs: &outputs,
-            template: &self.template,
-        };
-        let backend = device.backend();
-        let dialect = backend.dialect();
-        let plan = Plan {
-            stream,
-            outputs: out_shapes,
-            grid,
-            threadgroup,
-        };
-        let log = |variant: &Variant| {
-            if self.verbose {
-                tracing::info!(
-                    kernel = %self.spec().name,
-                    function = %variant.name(),
-                    "generated source:\n{}",
-                    variant.source()
-                );
-            }
-        };
-        if bypass_memo {
-            self.check_variant(dialect, backend.name(), &desc)?;
-            let variant = self.kernel.variant_uncached(dialect, &desc);
-            log(&variant);
-            return then(&variant, plan);
-        }
-        self.kernel.with_variant(
-            dialect,
-            &desc,
-            || self.check_variant(dialect, backend.name(), &desc),
-            |variant| {
-                log(variant);
-                then(variant, plan)
-            },
-        )
+        Ok(())
     }
 
-    fn check_output(&self, index: usize, shape: &[i64], dtype: DType) -> Result<Shape> {
+    /// Checks an output's shape: a short test first, the full one (which
+    /// words the error) only when it fails.
+    #[inline]
+    fn check_output(&self, index: usize, shape: &[i64], dtype: DType) -> Result<()> {
+        if shape.iter().all(|&d| d >= 1)
+            && checked_count(shape.iter().map(|&d| d as usize), dtype).is_some()
+        {
+            return Ok(());
+        }
+        self.check_output_in_full(index, shape, dtype)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_output_in_full(&self, index: usize, shape: &[i64], dtype: DType) -> Result<()> {
         let bad = |reason| CallError::OutputShape {
             kernel: self.err_kernel(),
             output: self.spec().output_names[index].clone(),
@@ -472,14 +566,51 @@ impl<'a> Call<'a> {
         if shape.contains(&0) {
             return Err(bad("extents must be at least 1").into());
         }
-        let dims: Shape = shape.iter().map(|&d| d as usize).collect();
-        if checked_size(&dims, dtype).is_none() {
+        if checked_count(shape.iter().map(|&d| d as usize), dtype).is_none() {
             return Err(bad("its size overflows").into());
         }
-        Ok(dims)
+        Ok(())
     }
 
+    /// The grid and the clamped threadgroup, when they fit the device: a
+    /// short test that every call runs. Anything else goes to
+    /// [`Call::check_dims_in_full`], which finds and words the problem.
+    #[inline]
     fn check_dims(&self, device: &Device) -> Result<([u32; 3], [u32; 3])> {
+        if let Some(grid) = self.grid {
+            let limits = device.limits_ref();
+            let requested = self.threadgroup.unwrap_or([256, 1, 1]);
+            let total = grid[0]
+                .checked_mul(grid[1])
+                .and_then(|t| t.checked_mul(grid[2]));
+            // A total in 1..=u32::MAX also puts every extent there.
+            let mut ok = total.is_some_and(|t| t >= 1 && t <= u32::MAX as u64);
+            let tg = [
+                requested[0].min(grid[0]).max(1),
+                requested[1].min(grid[1]).max(1),
+                requested[2].min(grid[2]).max(1),
+            ];
+            for axis in 0..3 {
+                ok &= requested[axis] >= 1;
+                ok &= grid[axis].div_ceil(tg[axis]) <= limits.max_groups[axis];
+                if self.threadgroup.is_some() {
+                    ok &= requested[axis] <= limits.max_group_dims[axis];
+                }
+            }
+            if self.threadgroup.is_some() && ok {
+                // Extents are within the per-axis limits here: no overflow.
+                ok &= requested[0] * requested[1] * requested[2] <= limits.max_threads_per_group;
+            }
+            if ok {
+                return Ok((grid.map(|g| g as u32), tg.map(|t| t as u32)));
+            }
+        }
+        self.check_dims_in_full(device)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_dims_in_full(&self, device: &Device) -> Result<([u32; 3], [u32; 3])> {
         let grid = self.grid.ok_or_else(|| CallError::MissingGrid {
             kernel: self.err_kernel(),
         })?;
@@ -529,8 +660,8 @@ impl<'a> Call<'a> {
             requested[2].min(grid[2]),
         ];
         if self.threadgroup.is_some() {
-            let per_group: u64 = requested.iter().product::<u64>();
-            if per_group > limits.max_threads_per_group {
+            let per_group = requested.iter().try_fold(1u64, |a, &r| a.checked_mul(r));
+            if per_group.is_none_or(|p| p > limits.max_threads_per_group) {
                 return Err(bad(
                     "threadgroup",
                     requested,
@@ -570,7 +701,9 @@ impl<'a> Call<'a> {
     ///
     /// This runs the call straight from its borrowed arguments (no
     /// [`Launch`] is built), the cheapest way to dispatch.
-    pub fn launch(&self) -> Result<Vec<Array>> {
+    pub fn launch(&self) -> Result<Outputs> {
+        // Filled in place: see `Backend::dispatch`.
+        let mut outputs = Outputs::default();
         self.plan(false, |variant, plan| {
             execute(
                 Job {
@@ -578,15 +711,17 @@ impl<'a> Call<'a> {
                     variant,
                     stream: &plan.stream,
                     inputs: &self.inputs,
-                    outputs: &plan.outputs,
+                    outputs: &self.outputs,
                     grid: plan.grid,
                     threadgroup: plan.threadgroup,
                     init_value: self.init_value,
                     shared_mem_bytes: self.shared_mem_bytes,
                 },
+                &mut outputs,
                 None,
             )
-        })
+        })?;
+        Ok(outputs)
     }
 }
 
@@ -622,7 +757,7 @@ pub struct Launch {
     variant: Arc<Variant>,
     stream: Stream,
     inputs: SmallVec<[Array; 8]>,
-    outputs: SmallVec<[(Shape, DType); 4]>,
+    outputs: SmallVec<[OutputSpec; 4]>,
     grid: [u32; 3],
     threadgroup: [u32; 3],
     init_value: Option<f64>,
@@ -661,7 +796,7 @@ impl Launch {
     }
 
     /// Compiles or finds the function, allocates the outputs and launches.
-    pub fn run(&self) -> Result<Vec<Array>> {
+    pub fn run(&self) -> Result<Outputs> {
         self.run_inner(None)
     }
 
@@ -675,8 +810,9 @@ impl Launch {
         Ok(elapsed)
     }
 
-    fn run_inner(&self, raw: Option<(u32, &mut std::time::Duration)>) -> Result<Vec<Array>> {
+    fn run_inner(&self, raw: Option<(u32, &mut std::time::Duration)>) -> Result<Outputs> {
         let inputs: SmallVec<[&Array; 8]> = self.inputs.iter().collect();
+        let mut outputs = Outputs::default();
         execute(
             Job {
                 spec: self.kernel.spec(),
@@ -689,8 +825,10 @@ impl Launch {
                 init_value: self.init_value,
                 shared_mem_bytes: self.shared_mem_bytes,
             },
+            &mut outputs,
             raw,
-        )
+        )?;
+        Ok(outputs)
     }
 }
 
@@ -698,7 +836,6 @@ impl Launch {
 /// arguments.
 struct Plan<'a> {
     stream: Cow<'a, Stream>,
-    outputs: SmallVec<[(Shape, DType); 4]>,
     grid: [u32; 3],
     threadgroup: [u32; 3],
 }
@@ -709,7 +846,7 @@ struct Job<'a> {
     variant: &'a Arc<Variant>,
     stream: &'a Stream,
     inputs: &'a [&'a Array],
-    outputs: &'a [(Shape, DType)],
+    outputs: &'a [OutputSpec],
     grid: [u32; 3],
     threadgroup: [u32; 3],
     init_value: Option<f64>,
@@ -717,23 +854,72 @@ struct Job<'a> {
 }
 
 /// Finds the function, makes strided inputs contiguous where the spec asks,
-/// allocates (and fills) the outputs and launches; with `raw`, also times
-/// `iters` backend launches of the same job.
-fn execute(job: Job<'_>, raw: Option<(u32, &mut std::time::Duration)>) -> Result<Vec<Array>> {
+/// allocates (and fills) the outputs into `outputs` and launches; with
+/// `raw`, also times `iters` backend launches of the same job.
+///
+/// A call whose inputs need nothing done first (the common case) goes
+/// straight to the backend; the rest is out of line, in
+/// [`execute_in_full`], so that its code does not crowd the instruction
+/// cache of the calls that never run it.
+#[inline]
+fn execute(
+    job: Job<'_>,
+    outputs: &mut Outputs,
+    raw: Option<(u32, &mut std::time::Duration)>,
+) -> Result<()> {
+    let device = job.stream.device();
+    let function = device.function(&job.spec.name, job.variant)?;
+    let stream = job.stream;
+    let contiguous = job.spec.ensure_row_contiguous;
+    let ready = job.inputs.iter().all(|a| {
+        a.producer().is_none_or(|p| p == stream) && (!contiguous || a.is_row_contiguous())
+    });
+    if !ready || raw.is_some() {
+        return execute_in_full(job, &function, outputs, raw);
+    }
+    device
+        .backend()
+        .dispatch(&job.dispatch(&function, job.inputs), stream, outputs)
+}
+
+impl<'a> Job<'a> {
+    /// The backend's view of this job, with `inputs` as the kernel sees them.
+    fn dispatch<'b>(
+        &'b self,
+        function: &'b crate::backend::Function,
+        inputs: &'b [&'b Array],
+    ) -> crate::backend::Dispatch<'b> {
+        crate::backend::Dispatch {
+            spec: self.spec,
+            variant: self.variant,
+            function,
+            inputs,
+            outputs: self.outputs,
+            init_value: self.init_value,
+            grid: self.grid,
+            threadgroup: self.threadgroup,
+            shared_mem_bytes: self.shared_mem_bytes,
+        }
+    }
+}
+
+/// [`execute`] for inputs produced on another stream (waited for) or
+/// strided where the spec wants them contiguous (copied), and for timing.
+#[cold]
+#[inline(never)]
+fn execute_in_full(
+    job: Job<'_>,
+    function: &crate::backend::Function,
+    outputs: &mut Outputs,
+    raw: Option<(u32, &mut std::time::Duration)>,
+) -> Result<()> {
     let Job {
         spec,
-        variant,
         stream,
         inputs: given,
-        outputs: out_shapes,
-        grid,
-        threadgroup,
-        init_value,
-        shared_mem_bytes,
+        ..
     } = job;
-    let device = stream.device();
-    let backend = device.backend();
-    let function = device.function(&spec.name, variant)?;
+    let backend = stream.device().backend();
     let handle = stream.handle();
 
     // Contiguous copies of strided inputs (kept alive until the launch).
@@ -768,45 +954,14 @@ fn execute(job: Job<'_>, raw: Option<(u32, &mut std::time::Duration)>) -> Result
             .collect();
         &replaced
     };
-    let mut outputs: Vec<Array> = Vec::with_capacity(out_shapes.len());
-    for (i, (shape, dtype)) in out_shapes.iter().enumerate() {
-        let n: usize = shape.iter().product();
-        let bytes = n * dtype.size();
-        let buffer = backend
-            .alloc(bytes, Place::Queued(stream.clone()))
-            .map_err(|e| CallError::OutputAlloc {
-                kernel: spec.name.clone(),
-                output: spec.output_names[i].clone(),
-                bytes,
-                device: device.label().to_string(),
-                reason: e.to_string(),
-            })?;
-        if let Some(v) = init_value {
-            let pattern = init_pattern(v, *dtype).expect("checked when prepared");
-            backend.fill(&buffer, &pattern, handle)?;
-        }
-        outputs.push(Array::contiguous(buffer, shape.clone(), *dtype));
+    let call = job.dispatch(function, inputs);
+    backend.dispatch(&call, stream, outputs)?;
+    if let Some((iters, elapsed)) = raw {
+        stream.synchronize()?;
+        let started = std::time::Instant::now();
+        backend.launch_raw(&call.job(outputs), handle, iters)?;
+        *elapsed = started.elapsed();
+        stream.synchronize()?;
     }
-    let job = crate::backend::LaunchJob {
-        spec,
-        variant,
-        function: &function,
-        inputs,
-        outputs: &outputs,
-        grid,
-        threadgroup,
-        shared_mem_bytes,
-    };
-    match raw {
-        None => backend.launch(&job, handle)?,
-        Some((iters, elapsed)) => {
-            backend.launch(&job, handle)?;
-            stream.synchronize()?;
-            let started = std::time::Instant::now();
-            backend.launch_raw(&job, handle, iters)?;
-            *elapsed = started.elapsed();
-            stream.synchronize()?;
-        }
-    }
-    Ok(outputs)
+    Ok(())
 }

@@ -2,6 +2,7 @@
 
 pub mod call;
 pub mod memo;
+pub mod outputs;
 #[cfg(not(loom))]
 mod recent;
 pub mod spec;
@@ -10,12 +11,14 @@ pub mod variant;
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::codegen::{self, Dialect, Generated};
 use crate::error::{CallError, Result};
 use call::Call;
 use memo::VariantMemo;
 use spec::KernelSpec;
-use variant::{encode_key, KeyBytes, Variant, VariantDesc};
+use variant::{encode_key, KeyBytes, PackedKey, Variant, VariantDesc};
 
 struct KernelShared {
     spec: KernelSpec,
@@ -151,7 +154,13 @@ impl Kernel {
     where
         I: IntoIterator<Item = &'a crate::Array>,
     {
-        Call::new(self, inputs.into_iter().collect())
+        // Pushed one by one, not collected: `collect` goes through the
+        // vector's generic `extend`, a call and more code per call.
+        let mut arrays = SmallVec::new();
+        for a in inputs {
+            arrays.push(a);
+        }
+        Call::new(self, arrays)
     }
 
     /// How many variants are memoized now (at most
@@ -201,18 +210,76 @@ impl Kernel {
     ) -> Result<R> {
         let mut key = KeyBytes::new();
         encode_key(dialect, desc, &mut key);
+        self.with_variant_keyed(
+            key.as_slice(),
+            |key| {
+                check()?;
+                Ok(self.build_variant(dialect, desc, key))
+            },
+            f,
+        )
+    }
+
+    /// [`Kernel::with_variant`] for a key already encoded; `build` makes the
+    /// variant on a miss (checks included).
+    pub(crate) fn with_variant_keyed<R>(
+        &self,
+        key: &[u8],
+        build: impl FnOnce(&[u8]) -> Result<Variant>,
+        f: impl FnOnce(&Arc<Variant>) -> Result<R>,
+    ) -> Result<R> {
         let memo = &self.0.memo;
         // Read before the memo, so that what this call finds is tagged with
         // a generation current while it was memoized (see `recent`).
         let generation = memo.generation();
         let mut f = Some(f);
         #[cfg(not(loom))]
-        if let Some(result) = recent::lookup(memo.id(), generation, &key, &mut f) {
+        if let Some(result) = recent::lookup(memo.id(), generation, key, &mut f) {
             return result;
         }
-        let hit = memo.with_hit(&key, |variant| {
+        self.with_variant_slow(key, generation, build, f)
+    }
+
+    /// [`Kernel::with_variant_keyed`] for a call whose key has a packed
+    /// form: found by it in the per-thread cache, and encoded (by `encode`)
+    /// only on a miss there.
+    pub(crate) fn with_variant_packed<R>(
+        &self,
+        packed: PackedKey,
+        encode: impl FnOnce(&mut KeyBytes),
+        build: impl FnOnce(&[u8]) -> Result<Variant>,
+        f: impl FnOnce(&Arc<Variant>) -> Result<R>,
+    ) -> Result<R> {
+        let memo = &self.0.memo;
+        // As in `with_variant_keyed`.
+        let generation = memo.generation();
+        let mut f = Some(f);
+        #[cfg(not(loom))]
+        if let Some(result) = recent::lookup_packed(memo.id(), generation, packed, &mut f) {
+            return result;
+        }
+        #[cfg(loom)]
+        let _ = packed;
+        let mut key = KeyBytes::new();
+        encode(&mut key);
+        self.with_variant_slow(&key, generation, build, f)
+    }
+
+    /// The memo's part of [`Kernel::with_variant_keyed`], kept out of line:
+    /// a repeated call never runs it, and its code would only crowd the
+    /// instruction cache of the path that does run.
+    #[inline(never)]
+    fn with_variant_slow<R>(
+        &self,
+        key: &[u8],
+        generation: u64,
+        build: impl FnOnce(&[u8]) -> Result<Variant>,
+        mut f: Option<impl FnOnce(&Arc<Variant>) -> Result<R>>,
+    ) -> Result<R> {
+        let memo = &self.0.memo;
+        let hit = memo.with_hit(key, |variant| {
             #[cfg(not(loom))]
-            recent::remember(memo.id(), generation, &key, variant);
+            recent::remember(memo.id(), generation, key, variant);
             match f.take() {
                 Some(f) => f(variant),
                 None => unreachable!("the hit runs `f` at most once"),
@@ -221,17 +288,24 @@ impl Kernel {
         if let Some(result) = hit {
             return result;
         }
-        let variant = memo.get_or_build(&key, || {
-            check()?;
-            let g = codegen::generate(dialect, &self.0.spec, desc, self.variant_id(&key));
-            Ok(Variant::new(dialect, g.name, g.source))
-        })?;
+        let variant = memo.get_or_build(key, || build(key))?;
         #[cfg(not(loom))]
-        recent::remember(memo.id(), generation, &key, &variant);
+        recent::remember(memo.id(), generation, key, &variant);
         match f.take() {
             Some(f) => f(&variant),
             None => unreachable!("`f` ran only if the memo hit"),
         }
+    }
+
+    /// Generates the variant for `desc`, whose key is `key`.
+    pub(crate) fn build_variant(
+        &self,
+        dialect: Dialect,
+        desc: &VariantDesc<'_>,
+        key: &[u8],
+    ) -> Variant {
+        let g = codegen::generate(dialect, &self.0.spec, desc, self.variant_id(key));
+        Variant::new(dialect, g.name, g.source)
     }
 
     /// A variant built without the memo, for benchmarks of the old path.

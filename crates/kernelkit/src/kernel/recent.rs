@@ -29,7 +29,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use crate::kernel::variant::{KeyBytes, Variant};
+use crate::kernel::variant::{pack_key_bytes, KeyBytes, PackedKey, Variant};
 
 /// Sets per thread.
 pub(crate) const SETS: usize = 8;
@@ -38,6 +38,8 @@ pub(crate) const WAYS: usize = 2;
 
 struct Entry {
     key: KeyBytes,
+    /// The key packed in a word, when it has that form.
+    packed: Option<PackedKey>,
     variant: Arc<Variant>,
 }
 
@@ -71,6 +73,33 @@ pub(crate) fn lookup<F, R>(memo: u64, generation: u64, key: &[u8], f: &mut Optio
 where
     F: FnOnce(&Arc<Variant>) -> R,
 {
+    find(memo, generation, |entry| entry.key.as_slice() == key, f)
+}
+
+/// [`lookup`] for a key in its packed form: one comparison per entry.
+#[inline]
+pub(crate) fn lookup_packed<F, R>(
+    memo: u64,
+    generation: u64,
+    key: PackedKey,
+    f: &mut Option<F>,
+) -> Option<R>
+where
+    F: FnOnce(&Arc<Variant>) -> R,
+{
+    find(memo, generation, |entry| entry.packed == Some(key), f)
+}
+
+#[inline(always)]
+fn find<F, R>(
+    memo: u64,
+    generation: u64,
+    same: impl Fn(&Entry) -> bool,
+    f: &mut Option<F>,
+) -> Option<R>
+where
+    F: FnOnce(&Arc<Variant>) -> R,
+{
     RECENT
         .try_with(|recent| {
             let recent = recent.try_borrow().ok()?;
@@ -80,7 +109,7 @@ where
                     continue;
                 }
                 if let Some(entry) = &set.entries[w] {
-                    if entry.key.as_slice() == key {
+                    if same(entry) {
                         return f.take().map(|f| f(&entry.variant));
                     }
                 }
@@ -115,6 +144,7 @@ pub(crate) fn remember(memo: u64, generation: u64, key: &[u8], variant: &Arc<Var
         set.tags[way] = (memo, generation);
         set.entries[way] = Some(Entry {
             key: KeyBytes::from_slice(key),
+            packed: pack_key_bytes(key),
             variant: variant.clone(),
         });
     });
@@ -153,6 +183,42 @@ mod tests {
         );
         assert!(get(902, 3, b"ka").is_none(), "another memo");
         assert!(get(901, 3, b"kb").is_none(), "another key");
+    }
+
+    #[test]
+    fn packed_keys_find_the_entry_of_their_bytes() {
+        use crate::dtype::DType;
+        use crate::kernel::variant::{encode_key, pack_key, InputDesc, PassMode, VariantDesc};
+        let inputs = [InputDesc {
+            dtype: DType::F32,
+            mode: PassMode::Device,
+        }];
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &[DType::F32],
+            template: &[],
+        };
+        let mut key = KeyBytes::new();
+        encode_key(Dialect::Cuda, &desc, &mut key);
+        let packed = pack_key(
+            Dialect::Cuda,
+            inputs.iter().copied(),
+            [DType::F32].into_iter(),
+            &[],
+        )
+        .unwrap();
+        let v = variant(7);
+        remember(931, 2, &key, &v);
+        let get_packed = |memo, generation, p| {
+            lookup_packed(memo, generation, p, &mut Some(|v: &Arc<Variant>| v.clone()))
+        };
+        assert!(Arc::ptr_eq(&get_packed(931, 2, packed).unwrap(), &v));
+        assert!(get_packed(931, 3, packed).is_none(), "stale generation");
+        assert!(get_packed(931, 2, packed + 1).is_none(), "another key");
+        // A key without a packed form is found by its bytes only.
+        remember(932, 0, b"raw", &v);
+        assert!(get(932, 0, b"raw").is_some());
+        assert!(get_packed(932, 0, 0).is_none());
     }
 
     #[test]

@@ -57,21 +57,43 @@ pub struct VariantDesc<'a> {
     pub template: &'a [TemplateParam<'a>],
 }
 
+/// Bytes of a key held inline (on the stack, in the memo's entries).
+const KEY_INLINE: usize = 96;
+
 /// The bytes that identify a variant within one kernel: built on the stack
 /// for every call, compared against the memo's keys.
-pub(crate) type KeyBytes = SmallVec<[u8; 96]>;
+pub(crate) type KeyBytes = SmallVec<[u8; KEY_INLINE]>;
 
 /// Encodes the raw call arguments the generated name and source depend on:
 /// the dialect, each input's dtype and pass mode, each output's dtype, and
 /// each template argument's kind, name and value. Lengths are written before
 /// every list and name, so two different calls never encode alike.
+pub(crate) fn encode_key(dialect: Dialect, desc: &VariantDesc<'_>, out: &mut KeyBytes) {
+    encode_key_parts(
+        dialect,
+        desc.inputs.iter().copied(),
+        desc.outputs.iter().copied(),
+        desc.template,
+        out,
+    );
+}
+
+/// [`encode_key`] from a call's parts as they come, so the dispatch path
+/// encodes straight from its arrays without building descriptors first.
 ///
 /// This runs on every call, so it sizes the key once and then writes bytes
-/// at a running index: pushing byte by byte would load and store the
-/// buffer's length around every byte, which cost a fifth of a memo hit.
-pub(crate) fn encode_key(dialect: Dialect, desc: &VariantDesc<'_>, out: &mut KeyBytes) {
-    let template_len: usize = desc
-        .template
+/// at a running index, into a stack buffer when the key fits inline:
+/// pushing byte by byte, or growing the vector with `resize`, would cost
+/// more than the rest of a memo hit.
+#[inline]
+pub(crate) fn encode_key_parts(
+    dialect: Dialect,
+    inputs: impl ExactSizeIterator<Item = InputDesc>,
+    outputs: impl ExactSizeIterator<Item = DType>,
+    template: &[TemplateParam<'_>],
+    out: &mut KeyBytes,
+) {
+    let template_len: usize = template
         .iter()
         .map(|t| {
             let value = match t.value {
@@ -81,24 +103,109 @@ pub(crate) fn encode_key(dialect: Dialect, desc: &VariantDesc<'_>, out: &mut Key
             1 + 4 + t.name.len() + value
         })
         .sum();
-    let len = 1 + 4 + desc.inputs.len() + 4 + desc.outputs.len() + 4 + template_len;
-    let start = out.len();
-    out.resize(start + len, 0);
-    let mut w = KeyWriter {
-        buf: &mut out[start..],
-        at: 0,
+    let len = 1 + 4 + inputs.len() + 4 + outputs.len() + 4 + template_len;
+    if out.is_empty() && len <= KEY_INLINE {
+        let mut buf = [0u8; KEY_INLINE];
+        write_key(dialect, inputs, outputs, template, &mut buf[..len]);
+        *out = KeyBytes::from_buf_and_len(buf, len);
+    } else {
+        let start = out.len();
+        out.resize(start + len, 0);
+        write_key(dialect, inputs, outputs, template, &mut out[start..]);
+    }
+}
+
+/// A key of a call without template arguments and with few arguments,
+/// packed into one word: what the per-thread cache in front of the memo
+/// compares first (one comparison, no bytes written or read). Fields of
+/// fixed width: the dialect (2 bits), the input and output counts (4 bits
+/// each), then 7 bits per input (dtype and pass mode, as in the key) and 5
+/// per output, so two keys pack alike only if they are equal.
+pub(crate) type PackedKey = u128;
+
+/// The packed form of the key [`encode_key_parts`] would write, if it has
+/// one.
+#[inline]
+pub(crate) fn pack_key(
+    dialect: Dialect,
+    inputs: impl ExactSizeIterator<Item = InputDesc>,
+    outputs: impl ExactSizeIterator<Item = DType>,
+    template: &[TemplateParam<'_>],
+) -> Option<PackedKey> {
+    let (n_in, n_out) = (inputs.len(), outputs.len());
+    if !template.is_empty() || n_in > 15 || n_out > 15 || 10 + 7 * n_in + 5 * n_out > 128 {
+        return None;
+    }
+    let mut packed = dialect as u128 | (n_in as u128) << 2 | (n_out as u128) << 6;
+    let mut at = 10;
+    for i in inputs {
+        packed |= ((i.dtype.key_byte() | ((i.mode as u8) << 5)) as u128) << at;
+        at += 7;
+    }
+    for d in outputs {
+        packed |= (d.key_byte() as u128) << at;
+        at += 5;
+    }
+    Some(packed)
+}
+
+/// The packed form of an encoded key, if it has one: the same value
+/// [`pack_key`] gives for the parts that encode to `key`.
+pub(crate) fn pack_key_bytes(key: &[u8]) -> Option<PackedKey> {
+    let count = |at: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(key.get(at..at + 4)?.try_into().ok()?) as usize)
     };
+    let dialect = match *key.first()? {
+        0 => Dialect::Metal,
+        1 => Dialect::Cuda,
+        2 => Dialect::Cpu,
+        _ => return None,
+    };
+    let n_in = count(1)?;
+    let inputs = key.get(5..5 + n_in)?;
+    let n_out = count(5 + n_in)?;
+    let outputs = key.get(9 + n_in..9 + n_in + n_out)?;
+    let at = 9 + n_in + n_out;
+    if count(at)? != 0 || key.len() != at + 4 {
+        return None;
+    }
+    if n_in > 15 || n_out > 15 || 10 + 7 * n_in + 5 * n_out > 128 {
+        return None;
+    }
+    let mut packed = dialect as u128 | (n_in as u128) << 2 | (n_out as u128) << 6;
+    let mut at = 10;
+    for &b in inputs {
+        packed |= (b as u128) << at;
+        at += 7;
+    }
+    for &b in outputs {
+        packed |= (b as u128) << at;
+        at += 5;
+    }
+    Some(packed)
+}
+
+/// Writes a key into `buf`, sized to fit it exactly.
+#[inline(always)]
+fn write_key(
+    dialect: Dialect,
+    inputs: impl ExactSizeIterator<Item = InputDesc>,
+    outputs: impl ExactSizeIterator<Item = DType>,
+    template: &[TemplateParam<'_>],
+    buf: &mut [u8],
+) {
+    let mut w = KeyWriter { buf, at: 0 };
     w.byte(dialect as u8);
-    w.bytes(&(desc.inputs.len() as u32).to_le_bytes());
-    for i in desc.inputs {
+    w.bytes(&(inputs.len() as u32).to_le_bytes());
+    for i in inputs {
         w.byte(i.dtype.key_byte() | ((i.mode as u8) << 5));
     }
-    w.bytes(&(desc.outputs.len() as u32).to_le_bytes());
-    for d in desc.outputs {
+    w.bytes(&(outputs.len() as u32).to_le_bytes());
+    for d in outputs {
         w.byte(d.key_byte());
     }
-    w.bytes(&(desc.template.len() as u32).to_le_bytes());
-    for t in desc.template {
+    w.bytes(&(template.len() as u32).to_le_bytes());
+    for t in template {
         w.byte(t.value.kind());
         w.bytes(&(t.name.len() as u32).to_le_bytes());
         w.bytes(t.name.as_bytes());
@@ -108,7 +215,7 @@ pub(crate) fn encode_key(dialect: Dialect, desc: &VariantDesc<'_>, out: &mut Key
             TemplateArg::DType(d) => w.byte(d.key_byte()),
         }
     }
-    debug_assert_eq!(w.at, len, "the key's size was computed wrongly");
+    debug_assert_eq!(w.at, w.buf.len(), "the key's size was computed wrongly");
 }
 
 /// Writes into a key already sized to fit.
@@ -130,9 +237,7 @@ impl KeyWriter<'_> {
     }
 }
 
-/// A loaded function, resolved once and shared by every launch of a variant.
-/// The backend downcasts it; it keeps its module alive.
-pub(crate) type Function = Arc<dyn std::any::Any + Send + Sync>;
+pub(crate) use crate::backend::Function;
 
 /// One kernel specialised for one call signature.
 ///
@@ -317,6 +422,83 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn packed_keys_agree_with_encoded_keys_and_tell_keys_apart() {
+        let all = [
+            InputDesc {
+                dtype: DType::F16,
+                mode: PassMode::Scalar,
+            },
+            InputDesc {
+                dtype: DType::Complex64,
+                mode: PassMode::Device,
+            },
+            InputDesc {
+                dtype: DType::Bool,
+                mode: PassMode::Constant,
+            },
+        ];
+        let outs = [DType::U8, DType::F64, DType::BF16];
+        let mut seen: Vec<(PackedKey, Vec<u8>)> = Vec::new();
+        for dialect in [Dialect::Metal, Dialect::Cuda, Dialect::Cpu] {
+            for n_in in 0..=3 {
+                for n_out in 0..=3 {
+                    for first in [0, 1] {
+                        let inputs: Vec<InputDesc> =
+                            (0..n_in).map(|i| all[(i + first) % 3]).collect();
+                        let outputs: Vec<DType> =
+                            (0..n_out).map(|i| outs[(i + first) % 3]).collect();
+                        let desc = VariantDesc {
+                            inputs: &inputs,
+                            outputs: &outputs,
+                            template: &[],
+                        };
+                        let mut k = KeyBytes::new();
+                        encode_key(dialect, &desc, &mut k);
+                        let packed = pack_key(
+                            dialect,
+                            inputs.iter().copied(),
+                            outputs.iter().copied(),
+                            &[],
+                        )
+                        .unwrap();
+                        assert_eq!(pack_key_bytes(&k), Some(packed));
+                        for (p, other) in &seen {
+                            assert_eq!(*p == packed, other.as_slice() == k.as_slice());
+                        }
+                        seen.push((packed, k.to_vec()));
+                    }
+                }
+            }
+        }
+        // Template arguments, and too many arguments, have no packed form.
+        let t = [TemplateParam {
+            name: Cow::Borrowed("N"),
+            value: TemplateArg::Int(1),
+        }];
+        let inputs = [all[0]; 16];
+        assert_eq!(
+            pack_key(Dialect::Cuda, all.iter().copied(), [].into_iter(), &t),
+            None
+        );
+        assert_eq!(
+            pack_key(Dialect::Cuda, inputs.iter().copied(), [].into_iter(), &[]),
+            None
+        );
+        let mut k = KeyBytes::new();
+        encode_key(
+            Dialect::Cuda,
+            &VariantDesc {
+                inputs: &all,
+                outputs: &outs,
+                template: &t,
+            },
+            &mut k,
+        );
+        assert_eq!(pack_key_bytes(&k), None);
+        assert_eq!(pack_key_bytes(&k[..3]), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 
 use rayon::prelude::*;
 
-use super::load::{CpuFunction, KkLaunch};
+use super::load::KkLaunch;
 use crate::backend::LaunchJob;
 use crate::kernel::variant::PassMode;
 
@@ -29,10 +29,7 @@ impl Args {
 /// Launches `iters` times (arguments marshalled once); the caller has
 /// checked dims against the limits.
 pub(super) fn launch(job: &LaunchJob<'_>, simd: u32, iters: u32) {
-    let function = job
-        .function
-        .downcast_ref::<CpuFunction>()
-        .expect("CPU launches get CPU functions");
+    let function = job.function.cpu().expect("CPU launches get CPU functions");
     let mut shapes: Vec<Vec<i32>> = Vec::new();
     let mut strides: Vec<Vec<i64>> = Vec::new();
     let mut ndims: Vec<Box<i32>> = Vec::new();

@@ -29,7 +29,7 @@ pub(super) struct CpuModule {
 }
 
 /// A resolved entry point and the library that holds its code.
-pub(super) struct CpuFunction {
+pub(crate) struct CpuFunction {
     pub(super) entry: Entry,
     _module: Module,
 }
@@ -88,8 +88,8 @@ pub(super) fn function(
             .map_err(|e| fail(e.to_string()))?;
         *symbol
     };
-    Ok(Arc::new(CpuFunction {
+    Ok(Function::Cpu(Arc::new(CpuFunction {
         entry,
         _module: module.clone(),
-    }))
+    })))
 }

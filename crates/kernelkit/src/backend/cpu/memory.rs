@@ -2,13 +2,11 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
-use std::sync::Arc;
-
 use crate::array::{Array, Place};
-use crate::backend::{Buffer, Memory};
+use crate::backend::{Buffer, Owner, SharedBuffer};
 
 /// Owns one host allocation.
-struct HostMem {
+pub(crate) struct HostMem {
     ptr: *mut u8,
     layout: Layout,
 }
@@ -20,12 +18,6 @@ unsafe impl Send for HostMem {}
 // SAFETY: as above; `HostMem` itself exposes no interior access.
 unsafe impl Sync for HostMem {}
 
-impl Memory for HostMem {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
-
 impl Drop for HostMem {
     fn drop(&mut self) {
         // SAFETY: `ptr` came from `alloc_zeroed` with this `layout`.
@@ -36,18 +28,18 @@ impl Drop for HostMem {
 /// `len` zeroed bytes, or `None` when the allocator cannot provide them (a
 /// size over what the address space or the system allows is a user's
 /// mistake to report, not a reason to abort the process).
-pub(super) fn alloc(len: usize, place: Place) -> Option<Arc<Buffer>> {
+pub(super) fn alloc(len: usize, place: Place) -> Option<SharedBuffer> {
     let layout = Layout::from_size_align(len.max(1), 64).ok()?;
     // SAFETY: the layout has a non-zero size.
     let ptr = unsafe { alloc_zeroed(layout) };
     if ptr.is_null() {
         return None;
     }
-    Some(Arc::new(Buffer {
+    Some(SharedBuffer::new(Buffer {
         addr: ptr as u64,
         len,
         place,
-        owner: HostMem { ptr, layout },
+        owner: Owner::Host(HostMem { ptr, layout }),
     }))
 }
 

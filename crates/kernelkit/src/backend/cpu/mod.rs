@@ -11,17 +11,21 @@ mod load;
 mod memory;
 mod pch;
 
-use std::sync::Arc;
-
 use crate::array::{Array, Place};
-use crate::backend::{Backend, Buffer, LaunchJob, Limits, Module, StreamHandle};
+use crate::backend::{
+    Backend, Buffer, Dispatch, LaunchJob, Limits, Module, SharedBuffer, StreamHandle,
+};
 use crate::codegen::Dialect;
+use crate::device::Stream;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Error, Result};
+use crate::kernel::outputs::Outputs;
 use crate::kernel::variant::{Function, Variant};
 
 pub(crate) use compile::Compiler;
 pub use compile::FLAGS;
+pub(crate) use load::CpuFunction;
+pub(crate) use memory::HostMem;
 
 /// See the module documentation.
 pub(crate) struct CpuBackend {
@@ -103,15 +107,15 @@ impl Backend for CpuBackend {
         load::function(kernel, module, name)
     }
     fn new_stream(&self) -> Result<StreamHandle> {
-        Ok(Arc::new(()))
+        Ok(StreamHandle::Host)
     }
     fn synchronize(&self, _stream: &StreamHandle) -> Result<()> {
         Ok(())
     }
-    fn alloc(&self, len: usize, place: Place) -> Result<Arc<Buffer>> {
+    fn alloc(&self, len: usize, place: Place) -> Result<SharedBuffer> {
         memory::alloc(len, place).ok_or_else(|| out_of_memory(len))
     }
-    fn upload(&self, bytes: &[u8], place: Place) -> Result<Arc<Buffer>> {
+    fn upload(&self, bytes: &[u8], place: Place) -> Result<SharedBuffer> {
         let buf = memory::alloc(bytes.len(), place).ok_or_else(|| out_of_memory(bytes.len()))?;
         memory::write(&buf, 0, bytes);
         Ok(buf)
@@ -133,8 +137,17 @@ impl Backend for CpuBackend {
         memory::gather(src, dst);
         Ok(())
     }
-    fn launch(&self, job: &LaunchJob<'_>, _stream: &StreamHandle) -> Result<()> {
-        launch::launch(job, self.simd_width(), 1);
+    fn dispatch(&self, call: &Dispatch<'_>, stream: &Stream, outputs: &mut Outputs) -> Result<()> {
+        call.new_outputs(
+            stream,
+            outputs,
+            |len, place| memory::alloc(len, place).ok_or_else(|| out_of_memory(len)),
+            |buf, pattern| {
+                memory::fill(buf, pattern);
+                Ok(())
+            },
+        )?;
+        launch::launch(&call.job(outputs), self.simd_width(), 1);
         Ok(())
     }
     fn launch_raw(&self, job: &LaunchJob<'_>, _stream: &StreamHandle, iters: u32) -> Result<()> {

@@ -6,8 +6,9 @@
 //! (`int`) where the body uses them; then the outputs; then `kk_grid`. Each
 //! value sits in whole 8-byte words of one stack buffer; the parameter array
 //! points into it. Nothing on this path allocates on the heap for kernels
-//! of up to 32 parameters and 1 KB of argument data, and nothing looks a
-//! function up: the variant holds its resolved `CUfunction`.
+//! of up to 24 parameters and 512 bytes of argument data (larger ones take
+//! a slower path that does), nothing zeroes the buffers, and nothing looks
+//! a function up: the variant holds its resolved `CUfunction`.
 //!
 //! The grid is counted in threads (Metal's and MLX's convention); blocks
 //! per axis = ceil(grid / threadgroup). Threads past the grid are stopped
@@ -17,11 +18,11 @@ use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use arrayvec::ArrayVec;
 use cudarc::driver::sys;
-use smallvec::SmallVec;
 
 use super::load::CudaFunction;
-use super::memory::{device_mem, CudaStream};
+use super::memory::CudaStream;
 use super::{check, driver_error, Context};
 use crate::backend::LaunchJob;
 use crate::codegen::cuda::MAX_NDIM;
@@ -32,6 +33,32 @@ use crate::kernel::variant::PassMode;
 /// limit.
 const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
+/// Argument words kept on the stack (larger launches use the heap).
+const STACK_WORDS: usize = 64;
+/// Parameters kept on the stack (as above).
+const STACK_PARAMS: usize = 24;
+
+/// Where `marshal` writes: fixed arrays on the stack (no zeroing, no
+/// growth), or vectors for launches too large for them.
+trait Slots<T> {
+    /// Appends `v`; false when full.
+    fn put(&mut self, v: T) -> bool;
+}
+
+impl<T, const N: usize> Slots<T> for ArrayVec<T, N> {
+    #[inline(always)]
+    fn put(&mut self, v: T) -> bool {
+        self.try_push(v).is_ok()
+    }
+}
+
+impl<T> Slots<T> for Vec<T> {
+    fn put(&mut self, v: T) -> bool {
+        self.push(v);
+        true
+    }
+}
+
 /// Launches `job` `iters` times on `stream` (arguments marshalled once).
 pub(super) fn launch(
     ctx: &Context,
@@ -41,74 +68,142 @@ pub(super) fn launch(
 ) -> Result<()> {
     let function = job
         .function
-        .downcast_ref::<CudaFunction>()
+        .cuda()
         .expect("CUDA launches get CUDA functions");
     ctx.bind()?;
-    let spec = job.spec;
+    let mut words = ArrayVec::<u64, STACK_WORDS>::new();
+    let mut offsets = ArrayVec::<u32, STACK_PARAMS>::new();
+    if !marshal(job, stream, &mut words, &mut offsets)? {
+        return launch_large(ctx, job, function, stream, iters);
+    }
+    let mut params = ArrayVec::<*mut c_void, STACK_PARAMS>::new();
+    let base = words.as_mut_ptr();
+    for &o in &offsets {
+        // SAFETY: every offset is inside `words`, which no longer changes.
+        params.push(unsafe { base.add(o as usize) }.cast::<c_void>());
+    }
+    enqueue(ctx, job, function, stream, &mut params, iters)
+}
 
-    let mut words: SmallVec<[u64; 128]> = SmallVec::new();
-    let mut offsets: SmallVec<[u32; 32]> = SmallVec::new();
-    for (i, (input, info)) in job.inputs.iter().zip(&spec.shape_infos).enumerate() {
-        if let Some(mem) = device_mem(&input.buffer) {
+/// [`launch`] for arguments that do not fit its stack arrays.
+#[cold]
+#[inline(never)]
+fn launch_large(
+    ctx: &Context,
+    job: &LaunchJob<'_>,
+    function: &CudaFunction,
+    stream: &Arc<CudaStream>,
+    iters: u32,
+) -> Result<()> {
+    let (mut words, mut offsets) = (Vec::new(), Vec::new());
+    marshal(job, stream, &mut words, &mut offsets)?;
+    let base = words.as_mut_ptr();
+    let mut params: Vec<*mut c_void> = offsets
+        .iter()
+        // SAFETY: as in `launch`.
+        .map(|&o| unsafe { base.add(o as usize) }.cast::<c_void>())
+        .collect();
+    enqueue(ctx, job, function, stream, &mut params, iters)
+}
+
+/// Appends every parameter's value to `words` (each in whole words) and
+/// its first word's index to `offsets`; records that the launch uses its
+/// inputs on `stream`. False when the slots are full; an error for an
+/// input whose layout does not fit the generated parameters.
+#[inline]
+fn marshal(
+    job: &LaunchJob<'_>,
+    stream: &Arc<CudaStream>,
+    words: &mut (impl Slots<u64> + std::ops::Deref<Target = [u64]>),
+    offsets: &mut impl Slots<u32>,
+) -> Result<bool> {
+    // Starts the next parameter at the next word.
+    macro_rules! param {
+        () => {
+            if !offsets.put(words.len() as u32) {
+                return Ok(false);
+            }
+        };
+    }
+    macro_rules! word {
+        ($v:expr) => {
+            if !words.put($v) {
+                return Ok(false);
+            }
+        };
+    }
+    for (i, (input, info)) in job.inputs.iter().zip(&job.spec.shape_infos).enumerate() {
+        if let Some(mem) = input.buffer.device_mem() {
             mem.used_on(stream);
         }
-        offsets.push(words.len() as u32);
-        words.push(input.data_addr());
+        param!();
+        word!(input.data_addr());
         if PassMode::of(input.ndim(), input.size()) == PassMode::Scalar {
             continue;
         }
         if (info.shape || info.strides) && input.ndim() > MAX_NDIM {
-            let name = &spec.input_names[i];
-            return Err(CallError::Unsupported {
-                kernel: spec.name.clone(),
-                backend: "cuda",
-                reason: format!(
-                    "input `{name}` has {} axes, but `{name}_shape`/`{name}_strides` hold at most \
-                     {MAX_NDIM}",
-                    input.ndim()
-                ),
-            }
-            .into());
+            return Err(too_many_axes(job, i));
         }
         if info.shape {
-            offsets.push(words.len() as u32);
-            let mut shape = [0i32; MAX_NDIM];
-            for (slot, &d) in shape.iter_mut().zip(input.shape.iter()) {
-                *slot = d as i32;
-            }
-            for pair in shape.chunks_exact(2) {
-                words.push(pair[0] as u32 as u64 | ((pair[1] as u32 as u64) << 32));
+            param!();
+            // `int32[MAX_NDIM]`, two to a word, zero past the last axis.
+            let extent = |k: usize| input.shape.get(k).map_or(0, |&d| d as i32 as u32 as u64);
+            for k in (0..MAX_NDIM).step_by(2) {
+                word!(extent(k) | extent(k + 1) << 32);
             }
         }
         if info.strides {
-            offsets.push(words.len() as u32);
-            let mut strides = [0i64; MAX_NDIM];
-            for (slot, &s) in strides.iter_mut().zip(input.strides.iter()) {
-                *slot = s as i64;
+            param!();
+            for k in 0..MAX_NDIM {
+                word!(input.strides.get(k).map_or(0, |&s| s as i64 as u64));
             }
-            words.extend(strides.iter().map(|&s| s as u64));
         }
         if info.ndim {
-            offsets.push(words.len() as u32);
-            words.push(input.ndim() as u32 as u64);
+            param!();
+            word!(input.ndim() as u32 as u64);
         }
     }
     for output in job.outputs {
-        offsets.push(words.len() as u32);
-        words.push(output.data_addr());
+        param!();
+        word!(output.data_addr());
     }
     let [gx, gy, gz] = job.grid;
-    offsets.push(words.len() as u32);
-    words.push(gx as u64 | ((gy as u64) << 32));
-    words.push(gz as u64);
+    param!();
+    word!(gx as u64 | ((gy as u64) << 32));
+    word!(gz as u64);
+    Ok(true)
+}
 
-    let base = words.as_mut_ptr();
-    let mut params: SmallVec<[*mut c_void; 32]> = offsets
-        .iter()
-        // SAFETY: every offset is inside `words`, which no longer grows.
-        .map(|&o| unsafe { base.add(o as usize) }.cast::<c_void>())
-        .collect();
+/// The error for input `i`, whose axes do not fit `NAME_shape`/`NAME_strides`.
+#[cold]
+#[inline(never)]
+fn too_many_axes(job: &LaunchJob<'_>, i: usize) -> crate::Error {
+    let spec = job.spec;
+    let name = &spec.input_names[i];
+    CallError::Unsupported {
+        kernel: spec.name.clone(),
+        backend: "cuda",
+        reason: format!(
+            "input `{name}` has {} axes, but `{name}_shape`/`{name}_strides` hold at most \
+             {MAX_NDIM}",
+            job.inputs[i].ndim()
+        ),
+    }
+    .into()
+}
 
+/// `cuLaunchKernel`, `iters` times, after raising the function's dynamic
+/// shared memory limit if this launch needs more than it allows.
+fn enqueue(
+    ctx: &Context,
+    job: &LaunchJob<'_>,
+    function: &CudaFunction,
+    stream: &CudaStream,
+    params: &mut [*mut c_void],
+    iters: u32,
+) -> Result<()> {
+    let spec = job.spec;
+    let [gx, gy, gz] = job.grid;
     let tg = job.threadgroup;
     let blocks = [gx.div_ceil(tg[0]), gy.div_ceil(tg[1]), gz.div_ceil(tg[2])];
     let shared = job.shared_mem_bytes;

@@ -99,11 +99,11 @@ pub(super) fn function(
     let cuda = module
         .downcast_ref::<CudaModule>()
         .ok_or_else(|| fail("the module is not a CUDA module".into()))?;
-    Ok(Arc::new(
+    Ok(Function::Cuda(Arc::new(
         resolve(ctx, cuda, name)
             .map_err(fail)?
             .with_module(module.clone()),
-    ))
+    )))
 }
 
 /// A function handle not yet tied to a shared module.

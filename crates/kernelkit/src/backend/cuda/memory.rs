@@ -22,7 +22,6 @@
 //! its own mutex, taken only the first time another stream uses it. No lock
 //! is held across a driver call that waits.
 
-use std::any::Any;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,7 +33,7 @@ use super::compile::Nvrtc;
 use super::load::{resolve, CudaModule};
 use super::{check, Context};
 use crate::array::{Array, Place};
-use crate::backend::{Buffer, Memory, Module, StreamHandle};
+use crate::backend::{Buffer, Module, Owner, SharedBuffer};
 use crate::codegen::cuda::MAX_NDIM;
 use crate::error::{DeviceError, Result};
 
@@ -204,9 +203,6 @@ unsafe impl Send for CudaStream {}
 // SAFETY: as above.
 unsafe impl Sync for CudaStream {}
 
-/// The backend's stream handle (a `StreamHandle` downcasts to this).
-pub(crate) struct StreamRef(pub(crate) Arc<CudaStream>);
-
 impl CudaStream {
     pub(super) fn new(allocator: Arc<Allocator>) -> Result<Arc<CudaStream>> {
         let ctx = allocator.ctx.clone();
@@ -242,6 +238,7 @@ impl CudaStream {
         Ok(())
     }
 
+    #[inline]
     fn take(&self, class: usize) -> Option<u64> {
         if !self.caching {
             return None;
@@ -256,6 +253,13 @@ impl CudaStream {
         {
             return Some(unpack(word).1);
         }
+        self.take_cached(class)
+    }
+
+    /// [`CudaStream::take`] from the locked cache.
+    #[cold]
+    #[inline(never)]
+    fn take_cached(&self, class: usize) -> Option<u64> {
         let mut cache = lock(&self.cache);
         let at = cache.0.iter().rposition(|&(c, _)| c == class)?;
         let (_, ptr) = cache.0.swap_remove(at);
@@ -263,6 +267,7 @@ impl CudaStream {
         Some(ptr)
     }
 
+    #[inline]
     fn give_back(&self, class: usize, ptr: u64) {
         if self.caching {
             if let Some(word) = pack(class, ptr) {
@@ -274,6 +279,15 @@ impl CudaStream {
                     return;
                 }
             }
+        }
+        self.give_back_slow(class, ptr);
+    }
+
+    /// [`CudaStream::give_back`] to the locked cache, or to the driver.
+    #[cold]
+    #[inline(never)]
+    fn give_back_slow(&self, class: usize, ptr: u64) {
+        if self.caching {
             let mut cache = lock(&self.cache);
             if cache.0.len() < CACHE_BLOCKS && cache.1 + class <= CACHE_BYTES {
                 cache.0.push((class, ptr));
@@ -318,7 +332,7 @@ pub(crate) struct DeviceMem {
     /// The last foreign stream recorded (fast check, no lock).
     last_foreign: AtomicUsize,
     /// Every other stream that used the block.
-    foreign: Mutex<SmallVec<[Arc<CudaStream>; 2]>>,
+    foreign: Mutex<Vec<Arc<CudaStream>>>,
 }
 
 impl DeviceMem {
@@ -337,71 +351,78 @@ impl DeviceMem {
     }
 }
 
-/// The CUDA stream behind a stream handle.
-pub(super) fn cuda_stream(handle: &StreamHandle) -> Option<&Arc<CudaStream>> {
-    handle.downcast_ref::<StreamRef>().map(|s| &s.0)
-}
-
-impl Memory for DeviceMem {
-    fn release(&mut self, addr: u64, place: &Place) {
-        let Some(home) = cuda_stream(place.stream().handle()) else {
+impl DeviceMem {
+    /// Gives the block back to its home stream's cache, once every foreign
+    /// stream's use of it is ordered before the home stream's next work.
+    /// Called once, by the dying buffer.
+    #[inline]
+    pub(crate) fn release(&mut self, addr: u64, place: &Place) {
+        let Some(home) = place.stream().handle().cuda() else {
             return; // Not reached: CUDA buffers are placed on CUDA streams.
         };
-        // No foreign stream ever used the block (the common case): no lock.
-        let foreign = if self.last_foreign.load(Ordering::Relaxed) == 0 {
-            SmallVec::new()
-        } else {
-            std::mem::take(&mut *lock(&self.foreign))
-        };
-        if !foreign.is_empty() && home.ctx.bind().is_ok() {
-            for other in foreign {
-                let mut event: sys::CUevent = std::ptr::null_mut();
-                // SAFETY: an event recorded on the other stream and waited
-                // for by the home stream, so work queued on the home stream
-                // from now on (the block's next user) runs after the other
-                // stream's uses. Destroying a recorded event is allowed;
-                // its resources go when it completes.
-                unsafe {
-                    if sys::cuEventCreate(
-                        &mut event,
-                        sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
-                    ) == sys::CUresult::CUDA_SUCCESS
-                    {
-                        sys::cuEventRecord(event, other.raw);
-                        sys::cuStreamWaitEvent(home.raw, event, 0);
-                        sys::cuEventDestroy_v2(event);
-                    } else {
-                        sys::cuStreamSynchronize(other.raw);
-                    }
-                }
-            }
+        // No foreign stream ever used the block (the common case): nothing
+        // to order, and (holding the block alone) no atomic to read.
+        if *self.last_foreign.get_mut() != 0 {
+            self.order_after_foreign(home);
         }
         home.give_back(self.class, addr);
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
+    /// Makes `home` wait for every foreign stream's use of the block.
+    #[cold]
+    #[inline(never)]
+    fn order_after_foreign(&mut self, home: &CudaStream) {
+        let foreign = std::mem::take(self.foreign.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if foreign.is_empty() || home.ctx.bind().is_err() {
+            return;
+        }
+        for other in foreign {
+            let mut event: sys::CUevent = std::ptr::null_mut();
+            // SAFETY: an event recorded on the other stream and waited
+            // for by the home stream, so work queued on the home stream
+            // from now on (the block's next user) runs after the other
+            // stream's uses. Destroying a recorded event is allowed;
+            // its resources go when it completes.
+            unsafe {
+                if sys::cuEventCreate(
+                    &mut event,
+                    sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
+                ) == sys::CUresult::CUDA_SUCCESS
+                {
+                    sys::cuEventRecord(event, other.raw);
+                    sys::cuStreamWaitEvent(home.raw, event, 0);
+                    sys::cuEventDestroy_v2(event);
+                } else {
+                    sys::cuStreamSynchronize(other.raw);
+                }
+            }
+        }
     }
-}
-
-/// The `DeviceMem` behind a buffer, if it is one.
-#[inline]
-pub(super) fn device_mem(buf: &Buffer) -> Option<&DeviceMem> {
-    buf.owner.as_any().downcast_ref::<DeviceMem>()
 }
 
 /// The CUDA stream of `place`, where its memory is allocated.
 fn home_of(place: &Place) -> Result<&Arc<CudaStream>, DeviceError> {
-    cuda_stream(place.stream().handle()).ok_or_else(|| DeviceError::Driver {
-        device: place.device().label().to_string(),
-        operation: "allocation",
-        reason: "the stream is not a CUDA stream".into(),
-    })
+    place
+        .stream()
+        .handle()
+        .cuda()
+        .ok_or_else(|| DeviceError::Driver {
+            device: place.device().label().to_string(),
+            operation: "allocation",
+            reason: "the stream is not a CUDA stream".into(),
+        })
 }
 
 /// `len` bytes in the order of `place`'s stream.
-pub(super) fn alloc(len: usize, place: Place) -> Result<Arc<Buffer>> {
-    let stream = home_of(&place)?;
+pub(super) fn alloc(len: usize, place: Place) -> Result<SharedBuffer> {
+    let stream = home_of(&place)?.clone();
+    alloc_on(&stream, len, place)
+}
+
+/// `len` bytes in the order of `stream`, which is `place`'s stream (the
+/// dispatch path has it at hand already).
+#[inline]
+pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize, place: Place) -> Result<SharedBuffer> {
     let class = size_class(len);
     let ptr = match stream.take(class) {
         Some(p) => p,
@@ -411,21 +432,21 @@ pub(super) fn alloc(len: usize, place: Place) -> Result<Arc<Buffer>> {
         }
     };
     let home = Arc::as_ptr(stream) as usize;
-    Ok(Arc::new(Buffer {
+    Ok(SharedBuffer::new(Buffer {
         addr: ptr,
         len,
         place,
-        owner: DeviceMem {
+        owner: Owner::Device(DeviceMem {
             class,
             home,
             last_foreign: AtomicUsize::new(0),
-            foreign: Mutex::new(SmallVec::new()),
-        },
+            foreign: Mutex::new(Vec::new()),
+        }),
     }))
 }
 
 /// A new block holding `bytes`; the copy has finished when this returns.
-pub(super) fn upload(bytes: &[u8], place: Place) -> Result<Arc<Buffer>> {
+pub(super) fn upload(bytes: &[u8], place: Place) -> Result<SharedBuffer> {
     let stream = home_of(&place)?.clone();
     let buf = alloc(bytes.len(), place)?;
     stream.ctx.bind()?;
@@ -473,7 +494,7 @@ pub(super) fn download(
         .into());
     }
     stream.ctx.bind()?;
-    if let Some(mem) = device_mem(buf) {
+    if let Some(mem) = buf.device_mem() {
         mem.used_on(stream);
     }
     // SAFETY: in bounds (checked above); `out` outlives the synchronize.
@@ -501,7 +522,7 @@ pub(super) fn fill(stream: &Arc<CudaStream>, buf: &Buffer, pattern: &[u8]) -> Re
         return Ok(());
     }
     stream.ctx.bind()?;
-    if let Some(mem) = device_mem(buf) {
+    if let Some(mem) = buf.device_mem() {
         mem.used_on(stream);
     }
     let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
@@ -648,7 +669,7 @@ impl Gather {
             return Ok(());
         }
         stream.ctx.bind()?;
-        if let Some(mem) = device_mem(&src.buffer) {
+        if let Some(mem) = src.buffer.device_mem() {
             mem.used_on(stream);
         }
         let mut src_ptr = src.data_addr();

@@ -31,13 +31,19 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys;
 
 use crate::array::{Array, Place};
-use crate::backend::{Backend, Buffer, LaunchJob, Limits, Module, StreamHandle};
+use crate::backend::{
+    Backend, Buffer, Dispatch, LaunchJob, Limits, Module, SharedBuffer, StreamHandle,
+};
 use crate::codegen::Dialect;
+use crate::device::Stream;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Result};
+use crate::kernel::outputs::Outputs;
 use crate::kernel::variant::{Function, Variant};
 use crate::options::CudaCompileOptions;
 
+pub(crate) use load::CudaFunction;
+pub(crate) use memory::{CudaStream, DeviceMem};
 pub(crate) use probe::cuda_homes;
 
 /// A driver call's result as a typed error naming the device and call.
@@ -346,7 +352,7 @@ impl CudaBackend {
     }
 
     fn stream<'a>(&self, handle: &'a StreamHandle) -> &'a Arc<memory::CudaStream> {
-        memory::cuda_stream(handle).expect("CUDA calls get CUDA streams")
+        handle.cuda().expect("CUDA calls get CUDA streams")
     }
 }
 
@@ -396,18 +402,18 @@ impl Backend for CudaBackend {
     }
     fn new_stream(&self) -> Result<StreamHandle> {
         self.guarded(|| {
-            Ok(Arc::new(memory::StreamRef(memory::CudaStream::new(
+            Ok(StreamHandle::Cuda(memory::CudaStream::new(
                 self.allocator.clone(),
-            )?)) as StreamHandle)
+            )?))
         })
     }
     fn synchronize(&self, stream: &StreamHandle) -> Result<()> {
         self.guarded(|| self.stream(stream).synchronize())
     }
-    fn alloc(&self, len: usize, place: Place) -> Result<Arc<Buffer>> {
+    fn alloc(&self, len: usize, place: Place) -> Result<SharedBuffer> {
         self.guarded(|| memory::alloc(len, place))
     }
-    fn upload(&self, bytes: &[u8], place: Place) -> Result<Arc<Buffer>> {
+    fn upload(&self, bytes: &[u8], place: Place) -> Result<SharedBuffer> {
         self.guarded(|| memory::upload(bytes, place))
     }
     fn download(
@@ -433,8 +439,17 @@ impl Backend for CudaBackend {
         })?;
         self.guarded(|| gather.run(self.stream(stream), src, dst))
     }
-    fn launch(&self, job: &LaunchJob<'_>, stream: &StreamHandle) -> Result<()> {
-        self.guarded(|| launch::launch(&self.ctx, job, self.stream(stream), 1))
+    fn dispatch(&self, call: &Dispatch<'_>, stream: &Stream, outputs: &mut Outputs) -> Result<()> {
+        self.guarded(|| {
+            let cuda = self.stream(stream.handle());
+            call.new_outputs(
+                stream,
+                outputs,
+                |len, place| memory::alloc_on(cuda, len, place),
+                |buf, pattern| memory::fill(cuda, buf, pattern),
+            )?;
+            launch::launch(&self.ctx, &call.job(outputs), cuda, 1)
+        })
     }
     fn launch_raw(&self, job: &LaunchJob<'_>, stream: &StreamHandle, iters: u32) -> Result<()> {
         self.guarded(|| launch::launch(&self.ctx, job, self.stream(stream), iters))

@@ -1,0 +1,199 @@
+/*
+ * fakecuda: a stand-in for libcuda and libnvrtc, to measure kernelkit's
+ * host-side dispatch on a machine without a GPU.
+ *
+ * It implements the driver and NVRTC symbols kernelkit calls (see
+ * crates/kernelkit/src/backend/cuda/probe.rs) with host memory: allocations
+ * are malloc'd, copies and fills are memcpy/memset, streams and events are
+ * no-ops. Kernels do NOT run: results are wrong, so this is for timing the
+ * host path only, never for tests of values.
+ *
+ * A real cuLaunchKernel costs microseconds and leaves the CPU caches cold
+ * for whatever runs next. cuLaunchKernel here does the same on purpose:
+ * it runs FAKECUDA_CODE_KB kilobytes of distinct code (default 48: more
+ * than an L1 instruction cache) and touches FAKECUDA_DATA_KB kilobytes of
+ * data (default 256). So a dispatch path that touches more code and data
+ * pays for it here as it does on a GPU host, and the ratio of a warm call
+ * to a bare launch can be compared between builds locally.
+ *
+ * Build: tools/fakecuda/build.sh (makes libcuda.so.1 and libnvrtc.so.12
+ * in target/fakecuda); run with LD_LIBRARY_PATH=target/fakecuda.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int nvrtcResult;
+typedef uint64_t CUdeviceptr;
+#define OK 0
+
+/* ---- the cache-thrashing work of one launch ---- */
+
+#define F(n)                                                                 \
+  __attribute__((noinline)) static uint32_t f##n(uint32_t x) {              \
+    x = x * 2654435761u + (n);                                               \
+    x ^= x >> 13;                                                            \
+    x *= 0x5bd1e995u + (n);                                                  \
+    x ^= x >> 15;                                                            \
+    x += (n) * 7u;                                                           \
+    x = (x << 5) | (x >> 27);                                                \
+    return x ^ (uint32_t)(n) * 0x9e3779b9u;                                  \
+  }
+#define F4(n) F(n##0) F(n##1) F(n##2) F(n##3)
+#define F16(n) F4(n##0) F4(n##1) F4(n##2) F4(n##3)
+#define F64(n) F16(n##0) F16(n##1) F16(n##2) F16(n##3)
+#define F256(n) F64(n##0) F64(n##1) F64(n##2) F64(n##3)
+F256(10) F256(11) F256(12) F256(13)
+
+#define P(n) f##n,
+#define P4(n) P(n##0) P(n##1) P(n##2) P(n##3)
+#define P16(n) P4(n##0) P4(n##1) P4(n##2) P4(n##3)
+#define P64(n) P16(n##0) P16(n##1) P16(n##2) P16(n##3)
+#define P256(n) P64(n##0) P64(n##1) P64(n##2) P64(n##3)
+static uint32_t (*const FUNCS[])(uint32_t) = {P256(10) P256(11) P256(12) P256(13)};
+#define NFUNCS (sizeof(FUNCS) / sizeof(FUNCS[0]))
+
+static size_t code_funcs = (size_t)-1, data_bytes;
+static volatile uint8_t *data;
+static volatile uint32_t sink;
+
+static void thrash_init(void) {
+  const char *c = getenv("FAKECUDA_CODE_KB");
+  const char *d = getenv("FAKECUDA_DATA_KB");
+  /* Each function is about 64 bytes of code. */
+  size_t code_kb = c ? strtoul(c, 0, 10) : 48;
+  code_funcs = code_kb * 1024 / 64;
+  if (code_funcs > NFUNCS) code_funcs = NFUNCS;
+  data_bytes = (d ? strtoul(d, 0, 10) : 256) * 1024;
+  data = data_bytes ? calloc(data_bytes, 1) : 0;
+}
+
+static void thrash(void) {
+  if (code_funcs == (size_t)-1) thrash_init();
+  uint32_t x = sink;
+  for (size_t i = 0; i < code_funcs; i++) x = FUNCS[i](x);
+  for (size_t i = 0; i < data_bytes; i += 64) data[i] += (uint8_t)x;
+  sink = x;
+}
+
+/* ---- driver ---- */
+
+CUresult cuInit(unsigned flags) { (void)flags; return OK; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return OK; }
+CUresult cuDeviceGetCount(int *n) { *n = 1; return OK; }
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+  (void)dev;
+  switch (attr) {
+  case 1: *v = 1024; break;                      /* max threads per block */
+  case 2: case 3: *v = 1024; break;              /* block dims x, y */
+  case 4: *v = 64; break;                        /* block dim z */
+  case 5: *v = 2147483647; break;                /* grid dim x */
+  case 6: case 7: *v = 65535; break;             /* grid dims y, z */
+  case 10: *v = 32; break;                       /* warp */
+  case 16: *v = 132; break;                      /* SMs */
+  case 75: *v = 9; break;                        /* compute capability */
+  case 76: *v = 0; break;
+  case 97: *v = 232448; break;                   /* shared memory opt-in */
+  case 115: *v = 1; break;                       /* memory pools */
+  default: *v = 0;
+  }
+  return OK;
+}
+CUresult cuDeviceGetName(char *name, int len, int dev) {
+  (void)dev;
+  strncpy(name, "fakecuda (no GPU: kernels do not run)", (size_t)len - 1);
+  name[len - 1] = 0;
+  return OK;
+}
+CUresult cuDeviceTotalMem_v2(size_t *b, int dev) { (void)dev; *b = (size_t)16 << 30; return OK; }
+static int ctx_token;
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { (void)dev; *ctx = &ctx_token; return OK; }
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return OK; }
+CUresult cuCtxSetCurrent(void *ctx) { (void)ctx; return OK; }
+CUresult cuCtxSynchronize(void) { return OK; }
+CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(64); return OK; }
+CUresult cuStreamDestroy_v2(void *s) { free(s); return OK; }
+CUresult cuStreamSynchronize(void *s) { (void)s; return OK; }
+CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s; (void)e; (void)f; return OK; }
+CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(64); return OK; }
+CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return OK; }
+CUresult cuEventDestroy_v2(void *e) { free(e); return OK; }
+CUresult cuEventSynchronize(void *e) { (void)e; return OK; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return OK; }
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  void *m = aligned_alloc(256, (n + 255) / 256 * 256);
+  if (!m) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return OK;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); return OK; }
+CUresult cuMemPoolCreate(void **pool, const void *props) { (void)props; *pool = malloc(64); return OK; }
+CUresult cuMemPoolDestroy(void *pool) { free(pool); return OK; }
+CUresult cuMemPoolSetAttribute(void *pool, int attr, void *v) { (void)pool; (void)attr; (void)v; return OK; }
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, void *pool, void *s) {
+  (void)pool; (void)s;
+  return cuMemAlloc_v2(p, n);
+}
+CUresult cuMemFreeAsync(CUdeviceptr p, void *s) { (void)s; return cuMemFree_v2(p); }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *s) {
+  (void)s; memcpy((void *)(uintptr_t)d, h, n); return OK;
+}
+CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *s) {
+  (void)s; memcpy(h, (void *)(uintptr_t)d, n); return OK;
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr src, size_t n, void *s) {
+  (void)s; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)src, n); return OK;
+}
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *s) {
+  (void)s; memset((void *)(uintptr_t)d, v, n); return OK;
+}
+CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *s) {
+  (void)s; for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v; return OK;
+}
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
+  (void)s; for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v; return OK;
+}
+CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, void *s) {
+  (void)s;
+  for (size_t r = 0; r < h; r++)
+    for (size_t i = 0; i < w; i++) ((unsigned *)(uintptr_t)(d + r * pitch))[i] = v;
+  return OK;
+}
+CUresult cuModuleLoadData(void **m, const void *image) { (void)image; *m = malloc(64); return OK; }
+CUresult cuModuleUnload(void *m) { free(m); return OK; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; (void)name; *f = malloc(64); return OK; }
+CUresult cuFuncSetAttribute(void *f, int attr, int v) { (void)f; (void)attr; (void)v; return OK; }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shared, void *s, void **params, void **extra) {
+  (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)s;
+  (void)extra;
+  /* Read the first parameter, as a driver copies them all. */
+  if (params && params[0]) sink += *(volatile uint32_t *)params[0];
+  thrash();
+  return OK;
+}
+CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return OK; }
+CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = "fakecuda error"; return OK; }
+
+/* ---- NVRTC ---- */
+
+nvrtcResult nvrtcVersion(int *major, int *minor) { *major = 13; *minor = 0; return OK; }
+nvrtcResult nvrtcGetNumSupportedArchs(int *n) { *n = 3; return OK; }
+nvrtcResult nvrtcGetSupportedArchs(int *a) { a[0] = 80; a[1] = 90; a[2] = 100; return OK; }
+nvrtcResult nvrtcCreateProgram(void **p, const char *src, const char *name, int n, const char *const *h,
+                               const char *const *i) {
+  (void)src; (void)name; (void)n; (void)h; (void)i;
+  *p = malloc(64);
+  return OK;
+}
+nvrtcResult nvrtcCompileProgram(void *p, int n, const char *const *o) { (void)p; (void)n; (void)o; return OK; }
+nvrtcResult nvrtcDestroyProgram(void **p) { free(*p); *p = 0; return OK; }
+nvrtcResult nvrtcGetProgramLogSize(void *p, size_t *n) { (void)p; *n = 1; return OK; }
+nvrtcResult nvrtcGetProgramLog(void *p, char *log) { (void)p; log[0] = 0; return OK; }
+static const char IMAGE[] = "fakecuda image";
+nvrtcResult nvrtcGetCUBINSize(void *p, size_t *n) { (void)p; *n = sizeof IMAGE; return OK; }
+nvrtcResult nvrtcGetCUBIN(void *p, char *out) { (void)p; memcpy(out, IMAGE, sizeof IMAGE); return OK; }
+nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) { (void)p; *n = sizeof IMAGE; return OK; }
+nvrtcResult nvrtcGetPTX(void *p, char *out) { (void)p; memcpy(out, IMAGE, sizeof IMAGE); return OK; }
