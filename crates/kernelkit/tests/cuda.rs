@@ -228,6 +228,47 @@ fn strided_inputs_copied_or_indexed() {
     assert_eq!(out[0].to_vec::<i32>().unwrap(), s.to_vec::<i32>().unwrap());
 }
 
+/// Four strided inputs read with their shapes and strides pass more
+/// argument data than the launch keeps on the stack (64 words): the launch
+/// takes its heap path, with the same parameter layout.
+#[test]
+fn launches_with_many_layout_parameters() {
+    let Some(dev) = gpu() else { return };
+    let names = ["a", "b", "c", "d"];
+    let body = concat!(
+        "uint i = thread_position_in_grid.x;\n",
+        "out[i] = a[elem_to_loc(i, a_shape, a_strides, a_ndim)]\n",
+        "       + 10 * b[elem_to_loc(i, b_shape, b_strides, b_ndim)]\n",
+        "       + 100 * c[elem_to_loc(i, c_shape, c_strides, c_ndim)]\n",
+        "       + 1000 * d[elem_to_loc(i, d_shape, d_strides, d_ndim)];"
+    );
+    let k = Kernel::builder("many_layouts")
+        .inputs(names)
+        .outputs(["out"])
+        .source(body)
+        .ensure_row_contiguous(false)
+        .build()
+        .unwrap();
+    let data: Vec<i32> = (0..12).map(|v| v % 10).collect();
+    let base = dev.array_from_slice(&data, [3, 4]).unwrap();
+    let t = base.transpose(); // 4 x 3, strides (1, 4)
+    let plain = dev.array_from_slice(&data, [4, 3]).unwrap();
+    let row = dev.array_from_slice(&[7i32, 8, 9], [3]).unwrap();
+    let rows = row.broadcast_to(&[4, 3]).unwrap(); // strides (0, 1)
+    let inputs = [&t, &plain, &rows, &t];
+    let host: Vec<Vec<i32>> = inputs.iter().map(|a| a.to_vec().unwrap()).collect();
+    let want: Vec<i32> = (0..12)
+        .map(|i| host[0][i] + 10 * host[1][i] + 100 * host[2][i] + 1000 * host[3][i])
+        .collect();
+    let out = k
+        .call(inputs)
+        .output([12], DType::I32)
+        .grid([12, 1, 1])
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<i32>().unwrap(), want);
+}
+
 #[test]
 fn atomic_outputs_accumulate() {
     let Some(dev) = gpu() else { return };
@@ -462,6 +503,74 @@ fn outputs_chain_across_streams() {
     }
     let host: Vec<f32> = x.to_vec().unwrap();
     assert!(host.iter().all(|v| *v == 50.0), "{:?}", &host[..4]);
+}
+
+/// A dropped output's buffer may be reused whole by the thread's next
+/// output (its spare). Reuse must never reach memory something still
+/// reads: a view of the output, or another stream that used it.
+#[test]
+fn dropped_outputs_are_reused_only_when_nothing_else_holds_them() {
+    let Some(dev) = gpu() else { return };
+    let s = dev.new_stream().unwrap();
+    let other = dev.new_stream().unwrap();
+    let k = kernel(
+        "fill_with",
+        &["v"],
+        &["out"],
+        "uint i = thread_position_in_grid.x; out[i] = v[0] + (float)i;",
+    );
+    let n = 1000usize;
+    let call = |v: f32, stream: &kernelkit::Stream| {
+        let v = dev.array_from_slice(&[v], [1]).unwrap();
+        let mut outs = k
+            .call([&v])
+            .output([n as i64], DType::F32)
+            .grid([n as u64, 1, 1])
+            .on(stream)
+            .launch()
+            .unwrap();
+        outs.remove(0)
+    };
+    let want = |v: f32| (0..n).map(|i| v + i as f32).collect::<Vec<f32>>();
+    // Dropped outputs, one after another: each result is its own.
+    for round in 0..20 {
+        let out = call(round as f32, &s);
+        assert_eq!(out.to_vec::<f32>().unwrap(), want(round as f32));
+    }
+    // A view outlives its array: the buffer is still held, not reused.
+    let out = call(1000.0, &s);
+    let view = out.slice(&[[0, n, 2]]).unwrap();
+    drop(out);
+    let later = call(2000.0, &s);
+    let expect: Vec<f32> = want(1000.0).into_iter().step_by(2).collect();
+    assert_eq!(view.to_vec::<f32>().unwrap(), expect);
+    assert_eq!(later.to_vec::<f32>().unwrap(), want(2000.0));
+    // An output read on another stream, then dropped: the next output on
+    // its stream must not overwrite it before that read has run.
+    let copy = kernel(
+        "copy_slow",
+        &["inp"],
+        &["out"],
+        "uint i = thread_position_in_grid.x; float acc = inp[i];\n\
+         for (int r = 0; r < 2000; ++r) { acc = acc * 1.0000001f; }\n\
+         out[i] = inp[i] + (acc - acc);",
+    );
+    for round in 0..10 {
+        let src = call(round as f32 * 10.0, &s);
+        s.synchronize().unwrap();
+        let copied = copy
+            .call([&src])
+            .output([n as i64], DType::F32)
+            .grid([n as u64, 1, 1])
+            .on(&other)
+            .launch()
+            .unwrap()
+            .remove(0);
+        drop(src);
+        let next = call(-1.0, &s);
+        assert_eq!(copied.to_vec::<f32>().unwrap(), want(round as f32 * 10.0));
+        assert_eq!(next.to_vec::<f32>().unwrap(), want(-1.0));
+    }
 }
 
 #[test]

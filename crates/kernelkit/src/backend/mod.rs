@@ -7,6 +7,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 
 use std::any::Any;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -113,10 +114,54 @@ pub(crate) struct Buffer {
     pub(crate) owner: Owner,
 }
 
-/// A buffer shared by arrays. `triomphe`'s `Arc` keeps no weak count, so
-/// the last array of a kernel output frees it with one atomic operation
-/// instead of two (once per call, on the dispatch path).
-pub(crate) type SharedBuffer = triomphe::Arc<Buffer>;
+/// A buffer shared by arrays.
+///
+/// `triomphe`'s `Arc` keeps no weak count, so the last owner frees a
+/// buffer with one atomic operation instead of two. And when the last owner
+/// of a CUDA output goes, the CUDA backend may keep the whole buffer (heap
+/// block, device block, stream) as its thread's spare, for the thread's
+/// next output of that stream and size, instead of freeing it and
+/// allocating it again a moment later (see `cuda::memory::recycle`).
+pub(crate) struct SharedBuffer(ManuallyDrop<triomphe::Arc<Buffer>>);
+
+impl SharedBuffer {
+    pub(crate) fn new(buffer: Buffer) -> SharedBuffer {
+        SharedBuffer::from_arc(triomphe::Arc::new(buffer))
+    }
+
+    #[inline]
+    pub(crate) fn from_arc(arc: triomphe::Arc<Buffer>) -> SharedBuffer {
+        SharedBuffer(ManuallyDrop::new(arc))
+    }
+}
+
+impl Clone for SharedBuffer {
+    fn clone(&self) -> SharedBuffer {
+        SharedBuffer::from_arc(triomphe::Arc::clone(&self.0))
+    }
+}
+
+impl std::ops::Deref for SharedBuffer {
+    type Target = Buffer;
+    #[inline]
+    fn deref(&self) -> &Buffer {
+        &self.0
+    }
+}
+
+impl Drop for SharedBuffer {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the `Arc` is taken once, here, and the field is not used
+        // after: this is the value's drop.
+        let arc = unsafe { ManuallyDrop::take(&mut self.0) };
+        #[cfg(feature = "cuda")]
+        if let Owner::Device(_) = arc.owner {
+            return cuda::recycle(arc);
+        }
+        drop(arc)
+    }
+}
 
 /// A backend's owner of one allocation: an enum, so that releasing it and
 /// looking at it on the launch path are plain matches.
@@ -200,22 +245,22 @@ impl<'a> Dispatch<'a> {
         }
     }
 
-    /// Allocates and fills the outputs on `stream`, into `outputs`, with
-    /// a backend's own functions; generic over them, so each backend's copy
-    /// calls its own directly. An allocation that fails is reported for its
-    /// output.
+    /// Allocates (in the order of `stream`) and fills the outputs, into
+    /// `outputs`, with a backend's own functions; generic over them, so each
+    /// backend's copy calls its own directly. An allocation that fails is
+    /// reported for its output.
     #[inline]
     pub(crate) fn new_outputs(
         &self,
         stream: &Stream,
         outputs: &mut Outputs,
-        mut alloc: impl FnMut(usize, Place) -> Result<SharedBuffer>,
+        mut alloc: impl FnMut(usize, &Stream) -> Result<SharedBuffer>,
         mut fill: impl FnMut(&Buffer, &[u8]) -> Result<()>,
     ) -> Result<()> {
         for (i, (extents, dtype)) in self.outputs.iter().enumerate() {
             let shape = shape_from_extents(extents);
             let bytes = shape.iter().product::<usize>() * dtype.size();
-            let buffer = match alloc(bytes, Place::Queued(stream.clone())) {
+            let buffer = match alloc(bytes, stream) {
                 Ok(buffer) => buffer,
                 Err(e) => return Err(self.output_alloc_error(i, bytes, stream, e)),
             };

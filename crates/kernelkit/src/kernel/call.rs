@@ -38,7 +38,7 @@ type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);
 pub struct Call<'a> {
     kernel: &'a Kernel,
     inputs: SmallVec<[&'a Array; 8]>,
-    outputs: SmallVec<[OutputSpec; 4]>,
+    outputs: SmallVec<[OutputSpec; 2]>,
     template: SmallVec<[TemplateParam<'a>; 4]>,
     grid: Option<[u64; 3]>,
     threadgroup: Option<[u64; 3]>,
@@ -592,7 +592,10 @@ impl<'a> Call<'a> {
             ];
             for axis in 0..3 {
                 ok &= requested[axis] >= 1;
-                ok &= grid[axis].div_ceil(tg[axis]) <= limits.max_groups[axis];
+                // ceil(grid / tg) <= max, without a division (a division is
+                // tens of cycles; the product cannot overflow: both factors
+                // are below 2^32).
+                ok &= grid[axis] <= limits.max_groups[axis].min(u32::MAX as u64) * tg[axis];
                 if self.threadgroup.is_some() {
                     ok &= requested[axis] <= limits.max_group_dims[axis];
                 }
@@ -757,7 +760,7 @@ pub struct Launch {
     variant: Arc<Variant>,
     stream: Stream,
     inputs: SmallVec<[Array; 8]>,
-    outputs: SmallVec<[OutputSpec; 4]>,
+    outputs: SmallVec<[OutputSpec; 2]>,
     grid: [u32; 3],
     threadgroup: [u32; 3],
     init_value: Option<f64>,

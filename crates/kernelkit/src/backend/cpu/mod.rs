@@ -141,7 +141,9 @@ impl Backend for CpuBackend {
         call.new_outputs(
             stream,
             outputs,
-            |len, place| memory::alloc(len, place).ok_or_else(|| out_of_memory(len)),
+            |len, stream| {
+                memory::alloc(len, Place::Queued(stream.clone())).ok_or_else(|| out_of_memory(len))
+            },
             |buf, pattern| {
                 memory::fill(buf, pattern);
                 Ok(())

@@ -192,6 +192,18 @@ fn too_many_axes(job: &LaunchJob<'_>, i: usize) -> crate::Error {
     .into()
 }
 
+/// Blocks along one axis: ceil(grid / threadgroup), by a shift for the
+/// usual power-of-two threadgroups (a division costs tens of cycles).
+#[inline]
+fn blocks(grid: u32, threadgroup: u32) -> u32 {
+    if threadgroup.is_power_of_two() {
+        let shift = threadgroup.trailing_zeros();
+        ((grid as u64 + threadgroup as u64 - 1) >> shift) as u32
+    } else {
+        grid.div_ceil(threadgroup)
+    }
+}
+
 /// `cuLaunchKernel`, `iters` times, after raising the function's dynamic
 /// shared memory limit if this launch needs more than it allows.
 fn enqueue(
@@ -205,7 +217,7 @@ fn enqueue(
     let spec = job.spec;
     let [gx, gy, gz] = job.grid;
     let tg = job.threadgroup;
-    let blocks = [gx.div_ceil(tg[0]), gy.div_ceil(tg[1]), gz.div_ceil(tg[2])];
+    let blocks = [blocks(gx, tg[0]), blocks(gy, tg[1]), blocks(gz, tg[2])];
     let shared = job.shared_mem_bytes;
     if shared > DEFAULT_DYNAMIC_SHARED
         && shared > function.max_dynamic_shared.load(Ordering::Acquire)
@@ -265,4 +277,33 @@ fn enqueue(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blocks;
+
+    #[test]
+    fn blocks_round_up_with_or_without_a_division() {
+        for tg in [1u32, 2, 3, 32, 96, 256, 1000, 1024] {
+            for grid in [
+                1u32,
+                2,
+                31,
+                255,
+                256,
+                257,
+                1023,
+                1 << 20,
+                u32::MAX - 1,
+                u32::MAX,
+            ] {
+                assert_eq!(
+                    blocks(grid, tg),
+                    grid.div_ceil(tg),
+                    "grid {grid}, threadgroup {tg}"
+                );
+            }
+        }
+    }
 }

@@ -22,6 +22,7 @@
 //! its own mutex, taken only the first time another stream uses it. No lock
 //! is held across a driver call that waits.
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,6 +36,7 @@ use super::{check, Context};
 use crate::array::{Array, Place};
 use crate::backend::{Buffer, Module, Owner, SharedBuffer};
 use crate::codegen::cuda::MAX_NDIM;
+use crate::device::Stream;
 use crate::error::{DeviceError, Result};
 
 /// Most bytes one stream keeps cached.
@@ -417,6 +419,72 @@ fn home_of(place: &Place) -> Result<&Arc<CudaStream>, DeviceError> {
 pub(super) fn alloc(len: usize, place: Place) -> Result<SharedBuffer> {
     let stream = home_of(&place)?.clone();
     alloc_on(&stream, len, place)
+}
+
+/// The largest size class a thread keeps as its spare output buffer.
+const SPARE_CLASS: usize = 1 << 20;
+
+thread_local! {
+    /// The CUDA output buffer this thread dropped last, kept whole: see
+    /// [`recycle`].
+    static SPARE: Cell<Option<triomphe::Arc<Buffer>>> = const { Cell::new(None) };
+}
+
+/// Where a buffer goes when its last owner drops it: a small output block
+/// that only its own stream used becomes this thread's spare (the previous
+/// spare is released); anything else is released now. Streams that cache
+/// no blocks (`KERNELKIT_CUDA_ALLOC=pool`) keep no spare either.
+///
+/// A loop of calls that drops each call's outputs then reuses one buffer:
+/// no heap allocation, no atomic operation on the stream's block slot or
+/// its reference count. The price: each thread keeps at most one block of
+/// at most [`SPARE_CLASS`] bytes, and the stream that block belongs to,
+/// until its next output or its exit.
+pub(crate) fn recycle(buffer: triomphe::Arc<Buffer>) {
+    let keep = matches!(&buffer.place, Place::Queued(s)
+            if s.handle().cuda().is_some_and(|s| s.caching))
+        && matches!(&buffer.owner, Owner::Device(mem)
+            if mem.class <= SPARE_CLASS && mem.last_foreign.load(Ordering::Relaxed) == 0)
+        && buffer.is_unique();
+    if !keep {
+        return drop(buffer);
+    }
+    // If the thread is exiting, the closure (and the buffer) is dropped.
+    let old = SPARE.try_with(|spare| spare.replace(Some(buffer)));
+    drop(old);
+}
+
+/// A new output of `len` bytes in the order of `stream`: this thread's
+/// spare if it fits, else a block from the stream's cache (or the driver).
+#[inline]
+pub(super) fn alloc_output(
+    cuda: &Arc<CudaStream>,
+    len: usize,
+    stream: &Stream,
+) -> Result<SharedBuffer> {
+    let class = size_class(len);
+    let spare = SPARE
+        .try_with(|spare| {
+            let mut buffer = spare.take()?;
+            let fits = matches!((&buffer.place, &buffer.owner),
+                (Place::Queued(s), Owner::Device(mem)) if s == stream && mem.class == class);
+            match triomphe::Arc::get_mut(&mut buffer) {
+                Some(b) if fits => {
+                    b.len = len;
+                    Some(buffer)
+                }
+                _ => {
+                    spare.set(Some(buffer));
+                    None
+                }
+            }
+        })
+        .ok()
+        .flatten();
+    match spare {
+        Some(buffer) => Ok(SharedBuffer::from_arc(buffer)),
+        None => alloc_on(cuda, len, Place::Queued(stream.clone())),
+    }
 }
 
 /// `len` bytes in the order of `stream`, which is `place`'s stream (the

@@ -43,7 +43,7 @@ use crate::kernel::variant::{Function, Variant};
 use crate::options::CudaCompileOptions;
 
 pub(crate) use load::CudaFunction;
-pub(crate) use memory::{CudaStream, DeviceMem};
+pub(crate) use memory::{recycle, CudaStream, DeviceMem};
 pub(crate) use probe::cuda_homes;
 
 /// A driver call's result as a typed error naming the device and call.
@@ -445,7 +445,7 @@ impl Backend for CudaBackend {
             call.new_outputs(
                 stream,
                 outputs,
-                |len, place| memory::alloc_on(cuda, len, place),
+                |len, stream| memory::alloc_output(cuda, len, stream),
                 |buf, pattern| memory::fill(cuda, buf, pattern),
             )?;
             launch::launch(&self.ctx, &call.job(outputs), cuda, 1)
