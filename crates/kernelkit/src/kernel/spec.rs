@@ -43,6 +43,9 @@ pub struct KernelSpec {
     pub(crate) atomic_outputs: bool,
     /// Inline (not a separate heap block): every call reads it.
     pub(crate) shape_infos: smallvec::SmallVec<[ShapeInfo; 16]>,
+    /// Some input's shape, strides or ndim reach the body: launches pass
+    /// more than pointers and the grid.
+    pub(crate) any_layout: bool,
     /// Position attributes the body uses, in [`ATTRIBUTES`] order.
     pub(crate) attributes: Vec<&'static Attribute>,
     /// The body synchronizes threads of a group (barriers, simd/warp
@@ -191,7 +194,8 @@ impl KernelSpec {
                 strides: source.contains(&format!("{n}_strides")),
                 ndim: source.contains(&format!("{n}_ndim")),
             })
-            .collect();
+            .collect::<smallvec::SmallVec<[ShapeInfo; 16]>>();
+        let any_layout = shape_infos.iter().any(|i| i.shape || i.strides || i.ndim);
         let attributes = ATTRIBUTES
             .iter()
             .filter(|a| source.contains(a.name))
@@ -211,6 +215,7 @@ impl KernelSpec {
             ensure_row_contiguous,
             atomic_outputs,
             shape_infos,
+            any_layout,
             attributes,
             group_sync,
             uses_cooperative_groups,

@@ -138,7 +138,8 @@ fn marshal(
         }
         param!();
         word!(input.data_addr());
-        if PassMode::of(input.ndim(), input.size()) == PassMode::Scalar {
+        // Most bodies read no layout: their launches pass pointers only.
+        if !job.spec.any_layout || PassMode::of(input.ndim(), input.size()) == PassMode::Scalar {
             continue;
         }
         if (info.shape || info.strides) && input.ndim() > MAX_NDIM {
