@@ -81,7 +81,9 @@ fn dispatch(dev: &Device, s: &Stream) -> Res<(f64, f64, f64)> {
     // checks, memo hit, function), no output and no launch.
     let (mut raw, mut warm, mut nomemo, mut run, mut host) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..7 {
+    // Samples alternate, so a machine's drift hits all series alike; the
+    // medians of 11 are steadier than of 7 on the GPU host's noisy vCPUs.
+    for _ in 0..11 {
         raw.push(us(launch.time_raw_launches(n)?, n));
         s.synchronize()?;
         let t = Instant::now();

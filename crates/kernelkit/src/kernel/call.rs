@@ -406,7 +406,7 @@ impl<'a> Call<'a> {
                 })?;
             }
         }
-        let limits = device.limits();
+        let limits = device.limits_ref();
         if self.shared_mem_bytes as u64 > limits.max_shared_bytes && self.shared_mem_bytes > 0 {
             return Err(CallError::Dims {
                 kernel: self.err_kernel(),
