@@ -296,6 +296,24 @@ impl<'a> Call<'a> {
         Ok(self.kernel.generate(dialect, &desc))
     }
 
+    /// `f` on this call's descriptors, once the per-variant checks pass:
+    /// what a variant is built from.
+    fn with_checked_desc<R>(
+        &self,
+        dialect: Dialect,
+        backend: &'static str,
+        f: impl FnOnce(&VariantDesc<'_>) -> R,
+    ) -> Result<R> {
+        let (inputs, outputs) = self.descs()?;
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &outputs,
+            template: &self.template,
+        };
+        self.check_variant(dialect, backend, &desc)?;
+        Ok(f(&desc))
+    }
+
     /// The device the call runs on, borrowed where the call names it: a
     /// clone would bump the device's shared reference count on every call,
     /// a cache line that all threads calling on the device would fight over.
@@ -437,28 +455,19 @@ impl<'a> Call<'a> {
                 );
             }
         };
+        let backend = device.backend().name();
         if bypass_memo {
-            let (inputs, outputs) = self.descs()?;
-            let desc = VariantDesc {
-                inputs: &inputs,
-                outputs: &outputs,
-                template: &self.template,
-            };
-            self.check_variant(dialect, device.backend().name(), &desc)?;
-            let variant = self.kernel.variant_uncached(dialect, &desc);
+            let variant = self.with_checked_desc(dialect, backend, |desc| {
+                self.kernel.variant_uncached(dialect, desc)
+            })?;
             log(&variant);
             return then(&variant, plan);
         }
         // Descriptors are built only on a miss, to generate the variant.
         let build = |key: &[u8]| {
-            let (inputs, outputs) = self.descs()?;
-            let desc = VariantDesc {
-                inputs: &inputs,
-                outputs: &outputs,
-                template: &self.template,
-            };
-            self.check_variant(dialect, device.backend().name(), &desc)?;
-            Ok(self.kernel.build_variant(dialect, &desc, key))
+            self.with_checked_desc(dialect, backend, |desc| {
+                self.kernel.build_variant(dialect, desc, key)
+            })
         };
         let run = |variant: &Arc<Variant>| {
             log(variant);

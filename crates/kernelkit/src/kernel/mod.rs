@@ -228,16 +228,11 @@ impl Kernel {
         build: impl FnOnce(&[u8]) -> Result<Variant>,
         f: impl FnOnce(&Arc<Variant>) -> Result<R>,
     ) -> Result<R> {
-        let memo = &self.0.memo;
-        // Read before the memo, so that what this call finds is tagged with
-        // a generation current while it was memoized (see `recent`).
-        let generation = memo.generation();
-        let mut f = Some(f);
-        #[cfg(not(loom))]
-        if let Some(result) = recent::lookup(memo.id(), generation, key, &mut f) {
-            return result;
-        }
-        self.with_variant_slow(key, generation, build, f)
+        self.with_recent(
+            |memo, generation, f| recent::lookup(memo, generation, key, f),
+            |generation, f| self.with_variant_slow(key, generation, build, f),
+            f,
+        )
     }
 
     /// [`Kernel::with_variant_keyed`] for a call whose key has a packed
@@ -250,19 +245,41 @@ impl Kernel {
         build: impl FnOnce(&[u8]) -> Result<Variant>,
         f: impl FnOnce(&Arc<Variant>) -> Result<R>,
     ) -> Result<R> {
+        self.with_recent(
+            |memo, generation, f| recent::lookup_packed(memo, generation, packed, f),
+            |generation, f| {
+                let mut key = KeyBytes::new();
+                encode(&mut key);
+                self.with_variant_slow(&key, generation, build, f)
+            },
+            f,
+        )
+    }
+
+    /// The per-thread cache (`lookup`, given the memo's id and generation),
+    /// then, on a miss, the memo (`miss`).
+    #[inline(always)]
+    fn with_recent<F, R>(
+        &self,
+        lookup: impl FnOnce(u64, u64, &mut Option<F>) -> Option<Result<R>>,
+        miss: impl FnOnce(u64, Option<F>) -> Result<R>,
+        f: F,
+    ) -> Result<R>
+    where
+        F: FnOnce(&Arc<Variant>) -> Result<R>,
+    {
         let memo = &self.0.memo;
-        // As in `with_variant_keyed`.
+        // Read before the memo, so that what this call finds is tagged with
+        // a generation current while it was memoized (see `recent`).
         let generation = memo.generation();
         let mut f = Some(f);
         #[cfg(not(loom))]
-        if let Some(result) = recent::lookup_packed(memo.id(), generation, packed, &mut f) {
+        if let Some(result) = lookup(memo.id(), generation, &mut f) {
             return result;
         }
         #[cfg(loom)]
-        let _ = packed;
-        let mut key = KeyBytes::new();
-        encode(&mut key);
-        self.with_variant_slow(&key, generation, build, f)
+        let _ = lookup;
+        miss(generation, f)
     }
 
     /// The memo's part of [`Kernel::with_variant_keyed`], kept out of line:

@@ -132,18 +132,38 @@ pub(crate) fn pack_key(
     outputs: impl ExactSizeIterator<Item = DType>,
     template: &[TemplateParam<'_>],
 ) -> Option<PackedKey> {
+    if !template.is_empty() {
+        return None;
+    }
+    pack(
+        dialect as u8,
+        inputs.map(|i| i.dtype.key_byte() | ((i.mode as u8) << 5)),
+        outputs.map(DType::key_byte),
+    )
+}
+
+/// Packs a key from its dialect byte and its input and output key bytes
+/// (see [`PackedKey`]); `None` when they do not fit.
+#[inline(always)]
+fn pack(
+    dialect: u8,
+    inputs: impl ExactSizeIterator<Item = u8>,
+    outputs: impl ExactSizeIterator<Item = u8>,
+) -> Option<PackedKey> {
     let (n_in, n_out) = (inputs.len(), outputs.len());
-    if !template.is_empty() || n_in > 15 || n_out > 15 || 10 + 7 * n_in + 5 * n_out > 128 {
+    if n_in > 15 || n_out > 15 || 10 + 7 * n_in + 5 * n_out > 128 {
         return None;
     }
     let mut packed = dialect as u128 | (n_in as u128) << 2 | (n_out as u128) << 6;
     let mut at = 10;
-    for i in inputs {
-        packed |= ((i.dtype.key_byte() | ((i.mode as u8) << 5)) as u128) << at;
+    for b in inputs {
+        debug_assert!(b < 1 << 7, "an input's key byte has 7 bits");
+        packed |= (b as u128) << at;
         at += 7;
     }
-    for d in outputs {
-        packed |= (d.key_byte() as u128) << at;
+    for b in outputs {
+        debug_assert!(b < 1 << 5, "an output's key byte has 5 bits");
+        packed |= (b as u128) << at;
         at += 5;
     }
     Some(packed)
@@ -155,12 +175,10 @@ pub(crate) fn pack_key_bytes(key: &[u8]) -> Option<PackedKey> {
     let count = |at: usize| -> Option<usize> {
         Some(u32::from_le_bytes(key.get(at..at + 4)?.try_into().ok()?) as usize)
     };
-    let dialect = match *key.first()? {
-        0 => Dialect::Metal,
-        1 => Dialect::Cuda,
-        2 => Dialect::Cpu,
-        _ => return None,
-    };
+    let dialect = *key.first()?;
+    if dialect > Dialect::Cpu as u8 {
+        return None;
+    }
     let n_in = count(1)?;
     let inputs = key.get(5..5 + n_in)?;
     let n_out = count(5 + n_in)?;
@@ -169,20 +187,7 @@ pub(crate) fn pack_key_bytes(key: &[u8]) -> Option<PackedKey> {
     if count(at)? != 0 || key.len() != at + 4 {
         return None;
     }
-    if n_in > 15 || n_out > 15 || 10 + 7 * n_in + 5 * n_out > 128 {
-        return None;
-    }
-    let mut packed = dialect as u128 | (n_in as u128) << 2 | (n_out as u128) << 6;
-    let mut at = 10;
-    for &b in inputs {
-        packed |= (b as u128) << at;
-        at += 7;
-    }
-    for &b in outputs {
-        packed |= (b as u128) << at;
-        at += 5;
-    }
-    Some(packed)
+    pack(dialect, inputs.iter().copied(), outputs.iter().copied())
 }
 
 /// Writes a key into `buf`, sized to fit it exactly.
