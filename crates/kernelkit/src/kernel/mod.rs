@@ -5,6 +5,26 @@ pub mod memo;
 pub mod outputs;
 #[cfg(not(loom))]
 mod recent;
+/// Under loom the models check the memo itself: no per-thread cache in
+/// front of it.
+#[cfg(loom)]
+mod recent {
+    use super::variant::{PackedKey, Variant};
+    use std::sync::Arc;
+
+    pub(crate) fn lookup<F, R>(_: u64, _: u64, _: &[u8], _: &mut Option<F>) -> Option<R> {
+        None
+    }
+    pub(crate) fn lookup_packed<F, R>(
+        _: u64,
+        _: u64,
+        _: PackedKey,
+        _: &mut Option<F>,
+    ) -> Option<R> {
+        None
+    }
+    pub(crate) fn remember(_: u64, _: u64, _: &[u8], _: &Arc<Variant>) {}
+}
 pub mod spec;
 pub mod template;
 pub mod variant;
@@ -273,12 +293,9 @@ impl Kernel {
         // a generation current while it was memoized (see `recent`).
         let generation = memo.generation();
         let mut f = Some(f);
-        #[cfg(not(loom))]
         if let Some(result) = lookup(memo.id(), generation, &mut f) {
             return result;
         }
-        #[cfg(loom)]
-        let _ = lookup;
         miss(generation, f)
     }
 
@@ -295,7 +312,6 @@ impl Kernel {
     ) -> Result<R> {
         let memo = &self.0.memo;
         let hit = memo.with_hit(key, |variant| {
-            #[cfg(not(loom))]
             recent::remember(memo.id(), generation, key, variant);
             match f.take() {
                 Some(f) => f(variant),
@@ -306,7 +322,6 @@ impl Kernel {
             return result;
         }
         let variant = memo.get_or_build(key, || build(key))?;
-        #[cfg(not(loom))]
         recent::remember(memo.id(), generation, key, &variant);
         match f.take() {
             Some(f) => f(&variant),
