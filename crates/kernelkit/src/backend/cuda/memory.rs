@@ -15,6 +15,12 @@
 //! the driver has no pools. `KERNELKIT_CUDA_ALLOC=pool` turns the
 //! per-stream cache off (every allocation asks the pool), for comparison.
 //!
+//! **A thread's spare.** Before any of that, the last small output a
+//! thread dropped stays with the thread whole (heap block, device block,
+//! stream), for the thread's next output of that stream and size
+//! ([`recycle`], [`alloc_output`]): a loop of calls that drops its outputs
+//! allocates nothing and touches no shared count.
+//!
 //! **Locks.** Each stream keeps the small block it freed last in one atomic
 //! word, taken and given back without a lock (a loop of calls that drops its
 //! outputs never goes further); the rest of its cache has its own mutex,
