@@ -77,11 +77,7 @@ pub(super) fn launch(
         return launch_large(ctx, job, function, stream, iters);
     }
     let mut params = ArrayVec::<*mut c_void, STACK_PARAMS>::new();
-    let base = words.as_mut_ptr();
-    for &o in &offsets {
-        // SAFETY: every offset is inside `words`, which no longer changes.
-        params.push(unsafe { base.add(o as usize) }.cast::<c_void>());
-    }
+    point(&mut words, &offsets, &mut params);
     enqueue(ctx, job, function, stream, &mut params, iters)
 }
 
@@ -95,15 +91,23 @@ fn launch_large(
     stream: &Arc<CudaStream>,
     iters: u32,
 ) -> Result<()> {
-    let (mut words, mut offsets) = (Vec::new(), Vec::new());
+    let (mut words, mut offsets, mut params) = (Vec::new(), Vec::new(), Vec::new());
     marshal(job, stream, &mut words, &mut offsets)?;
-    let base = words.as_mut_ptr();
-    let mut params: Vec<*mut c_void> = offsets
-        .iter()
-        // SAFETY: as in `launch`.
-        .map(|&o| unsafe { base.add(o as usize) }.cast::<c_void>())
-        .collect();
+    point(&mut words, &offsets, &mut params);
     enqueue(ctx, job, function, stream, &mut params, iters)
+}
+
+/// Appends to `params` a pointer to each parameter's first word (`words`
+/// is written and no longer changes: the pointers all derive from one base;
+/// `params` has room for one per offset, as `marshal` filled both).
+#[inline]
+fn point(words: &mut [u64], offsets: &[u32], params: &mut impl Slots<*mut c_void>) {
+    let base = words.as_mut_ptr();
+    for &o in offsets {
+        // SAFETY: every offset is inside `words` (written by `marshal`).
+        let fits = params.put(unsafe { base.add(o as usize) }.cast::<c_void>());
+        debug_assert!(fits, "as many parameter slots as offsets");
+    }
 }
 
 /// Appends every parameter's value to `words` (each in whole words) and

@@ -496,7 +496,7 @@ pub(super) fn alloc_output(
 /// `len` bytes in the order of `stream`, which is `place`'s stream (the
 /// dispatch path has it at hand already).
 #[inline]
-pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize, place: Place) -> Result<SharedBuffer> {
+fn alloc_on(stream: &Arc<CudaStream>, len: usize, place: Place) -> Result<SharedBuffer> {
     let class = size_class(len);
     let ptr = match stream.take(class) {
         Some(p) => p,
@@ -522,7 +522,7 @@ pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize, place: Place) -> Re
 /// A new block holding `bytes`; the copy has finished when this returns.
 pub(super) fn upload(bytes: &[u8], place: Place) -> Result<SharedBuffer> {
     let stream = home_of(&place)?.clone();
-    let buf = alloc(bytes.len(), place)?;
+    let buf = alloc_on(&stream, bytes.len(), place)?;
     stream.ctx.bind()?;
     if !bytes.is_empty() {
         // SAFETY: the block holds at least `bytes.len()` bytes; the host
