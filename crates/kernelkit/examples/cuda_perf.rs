@@ -276,9 +276,12 @@ fn cold(dev: &Device) -> Res<(f64, f64)> {
         let fresh = Device::new_cuda(0)?;
         let s = fresh.new_stream()?;
         let x = fresh.array_from_slice(&[1.0f32; 256], [256])?;
+        // A body no earlier run compiled: the artifact store on the machine
+        // must not answer for a cold compile.
+        let tag = unique_tag();
         let k = trivial(
             &format!("cold{r}"),
-            &format!("uint i = thread_position_in_grid.x; out[i] = inp[i] + {r}.5f;"),
+            &format!("uint i = thread_position_in_grid.x; out[i] = inp[i] + {r}.5f; // {tag}"),
         )?;
         let call = || {
             k.call([&x])
