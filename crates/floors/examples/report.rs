@@ -1,0 +1,22 @@
+//! Prints the floors report of a crate: `cargo run -p floors --example report -- SRC`.
+fn main() {
+    let src = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "crates/kernelkit/src".into());
+    let floors = floors::Floors::new(&[
+        (
+            "base",
+            &["dtype", "error", "sync", "stats", "options", "config"],
+        ),
+        ("codegen", &["codegen"]),
+        ("backend", &["backend"]),
+        ("cache", &["cache"]),
+        ("device", &["device", "array"]),
+        ("kernel", &["kernel"]),
+        ("interop", &["interop"]),
+    ]);
+    match floors::check(std::path::Path::new(&src), &floors) {
+        Ok(report) => print!("{report}"),
+        Err(e) => eprintln!("{e}"),
+    }
+}
