@@ -103,7 +103,8 @@ class Text:
     that holds the code; the expression is looked up in that block.
     `env` gives the names an f-string or a concatenation refers to, with the
     values the publishing code computes for the call this entry makes (the
-    case documents why); a plain literal needs none. The expression is
+    case documents why); a plain literal needs none. A value that is itself
+    a `Text` is extracted first (an f-string built from another f-string). The expression is
     evaluated with `env` as its only namespace.
     """
 
@@ -117,10 +118,11 @@ class Text:
             return file_text
         code = file_text if self.block is None else code_blocks(file_text)[self.block]
         node = find_expr(ast.parse(code), self.expr)
+        env = {k: v.extract(file_text) if isinstance(v, Text) else v for k, v in self.env.items()}
         value = eval(  # noqa: S307 - one string expression, names from `env` only
             compile(ast.Expression(body=node), "<corpus text>", "eval"),
             {"__builtins__": {}},
-            dict(self.env),
+            env,
         )
         if not isinstance(value, str):
             raise ValueError(f"{self.expr} is not a string")

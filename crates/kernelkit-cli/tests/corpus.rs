@@ -48,7 +48,11 @@ fn real_kernels_match_their_references() {
         let only: Vec<&str> = only.split(',').map(str::trim).collect();
         names.retain(|n| only.contains(&n.as_str()));
     }
-    assert!(!names.is_empty(), "no corpus entries in {}", corpus.display());
+    assert!(
+        !names.is_empty(),
+        "no corpus entries in {}",
+        corpus.display()
+    );
 
     // The texts: all there, or none (then the test has nothing to run).
     let missing: Vec<&String> = names
@@ -117,7 +121,10 @@ fn real_kernels_match_their_references() {
             (Ok(()), None) => ("pass", String::new()),
             (Ok(()), Some(_)) => {
                 now_passing.push(name.clone());
-                ("PASS!", "passes but is listed as a known failure".to_string())
+                (
+                    "PASS!",
+                    "passes but is listed as a known failure".to_string(),
+                )
             }
             (Err(r), Some(_)) => ("fail", r.clone()),
             (Err(r), None) => {
@@ -237,7 +244,11 @@ fn run_entry(corpus: &Path, name: &str, device: &str, timeout: Duration) -> Resu
 
     let work = tempfile::tempdir().expect("a temporary folder");
     let spec_path = work.path().join("spec.json");
-    std::fs::write(&spec_path, serde_json::to_string(&Value::Object(spec)).unwrap()).unwrap();
+    std::fs::write(
+        &spec_path,
+        serde_json::to_string(&Value::Object(spec)).unwrap(),
+    )
+    .unwrap();
     let out_dir = work.path().join("out");
     run_binary(&spec_path, device, &out_dir, timeout)?;
 
@@ -315,7 +326,11 @@ fn run_binary(spec: &Path, device: &str, out: &Path, timeout: Duration) -> Resul
     match status {
         None => Err(format!("timed out after {} s", timeout.as_secs())),
         Some(s) if s.success() => Ok(()),
-        Some(s) => Err(format!("exit {}: {}", s.code().unwrap_or(-1), reason(&stderr))),
+        Some(s) => Err(format!(
+            "exit {}: {}",
+            s.code().unwrap_or(-1),
+            reason(&stderr)
+        )),
     }
 }
 
@@ -367,7 +382,10 @@ fn compare(out: &str, want: &Value, dir: &Path, out_dir: &Path) -> Result<(), St
     let expected = npy(&dir.join(want["file"].as_str().expect("file")))?;
     let got = npy(&out_dir.join(format!("{out}.npy")))?;
     if got.shape != shape {
-        return Err(format!("`{out}`: shape {:?}, expected {shape:?}", got.shape));
+        return Err(format!(
+            "`{out}`: shape {:?}, expected {shape:?}",
+            got.shape
+        ));
     }
     let width = dtype_size(dtype);
     if got.data.len() != expected.data.len() || got.data.len() % width != 0 {
@@ -423,7 +441,10 @@ fn decode(bytes: &[u8], dtype: &str) -> Vec<Elem> {
     bytes
         .chunks_exact(w)
         .map(|c| {
-            let float = |value: f64| Elem::Float { value, bits32: None };
+            let float = |value: f64| Elem::Float {
+                value,
+                bits32: None,
+            };
             match dtype {
                 "bool" | "uint8" => Elem::Int(c[0].into()),
                 "int8" => Elem::Int((c[0] as i8).into()),
@@ -472,15 +493,19 @@ fn check_rule(rule: &Value, dtype: &str, got: &[Elem], want: &[Elem]) -> Result<
     let ok = |g: &Elem, w: &Elem| -> bool {
         match (kind, g, w) {
             ("exact", Elem::Int(a), Elem::Int(b)) => a == b,
-            (
-                "exact",
-                Elem::Float { value: a, .. },
-                Elem::Float { value: b, .. },
-            ) => a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+            ("exact", Elem::Float { value: a, .. }, Elem::Float { value: b, .. }) => {
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+            }
             (
                 "ulp",
-                Elem::Float { value: a, bits32: Some(x) },
-                Elem::Float { value: b, bits32: Some(y) },
+                Elem::Float {
+                    value: a,
+                    bits32: Some(x),
+                },
+                Elem::Float {
+                    value: b,
+                    bits32: Some(y),
+                },
             ) => {
                 if a.is_nan() || b.is_nan() {
                     return a.is_nan() && b.is_nan();
