@@ -11,6 +11,10 @@
 #   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::)
 #   fault-tests        tests/cuda_fault.rs (a faulting kernel; its own process)
 #   run-tests, views-tests  `kernelkit run` tests, run there with --device cuda
+#   corpus-tests       tests/corpus.rs (the real-kernel corpus, run for cuda)
+#   corpus-texts/      the corpus's published kernel texts (not committed: the
+#                      corpus README, "Texts"), found there through
+#                      KERNELKIT_CORPUS_TEXTS
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
 #   gpu-remote.sh, gpu_baselines.py   what runs there
 # Binaries are stripped of debug info to stay well under the 64 MiB limit.
@@ -39,11 +43,12 @@ cli_exe() { # $1: test target name
 }
 run_tests=$(cli_exe run_known)
 views_tests=$(cli_exe views)
+corpus_tests=$(cli_exe corpus)
 cuda_tests=$(exe test cuda)
 lib_tests=$(exe lib kernelkit)
 behaviour_tests=$(exe test behaviour)
 fault_tests=$(exe test cuda_fault)
-for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$run_tests" "$views_tests"; do
+for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$run_tests" "$views_tests" "$corpus_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -51,6 +56,7 @@ mkdir -p "$DEST"
 exclude=$(git -C "$MAIN" rev-parse --git-path info/exclude)
 case "$exclude" in /*) ;; *) exclude="$MAIN/$exclude" ;; esac
 grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
+rm -rf "$DEST/corpus-texts"
 rm -f "$DEST"/*
 strip --strip-debug -o "$DEST/kernelkit" target/release/kernelkit
 strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
@@ -62,6 +68,14 @@ strip --strip-debug -o "$DEST/behaviour-tests" "$behaviour_tests"
 strip --strip-debug -o "$DEST/fault-tests" "$fault_tests"
 strip --strip-debug -o "$DEST/run-tests" "$run_tests"
 strip --strip-debug -o "$DEST/views-tests" "$views_tests"
+strip --strip-debug -o "$DEST/corpus-tests" "$corpus_tests"
+rm -rf "$DEST/corpus-texts"
+for text in crates/kernelkit-cli/tests/corpus/*/source.metal crates/kernelkit-cli/tests/corpus/*/header.metal; do
+  [ -f "$text" ] || continue
+  entry=$(basename "$(dirname "$text")")
+  mkdir -p "$DEST/corpus-texts/$entry"
+  cp "$text" "$DEST/corpus-texts/$entry/"
+done
 # KK_BASE=path/to/an/older/cuda_perf: sent as cuda_perf_base, for the `ab`
 # step (older and newer dispatch measured in turns on one machine).
 # KK_MID=another: sent as cuda_perf_mid, measured in the same turns.

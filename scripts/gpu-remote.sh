@@ -50,6 +50,12 @@ step golden_cuda golden_cuda
 # `kernelkit run` on the GPU: the known-result and view tests, device cuda.
 step run_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda "$G/run-tests" --test-threads=4
 step views_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda "$G/views-tests" --test-threads=4
+# The real-kernel corpus on CUDA (ratchet: known_failures/cuda.txt); the
+# failures seen are written to $LOGS/corpus_cuda_seen.txt in the list's format.
+step corpus_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda \
+  KERNELKIT_CORPUS_TEXTS="$G/corpus-texts" KERNELKIT_CORPUS_REQUIRE_TEXTS=1 \
+  KERNELKIT_CORPUS_RECORD="$LOGS/corpus_cuda_seen.txt" KERNELKIT_CORPUS_TIMEOUT=60 \
+  "$G/corpus-tests" real_kernels --nocapture
 step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
 step perf "$G/cuda_perf"
 # Host speed against the development machine: the same CPU-backend dispatch
