@@ -5,8 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=target/fakecuda
 mkdir -p "$out"
-cc -O2 -shared -fPIC -o "$out/libcuda.so.1" tools/fakecuda/fakecuda.c
+cc -O2 -shared -fPIC -DFAKECUDA_DRIVER_ONLY -o "$out/libcuda.so.1" tools/fakecuda/fakecuda.c
 ln -sf libcuda.so.1 "$out/libcuda.so"
+# The driver alone, for use beside a real NVRTC (with-nvrtc.sh).
+mkdir -p "$out/driver"
+cp "$out/libcuda.so.1" "$out/driver/"
+ln -sf libcuda.so.1 "$out/driver/libcuda.so"
 cc -O2 -shared -fPIC -o "$out/libnvrtc.so.13" tools/fakecuda/fakecuda.c
 ln -sf libnvrtc.so.13 "$out/libnvrtc.so"
 echo "$out"

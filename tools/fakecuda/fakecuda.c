@@ -174,10 +174,22 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   thrash();
   return OK;
 }
+/* NVRTC asks libcuda for its private export tables when it finds one; a
+ * stand-in has none, and saying so makes NVRTC compile on its own. */
+CUresult cuGetExportTable(const void **table, const void *id) {
+  (void)id;
+  *table = 0;
+  return 500; /* CUDA_ERROR_NOT_FOUND */
+}
 CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return OK; }
 CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = "fakecuda error"; return OK; }
 
 /* ---- NVRTC ---- */
+
+/* Left out of the libcuda build: a real libnvrtc (from the PyPI wheels, which
+ * compiles here without a GPU) resolves its own symbols, and finding
+ * stand-ins under those names in libcuda would break it. */
+#ifndef FAKECUDA_DRIVER_ONLY
 
 nvrtcResult nvrtcVersion(int *major, int *minor) { *major = 13; *minor = 0; return OK; }
 nvrtcResult nvrtcGetNumSupportedArchs(int *n) { *n = 3; return OK; }
@@ -197,3 +209,4 @@ nvrtcResult nvrtcGetCUBINSize(void *p, size_t *n) { (void)p; *n = sizeof IMAGE; 
 nvrtcResult nvrtcGetCUBIN(void *p, char *out) { (void)p; memcpy(out, IMAGE, sizeof IMAGE); return OK; }
 nvrtcResult nvrtcGetPTXSize(void *p, size_t *n) { (void)p; *n = sizeof IMAGE; return OK; }
 nvrtcResult nvrtcGetPTX(void *p, char *out) { (void)p; memcpy(out, IMAGE, sizeof IMAGE); return OK; }
+#endif /* FAKECUDA_DRIVER_ONLY */
