@@ -10,6 +10,7 @@ mod launch;
 mod load;
 mod memory;
 mod pch;
+mod scratch;
 
 use crate::array::{Array, Place};
 use crate::backend::{
