@@ -354,13 +354,15 @@ impl Device {
             return backend.load(kernel, variant, &artifact);
         };
         let key = ArtifactStore::key_for(backend, variant);
-        if let Some(module) = self.load_stored(store, &key, kernel, variant) {
+        let first = self.load_stored(store, &key, kernel, variant);
+        if let Stored::Loaded(module) = first {
             return Ok(module);
         }
         let lock = store.lock(&key);
-        // Another process may have published it while this one waited.
-        if lock.is_some() {
-            if let Some(module) = self.load_stored(store, &key, kernel, variant) {
+        // Another process may have published it while this one waited (an
+        // entry that was there but did not load is not tried twice).
+        if lock.is_some() && matches!(first, Stored::Missing) {
+            if let Stored::Loaded(module) = self.load_stored(store, &key, kernel, variant) {
                 return Ok(module);
             }
         }
@@ -381,28 +383,39 @@ impl Device {
         artifact
     }
 
-    /// The module from the store's entry for `key`, if there is a good one.
+    /// The module from the store's entry for `key`, if there is a good one
+    /// that loads.
     fn load_stored(
         &self,
         store: &ArtifactStore,
         key: &StoreKey,
         kernel: &str,
         variant: &Variant,
-    ) -> Option<Module> {
+    ) -> Stored {
         let Lookup::Hit(bytes) = store.get(key) else {
-            return None;
+            return Stored::Missing;
         };
         match self.0.backend.load(kernel, variant, &bytes) {
             Ok(module) => {
                 store.record_hit();
-                Some(module)
+                Stored::Loaded(module)
             }
             Err(e) => {
                 store.record_bad_load(key, &e);
-                None
+                Stored::NotLoaded
             }
         }
     }
+}
+
+/// What the artifact store gave a device for one key.
+enum Stored {
+    /// A good entry, loaded.
+    Loaded(Module),
+    /// No usable entry.
+    Missing,
+    /// A good entry that did not load (already counted).
+    NotLoaded,
 }
 
 pub(crate) struct StreamShared {

@@ -12,8 +12,13 @@
 //!   entry or none.
 //! - **Failures are misses.** Any entry that cannot be read, fails its
 //!   checksum, is stored under another key, is not trusted or does not load
-//!   is removed and counted in `disk_errors`; the kernel is compiled again
-//!   and the entry rewritten. No store problem ever fails a call.
+//!   is counted in `disk_errors`; the kernel is compiled again and the entry
+//!   rewritten. Only an entry proven corrupt (bad magic, checksum or
+//!   lengths, another key) is removed at once: a read or load that failed
+//!   for want of memory, file descriptors or a usable temporary directory
+//!   says nothing about the entry, which stays for the next process. An
+//!   entry of another format version is a plain miss. No store problem
+//!   ever fails a call.
 //! - **Between processes.** A process that misses takes an OS file lock on
 //!   `<key>.lock` (see `cache::lock`) before it compiles, so the others wait
 //!   for its entry instead of compiling the same source; the lock dies with
@@ -145,6 +150,22 @@ pub enum EntryFault {
     TooLarge(u64),
 }
 
+impl EntryFault {
+    /// Whether the fault proves that the file is not a good entry for its
+    /// key, so that removing it loses nothing: bad magic, checksum or
+    /// lengths, stored under another key, larger than any artifact. A file
+    /// that could not be read or is not trusted may be a good entry (the
+    /// store then keeps it), and one of another format version belongs to
+    /// another kernelkit.
+    pub fn is_corrupt(&self) -> bool {
+        match self {
+            EntryFault::Malformed(EntryError::Version { .. }) => false,
+            EntryFault::Malformed(_) | EntryFault::TooLarge(_) => true,
+            EntryFault::Unreadable(_) | EntryFault::Untrusted(_) => false,
+        }
+    }
+}
+
 /// One entry, as `kernelkit cache list` shows it.
 #[derive(Debug)]
 pub struct EntryInfo {
@@ -179,6 +200,9 @@ pub struct VerifyReport {
     pub good: usize,
     /// Entries that did not.
     pub bad: Vec<BadEntry>,
+    /// Entries of another format version (written by another kernelkit):
+    /// not used by this one, not bad; they age out.
+    pub other_format: usize,
 }
 
 /// The size and lifetime counters of a store ([`ArtifactStore::stats`]).
@@ -346,15 +370,32 @@ impl ArtifactStore {
         self.dir.join(format!("{key}.{ENTRY_EXT}"))
     }
 
-    /// Looks `key` up. A bad entry is counted as an error, reported, and
-    /// removed so that the rewrite after the compile starts clean.
+    /// Looks `key` up. An entry that cannot be used is a miss: counted as
+    /// an error and reported, and removed only when it is proven corrupt
+    /// (see [`EntryFault::is_corrupt`]); an entry of another format version
+    /// is a plain miss. Either way the compile that follows rewrites it.
     pub(crate) fn get(&self, key: &StoreKey) -> Lookup {
         let path = self.entry_path(key);
         match self.read_entry(&path, key, true) {
             Ok(Some(payload)) => Lookup::Hit(payload),
             Ok(None) => Lookup::Miss,
+            Err(EntryFault::Malformed(EntryError::Version { found, .. })) => {
+                tracing::debug!(
+                    "kernelkit artifact store: entry {key} has format version {found}; compiling it again"
+                );
+                Lookup::Miss
+            }
+            Err(fault) if fault.is_corrupt() => {
+                self.count_error();
+                tracing::warn!(
+                    "kernelkit artifact store: entry {key} in {} is corrupt ({fault}); removing it and compiling again",
+                    self.dir.display()
+                );
+                let _ = std::fs::remove_file(&path);
+                Lookup::Miss
+            }
             Err(fault) => {
-                self.discard(key, &path, &fault.to_string());
+                self.keep_unusable(key, &fault.to_string());
                 Lookup::Miss
             }
         }
@@ -371,6 +412,10 @@ impl ArtifactStore {
         let dir_meta = std::fs::metadata(&self.dir).map_err(EntryFault::Unreadable)?;
         trust::check_dir(&dir_meta)
             .map_err(|reason| EntryFault::Untrusted(format!("the directory: {reason}")))?;
+        #[cfg(test)]
+        if let Some(errno) = tests::OPEN_FAULT.take() {
+            return Err(EntryFault::Unreadable(io::Error::from_raw_os_error(errno)));
+        }
         let mut file = match open_no_follow(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -399,18 +444,25 @@ impl ArtifactStore {
         Ok(Some(payload))
     }
 
-    /// Counts and reports a bad entry and removes it.
-    fn discard(&self, key: &StoreKey, path: &Path, why: &str) {
+    /// Counts one disk error, here and in the store's lifetime counters.
+    fn count_error(&self) {
         self.counts.errors.incr();
         self.persist(Tally {
             errors: 1,
             ..Tally::default()
         });
+    }
+
+    /// Counts and reports an entry that could not be used for a reason that
+    /// may pass (no memory, no file descriptors, a full or `noexec`
+    /// temporary directory, a faulted device, a file not trusted): the
+    /// entry is kept, and the compile that follows rewrites it.
+    fn keep_unusable(&self, key: &StoreKey, why: &str) {
+        self.count_error();
         tracing::warn!(
-            "kernelkit artifact store: entry {key} in {} is bad ({why}); compiling it again",
+            "kernelkit artifact store: cannot use entry {key} in {} ({why}); compiling it again",
             self.dir.display()
         );
-        let _ = std::fs::remove_file(path);
     }
 
     /// Records a module loaded from the store.
@@ -431,9 +483,11 @@ impl ArtifactStore {
         });
     }
 
-    /// Records an entry that passed its checks but did not load.
+    /// Records an entry that passed its checks but did not load. Nothing
+    /// proves the entry bad (the load may fail for want of memory or of a
+    /// usable temporary directory), so it is kept.
     pub(crate) fn record_bad_load(&self, key: &StoreKey, error: &CompileError) {
-        self.discard(key, &self.entry_path(key), &error.to_string());
+        self.keep_unusable(key, &format!("it did not load: {error}"));
     }
 
     /// Waits (bounded) until no other process compiles `key`, and holds it
@@ -609,6 +663,7 @@ impl ArtifactStore {
                 Ok(Some(_)) => report.good += 1,
                 // Removed since the scan: nothing to verify.
                 Ok(None) => {}
+                Err(EntryFault::Malformed(EntryError::Version { .. })) => report.other_format += 1,
                 Err(fault) => report.bad.push(BadEntry {
                     key,
                     path: f.path,
