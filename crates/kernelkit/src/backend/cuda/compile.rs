@@ -9,7 +9,8 @@
 //!   first toolkit among `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda` that
 //!   has them, then the user's ([`CudaCompileOptions`]).
 //! - The module key's options part names NVRTC's version, the target and a
-//!   hash of every option, so a change of any of them compiles anew.
+//!   hash of every option, so a change of any of them compiles anew; the
+//!   artifact store's identity holds every option in full.
 //! - Errors carry NVRTC's log with lines inside the body marked
 //!   `[body line N]`.
 //!
@@ -45,6 +46,8 @@ pub(super) struct Nvrtc {
     words: Vec<String>,
     options: Vec<CString>,
     key: String,
+    /// Everything besides the source that changes the artifact, in full.
+    identity: String,
     /// Worker processes for compiles that would queue here.
     workers: Option<Workers>,
 }
@@ -108,12 +111,8 @@ impl Nvrtc {
             .map(|w| CString::new(w.as_str()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
-        let hash = xxhash_rust::xxh3::xxh3_64(words.join("\0").as_bytes());
-        let key = format!(
-            "nvrtc{major}.{minor}-{}-{:08x}",
-            target.replace('_', ""),
-            hash as u32
-        );
+        let key = module_key((major, minor), &target, &words);
+        let identity = store_identity((major, minor), &target, &words);
         Ok(Nvrtc {
             version: (major, minor),
             target,
@@ -121,6 +120,7 @@ impl Nvrtc {
             words,
             options,
             key,
+            identity,
             workers: Workers::find(&user.workers, (major, minor)),
         })
     }
@@ -128,6 +128,12 @@ impl Nvrtc {
     /// The options part of module keys.
     pub(super) fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The artifact store's identity of this configuration (see
+    /// [`store_identity`]).
+    pub(super) fn identity(&self) -> &str {
+        &self.identity
     }
 
     /// `NVRTC 13.0 -> sm_90a`.
@@ -318,6 +324,33 @@ fn nv(result: sys::nvrtcResult, call: &str) -> Result<(), String> {
     }
 }
 
+/// The options part of module keys: NVRTC's version, the target and a
+/// short hash of every option. One device's options never change, so in its
+/// kernel cache the short hash only has to tell nothing apart.
+fn module_key(version: (i32, i32), target: &str, words: &[String]) -> String {
+    let hash = xxhash_rust::xxh3::xxh3_64(words.join("\0").as_bytes());
+    format!(
+        "nvrtc{}.{}-{}-{:08x}",
+        version.0,
+        version.1,
+        target.replace('_', ""),
+        hash as u32
+    )
+}
+
+/// What the artifact store hashes besides the source: NVRTC's version, the
+/// target and every option in full, each with its length (so no two option
+/// lists read the same). Entries live on disk for months and are shared by
+/// every process of the user: the store's 128-bit key must not rest on a
+/// short hash of the options.
+fn store_identity(version: (i32, i32), target: &str, words: &[String]) -> String {
+    let mut out = format!("nvrtc {}.{}\ntarget {target}\n", version.0, version.1);
+    for w in words {
+        out.push_str(&format!("option {}:{w}\n", w.len()));
+    }
+    out
+}
+
 /// `include` and `include/cccl` of the first CUDA toolkit that has them.
 fn toolkit_include_dirs() -> Vec<PathBuf> {
     for home in super::cuda_homes() {
@@ -380,6 +413,38 @@ mod tests {
             },
         );
         Variant::new(Dialect::Cuda, g.name, g.source)
+    }
+
+    /// The store's identity holds every option in full: two option lists
+    /// whose short module-key hashes collide still get different store keys.
+    #[test]
+    fn option_lists_with_colliding_short_hashes_have_different_identities() {
+        let words = |i: u32| {
+            vec![
+                "--gpu-architecture=sm_90a".to_string(),
+                format!("-DTILE={i}"),
+            ]
+        };
+        let mut seen = std::collections::HashMap::new();
+        let (a, b) = (0u32..1 << 22)
+            .find_map(|i| {
+                let key = module_key((13, 0), "sm_90a", &words(i));
+                seen.insert(key, i).map(|j| (j, i))
+            })
+            .expect("a 32-bit hash collides within 2^22 option lists");
+        assert_eq!(
+            module_key((13, 0), "sm_90a", &words(a)),
+            module_key((13, 0), "sm_90a", &words(b))
+        );
+        let identity = |i| store_identity((13, 0), "sm_90a", &words(i));
+        assert_ne!(identity(a), identity(b), "-DTILE={a} and -DTILE={b}");
+        let key = |i| crate::cache::key::StoreKey::derive("cuda", &identity(i), "f", "src");
+        assert_ne!(key(a), key(b));
+        // Words are delimited: moving a character between two is a change.
+        assert_ne!(
+            store_identity((13, 0), "sm_90a", &["-DA".into(), "B".into()]),
+            store_identity((13, 0), "sm_90a", &["-D".into(), "AB".into()])
+        );
     }
 
     #[test]

@@ -378,6 +378,9 @@ impl Backend for CudaBackend {
     fn options(&self) -> &str {
         self.nvrtc.key()
     }
+    fn artifact_identity(&self) -> &str {
+        self.nvrtc.identity()
+    }
     fn simd_width(&self) -> u32 {
         self.warp
     }
