@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use crate::array::Array;
-use crate::backend::{Backend, Limits, Module, StreamHandle};
+use crate::backend::{Backend, Compiled, Limits, Module, StreamHandle};
 use crate::cache::kernel_cache::{KernelCache, Outcome};
 use crate::cache::key::StoreKey;
 use crate::cache::store::{ArtifactStore, Lookup};
@@ -350,8 +350,8 @@ impl Device {
     fn build_module(&self, kernel: &str, variant: &Variant) -> Result<Module, CompileError> {
         let backend = &*self.0.backend;
         let Some(store) = self.0.store.as_ref() else {
-            let artifact = self.compile(kernel, variant)?;
-            return backend.load(kernel, variant, &artifact);
+            let compiled = self.compile(kernel, variant)?;
+            return backend.load(kernel, variant, &compiled.artifact);
         };
         let key = ArtifactStore::key_for(backend, variant);
         let first = self.load_stored(store, &key, kernel, variant);
@@ -367,14 +367,26 @@ impl Device {
             }
         }
         store.record_miss();
-        let artifact = self.compile(kernel, variant)?;
-        store.put(&key, kernel, backend.name(), variant.name(), &artifact);
+        let compiled = self.compile(kernel, variant)?;
+        match &compiled.dependencies {
+            Ok(deps) => store.put(
+                &key,
+                kernel,
+                backend.name(),
+                variant.name(),
+                deps,
+                &compiled.artifact,
+            ),
+            Err(why) => {
+                tracing::debug!("kernelkit artifact store: kernel `{kernel}` is not stored: {why}")
+            }
+        }
         drop(lock);
-        backend.load(kernel, variant, &artifact)
+        backend.load(kernel, variant, &compiled.artifact)
     }
 
     /// Runs the backend compiler, counting the run and its wall time.
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError> {
         let cache = &self.0.cache;
         cache.compiles.incr();
         let started = Instant::now();

@@ -10,6 +10,12 @@
 //!   [`crate::cache::entry`]. An entry is written to a temporary file in the
 //!   same directory, synced and renamed into place, so readers see a whole
 //!   entry or none.
+//! - **Dependencies.** Each entry lists the files its compile read besides
+//!   the source (what headers `#include`), with a hash of their contents;
+//!   a lookup checks them, and an entry whose files changed, vanished or
+//!   would now be found elsewhere is a miss, compiled again and
+//!   overwritten (see [`Dependencies`]). A compile whose reads cannot be
+//!   known is not stored.
 //! - **Failures are misses.** Any entry that cannot be read, fails its
 //!   checksum, is stored under another key, is not trusted or does not load
 //!   is counted in `disk_errors`; the kernel is compiled again and the entry
@@ -46,7 +52,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::backend::Backend;
 use crate::cache::config::{CacheMode, StoreConfig, DEFAULT_MAX_BYTES};
-use crate::cache::entry::{self, EntryError, Header, MAX_HEADER_BYTES};
+use crate::cache::entry::{self, Dependencies, EntryError, Header, MAX_HEADER_BYTES};
 use crate::cache::key::StoreKey;
 use crate::cache::lock::KeyLock;
 use crate::cache::tally;
@@ -230,11 +236,22 @@ pub struct ClearReport {
     pub bytes: u64,
 }
 
+/// An entry that passed every check of its own (the dependency list is
+/// checked by the lookup).
+struct Good {
+    payload: Vec<u8>,
+    dependencies: Dependencies,
+    /// The open entry file, to record its last use on a hit.
+    file: File,
+}
+
 /// A lookup's answer.
 pub(crate) enum Lookup {
-    /// The payload of a valid, trusted entry.
+    /// The payload of a valid, trusted entry whose dependencies are as
+    /// they were when it was compiled.
     Hit(Vec<u8>),
-    /// No entry, or a bad one (already counted and removed).
+    /// No entry, an out-of-date one, or a bad one (already counted, and
+    /// removed if corrupt).
     Miss,
 }
 
@@ -376,8 +393,20 @@ impl ArtifactStore {
     /// is a plain miss. Either way the compile that follows rewrites it.
     pub(crate) fn get(&self, key: &StoreKey) -> Lookup {
         let path = self.entry_path(key);
-        match self.read_entry(&path, key, true) {
-            Ok(Some(payload)) => Lookup::Hit(payload),
+        match self.read_entry(&path, key) {
+            Ok(Some(good)) => match good.dependencies.check() {
+                Ok(()) => {
+                    // Last use for eviction; failing to record it is harmless.
+                    let _ = good.file.set_modified(SystemTime::now());
+                    Lookup::Hit(good.payload)
+                }
+                Err(stale) => {
+                    tracing::debug!(
+                        "kernelkit artifact store: entry {key} is out of date ({stale}); compiling it again"
+                    );
+                    Lookup::Miss
+                }
+            },
             Ok(None) => Lookup::Miss,
             Err(EntryFault::Malformed(EntryError::Version { found, .. })) => {
                 tracing::debug!(
@@ -403,12 +432,7 @@ impl ArtifactStore {
 
     /// Reads and checks one entry; `Ok(None)` when there is none. With
     /// `touch`, a good entry's last use is set to now.
-    fn read_entry(
-        &self,
-        path: &Path,
-        key: &StoreKey,
-        touch: bool,
-    ) -> Result<Option<Vec<u8>>, EntryFault> {
+    fn read_entry(&self, path: &Path, key: &StoreKey) -> Result<Option<Good>, EntryFault> {
         let dir_meta = std::fs::metadata(&self.dir).map_err(EntryFault::Unreadable)?;
         trust::check_dir(&dir_meta)
             .map_err(|reason| EntryFault::Untrusted(format!("the directory: {reason}")))?;
@@ -436,12 +460,11 @@ impl ArtifactStore {
                 expected: *key,
             }));
         }
-        let payload = parsed.payload.to_vec();
-        if touch {
-            // Last use for eviction; failing to record it is harmless.
-            let _ = file.set_modified(SystemTime::now());
-        }
-        Ok(Some(payload))
+        Ok(Some(Good {
+            payload: parsed.payload.to_vec(),
+            dependencies: parsed.dependencies,
+            file,
+        }))
     }
 
     /// Counts one disk error, here and in the store's lifetime counters.
@@ -520,10 +543,19 @@ impl ArtifactStore {
         kernel: &str,
         backend: &str,
         function: &str,
+        dependencies: &Dependencies,
         artifact: &[u8],
     ) {
-        let bytes = entry::encode(key, kernel, backend, function, artifact);
-        match self.publish(key, &bytes) {
+        let bytes = entry::encode(key, kernel, backend, function, dependencies, artifact)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+            .and_then(|bytes| match bytes.len() as u64 {
+                n if n > MAX_ENTRY_BYTES => Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{n} bytes, over the {MAX_ENTRY_BYTES}-byte limit of an entry"),
+                )),
+                _ => Ok(bytes),
+            });
+        match bytes.and_then(|bytes| self.publish(key, &bytes)) {
             Ok(()) => {
                 self.counts.writes.incr();
                 self.persist(Tally {
@@ -659,7 +691,7 @@ impl ArtifactStore {
         let mut report = VerifyReport::default();
         for f in listing.entries {
             let Some(key) = f.key else { continue };
-            match self.read_entry(&f.path, &key, false) {
+            match self.read_entry(&f.path, &key) {
                 Ok(Some(_)) => report.good += 1,
                 // Removed since the scan: nothing to verify.
                 Ok(None) => {}

@@ -5,16 +5,22 @@
 //! and compiler) and the host's CPU features are part of the module key and
 //! of the artifact store's key, since the library is built with
 //! `-march=native`.
+//!
+//! Each compile runs in a private scratch directory (`scratch`), in a
+//! process group of its own that a timeout kills whole, and writes the list
+//! of files it read (`depfile`) for the artifact store.
 
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
+use super::depfile;
 use super::pch::Pch;
 use super::scratch;
+use crate::backend::Compiled;
 use crate::codegen::map_log_lines;
 use crate::error::CompileError;
 use crate::kernel::variant::Variant;
@@ -113,7 +119,13 @@ impl Compiler {
         })
     }
 
-    pub(crate) fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+    /// Compiles a variant into a shared library, with the list of files
+    /// the compile read (the compiler's `-MMD` output, see `depfile`).
+    pub(crate) fn compile(
+        &self,
+        kernel: &str,
+        variant: &Variant,
+    ) -> Result<Compiled, CompileError> {
         let fail = |reason: String| CompileError::Compiler {
             kernel: kernel.to_string(),
             compiler: self.program.clone(),
@@ -140,8 +152,11 @@ impl Compiler {
             ]);
             matches!(run(&program, &args, dir, timeout), Ok((true, _)))
         });
+        let rule = dir.path().join("kernel.d");
         let mut args: Vec<OsString> = FLAGS.iter().map(OsString::from).collect();
+        args.extend(depfile::args(&rule));
         args.extend(["-o".into(), lib.clone().into(), src.clone().into()]);
+        let started = SystemTime::now();
         let compile = |text: &str| {
             let _ = std::fs::remove_file(&src);
             scratch::write_private(&src, text.as_bytes())
@@ -167,7 +182,13 @@ impl Compiler {
                 generated: variant.shared_source().clone(),
             });
         }
-        std::fs::read(&lib).map_err(|e| fail(format!("it produced no library: {e}")))
+        let artifact =
+            std::fs::read(&lib).map_err(|e| fail(format!("it produced no library: {e}")))?;
+        let dependencies = depfile::read(&rule, dir.path(), started, |p| self.pch().holds(p));
+        Ok(Compiled {
+            artifact,
+            dependencies,
+        })
     }
 
     fn pch(&self) -> &Pch {

@@ -124,6 +124,15 @@ impl Pch {
             .is_some_and(|h| h.is_file() && gch_path(h).is_file())
     }
 
+    /// Whether `path` is one of the files of this PCH's directory (the
+    /// header a compile includes instead of the prelude text).
+    pub(super) fn holds(&self, path: &Path) -> bool {
+        self.header
+            .as_ref()
+            .and_then(|h| h.parent())
+            .is_some_and(|dir| path.parent() == Some(dir))
+    }
+
     /// Waits for a background build this process started, if any is left
     /// (called after a compile, so the build overlaps with it).
     pub(super) fn finish_build(&self) {

@@ -22,7 +22,8 @@ fn payload(n: u32) -> Vec<u8> {
 }
 
 fn put(store: &ArtifactStore, n: u32) {
-    store.put(&key(n), "kern", "cpu", &format!("f{n}"), &payload(n));
+    let none = Dependencies::default();
+    store.put(&key(n), "kern", "cpu", &format!("f{n}"), &none, &payload(n));
 }
 
 fn hit(store: &ArtifactStore, n: u32) -> bool {
@@ -388,4 +389,46 @@ fn a_load_failure_keeps_the_entry_and_counts_an_error() {
     );
     assert!(hit(&store, 1), "the entry is still used");
     assert_eq!(store.stats().unwrap().lifetime.errors, 1);
+}
+
+/// An entry records what its compile read; when a file changed, the entry
+/// is a miss (not an error, and not removed: the rewrite replaces it), and
+/// the rewritten entry records the new contents.
+#[test]
+fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
+    let (tmp, store) = new_store();
+    let params = tmp.path().join("params.h");
+    let write = |text: &str| {
+        std::fs::write(&params, text).unwrap();
+        File::options()
+            .write(true)
+            .open(&params)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+    };
+    let put_with_deps = || {
+        let deps = Dependencies {
+            files: crate::backend::deps::digest_files(
+                std::slice::from_ref(&params),
+                SystemTime::now(),
+            )
+            .unwrap(),
+            ..Dependencies::default()
+        };
+        store.put(&key(1), "kern", "cpu", "f1", &deps, &payload(1));
+    };
+    write("#define VAL 1.0f\n");
+    put_with_deps();
+    assert!(hit(&store, 1));
+    write("#define VAL 2.0f\n");
+    assert!(!hit(&store, 1), "a changed include was not noticed");
+    assert_eq!(stats(&store).disk_errors, 0, "out of date is not an error");
+    assert!(store.entry_path(&key(1)).exists());
+    put_with_deps();
+    assert!(hit(&store, 1));
+    std::fs::remove_file(&params).unwrap();
+    assert!(!hit(&store, 1), "a removed include was not noticed");
+    let report = store.verify().unwrap();
+    assert_eq!(report.good, 1, "verify checks the entry, not its sources");
 }
