@@ -4,14 +4,17 @@
 //! an entry or an error, never a panic.
 //!
 //! Arbitrary bytes rarely carry a valid checksum, so half of the inputs are
-//! entries written by `entry::encode` from arbitrary fields and then
-//! damaged: an intact entry must parse back to what was written, and any
-//! change of one byte or any truncation must be refused.
+//! entries written by `entry::encode` from arbitrary fields (dependency
+//! lists among them) and then damaged: an intact entry must parse back to
+//! what was written, and any change of one byte or any truncation must be
+//! refused.
 
 #![no_main]
 
+use std::path::PathBuf;
+
 use arbitrary::Arbitrary;
-use kernelkit::cache::entry;
+use kernelkit::cache::entry::{self, Dependencies, FileDigest};
 use kernelkit::cache::key::StoreKey;
 use libfuzzer_sys::fuzz_target;
 
@@ -35,6 +38,8 @@ enum Input<'a> {
         kernel: &'a str,
         backend: &'a str,
         function: &'a str,
+        /// Include directories, files (path and hash) and absent paths.
+        dependencies: (Vec<&'a str>, Vec<(&'a str, u128)>, Vec<&'a str>),
         payload: &'a [u8],
         damage: Damage,
     },
@@ -57,13 +62,28 @@ fuzz_target!(|input: Input<'_>| match input {
         kernel,
         backend,
         function,
+        dependencies: (dirs, files, absent),
         payload,
         damage,
     } => {
         let key = StoreKey::from_bytes(key);
-        let mut bytes = entry::encode(&key, kernel, backend, function, payload);
+        let deps = Dependencies {
+            include_dirs: dirs.iter().map(PathBuf::from).collect(),
+            cwd: dirs.first().map(PathBuf::from).filter(|p| !p.as_os_str().is_empty()),
+            files: files
+                .iter()
+                .map(|(path, hash)| FileDigest {
+                    path: PathBuf::from(path),
+                    hash: *hash,
+                })
+                .collect(),
+            absent: absent.iter().map(PathBuf::from).collect(),
+        };
+        let mut bytes = entry::encode(&key, kernel, backend, function, &deps, payload)
+            .expect("a small dependency list encodes");
         let intact = entry::parse(&bytes).expect("an encoded entry parses");
         assert_eq!(intact.header.key, key);
+        assert_eq!(intact.dependencies, deps);
         assert_eq!(intact.payload, payload);
         assert!(kernel.starts_with(intact.header.kernel.as_str()));
         assert!(backend.starts_with(intact.header.backend.as_str()));

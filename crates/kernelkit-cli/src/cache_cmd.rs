@@ -109,7 +109,14 @@ fn verify(store: &ArtifactStore) -> Result<ExitCode, StoreError> {
     for bad in &report.bad {
         println!("bad: {} ({}): {}", bad.key, bad.path.display(), bad.fault);
     }
-    println!("{} good, {} bad", report.good, report.bad.len());
+    print!("{} good, {} bad", report.good, report.bad.len());
+    if report.other_format > 0 {
+        print!(
+            ", {} of another format version (not used by this kernelkit; they age out)",
+            report.other_format
+        );
+    }
+    println!();
     Ok(if report.bad.is_empty() {
         ExitCode::SUCCESS
     } else {

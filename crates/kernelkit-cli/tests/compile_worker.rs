@@ -8,6 +8,9 @@
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
+/// The protocol version this test speaks (2: compile jobs carry headers).
+const PROTOCOL: u32 = 2;
+
 /// The handshake frame, written out by hand: the test checks the wire
 /// format, not the library's encoder.
 fn hello(protocol: u32) -> Vec<u8> {
@@ -31,7 +34,7 @@ fn the_worker_answers_the_handshake_and_exits_at_end_of_input() {
         .spawn()
         .expect("the kernelkit binary runs");
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&hello(1)).unwrap();
+    stdin.write_all(&hello(PROTOCOL)).unwrap();
     drop(stdin); // end of input after the handshake
     let mut out = Vec::new();
     child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
@@ -47,7 +50,7 @@ fn the_worker_answers_the_handshake_and_exits_at_end_of_input() {
         2 => {
             // Ready: protocol, NVRTC major, minor.
             assert_eq!(body.len(), 1 + 4 + 12);
-            assert_eq!(u32::from_le_bytes(body[5..9].try_into().unwrap()), 1);
+            assert_eq!(u32::from_le_bytes(body[5..9].try_into().unwrap()), PROTOCOL);
             let major = u32::from_le_bytes(body[9..13].try_into().unwrap());
             assert!(major >= 11, "NVRTC {major}");
         }

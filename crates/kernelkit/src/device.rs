@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use crate::array::Array;
-use crate::backend::{Backend, Limits, Module, StreamHandle};
+use crate::backend::{Backend, Compiled, Limits, Module, StreamHandle};
 use crate::cache::kernel_cache::{KernelCache, Outcome};
 use crate::cache::key::StoreKey;
 use crate::cache::store::{ArtifactStore, Lookup};
@@ -350,29 +350,43 @@ impl Device {
     fn build_module(&self, kernel: &str, variant: &Variant) -> Result<Module, CompileError> {
         let backend = &*self.0.backend;
         let Some(store) = self.0.store.as_ref() else {
-            let artifact = self.compile(kernel, variant)?;
-            return backend.load(kernel, variant, &artifact);
+            let compiled = self.compile(kernel, variant)?;
+            return backend.load(kernel, variant, &compiled.artifact);
         };
         let key = ArtifactStore::key_for(backend, variant);
-        if let Some(module) = self.load_stored(store, &key, kernel, variant) {
+        let first = self.load_stored(store, &key, kernel, variant);
+        if let Stored::Loaded(module) = first {
             return Ok(module);
         }
         let lock = store.lock(&key);
-        // Another process may have published it while this one waited.
-        if lock.is_some() {
-            if let Some(module) = self.load_stored(store, &key, kernel, variant) {
+        // Another process may have published it while this one waited (an
+        // entry that was there but did not load is not tried twice).
+        if lock.is_some() && matches!(first, Stored::Missing) {
+            if let Stored::Loaded(module) = self.load_stored(store, &key, kernel, variant) {
                 return Ok(module);
             }
         }
         store.record_miss();
-        let artifact = self.compile(kernel, variant)?;
-        store.put(&key, kernel, backend.name(), variant.name(), &artifact);
+        let compiled = self.compile(kernel, variant)?;
+        match &compiled.dependencies {
+            Ok(deps) => store.put(
+                &key,
+                kernel,
+                backend.name(),
+                variant.name(),
+                deps,
+                &compiled.artifact,
+            ),
+            Err(why) => {
+                tracing::debug!("kernelkit artifact store: kernel `{kernel}` is not stored: {why}")
+            }
+        }
         drop(lock);
-        backend.load(kernel, variant, &artifact)
+        backend.load(kernel, variant, &compiled.artifact)
     }
 
     /// Runs the backend compiler, counting the run and its wall time.
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError> {
         let cache = &self.0.cache;
         cache.compiles.incr();
         let started = Instant::now();
@@ -381,28 +395,39 @@ impl Device {
         artifact
     }
 
-    /// The module from the store's entry for `key`, if there is a good one.
+    /// The module from the store's entry for `key`, if there is a good one
+    /// that loads.
     fn load_stored(
         &self,
         store: &ArtifactStore,
         key: &StoreKey,
         kernel: &str,
         variant: &Variant,
-    ) -> Option<Module> {
+    ) -> Stored {
         let Lookup::Hit(bytes) = store.get(key) else {
-            return None;
+            return Stored::Missing;
         };
         match self.0.backend.load(kernel, variant, &bytes) {
             Ok(module) => {
                 store.record_hit();
-                Some(module)
+                Stored::Loaded(module)
             }
             Err(e) => {
                 store.record_bad_load(key, &e);
-                None
+                Stored::NotLoaded
             }
         }
     }
+}
+
+/// What the artifact store gave a device for one key.
+enum Stored {
+    /// A good entry, loaded.
+    Loaded(Module),
+    /// No usable entry.
+    Missing,
+    /// A good entry that did not load (already counted).
+    NotLoaded,
 }
 
 pub(crate) struct StreamShared {

@@ -50,7 +50,9 @@
 //!    all.
 //! 4. Under the kernel cache, the artifact store ([`cache::store`]) keeps
 //!    compiled artifacts on disk, shared by processes, so a restarted
-//!    process compiles nothing. `KERNELKIT_CACHE=memory` turns it off;
+//!    process compiles nothing; each entry lists the files its compile
+//!    read (what headers `#include`), checked on every load, so an edited
+//!    include is compiled again. `KERNELKIT_CACHE=memory` turns it off;
 //!    `KERNELKIT_CACHE_DIR` and `KERNELKIT_CACHE_MAX_BYTES` place and bound
 //!    it ([`cache::config`]).
 //! 5. The backend binds the buffers and launches on the call's [`Stream`].

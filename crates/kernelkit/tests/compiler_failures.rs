@@ -3,50 +3,14 @@
 //!
 //! The CPU device reads `CXX` and `KERNELKIT_COMPILE_TIMEOUT` when it is
 //! created, and the environment is global to a process, so the cases that
-//! change it run in a child process: the test binary runs itself again with
-//! only that test selected and the variables set (this works the same under
-//! `cargo test`, which runs tests as threads of one process, and nextest).
+//! change it run in a child process (`common::in_child`).
 
-use std::ffi::OsString;
-use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use kernelkit::{CompileError, DType, Device, Error, Kernel};
 
-/// Set in the child process to the name of the test it runs.
-const CHILD_VAR: &str = "KERNELKIT_TEST_CHILD";
-
-/// In the parent: runs `test` again in a child process with `env` set,
-/// checks that it passed, and returns `false`. In that child: returns `true`,
-/// and the caller runs the body of the test.
-fn in_child(test: &str, env: &[(&str, OsString)]) -> bool {
-    if std::env::var(CHILD_VAR).is_ok_and(|t| t == test) {
-        return true;
-    }
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut cmd = Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_VAR, test)
-        .env("KERNELKIT_CACHE", "memory");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("the test binary runs again");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "child `{test}` failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    // The filter must have selected exactly this test: a child that ran
-    // nothing would pass without checking anything.
-    assert!(
-        stdout.contains("1 passed"),
-        "child `{test}` ran no test:\n{stdout}"
-    );
-    false
-}
+mod common;
+use common::{in_child, is_child, script};
 
 /// These tests count compiles: artifacts an earlier run left in the disk
 /// store must not answer for them, so this process uses memory caches only
@@ -221,17 +185,6 @@ fn a_missing_compiler_is_a_clear_error() {
     assert!(err.to_string().contains("/nonexistent/c++"), "{err}");
 }
 
-/// Writes an executable shell script and returns its directory (kept alive
-/// by the caller) and path.
-fn script(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fake-cxx");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (dir, path)
-}
-
 #[test]
 fn a_hanging_compiler_times_out() {
     let (_dir, path) = script("exec sleep 60");
@@ -295,4 +248,148 @@ fn a_compiler_that_writes_no_library_says_so() {
         }
         other => panic!("expected CompileError::Compiler, got {other:?}"),
     }
+}
+
+/// A stand-in compiler answers `--version` like a real one, so only compile
+/// runs reach the rest of its script.
+const VERSION: &str = "case \"$1\" in --version) echo 'fake c++ 1.0'; exit 0;; esac";
+
+/// The compiler runs in a fresh directory that only this user can enter
+/// (0700), on files only this user can read (0600), whatever the umask says:
+/// the stand-in compiler records the mode of its working directory and of
+/// every file in it.
+#[test]
+fn the_compiler_works_in_a_private_directory() {
+    let record = tempfile::NamedTempFile::new().unwrap();
+    let (_dir, path) = script(&format!(
+        "{VERSION}\n{{ stat -c 'dir %a' .; for f in *; do stat -c 'file %a %n' \"$f\"; done; }} >> \"$KK_TEST_MODES\"\nexit 1"
+    ));
+    if in_child(
+        "the_compiler_works_in_a_private_directory",
+        &[
+            ("CXX", path.into_os_string()),
+            ("KK_TEST_MODES", record.path().into()),
+            ("KERNELKIT_PCH_DIR", "".into()),
+        ],
+    ) {
+        // A umask that lets everyone read what is not made private on purpose.
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
+        let device = Device::new_cpu();
+        let err = run(&device, &kernel("private", GOOD)).unwrap_err();
+        assert!(
+            matches!(err, Error::Compile(CompileError::Rejected { .. })),
+            "{err:?}"
+        );
+        return;
+    }
+    let modes = std::fs::read_to_string(record.path()).unwrap();
+    let dirs: Vec<&str> = modes.lines().filter(|l| l.starts_with("dir ")).collect();
+    let files: Vec<&str> = modes.lines().filter(|l| l.starts_with("file ")).collect();
+    assert!(!dirs.is_empty(), "the compiler did not run:\n{modes}");
+    assert!(
+        files.iter().any(|l| l.ends_with(" kernel.cpp")),
+        "no source among the files:\n{modes}"
+    );
+    assert!(dirs.iter().all(|l| *l == "dir 700"), "{modes}");
+    assert!(files.iter().all(|l| l.starts_with("file 600 ")), "{modes}");
+}
+
+/// Whether process `pid` still runs (a zombie waiting to be reaped does not).
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesized command name.
+        Ok(stat) => !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+/// A compile that times out is killed with every process it started (a
+/// real driver runs `cc1plus` as a child): the stand-in compiler starts a
+/// long `sleep` and waits for it, and that `sleep` must be gone afterwards.
+#[test]
+fn a_timed_out_compile_leaves_no_process_behind() {
+    let pid_dir = tempfile::tempdir().unwrap();
+    let pid_file = pid_dir.path().join("pid");
+    let (_dir, path) = script(&format!(
+        "{VERSION}\nsleep 300 &\necho $! > \"$KK_TEST_PID\"\nwait"
+    ));
+    if in_child(
+        "a_timed_out_compile_leaves_no_process_behind",
+        &[
+            ("CXX", path.into_os_string()),
+            ("KERNELKIT_COMPILE_TIMEOUT", "1".into()),
+            ("KERNELKIT_PCH_DIR", "".into()),
+            ("KK_TEST_PID", pid_file.clone().into_os_string()),
+        ],
+    ) {
+        let device = Device::new_cpu();
+        let err = run(&device, &kernel("orphans", GOOD)).unwrap_err();
+        assert!(err.to_string().contains("did not finish"), "{err}");
+        return;
+    }
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the stand-in compiler wrote its child's pid")
+        .trim()
+        .parse()
+        .unwrap();
+    // The kill is sent before the compile returns; give the kernel a moment
+    // to finish the process (bounded, not timed).
+    let mut alive = running(pid);
+    for _ in 0..200 {
+        if !alive {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        alive = running(pid);
+    }
+    if alive {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    }
+    assert!(
+        !alive,
+        "the compiler's child {pid} still runs after the compile timed out"
+    );
+}
+
+/// The precompiled prelude header can vanish under a running process (a
+/// temp-directory cleaner, another user of `KERNELKIT_PCH_DIR`): compiles
+/// after that still work, without it.
+#[test]
+fn a_vanished_precompiled_header_is_not_used() {
+    const TEST: &str = "a_vanished_precompiled_header_is_not_used";
+    if is_child(TEST) {
+        let pch_dir = std::path::PathBuf::from(std::env::var_os("KERNELKIT_PCH_DIR").unwrap());
+        let device = Device::new_cpu();
+        let twice = vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0];
+        // The first compile builds the header (and waits for it); the second
+        // uses it.
+        assert_eq!(run(&device, &kernel("pch_first", GOOD)).unwrap(), twice);
+        let built = std::fs::read_dir(&pch_dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().ends_with(".gch"));
+        if !built {
+            println!("skipped: this compiler made no precompiled header");
+            return;
+        }
+        assert_eq!(run(&device, &kernel("pch_second", GOOD)).unwrap(), twice);
+        std::fs::remove_dir_all(&pch_dir).unwrap();
+        let third = run(&device, &kernel("pch_third", GOOD));
+        assert_eq!(
+            third.as_ref().map_err(|e| e.to_string()),
+            Ok(&twice),
+            "a compile after the header vanished"
+        );
+        return;
+    }
+    let pch = tempfile::tempdir().unwrap();
+    let pch_dir = pch.path().join("pch");
+    assert!(!in_child(
+        TEST,
+        &[("KERNELKIT_PCH_DIR", pch_dir.into_os_string())]
+    ));
 }

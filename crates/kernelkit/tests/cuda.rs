@@ -6,8 +6,12 @@
 use std::sync::{Arc, Barrier};
 
 use kernelkit::{
-    bf16, f16, CallError, Complex32, DType, Device, DeviceKind, Element, Error, Kernel,
+    bf16, f16, CallError, CompileError, Complex32, DType, Device, DeviceKind, Element, Error,
+    Kernel,
 };
+
+mod common;
+use common::{in_child, is_child};
 
 /// Each test gets its own device object (its own kernel cache), so cache
 /// counts are its own; the disk tier is off in this process (as in the
@@ -609,4 +613,80 @@ fn metal_position_names_in_three_dimensions() {
             }
         }
     }
+}
+
+/// A header that includes a file by absolute path, with the disk store on:
+/// each new device object has an empty kernel cache, so only the store can
+/// carry a compiled kernel from one to the next. A changed file is compiled
+/// again (and its entry rewritten), an unchanged one is a disk hit, and a
+/// deleted one is a miss and a compile error that names it. In a child
+/// process with a store of its own (this process keeps the disk tier off).
+#[test]
+fn a_file_the_header_includes_is_checked_on_every_load() {
+    const TEST: &str = "a_file_the_header_includes_is_checked_on_every_load";
+    if is_child(TEST) {
+        let params = std::path::PathBuf::from(std::env::var_os("KK_TEST_PARAMS").unwrap());
+        let kernel = Kernel::builder("included_value")
+            .inputs(["a"])
+            .outputs(["out"])
+            .header(format!("#include \"{}\"\n", params.display()))
+            .source("uint i = thread_position_in_grid.x; out[i] = a[i] + VAL;")
+            .build()
+            .unwrap();
+        let run = || {
+            let dev = Device::new_cuda(0).unwrap();
+            let result = (|| {
+                let a = dev.array_from_slice(&[0.0f32, 10.0], [2])?;
+                let out = kernel
+                    .call([&a])
+                    .output([2], DType::F32)
+                    .grid([2, 1, 1])
+                    .on(dev.default_stream())
+                    .launch()?;
+                out[0].to_vec::<f32>()
+            })();
+            let s = dev.cache_stats();
+            (
+                result,
+                (s.compiles, s.disk_hits, s.disk_writes, s.disk_errors),
+            )
+        };
+        std::fs::write(&params, "#define VAL 1.0f\n").unwrap();
+        let (r, s) = run();
+        assert_eq!(r.unwrap(), vec![1.0, 11.0]);
+        assert_eq!(s, (1, 0, 1, 0), "first: compiled and stored");
+        let (r, s) = run();
+        assert_eq!(r.unwrap(), vec![1.0, 11.0]);
+        assert_eq!(s, (0, 1, 0, 0), "unchanged: a disk hit");
+        std::fs::write(&params, "#define VAL 2.0f\n").unwrap();
+        let (r, s) = run();
+        assert_eq!(r.unwrap(), vec![2.0, 12.0], "a stale entry was used");
+        assert_eq!(s, (1, 0, 1, 0), "changed: compiled and rewritten");
+        let (r, s) = run();
+        assert_eq!(r.unwrap(), vec![2.0, 12.0]);
+        assert_eq!(s, (0, 1, 0, 0), "the rewritten entry is a hit");
+        std::fs::remove_file(&params).unwrap();
+        let (r, s) = run();
+        match r {
+            Err(Error::Compile(CompileError::Rejected { log, .. })) => {
+                assert!(log.contains("params.h"), "{log}")
+            }
+            other => panic!("expected a compile error naming params.h, got {other:?}"),
+        }
+        assert_eq!((s.0, s.1), (1, 0), "deleted: a miss");
+        return;
+    }
+    if let Err(e) = Device::cuda(0) {
+        println!("skipped: {e}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(!in_child(
+        TEST,
+        &[
+            ("KERNELKIT_CACHE", "disk".into()),
+            ("KERNELKIT_CACHE_DIR", tmp.path().join("store").into()),
+            ("KK_TEST_PARAMS", tmp.path().join("params.h").into()),
+        ]
+    ));
 }

@@ -5,6 +5,7 @@
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+pub(crate) mod deps;
 
 use std::any::Any;
 use std::mem::ManuallyDrop;
@@ -294,6 +295,17 @@ impl<'a> Dispatch<'a> {
     }
 }
 
+/// What a compile made: the artifact, and what it read besides its source.
+pub(crate) struct Compiled {
+    /// Shared library bytes, cubin or PTX.
+    pub(crate) artifact: Vec<u8>,
+    /// The files the compile read (see [`deps`]), or why they cannot be
+    /// known (a computed `#include`, a file changed during the compile, no
+    /// dependency output): such an artifact is not stored, since no later
+    /// process could check it.
+    pub(crate) dependencies: Result<deps::Dependencies, String>,
+}
+
 /// One device's implementation. Object safe: a `Device` holds a
 /// `Box<dyn Backend>`.
 pub(crate) trait Backend: Send + Sync + 'static {
@@ -324,8 +336,8 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// SIMD (warp) width reported to bodies.
     fn simd_width(&self) -> u32;
     /// Compiles a variant's source into an artifact (shared library bytes,
-    /// cubin).
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError>;
+    /// cubin), with the list of files the compile read.
+    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError>;
     /// Loads an artifact into a module.
     fn load(
         &self,

@@ -6,22 +6,40 @@
 //!      8     4  format version (u32 LE, ARTIFACT_FORMAT_VERSION)
 //!     12    16  store key
 //!     28     8  payload length (u64 LE)
-//!     36     2  kernel name length (u16 LE)
-//!     38     2  backend name length (u16 LE)
-//!     40     2  function name length (u16 LE)
-//!     42     …  kernel name, backend name, function name (UTF-8)
+//!     36     4  dependency list length (u32 LE)
+//!     40     2  kernel name length (u16 LE)
+//!     42     2  backend name length (u16 LE)
+//!     44     2  function name length (u16 LE)
+//!     46     …  kernel name, backend name, function name (UTF-8)
+//!      …     …  dependency list (below)
 //!      …     …  payload (the compiled artifact)
 //!      …    16  checksum: xxh3-128 of every byte before it (u128 LE)
 //! ```
+//!
+//! The dependency list ([`Dependencies`]): the include directories (a
+//! `u32` count, then each path), the working directory (one path, empty for
+//! none), the files read (a `u32` count, then each path and its 16-byte
+//! xxh3-128 hash), the paths found absent (a `u32` count, then each path).
+//! A path is a `u32` length and its bytes. The list is at most
+//! [`MAX_DEPENDENCY_BYTES`].
 //!
 //! The names are there for `kernelkit cache list`; they are capped at
 //! [`MAX_NAME_BYTES`] so a listing reads only a file's first few KiB
 //! ([`parse_header`]). [`parse`] accepts a file only when every field is in
 //! bounds, the length adds up exactly, and the checksum matches; it never
 //! panics, whatever the bytes.
+//!
+//! Format version 1 had no dependency list; its entries (and those of any
+//! other version) are refused with [`EntryError::Version`], which the store
+//! treats as a miss.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::xxh3_128;
 
+pub use crate::backend::deps::{Dependencies, FileDigest, Stale};
 use crate::cache::key::{StoreKey, ARTIFACT_FORMAT_VERSION};
 
 /// The first eight bytes of every artifact file.
@@ -31,8 +49,12 @@ pub const MAGIC: [u8; 8] = *b"KKARTIFC";
 /// character boundary) when written. The names are informational only.
 pub const MAX_NAME_BYTES: usize = 1024;
 
+/// The largest dependency list an entry may hold (16 MiB: far more paths
+/// than any compile reads).
+pub const MAX_DEPENDENCY_BYTES: usize = 16 << 20;
+
 /// Bytes before the names.
-const FIXED_HEADER: usize = 42;
+const FIXED_HEADER: usize = 46;
 /// Bytes of the trailing checksum.
 const CHECKSUM: usize = 16;
 
@@ -48,6 +70,8 @@ pub struct Header {
     pub key: StoreKey,
     /// Length of the payload in bytes.
     pub payload_len: u64,
+    /// Length of the dependency list in bytes.
+    pub dependencies_len: u32,
     /// The kernel's name.
     pub kernel: String,
     /// The backend that compiled it (`cpu`, `cuda`).
@@ -61,6 +85,8 @@ pub struct Header {
 pub struct Entry<'a> {
     /// The metadata.
     pub header: Header,
+    /// What the compile read, to be checked before the payload is used.
+    pub dependencies: Dependencies,
     /// The compiled artifact.
     pub payload: &'a [u8],
 }
@@ -103,6 +129,11 @@ pub enum EntryError {
     /// The checksum does not match the contents.
     #[error("checksum mismatch")]
     Checksum,
+    /// The dependency list is longer than [`MAX_DEPENDENCY_BYTES`] or its
+    /// fields do not add up (only a faulty writer makes one that passes the
+    /// checksum).
+    #[error("the dependency list is malformed")]
+    Dependencies,
     /// The entry is intact but stored under another key than the one asked
     /// for (reported by the store, which knows the key it asked for).
     #[error("stored under key {found}, expected {expected}")]
@@ -114,21 +145,28 @@ pub enum EntryError {
     },
 }
 
-/// Encodes an entry. Names longer than [`MAX_NAME_BYTES`] are cut.
+/// Encodes an entry. Names longer than [`MAX_NAME_BYTES`] are cut. A
+/// dependency list over [`MAX_DEPENDENCY_BYTES`] is an error (the entry is
+/// then not written: a later process could not check it).
 pub fn encode(
     key: &StoreKey,
     kernel: &str,
     backend: &str,
     function: &str,
+    dependencies: &Dependencies,
     payload: &[u8],
-) -> Vec<u8> {
+) -> Result<Vec<u8>, EntryError> {
     let names = [kernel, backend, function].map(cut_name);
     let names_len: usize = names.iter().map(|n| n.len()).sum();
-    let mut out = Vec::with_capacity(FIXED_HEADER + names_len + payload.len() + CHECKSUM);
+    let deps = encode_dependencies(dependencies)?;
+    let mut out =
+        Vec::with_capacity(FIXED_HEADER + names_len + deps.len() + payload.len() + CHECKSUM);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&ARTIFACT_FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(key.as_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    // `encode_dependencies` keeps the list within u32 range.
+    out.extend_from_slice(&(deps.len() as u32).to_le_bytes());
     for n in &names {
         // `cut_name` keeps every name within u16 range.
         out.extend_from_slice(&(n.len() as u16).to_le_bytes());
@@ -136,17 +174,89 @@ pub fn encode(
     for n in &names {
         out.extend_from_slice(n.as_bytes());
     }
+    out.extend_from_slice(&deps);
     out.extend_from_slice(payload);
     let sum = xxh3_128(&out);
     out.extend_from_slice(&sum.to_le_bytes());
-    out
+    Ok(out)
+}
+
+fn encode_dependencies(d: &Dependencies) -> Result<Vec<u8>, EntryError> {
+    let mut out = Vec::new();
+    let path = |out: &mut Vec<u8>, p: &Path| {
+        let bytes = p.as_os_str().as_bytes();
+        out.extend_from_slice(&(bytes.len().min(u32::MAX as usize) as u32).to_le_bytes());
+        out.extend_from_slice(bytes);
+    };
+    let count = |out: &mut Vec<u8>, n: usize| out.extend_from_slice(&(n as u32).to_le_bytes());
+    count(&mut out, d.include_dirs.len());
+    for dir in &d.include_dirs {
+        path(&mut out, dir);
+    }
+    path(&mut out, d.cwd.as_deref().unwrap_or(Path::new("")));
+    count(&mut out, d.files.len());
+    for f in &d.files {
+        path(&mut out, &f.path);
+        out.extend_from_slice(&f.hash.to_le_bytes());
+    }
+    count(&mut out, d.absent.len());
+    for p in &d.absent {
+        path(&mut out, p);
+    }
+    if out.len() > MAX_DEPENDENCY_BYTES {
+        return Err(EntryError::Dependencies);
+    }
+    Ok(out)
+}
+
+fn decode_dependencies(bytes: &[u8]) -> Result<Dependencies, EntryError> {
+    let mut r = Reader { bytes, at: 0 };
+    let bad = || EntryError::Dependencies;
+    let u32_ = |r: &mut Reader<'_>| r.array::<4>().map(u32::from_le_bytes).ok_or_else(bad);
+    let path = |r: &mut Reader<'_>| -> Result<PathBuf, EntryError> {
+        let len = u32_(r)? as usize;
+        let raw = r.take(len).ok_or_else(bad)?;
+        Ok(PathBuf::from(OsStr::from_bytes(raw)))
+    };
+    // Each item takes at least its 4-byte length: a count the remaining
+    // bytes cannot hold is refused before anything is allocated for it.
+    let count = |r: &mut Reader<'_>| -> Result<usize, EntryError> {
+        let n = u32_(r)? as usize;
+        if n > (r.bytes.len() - r.at) / 4 {
+            return Err(bad());
+        }
+        Ok(n)
+    };
+    let n = count(&mut r)?;
+    let include_dirs = (0..n).map(|_| path(&mut r)).collect::<Result<_, _>>()?;
+    let cwd = Some(path(&mut r)?).filter(|p| !p.as_os_str().is_empty());
+    let n = count(&mut r)?;
+    let files = (0..n)
+        .map(|_| {
+            let path = path(&mut r)?;
+            let hash = u128::from_le_bytes(r.array().ok_or_else(bad)?);
+            Ok(FileDigest { path, hash })
+        })
+        .collect::<Result<_, _>>()?;
+    let n = count(&mut r)?;
+    let absent = (0..n).map(|_| path(&mut r)).collect::<Result<_, _>>()?;
+    if r.at != bytes.len() {
+        return Err(bad());
+    }
+    Ok(Dependencies {
+        include_dirs,
+        cwd,
+        files,
+        absent,
+    })
 }
 
 /// Parses and verifies a whole entry file.
 pub fn parse(bytes: &[u8]) -> Result<Entry<'_>, EntryError> {
     let (header, names_end) = parse_prefix(bytes)?;
     let needed = (names_end as u64)
-        .checked_add(header.payload_len)
+        .checked_add(header.dependencies_len as u64)
+        .and_then(|n| n.checked_add(header.payload_len))
         .and_then(|n| n.checked_add(CHECKSUM as u64))
         .ok_or(EntryError::Truncated {
             len: bytes.len() as u64,
@@ -169,9 +279,11 @@ pub fn parse(bytes: &[u8]) -> Result<Entry<'_>, EntryError> {
     if xxh3_128(body) != u128::from_le_bytes(stored) {
         return Err(EntryError::Checksum);
     }
+    let (deps, payload) = body[names_end..].split_at(header.dependencies_len as usize);
     Ok(Entry {
+        dependencies: decode_dependencies(deps)?,
         header,
-        payload: &body[names_end..],
+        payload,
     })
 }
 
@@ -209,6 +321,10 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Header, usize), EntryError> {
     }
     let key = StoreKey::from_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
     let payload_len = u64::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
+    let dependencies_len = u32::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
+    if dependencies_len as usize > MAX_DEPENDENCY_BYTES {
+        return Err(EntryError::Dependencies);
+    }
     let mut lens = [0usize; 3];
     for len in &mut lens {
         *len = u16::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?) as usize;
@@ -232,6 +348,7 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Header, usize), EntryError> {
             version,
             key,
             payload_len,
+            dependencies_len,
             kernel,
             backend,
             function,
@@ -280,14 +397,34 @@ mod tests {
         StoreKey::derive("cpu", "c++ 13", "f", "void f() {}")
     }
 
+    fn deps() -> Dependencies {
+        Dependencies {
+            include_dirs: vec!["/opt/include".into(), "rel/inc".into()],
+            cwd: Some("/home/u/project".into()),
+            files: vec![
+                FileDigest {
+                    path: "/opt/include/params.h".into(),
+                    hash: 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+                },
+                FileDigest {
+                    path: "/home/u/project/d\u{e9}j\u{e0} vu.h".into(),
+                    hash: 7,
+                },
+            ],
+            absent: vec!["/home/u/project/params.h".into()],
+        }
+    }
+
     fn sample() -> Vec<u8> {
         encode(
             &key(),
             "add_offset",
             "cpu",
             "custom_kernel_add_offset",
+            &deps(),
             b"\x7fELF payload",
         )
+        .unwrap()
     }
 
     #[test]
@@ -299,10 +436,31 @@ mod tests {
         assert_eq!(e.header.kernel, "add_offset");
         assert_eq!(e.header.backend, "cpu");
         assert_eq!(e.header.function, "custom_kernel_add_offset");
-        // The header alone (no payload, no checksum) is enough for a listing.
-        let header_len = bytes.len() - CHECKSUM - e.payload.len();
+        assert_eq!(e.dependencies, deps());
+        // The header alone (no dependencies, payload or checksum) is enough
+        // for a listing.
+        let header_len =
+            bytes.len() - CHECKSUM - e.payload.len() - e.header.dependencies_len as usize;
         assert_eq!(parse_header(&bytes[..header_len]).unwrap(), e.header);
         assert!(parse_header(&bytes[..header_len - 1]).is_err());
+        // No dependencies at all round-trip too.
+        let bare = encode(&key(), "k", "cpu", "f", &Dependencies::default(), b"x").unwrap();
+        assert_eq!(parse(&bare).unwrap().dependencies, Dependencies::default());
+    }
+
+    #[test]
+    fn oversized_dependency_lists_are_refused() {
+        let huge = Dependencies {
+            absent: vec![PathBuf::from("x".repeat(1 << 20)); 17],
+            ..Dependencies::default()
+        };
+        assert_eq!(
+            encode(&key(), "k", "cpu", "f", &huge, b"").unwrap_err(),
+            EntryError::Dependencies
+        );
+        let mut b = sample();
+        b[36..40].copy_from_slice(&(MAX_DEPENDENCY_BYTES as u32 + 1).to_le_bytes());
+        assert_eq!(parse_header(&b).unwrap_err(), EntryError::Dependencies);
     }
 
     #[test]
@@ -352,7 +510,7 @@ mod tests {
     #[test]
     fn long_names_are_cut_on_a_char_boundary() {
         let long = "é".repeat(MAX_NAME_BYTES); // 2 bytes per char
-        let bytes = encode(&key(), &long, "cpu", "f", b"");
+        let bytes = encode(&key(), &long, "cpu", "f", &deps(), b"").unwrap();
         let e = parse(&bytes).unwrap();
         assert_eq!(e.header.kernel.len(), MAX_NAME_BYTES);
         assert!(long.starts_with(&e.header.kernel));

@@ -1,11 +1,14 @@
 //! Store keys: the name of an artifact in the store.
 //!
 //! A key is a 128-bit xxh3 hash over everything that changes the compiled
-//! binary and nothing else: kernelkit's artifact format version, the backend,
-//! the backend's artifact identity (compiler identity and version, flags,
-//! target architecture or CPU features), the generated function name and the
-//! full generated source, headers included. It is never computed over
-//! compiler output, so a process can find an artifact without compiling.
+//! binary and is known before compiling: kernelkit's artifact format
+//! version, the backend, the backend's artifact identity (compiler identity
+//! and version, flags, target architecture or CPU features), the generated
+//! function name and the full generated source, headers included. It is
+//! never computed over compiler output, so a process can find an artifact
+//! without compiling. What a header `#include`s is not known before the
+//! compile; each entry carries that list, checked on load (see
+//! [`crate::cache::entry`]).
 //!
 //! The module key of the kernel cache (`{name}_{hash}_{options}`) is not
 //! used: its 64-bit source hash and short option hashes are fine for one
@@ -18,8 +21,9 @@ use xxhash_rust::xxh3::Xxh3;
 
 /// Version of the artifact file format and of the key derivation. Bump it
 /// whenever either changes: old entries then stop matching any key and age
-/// out of the store by least-recent use.
-pub const ARTIFACT_FORMAT_VERSION: u32 = 1;
+/// out of the store by least-recent use. Version 2 added the dependency
+/// list (see [`crate::cache::entry`]).
+pub const ARTIFACT_FORMAT_VERSION: u32 = 2;
 
 /// The 128-bit content key of one artifact.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,7 +114,7 @@ mod tests {
     #[test]
     fn derivation_is_stable() {
         let key = StoreKey::derive("cpu", "g++ 13", "f", "src");
-        assert_eq!(key.to_string(), "fcbbe20140c55802a49de6163d9ab126");
+        assert_eq!(key.to_string(), "a1c0fb209040a6ffb0505005bd084513");
     }
 
     #[test]

@@ -10,10 +10,21 @@
 //!   [`crate::cache::entry`]. An entry is written to a temporary file in the
 //!   same directory, synced and renamed into place, so readers see a whole
 //!   entry or none.
+//! - **Dependencies.** Each entry lists the files its compile read besides
+//!   the source (what headers `#include`), with a hash of their contents;
+//!   a lookup checks them, and an entry whose files changed, vanished or
+//!   would now be found elsewhere is a miss, compiled again and
+//!   overwritten (see [`Dependencies`]). A compile whose reads cannot be
+//!   known is not stored.
 //! - **Failures are misses.** Any entry that cannot be read, fails its
 //!   checksum, is stored under another key, is not trusted or does not load
-//!   is removed and counted in `disk_errors`; the kernel is compiled again
-//!   and the entry rewritten. No store problem ever fails a call.
+//!   is counted in `disk_errors`; the kernel is compiled again and the entry
+//!   rewritten. Only an entry proven corrupt (bad magic, checksum or
+//!   lengths, another key) is removed at once: a read or load that failed
+//!   for want of memory, file descriptors or a usable temporary directory
+//!   says nothing about the entry, which stays for the next process. An
+//!   entry of another format version is a plain miss. No store problem
+//!   ever fails a call.
 //! - **Between processes.** A process that misses takes an OS file lock on
 //!   `<key>.lock` (see `cache::lock`) before it compiles, so the others wait
 //!   for its entry instead of compiling the same source; the lock dies with
@@ -41,7 +52,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::backend::Backend;
 use crate::cache::config::{CacheMode, StoreConfig, DEFAULT_MAX_BYTES};
-use crate::cache::entry::{self, EntryError, Header, MAX_HEADER_BYTES};
+use crate::cache::entry::{self, Dependencies, EntryError, Header, MAX_HEADER_BYTES};
 use crate::cache::key::StoreKey;
 use crate::cache::lock::KeyLock;
 use crate::cache::tally;
@@ -145,6 +156,22 @@ pub enum EntryFault {
     TooLarge(u64),
 }
 
+impl EntryFault {
+    /// Whether the fault proves that the file is not a good entry for its
+    /// key, so that removing it loses nothing: bad magic, checksum or
+    /// lengths, stored under another key, larger than any artifact. A file
+    /// that could not be read or is not trusted may be a good entry (the
+    /// store then keeps it), and one of another format version belongs to
+    /// another kernelkit.
+    pub fn is_corrupt(&self) -> bool {
+        match self {
+            EntryFault::Malformed(EntryError::Version { .. }) => false,
+            EntryFault::Malformed(_) | EntryFault::TooLarge(_) => true,
+            EntryFault::Unreadable(_) | EntryFault::Untrusted(_) => false,
+        }
+    }
+}
+
 /// One entry, as `kernelkit cache list` shows it.
 #[derive(Debug)]
 pub struct EntryInfo {
@@ -179,6 +206,9 @@ pub struct VerifyReport {
     pub good: usize,
     /// Entries that did not.
     pub bad: Vec<BadEntry>,
+    /// Entries of another format version (written by another kernelkit):
+    /// not used by this one, not bad; they age out.
+    pub other_format: usize,
 }
 
 /// The size and lifetime counters of a store ([`ArtifactStore::stats`]).
@@ -206,11 +236,22 @@ pub struct ClearReport {
     pub bytes: u64,
 }
 
+/// An entry that passed every check of its own (the dependency list is
+/// checked by the lookup).
+struct Good {
+    payload: Vec<u8>,
+    dependencies: Dependencies,
+    /// The open entry file, to record its last use on a hit.
+    file: File,
+}
+
 /// A lookup's answer.
 pub(crate) enum Lookup {
-    /// The payload of a valid, trusted entry.
+    /// The payload of a valid, trusted entry whose dependencies are as
+    /// they were when it was compiled.
     Hit(Vec<u8>),
-    /// No entry, or a bad one (already counted and removed).
+    /// No entry, an out-of-date one, or a bad one (already counted, and
+    /// removed if corrupt).
     Miss,
 }
 
@@ -346,15 +387,44 @@ impl ArtifactStore {
         self.dir.join(format!("{key}.{ENTRY_EXT}"))
     }
 
-    /// Looks `key` up. A bad entry is counted as an error, reported, and
-    /// removed so that the rewrite after the compile starts clean.
+    /// Looks `key` up. An entry that cannot be used is a miss: counted as
+    /// an error and reported, and removed only when it is proven corrupt
+    /// (see [`EntryFault::is_corrupt`]); an entry of another format version
+    /// is a plain miss. Either way the compile that follows rewrites it.
     pub(crate) fn get(&self, key: &StoreKey) -> Lookup {
         let path = self.entry_path(key);
-        match self.read_entry(&path, key, true) {
-            Ok(Some(payload)) => Lookup::Hit(payload),
+        match self.read_entry(&path, key) {
+            Ok(Some(good)) => match good.dependencies.check() {
+                Ok(()) => {
+                    // Last use for eviction; failing to record it is harmless.
+                    let _ = good.file.set_modified(SystemTime::now());
+                    Lookup::Hit(good.payload)
+                }
+                Err(stale) => {
+                    tracing::debug!(
+                        "kernelkit artifact store: entry {key} is out of date ({stale}); compiling it again"
+                    );
+                    Lookup::Miss
+                }
+            },
             Ok(None) => Lookup::Miss,
+            Err(EntryFault::Malformed(EntryError::Version { found, .. })) => {
+                tracing::debug!(
+                    "kernelkit artifact store: entry {key} has format version {found}; compiling it again"
+                );
+                Lookup::Miss
+            }
+            Err(fault) if fault.is_corrupt() => {
+                self.count_error();
+                tracing::warn!(
+                    "kernelkit artifact store: entry {key} in {} is corrupt ({fault}); removing it and compiling again",
+                    self.dir.display()
+                );
+                let _ = std::fs::remove_file(&path);
+                Lookup::Miss
+            }
             Err(fault) => {
-                self.discard(key, &path, &fault.to_string());
+                self.keep_unusable(key, &fault.to_string());
                 Lookup::Miss
             }
         }
@@ -362,15 +432,14 @@ impl ArtifactStore {
 
     /// Reads and checks one entry; `Ok(None)` when there is none. With
     /// `touch`, a good entry's last use is set to now.
-    fn read_entry(
-        &self,
-        path: &Path,
-        key: &StoreKey,
-        touch: bool,
-    ) -> Result<Option<Vec<u8>>, EntryFault> {
+    fn read_entry(&self, path: &Path, key: &StoreKey) -> Result<Option<Good>, EntryFault> {
         let dir_meta = std::fs::metadata(&self.dir).map_err(EntryFault::Unreadable)?;
         trust::check_dir(&dir_meta)
             .map_err(|reason| EntryFault::Untrusted(format!("the directory: {reason}")))?;
+        #[cfg(test)]
+        if let Some(errno) = tests::OPEN_FAULT.take() {
+            return Err(EntryFault::Unreadable(io::Error::from_raw_os_error(errno)));
+        }
         let mut file = match open_no_follow(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -391,26 +460,32 @@ impl ArtifactStore {
                 expected: *key,
             }));
         }
-        let payload = parsed.payload.to_vec();
-        if touch {
-            // Last use for eviction; failing to record it is harmless.
-            let _ = file.set_modified(SystemTime::now());
-        }
-        Ok(Some(payload))
+        Ok(Some(Good {
+            payload: parsed.payload.to_vec(),
+            dependencies: parsed.dependencies,
+            file,
+        }))
     }
 
-    /// Counts and reports a bad entry and removes it.
-    fn discard(&self, key: &StoreKey, path: &Path, why: &str) {
+    /// Counts one disk error, here and in the store's lifetime counters.
+    fn count_error(&self) {
         self.counts.errors.incr();
         self.persist(Tally {
             errors: 1,
             ..Tally::default()
         });
+    }
+
+    /// Counts and reports an entry that could not be used for a reason that
+    /// may pass (no memory, no file descriptors, a full or `noexec`
+    /// temporary directory, a faulted device, a file not trusted): the
+    /// entry is kept, and the compile that follows rewrites it.
+    fn keep_unusable(&self, key: &StoreKey, why: &str) {
+        self.count_error();
         tracing::warn!(
-            "kernelkit artifact store: entry {key} in {} is bad ({why}); compiling it again",
+            "kernelkit artifact store: cannot use entry {key} in {} ({why}); compiling it again",
             self.dir.display()
         );
-        let _ = std::fs::remove_file(path);
     }
 
     /// Records a module loaded from the store.
@@ -431,9 +506,11 @@ impl ArtifactStore {
         });
     }
 
-    /// Records an entry that passed its checks but did not load.
+    /// Records an entry that passed its checks but did not load. Nothing
+    /// proves the entry bad (the load may fail for want of memory or of a
+    /// usable temporary directory), so it is kept.
     pub(crate) fn record_bad_load(&self, key: &StoreKey, error: &CompileError) {
-        self.discard(key, &self.entry_path(key), &error.to_string());
+        self.keep_unusable(key, &format!("it did not load: {error}"));
     }
 
     /// Waits (bounded) until no other process compiles `key`, and holds it
@@ -466,10 +543,19 @@ impl ArtifactStore {
         kernel: &str,
         backend: &str,
         function: &str,
+        dependencies: &Dependencies,
         artifact: &[u8],
     ) {
-        let bytes = entry::encode(key, kernel, backend, function, artifact);
-        match self.publish(key, &bytes) {
+        let bytes = entry::encode(key, kernel, backend, function, dependencies, artifact)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+            .and_then(|bytes| match bytes.len() as u64 {
+                n if n > MAX_ENTRY_BYTES => Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{n} bytes, over the {MAX_ENTRY_BYTES}-byte limit of an entry"),
+                )),
+                _ => Ok(bytes),
+            });
+        match bytes.and_then(|bytes| self.publish(key, &bytes)) {
             Ok(()) => {
                 self.counts.writes.incr();
                 self.persist(Tally {
@@ -605,10 +691,11 @@ impl ArtifactStore {
         let mut report = VerifyReport::default();
         for f in listing.entries {
             let Some(key) = f.key else { continue };
-            match self.read_entry(&f.path, &key, false) {
+            match self.read_entry(&f.path, &key) {
                 Ok(Some(_)) => report.good += 1,
                 // Removed since the scan: nothing to verify.
                 Ok(None) => {}
+                Err(EntryFault::Malformed(EntryError::Version { .. })) => report.other_format += 1,
                 Err(fault) => report.bad.push(BadEntry {
                     key,
                     path: f.path,

@@ -5,15 +5,22 @@
 //! and compiler) and the host's CPU features are part of the module key and
 //! of the artifact store's key, since the library is built with
 //! `-march=native`.
+//!
+//! Each compile runs in a private scratch directory (`scratch`), in a
+//! process group of its own that a timeout kills whole, and writes the list
+//! of files it read (`depfile`) for the artifact store.
 
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
+use super::depfile;
 use super::pch::Pch;
+use super::scratch;
+use crate::backend::Compiled;
 use crate::codegen::map_log_lines;
 use crate::error::CompileError;
 use crate::kernel::variant::Variant;
@@ -112,15 +119,19 @@ impl Compiler {
         })
     }
 
-    pub(crate) fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+    /// Compiles a variant into a shared library, with the list of files
+    /// the compile read (the compiler's `-MMD` output, see `depfile`).
+    pub(crate) fn compile(
+        &self,
+        kernel: &str,
+        variant: &Variant,
+    ) -> Result<Compiled, CompileError> {
         let fail = |reason: String| CompileError::Compiler {
             kernel: kernel.to_string(),
             compiler: self.program.clone(),
             reason,
         };
-        let dir = tempfile::Builder::new()
-            .prefix("kernelkit-cc-")
-            .tempdir()
+        let dir = scratch::private_dir("kernelkit-cc-")
             .map_err(|e| fail(format!("cannot create a temporary directory: {e}")))?;
         let src = dir.path().join("kernel.cpp");
         let lib = dir.path().join("kernel.so");
@@ -141,12 +152,25 @@ impl Compiler {
             ]);
             matches!(run(&program, &args, dir, timeout), Ok((true, _)))
         });
-        let text = input.as_deref().unwrap_or(variant.source());
-        std::fs::write(&src, text.as_bytes())
-            .map_err(|e| fail(format!("cannot write the source: {e}")))?;
+        let rule = dir.path().join("kernel.d");
         let mut args: Vec<OsString> = FLAGS.iter().map(OsString::from).collect();
-        args.extend(["-o".into(), lib.clone().into(), src.into()]);
-        let outcome = run(&self.program, &args, dir.path(), self.timeout);
+        args.extend(depfile::args(&rule));
+        args.extend(["-o".into(), lib.clone().into(), src.clone().into()]);
+        let started = SystemTime::now();
+        let compile = |text: &str| {
+            let _ = std::fs::remove_file(&src);
+            scratch::write_private(&src, text.as_bytes())
+                .map_err(|e| format!("cannot write the source: {e}"))?;
+            run(&self.program, &args, dir.path(), self.timeout)
+        };
+        let mut outcome = compile(input.as_deref().unwrap_or(variant.source()));
+        if input.is_some() && matches!(outcome, Ok((false, _))) && !self.pch().present() {
+            // The header vanished between the check and the compile.
+            tracing::debug!(
+                "the precompiled header vanished during a compile; compiling again without it"
+            );
+            outcome = compile(variant.source());
+        }
         self.pch().finish_build();
         let (ok, log) = outcome.map_err(fail)?;
         if !ok {
@@ -158,14 +182,24 @@ impl Compiler {
                 generated: variant.shared_source().clone(),
             });
         }
-        std::fs::read(&lib).map_err(|e| fail(format!("it produced no library: {e}")))
+        let artifact =
+            std::fs::read(&lib).map_err(|e| fail(format!("it produced no library: {e}")))?;
+        let dependencies = depfile::read(&rule, dir.path(), started, |p| self.pch().holds(p));
+        Ok(Compiled {
+            artifact,
+            dependencies,
+        })
     }
 
     fn pch(&self) -> &Pch {
         self.pch.get_or_init(|| {
-            Pch::new(xxhash_rust::xxh3::xxh3_64(
-                format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" ")).as_bytes(),
-            ))
+            Pch::new(
+                super::pch::pch_dir(),
+                xxhash_rust::xxh3::xxh3_64(
+                    format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" "))
+                        .as_bytes(),
+                ),
+            )
         })
     }
 }
@@ -178,13 +212,20 @@ fn run(
     dir: &Path,
     timeout: Duration,
 ) -> Result<(bool, String), String> {
-    let log_path = dir.join(format!("log-{}.txt", std::process::id()));
-    let log_file =
-        std::fs::File::create(&log_path).map_err(|e| format!("cannot create the log: {e}"))?;
-    let log_err = log_file
-        .try_clone()
+    // A name of its own (mode 0600): `dir` may be the shared PCH directory.
+    let log_tmp = tempfile::Builder::new()
+        .prefix("log-")
+        .suffix(".txt")
+        .tempfile_in(dir)
         .map_err(|e| format!("cannot create the log: {e}"))?;
-    let mut child = Command::new(program)
+    let handle = || {
+        log_tmp
+            .as_file()
+            .try_clone()
+            .map_err(|e| format!("cannot create the log: {e}"))
+    };
+    let (log_file, log_err) = (handle()?, handle()?);
+    let mut child = compiler_command(program)
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -195,7 +236,6 @@ fn run(
     let status = match wait_bounded(&mut child, timeout) {
         Ok(Some(status)) => status,
         Ok(None) => {
-            let _ = std::fs::remove_file(&log_path);
             return Err(format!(
                 "it did not finish within {:.1} s (KERNELKIT_COMPILE_TIMEOUT)",
                 timeout.as_secs_f64()
@@ -204,10 +244,9 @@ fn run(
         Err(e) => return Err(format!("cannot wait for it: {e}")),
     };
     let mut log = String::new();
-    if let Ok(mut f) = std::fs::File::open(&log_path) {
+    if let Ok(mut f) = log_tmp.reopen() {
         let _ = f.read_to_string(&mut log);
     }
-    let _ = std::fs::remove_file(&log_path);
     if !status.success() && log.trim().is_empty() {
         log = match status.code() {
             Some(code) => format!("(the compiler printed nothing; it exited with code {code})"),
@@ -217,19 +256,35 @@ fn run(
     Ok((status.success(), log))
 }
 
-/// Waits for `child` at most `timeout`; kills it (and reaps it) and returns
-/// `None` when it runs longer.
+/// A command for the compiler, in a process group of its own: a driver
+/// (`g++`) runs the real compiler (`cc1plus`) and the assembler as its
+/// children, and a timeout must end them all, not only the driver.
+fn compiler_command(program: &str) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(program);
+    command.process_group(0);
+    command
+}
+
+/// Waits for `child` (the leader of its own process group, see
+/// [`compiler_command`]) at most `timeout`; when it runs longer, kills the
+/// whole group, reaps the child and returns `None`.
 fn wait_bounded(
     child: &mut std::process::Child,
     timeout: Duration,
 ) -> std::io::Result<Option<std::process::ExitStatus>> {
+    use rustix::process::{kill_process_group, Pid, Signal};
     let started = Instant::now();
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Some(status));
         }
         if started.elapsed() > timeout {
-            let _ = child.kill();
+            // The group's id is the child's pid; the child is not reaped
+            // yet, so the id cannot have been reused.
+            if kill_process_group(Pid::from_child(child), Signal::KILL).is_err() {
+                let _ = child.kill();
+            }
             let _ = child.wait();
             return Ok(None);
         }
@@ -273,7 +328,7 @@ fn version_of(program: &str, timeout: Duration) -> Arc<str> {
     }
     // Bounded like a compile: a compiler that hangs must not hang (with
     // this lock held) every first call that asks for a module key.
-    let child = Command::new(program)
+    let child = compiler_command(program)
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

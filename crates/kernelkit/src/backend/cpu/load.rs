@@ -1,7 +1,6 @@
 //! Loads a compiled shared library and resolves its entry point.
 
 use std::ffi::c_void;
-use std::io::Write;
 use std::sync::Arc;
 
 use crate::backend::Module;
@@ -45,18 +44,13 @@ pub(super) fn load(
         reason,
     };
     // dlopen needs a file: write the bytes to a private temporary file (mode
-    // 0600 in a fresh directory), open it, and remove it; the mapping stays.
-    let dir = tempfile::Builder::new()
-        .prefix("kernelkit-so-")
-        .tempdir()
+    // 0600 in a fresh directory of mode 0700), open it, and remove it; the
+    // mapping stays.
+    let dir = super::scratch::private_dir("kernelkit-so-")
         .map_err(|e| fail(format!("cannot create a temporary directory: {e}")))?;
     let path = dir.path().join("kernel.so");
-    let mut file =
-        std::fs::File::create(&path).map_err(|e| fail(format!("cannot write the library: {e}")))?;
-    file.write_all(artifact)
-        .and_then(|_| file.sync_all())
+    super::scratch::write_private(&path, artifact)
         .map_err(|e| fail(format!("cannot write the library: {e}")))?;
-    drop(file);
     // SAFETY: loading a library runs its initializers. The library is one
     // kernelkit generated and compiled (or read back from the artifact store
     // after its checksum and ownership checks); its only initializers are

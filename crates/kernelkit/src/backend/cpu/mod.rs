@@ -6,14 +6,16 @@
 //! validation — runs and is tested on machines without a GPU.
 
 mod compile;
+mod depfile;
 mod launch;
 mod load;
 mod memory;
 mod pch;
+mod scratch;
 
 use crate::array::{Array, Place};
 use crate::backend::{
-    Backend, Buffer, Dispatch, LaunchJob, Limits, Module, SharedBuffer, StreamHandle,
+    Backend, Buffer, Compiled, Dispatch, LaunchJob, Limits, Module, SharedBuffer, StreamHandle,
 };
 use crate::codegen::Dialect;
 use crate::device::Stream;
@@ -87,7 +89,7 @@ impl Backend for CpuBackend {
     fn simd_width(&self) -> u32 {
         32
     }
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError> {
         self.compiler.compile(kernel, variant)
     }
     fn load(

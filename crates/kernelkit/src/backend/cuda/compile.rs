@@ -9,9 +9,13 @@
 //!   first toolkit among `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda` that
 //!   has them, then the user's ([`CudaCompileOptions`]).
 //! - The module key's options part names NVRTC's version, the target and a
-//!   hash of every option, so a change of any of them compiles anew.
+//!   hash of every option, so a change of any of them compiles anew; the
+//!   artifact store's identity holds every option in full.
 //! - Errors carry NVRTC's log with lines inside the body marked
 //!   `[body line N]`.
+//! - The files the source `#include`s are found and read before the
+//!   compile (`super::includes`) and given to NVRTC as its headers: what
+//!   NVRTC compiles is what the artifact store's dependency list records.
 //!
 //! NVRTC serializes compiles inside one process (measured on the H200:
 //! 16 threads compile no faster than one), so distinct kernels compiled
@@ -25,7 +29,9 @@ use std::path::PathBuf;
 
 use cudarc::nvrtc::sys;
 
+use super::includes::{self, SearchPath};
 use super::worker::{Output, Workers};
+use crate::backend::Compiled;
 use crate::codegen::{cuda::body_of, map_log_lines};
 use crate::error::CompileError;
 use crate::kernel::variant::Variant;
@@ -45,6 +51,10 @@ pub(super) struct Nvrtc {
     words: Vec<String>,
     options: Vec<CString>,
     key: String,
+    /// Everything besides the source that changes the artifact, in full.
+    identity: String,
+    /// Where `#include`s are searched (see `includes`).
+    search: SearchPath,
     /// Worker processes for compiles that would queue here.
     workers: Option<Workers>,
 }
@@ -99,21 +109,19 @@ impl Nvrtc {
             format!("--gpu-architecture={target}"),
             "--device-as-default-execution-space".to_string(),
         ];
-        for dir in toolkit_include_dirs() {
+        let toolkit = toolkit_include_dirs();
+        for dir in &toolkit {
             words.push(format!("-I{}", dir.display()));
         }
         words.extend(user.words());
+        let search = SearchPath::from_options(&words, &toolkit);
         let options = words
             .iter()
             .map(|w| CString::new(w.as_str()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
-        let hash = xxhash_rust::xxh3::xxh3_64(words.join("\0").as_bytes());
-        let key = format!(
-            "nvrtc{major}.{minor}-{}-{:08x}",
-            target.replace('_', ""),
-            hash as u32
-        );
+        let key = module_key((major, minor), &target, &words);
+        let identity = store_identity((major, minor), &target, &words);
         Ok(Nvrtc {
             version: (major, minor),
             target,
@@ -121,6 +129,8 @@ impl Nvrtc {
             words,
             options,
             key,
+            identity,
+            search,
             workers: Workers::find(&user.workers, (major, minor)),
         })
     }
@@ -128,6 +138,12 @@ impl Nvrtc {
     /// The options part of module keys.
     pub(super) fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The artifact store's identity of this configuration (see
+    /// [`store_identity`]).
+    pub(super) fn identity(&self) -> &str {
+        &self.identity
     }
 
     /// `NVRTC 13.0 -> sm_90a`.
@@ -153,17 +169,35 @@ impl Nvrtc {
     }
 
     /// Compiles a variant; errors name the kernel and carry the mapped log.
-    pub(super) fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+    /// The files its `#include`s reach are read here first (see
+    /// `includes`) and handed to NVRTC, so the dependency list holds
+    /// exactly what was compiled.
+    pub(super) fn compile(
+        &self,
+        kernel: &str,
+        variant: &Variant,
+    ) -> Result<Compiled, CompileError> {
         let source = variant.source();
-        let outcome = match &self.workers {
-            Some(workers) => {
-                workers.compile(PROGRAM_NAME, source, &self.words, self.output, || {
-                    self.compile_source(source)
-                })
-            }
-            None => self.compile_source(source),
+        let other = |reason: String| CompileError::Compiler {
+            kernel: kernel.to_string(),
+            compiler: self.describe(),
+            reason,
         };
-        outcome.map_err(|failure| match failure {
+        let cwd = std::env::current_dir().ok();
+        let includes = includes::resolve(source, &self.search, cwd.as_deref()).map_err(other)?;
+        let headers = &includes.headers;
+        let outcome = match &self.workers {
+            Some(workers) => workers.compile(
+                PROGRAM_NAME,
+                source,
+                headers,
+                &self.words,
+                self.output,
+                || run_nvrtc(PROGRAM_NAME, source, headers, &self.options, self.output),
+            ),
+            None => run_nvrtc(PROGRAM_NAME, source, headers, &self.options, self.output),
+        };
+        let artifact = outcome.map_err(|failure| match failure {
             Failure::Rejected(log) => CompileError::Rejected {
                 kernel: kernel.to_string(),
                 function: variant.name().to_string(),
@@ -176,26 +210,29 @@ impl Nvrtc {
                 ),
                 generated: variant.shared_source().clone(),
             },
-            Failure::Other(reason) => CompileError::Compiler {
-                kernel: kernel.to_string(),
-                compiler: self.describe(),
-                reason,
-            },
+            Failure::Other(reason) => other(reason),
+        })?;
+        Ok(Compiled {
+            artifact,
+            dependencies: includes.dependencies,
         })
     }
 
-    /// Compiles one source in this process to the target's artifact
-    /// (cubin, or NUL-ended PTX).
+    /// Compiles, in this process, a source that includes nothing of the
+    /// user's (kernelkit's own kernels) to the target's artifact (cubin, or
+    /// NUL-ended PTX).
     pub(super) fn compile_source(&self, source: &str) -> Result<Vec<u8>, Failure> {
-        run_nvrtc(PROGRAM_NAME, source, &self.options, self.output)
+        run_nvrtc(PROGRAM_NAME, source, &[], &self.options, self.output)
     }
 }
 
-/// Compiles `source` (reported as file `program`) with `options`, in this
-/// process: what [`Nvrtc::compile_source`] and a worker both do.
+/// Compiles `source` (reported as file `program`), with `headers` (include
+/// name, contents) and `options`, in this process: what [`Nvrtc::compile`]
+/// and a worker both do.
 pub(super) fn run_nvrtc(
     program: &str,
     source: &str,
+    headers: &[(String, Vec<u8>)],
     options: &[CString],
     output: Output,
 ) -> Result<Vec<u8>, Failure> {
@@ -203,7 +240,15 @@ pub(super) fn run_nvrtc(
         .map_err(|_| Failure::Other("the source contains a NUL byte".into()))?;
     let name = CString::new(program)
         .map_err(|_| Failure::Other("the program name contains a NUL byte".into()))?;
-    let prog = Program::create(&src, &name).map_err(Failure::Other)?;
+    let mut names = Vec::with_capacity(headers.len());
+    let mut texts = Vec::with_capacity(headers.len());
+    for (n, text) in headers {
+        let nul =
+            |what: &str| Failure::Other(format!("the {what} of header `{n}` contains a NUL byte"));
+        names.push(CString::new(n.as_str()).map_err(|_| nul("name"))?);
+        texts.push(CString::new(text.as_slice()).map_err(|_| nul("text"))?);
+    }
+    let prog = Program::create(&src, &name, &texts, &names).map_err(Failure::Other)?;
     let opts: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
     // SAFETY: the program is live; `opts` points at `options`'
     // NUL-terminated strings, which outlive the call.
@@ -244,19 +289,31 @@ impl std::fmt::Display for Failure {
 struct Program(sys::nvrtcProgram);
 
 impl Program {
-    fn create(src: &CString, name: &CString) -> Result<Program, String> {
+    /// A program of `src` (reported as file `name`) whose `#include`s of
+    /// `include_names[i]` read `headers[i]`.
+    fn create(
+        src: &CString,
+        name: &CString,
+        headers: &[CString],
+        include_names: &[CString],
+    ) -> Result<Program, String> {
+        debug_assert_eq!(headers.len(), include_names.len());
+        let count = headers.len().min(include_names.len());
+        let headers: Vec<*const c_char> = headers.iter().map(|h| h.as_ptr()).collect();
+        let include_names: Vec<*const c_char> = include_names.iter().map(|n| n.as_ptr()).collect();
         let mut raw: sys::nvrtcProgram = std::ptr::null_mut();
-        // SAFETY: `src` and `name` are NUL-terminated and outlive the
-        // program (the caller keeps them until it is dropped).
+        // SAFETY: every string is NUL-terminated and outlives the program
+        // (the caller keeps them until it is dropped); NVRTC reads the two
+        // arrays, `count` pointers each, during the call.
         nv(
             unsafe {
                 sys::nvrtcCreateProgram(
                     &mut raw,
                     src.as_ptr(),
                     name.as_ptr(),
-                    0,
-                    std::ptr::null(),
-                    std::ptr::null(),
+                    count as c_int,
+                    headers.as_ptr(),
+                    include_names.as_ptr(),
                 )
             },
             "nvrtcCreateProgram",
@@ -318,6 +375,33 @@ fn nv(result: sys::nvrtcResult, call: &str) -> Result<(), String> {
     }
 }
 
+/// The options part of module keys: NVRTC's version, the target and a
+/// short hash of every option. One device's options never change, so in its
+/// kernel cache the short hash only has to tell nothing apart.
+fn module_key(version: (i32, i32), target: &str, words: &[String]) -> String {
+    let hash = xxhash_rust::xxh3::xxh3_64(words.join("\0").as_bytes());
+    format!(
+        "nvrtc{}.{}-{}-{:08x}",
+        version.0,
+        version.1,
+        target.replace('_', ""),
+        hash as u32
+    )
+}
+
+/// What the artifact store hashes besides the source: NVRTC's version, the
+/// target and every option in full, each with its length (so no two option
+/// lists read the same). Entries live on disk for months and are shared by
+/// every process of the user: the store's 128-bit key must not rest on a
+/// short hash of the options.
+fn store_identity(version: (i32, i32), target: &str, words: &[String]) -> String {
+    let mut out = format!("nvrtc {}.{}\ntarget {target}\n", version.0, version.1);
+    for w in words {
+        out.push_str(&format!("option {}:{w}\n", w.len()));
+    }
+    out
+}
+
 /// `include` and `include/cccl` of the first CUDA toolkit that has them.
 fn toolkit_include_dirs() -> Vec<PathBuf> {
     for home in super::cuda_homes() {
@@ -351,9 +435,14 @@ mod tests {
     }
 
     fn variant(body: &str) -> Variant {
+        variant_with_header("", body)
+    }
+
+    fn variant_with_header(header: &str, body: &str) -> Variant {
         let kernel = Kernel::builder("k")
             .inputs(["inp", "s"])
             .outputs(["out"])
+            .header(header)
             .source(body)
             .build()
             .unwrap();
@@ -382,6 +471,38 @@ mod tests {
         Variant::new(Dialect::Cuda, g.name, g.source)
     }
 
+    /// The store's identity holds every option in full: two option lists
+    /// whose short module-key hashes collide still get different store keys.
+    #[test]
+    fn option_lists_with_colliding_short_hashes_have_different_identities() {
+        let words = |i: u32| {
+            vec![
+                "--gpu-architecture=sm_90a".to_string(),
+                format!("-DTILE={i}"),
+            ]
+        };
+        let mut seen = std::collections::HashMap::new();
+        let (a, b) = (0u32..1 << 22)
+            .find_map(|i| {
+                let key = module_key((13, 0), "sm_90a", &words(i));
+                seen.insert(key, i).map(|j| (j, i))
+            })
+            .expect("a 32-bit hash collides within 2^22 option lists");
+        assert_eq!(
+            module_key((13, 0), "sm_90a", &words(a)),
+            module_key((13, 0), "sm_90a", &words(b))
+        );
+        let identity = |i| store_identity((13, 0), "sm_90a", &words(i));
+        assert_ne!(identity(a), identity(b), "-DTILE={a} and -DTILE={b}");
+        let key = |i| crate::cache::key::StoreKey::derive("cuda", &identity(i), "f", "src");
+        assert_ne!(key(a), key(b));
+        // Words are delimited: moving a character between two is a change.
+        assert_ne!(
+            store_identity((13, 0), "sm_90a", &["-DA".into(), "B".into()]),
+            store_identity((13, 0), "sm_90a", &["-D".into(), "AB".into()])
+        );
+    }
+
     #[test]
     fn compiles_a_cubin_for_sm_90a() {
         let Some(nvrtc) = nvrtc() else { return };
@@ -389,8 +510,13 @@ mod tests {
         let v = variant(
             "uint i = thread_position_in_grid.x;\nT t = T(float(inp[i]) * s);\nout[i] = float(t) + inp_shape[0];",
         );
-        let cubin = nvrtc.compile("k", &v).unwrap();
-        assert_eq!(&cubin[..4], b"\x7fELF", "a cubin is an ELF image");
+        let compiled = nvrtc.compile("k", &v).unwrap();
+        assert_eq!(
+            &compiled.artifact[..4],
+            b"\x7fELF",
+            "a cubin is an ELF image"
+        );
+        assert!(compiled.dependencies.is_ok_and(|d| d.files.is_empty()));
         let gather = nvrtc.compile_source(super::super::memory::GATHER_SOURCE);
         assert!(
             gather.is_ok(),
@@ -399,11 +525,89 @@ mod tests {
         );
     }
 
+    /// What a header includes is read by kernelkit, given to NVRTC, and
+    /// listed with its hash; a file that includes another by a relative
+    /// name finds it beside itself.
+    #[test]
+    fn included_files_are_compiled_and_listed() {
+        let Some(nvrtc) = nvrtc() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let params = dir.path().join("params.h");
+        std::fs::write(
+            &params,
+            "#include \"scale.h\"\n#define VAL (3.0f * SCALE)\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("scale.h"), "#define SCALE 2.0f\n").unwrap();
+        let v = variant_with_header(
+            &format!("#include \"{}\"\n", params.display()),
+            "uint i = thread_position_in_grid.x;\nout[i] = float(inp[i]) * s + VAL;",
+        );
+        let compiled = nvrtc.compile("k", &v).unwrap();
+        assert_eq!(&compiled.artifact[..4], b"\x7fELF");
+        let deps = compiled.dependencies.unwrap();
+        let files: Vec<&std::path::Path> = deps.files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(
+            files,
+            vec![params.as_path(), dir.path().join("scale.h").as_path()]
+        );
+        assert_eq!(deps.check(), Ok(()));
+        std::fs::remove_file(dir.path().join("scale.h")).unwrap();
+        let Err(err) = nvrtc.compile("k", &v) else {
+            panic!("compiled without scale.h");
+        };
+        let log = err.log().unwrap_or_default().to_string();
+        assert!(log.contains("scale.h"), "{err}");
+    }
+
+    /// NVRTC compiles the header bytes it is given, not the file on disk
+    /// under the same name (else the dependency list could hash one thing
+    /// and the compile read another), for absolute and relative names.
+    #[test]
+    fn nvrtc_compiles_the_headers_it_is_given() {
+        let Some(nvrtc) = nvrtc() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let on_disk = dir.path().join("given.h");
+        std::fs::write(&on_disk, "#error read from the disk\n").unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let relative = pathdiff(&on_disk, &cwd);
+        for name in [on_disk.display().to_string(), relative] {
+            let source = format!(
+                "#include \"{name}\"\nextern \"C\" __global__ void k(float* x) {{ x[0] = GIVEN; }}\n"
+            );
+            let headers = vec![(name.clone(), b"#define GIVEN 1.0f\n".to_vec())];
+            let out = run_nvrtc(
+                PROGRAM_NAME,
+                &source,
+                &headers,
+                &nvrtc.options,
+                nvrtc.output,
+            );
+            assert!(out.is_ok(), "`{name}`: {}", out.err().unwrap());
+        }
+    }
+
+    /// `path` relative to `base` (both absolute), with `..` as needed.
+    fn pathdiff(path: &std::path::Path, base: &std::path::Path) -> String {
+        let (p, b): (Vec<_>, Vec<_>) = (path.components().collect(), base.components().collect());
+        let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let mut out = std::path::PathBuf::new();
+        for _ in common..b.len() {
+            out.push("..");
+        }
+        for c in &p[common..] {
+            out.push(c);
+        }
+        out.display().to_string()
+    }
+
     #[test]
     fn errors_point_into_the_body() {
         let Some(nvrtc) = nvrtc() else { return };
         let v = variant("uint i = thread_position_in_grid.x;\nout[i] = undefined_name;");
-        let err = nvrtc.compile("k", &v).unwrap_err();
+        let Err(err) = nvrtc.compile("k", &v) else {
+            panic!("an undefined name compiled");
+        };
         let log = err.log().expect("a rejected compile has a log").to_string();
         assert!(log.contains("undefined_name"), "{log}");
         assert!(log.contains("[body line 2]"), "{log}");

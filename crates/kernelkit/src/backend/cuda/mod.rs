@@ -5,6 +5,8 @@
 //! - `probe`: the libraries and symbols are checked before any call, so a
 //!   machine without CUDA gets a typed error, never a panic.
 //! - `compile`: NVRTC options, the architecture, the module-key options.
+//! - `includes`: kernelkit's own `#include` search, so NVRTC compiles the
+//!   very header bytes the artifact store's dependency list hashed.
 //! - `load`: modules and functions (resolved once, kept by the variant).
 //! - `memory`: streams, device memory with a per-stream cache, copies,
 //!   fills and the built-in gather kernel.
@@ -18,6 +20,7 @@
 //! the calling thread ([`Context::bind`], a thread-local check).
 
 mod compile;
+mod includes;
 mod launch;
 mod load;
 mod memory;
@@ -32,7 +35,7 @@ use cudarc::driver::sys;
 
 use crate::array::{Array, Place};
 use crate::backend::{
-    Backend, Buffer, Dispatch, LaunchJob, Limits, Module, SharedBuffer, StreamHandle,
+    Backend, Buffer, Compiled, Dispatch, LaunchJob, Limits, Module, SharedBuffer, StreamHandle,
 };
 use crate::codegen::Dialect;
 use crate::device::Stream;
@@ -378,10 +381,13 @@ impl Backend for CudaBackend {
     fn options(&self) -> &str {
         self.nvrtc.key()
     }
+    fn artifact_identity(&self) -> &str {
+        self.nvrtc.identity()
+    }
     fn simd_width(&self) -> u32 {
         self.warp
     }
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Vec<u8>, CompileError> {
+    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError> {
         self.nvrtc.compile(kernel, variant)
     }
     fn load(

@@ -22,7 +22,8 @@ fn payload(n: u32) -> Vec<u8> {
 }
 
 fn put(store: &ArtifactStore, n: u32) {
-    store.put(&key(n), "kern", "cpu", &format!("f{n}"), &payload(n));
+    let none = Dependencies::default();
+    store.put(&key(n), "kern", "cpu", &format!("f{n}"), &none, &payload(n));
 }
 
 fn hit(store: &ArtifactStore, n: u32) -> bool {
@@ -67,12 +68,18 @@ fn put_then_get_and_a_private_directory() {
     assert_eq!(store.stats().unwrap().lifetime.writes, 1);
 }
 
+thread_local! {
+    /// Test hook: the OS error (`errno`) that the next entry open on this
+    /// thread fails with.
+    pub(super) static OPEN_FAULT: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
+}
+
 /// Each corruption of an entry is a miss, counted as an error, and the
 /// entry is removed; writing it again repairs it.
 #[test]
 fn every_corruption_is_detected_and_repaired() {
     type Corrupt = fn(&mut Vec<u8>);
-    let corruptions: [(&str, Corrupt); 7] = [
+    let corruptions: [(&str, Corrupt); 6] = [
         ("flipped payload byte", |b| {
             let n = b.len();
             b[n - 20] ^= 0x40
@@ -81,9 +88,6 @@ fn every_corruption_is_detected_and_repaired() {
         ("truncated", |b| b.truncate(b.len() / 2)),
         ("empty", |b| b.clear()),
         ("wrong magic", |b| b[..8].copy_from_slice(b"ELF\0\0\0\0\0")),
-        ("wrong version", |b| {
-            b[8..12].copy_from_slice(&(ARTIFACT_FORMAT_VERSION + 1).to_le_bytes())
-        }),
         ("appended garbage", |b| b.extend_from_slice(b"xx")),
     ];
     let (_tmp, store) = new_store();
@@ -101,6 +105,46 @@ fn every_corruption_is_detected_and_repaired() {
         put(&store, n);
         assert!(hit(&store, n), "{what}: the rewritten entry is used");
     }
+}
+
+/// An entry of another format version belongs to another kernelkit: a
+/// miss, not an error, and not removed by the lookup; the rewrite replaces
+/// it.
+#[test]
+fn another_format_version_is_a_miss_not_an_error() {
+    let (_tmp, store) = new_store();
+    put(&store, 1);
+    let path = store.entry_path(&key(1));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8..12].copy_from_slice(&(ARTIFACT_FORMAT_VERSION - 1).to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(!hit(&store, 1));
+    assert_eq!(stats(&store).disk_errors, 0);
+    assert!(path.exists());
+    let report = store.verify().unwrap();
+    assert_eq!(
+        (report.good, report.bad.len(), report.other_format),
+        (0, 0, 1)
+    );
+    put(&store, 1);
+    assert!(hit(&store, 1));
+}
+
+/// A read that fails for a reason that passes (here: no file descriptors
+/// left) is counted as an error and leaves the entry in place.
+#[test]
+fn an_unreadable_entry_is_kept_and_counted() {
+    let (_tmp, store) = new_store();
+    put(&store, 1);
+    OPEN_FAULT.set(Some(libc::EMFILE));
+    assert!(!hit(&store, 1));
+    assert_eq!(stats(&store).disk_errors, 1);
+    assert!(
+        store.entry_path(&key(1)).exists(),
+        "a good entry was removed"
+    );
+    assert!(hit(&store, 1), "the next lookup uses it");
+    assert_eq!(stats(&store).disk_errors, 1);
 }
 
 #[test]
@@ -322,4 +366,69 @@ fn open_does_not_create() {
         Err(StoreError::Missing { .. })
     ));
     assert!(!dir.exists());
+}
+
+/// An entry that is intact but does not load (a full or `noexec` temporary
+/// directory, no memory, a faulted context) is not proven bad: it is
+/// counted as an error and kept, so the next process can use it.
+#[test]
+fn a_load_failure_keeps_the_entry_and_counts_an_error() {
+    let (_tmp, store) = new_store();
+    put(&store, 1);
+    assert!(hit(&store, 1));
+    let error = CompileError::Load {
+        kernel: "kern".into(),
+        function: "f1".into(),
+        reason: "cannot create a temporary directory: No space left on device".into(),
+    };
+    store.record_bad_load(&key(1), &error);
+    assert_eq!(stats(&store).disk_errors, 1);
+    assert!(
+        store.entry_path(&key(1)).exists(),
+        "a good entry was removed"
+    );
+    assert!(hit(&store, 1), "the entry is still used");
+    assert_eq!(store.stats().unwrap().lifetime.errors, 1);
+}
+
+/// An entry records what its compile read; when a file changed, the entry
+/// is a miss (not an error, and not removed: the rewrite replaces it), and
+/// the rewritten entry records the new contents.
+#[test]
+fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
+    let (tmp, store) = new_store();
+    let params = tmp.path().join("params.h");
+    let write = |text: &str| {
+        std::fs::write(&params, text).unwrap();
+        File::options()
+            .write(true)
+            .open(&params)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+    };
+    let put_with_deps = || {
+        let deps = Dependencies {
+            files: crate::backend::deps::digest_files(
+                std::slice::from_ref(&params),
+                SystemTime::now(),
+            )
+            .unwrap(),
+            ..Dependencies::default()
+        };
+        store.put(&key(1), "kern", "cpu", "f1", &deps, &payload(1));
+    };
+    write("#define VAL 1.0f\n");
+    put_with_deps();
+    assert!(hit(&store, 1));
+    write("#define VAL 2.0f\n");
+    assert!(!hit(&store, 1), "a changed include was not noticed");
+    assert_eq!(stats(&store).disk_errors, 0, "out of date is not an error");
+    assert!(store.entry_path(&key(1)).exists());
+    put_with_deps();
+    assert!(hit(&store, 1));
+    std::fs::remove_file(&params).unwrap();
+    assert!(!hit(&store, 1), "a removed include was not noticed");
+    let report = store.verify().unwrap();
+    assert_eq!(report.good, 1, "verify checks the entry, not its sources");
 }

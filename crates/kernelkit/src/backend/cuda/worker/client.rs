@@ -74,6 +74,7 @@ impl Workers {
         &self,
         program: &str,
         source: &str,
+        headers: &[(String, Vec<u8>)],
         options: &[String],
         output: Output,
         local: impl FnOnce() -> Result<Vec<u8>, Failure>,
@@ -81,6 +82,7 @@ impl Workers {
         let request = Message::Compile {
             program: program.to_string(),
             source: source.to_string(),
+            headers: headers.to_vec(),
             options: options.to_vec(),
             output,
         }
@@ -276,25 +278,25 @@ mod tests {
         {
             let _slot = workers.pool().hold_local_slot();
             let remote = workers
-                .compile("kernel.cu", good, &options, Output::Cubin, || {
+                .compile("kernel.cu", good, &[], &options, Output::Cubin, || {
                     panic!("ran locally: {}", workers.describe())
                 })
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(&remote[..4], b"\x7fELF");
-            let local =
-                run_nvrtc("kernel.cu", good, &c, Output::Cubin).unwrap_or_else(|e| panic!("{e}"));
+            let local = run_nvrtc("kernel.cu", good, &[], &c, Output::Cubin)
+                .unwrap_or_else(|e| panic!("{e}"));
             assert!(
                 remote == local,
                 "the worker's cubin differs from this process's"
             );
             let Err(Failure::Rejected(remote)) =
-                workers.compile("kernel.cu", bad, &options, Output::Cubin, || {
+                workers.compile("kernel.cu", bad, &[], &options, Output::Cubin, || {
                     panic!("ran locally")
                 })
             else {
                 panic!("the bad source was not rejected")
             };
-            let Err(Failure::Rejected(local)) = run_nvrtc("kernel.cu", bad, &c, Output::Cubin)
+            let Err(Failure::Rejected(local)) = run_nvrtc("kernel.cu", bad, &[], &c, Output::Cubin)
             else {
                 panic!("the bad source was not rejected here")
             };

@@ -113,6 +113,8 @@ pub(crate) enum Message {
         program: String,
         /// The CUDA source.
         source: String,
+        /// The files its `#include`s read: include name and contents.
+        headers: Vec<(String, Vec<u8>)>,
         /// Every NVRTC option, the architecture among them.
         options: Vec<String>,
         /// What to hand back.
@@ -196,12 +198,18 @@ impl Message {
             Message::Compile {
                 program,
                 source,
+                headers,
                 options,
                 output,
             } => {
                 out.push(COMPILE);
                 bytes(&mut out, program.as_bytes());
                 bytes(&mut out, source.as_bytes());
+                u32_(&mut out, headers.len() as u32);
+                for (name, text) in headers {
+                    bytes(&mut out, name.as_bytes());
+                    bytes(&mut out, text);
+                }
                 u32_(&mut out, options.len() as u32);
                 for o in options {
                     bytes(&mut out, o.as_bytes());
@@ -251,6 +259,14 @@ impl Message {
             COMPILE => {
                 let program = r.string("program name")?;
                 let source = r.string("source")?;
+                let count = r.u32("header count")? as usize;
+                // Each header takes at least its two 4-byte lengths.
+                if count > r.0.len() / 8 {
+                    return Err(DecodeError::Truncated("headers"));
+                }
+                let headers = (0..count)
+                    .map(|_| Ok((r.string("header name")?, r.bytes("header")?.to_vec())))
+                    .collect::<Result<_, DecodeError>>()?;
                 let count = r.u32("option count")? as usize;
                 // Each option takes at least its 4-byte length: a count the
                 // remaining bytes cannot hold is refused before allocating.
@@ -268,6 +284,7 @@ impl Message {
                 Message::Compile {
                     program,
                     source,
+                    headers,
                     options,
                     output,
                 }
@@ -346,12 +363,17 @@ mod tests {
             Message::Compile {
                 program: "kernel.cu".into(),
                 source: "extern \"C\" __global__ void k() { /* é */ }".into(),
+                headers: vec![
+                    ("/abs/params.h".into(), b"#define VAL 1.0f\n".to_vec()),
+                    ("empty.h".into(), vec![]),
+                ],
                 options: vec!["--gpu-architecture=sm_90a".into(), String::new()],
                 output: Output::Cubin,
             },
             Message::Compile {
                 program: String::new(),
                 source: String::new(),
+                headers: vec![],
                 options: vec![],
                 output: Output::Ptx,
             },
@@ -433,14 +455,20 @@ mod tests {
             Err(DecodeError::NotUtf8("log"))
         );
         // A compile job claiming four billion options in a few bytes.
-        let mut huge = vec![COMPILE, 0, 0, 0, 0, 0, 0, 0, 0];
+        let mut huge_headers = vec![COMPILE, 0, 0, 0, 0, 0, 0, 0, 0];
+        huge_headers.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            Message::decode(&huge_headers),
+            Err(DecodeError::Truncated("headers"))
+        );
+        let mut huge = vec![COMPILE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(
             Message::decode(&huge),
             Err(DecodeError::Truncated("options"))
         );
         // Output kind out of range.
-        let mut bad = vec![COMPILE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let mut bad = vec![COMPILE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
         bad.extend_from_slice(&7u32.to_le_bytes());
         assert_eq!(
             Message::decode(&bad),

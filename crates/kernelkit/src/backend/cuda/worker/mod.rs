@@ -26,7 +26,8 @@ pub(super) use frame::Output;
 pub use serve::{serve, serve_stdio};
 
 /// The protocol's version; a worker speaking another one is not used.
-pub(crate) const PROTOCOL: u32 = 1;
+/// Version 2 added the headers of a compile job.
+pub(crate) const PROTOCOL: u32 = 2;
 
 /// The argument a worker program is started with.
 pub const WORKER_ARG: &str = "compile-worker";

@@ -53,6 +53,7 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
         let Message::Compile {
             program,
             source,
+            headers,
             options,
             output: kind,
         } = Message::decode(&body).map_err(invalid)?
@@ -69,7 +70,7 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
             },
             Ok(options) => {
                 let started = std::time::Instant::now();
-                let outcome = run_nvrtc(&program, &source, &options, kind);
+                let outcome = run_nvrtc(&program, &source, &headers, &options, kind);
                 tracing::debug!(
                     "compile worker {}: NVRTC took {:.1} ms",
                     std::process::id(),
@@ -153,13 +154,15 @@ mod tests {
             Message::Hello { protocol: PROTOCOL },
             Message::Compile {
                 program: "kernel.cu".into(),
-                source: "extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }".into(),
+                source: "#include \"value.h\"\nextern \"C\" __global__ void k(float* x) { x[0] = VALUE; }".into(),
+                headers: vec![("value.h".into(), b"#define VALUE 1.0f\n".to_vec())],
                 options: vec!["--gpu-architecture=sm_90a".into()],
                 output: Output::Cubin,
             },
             Message::Compile {
                 program: "kernel.cu".into(),
                 source: "extern \"C\" __global__ void k() { undefined_name; }".into(),
+                headers: vec![],
                 options: vec!["--gpu-architecture=sm_90a".into()],
                 output: Output::Cubin,
             },

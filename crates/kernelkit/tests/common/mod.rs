@@ -1,0 +1,66 @@
+//! Helpers shared by test files that need a process of their own.
+//!
+//! A device reads `CXX`, `KERNELKIT_COMPILE_TIMEOUT`, `KERNELKIT_CACHE*`,
+//! `TMPDIR` and friends from the environment, which is global to a process,
+//! so tests that change them run in a child process: the test binary runs
+//! itself again with only that test selected and the variables set (this
+//! works the same under `cargo test`, which runs tests as threads of one
+//! process, and nextest).
+
+// Each test file uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::process::Command;
+
+/// Set in the child process to the name of the test it runs.
+pub const CHILD_VAR: &str = "KERNELKIT_TEST_CHILD";
+
+/// Whether this process is the child that runs `test`.
+pub fn is_child(test: &str) -> bool {
+    std::env::var(CHILD_VAR).is_ok_and(|t| t == test)
+}
+
+/// In the parent: runs `test` again in a child process with `env` set
+/// (after `KERNELKIT_CACHE=memory`, which `env` may override), checks that
+/// it passed, and returns `false`. In that child: returns `true`, and the
+/// caller runs the body of the test.
+pub fn in_child(test: &str, env: &[(&str, OsString)]) -> bool {
+    if is_child(test) {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut cmd = Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_VAR, test)
+        .env("KERNELKIT_CACHE", "memory");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the test binary runs again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "child `{test}` failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    // The filter must have selected exactly this test: a child that ran
+    // nothing would pass without checking anything.
+    assert!(
+        stdout.contains("1 passed"),
+        "child `{test}` ran no test:\n{stdout}"
+    );
+    false
+}
+
+/// Writes an executable shell script (a stand-in compiler) and returns its
+/// directory (kept alive by the caller) and path.
+pub fn script(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fake-cxx");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, path)
+}
