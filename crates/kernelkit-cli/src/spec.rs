@@ -56,9 +56,11 @@ use serde_json::{Map, Value};
 /// walk over axes is bounded.
 pub const MAX_NDIM: usize = 64;
 
-/// The largest spec file read: inline data are for small inputs, and a
-/// file that never ends (`/dev/zero`, a pipe) must not fill memory.
-pub const MAX_SPEC_BYTES: u64 = 64 << 20;
+/// The largest spec file read: inline data are for small inputs, a file
+/// that never ends (`/dev/zero`, a pipe) must not fill memory, and parsing
+/// a whole file of this size as JSON peaks near 0.6 GB (a 64 MiB file of
+/// numbers took 2.1 GB).
+pub const MAX_SPEC_BYTES: u64 = 16 << 20;
 
 /// The spec format in brief, for `kernelkit run --help` and `kernelkit source --help`.
 pub const HELP: &str = "\
@@ -76,7 +78,7 @@ Spec file (JSON), e.g. examples/specs/basic.json:
   views                        {input: {\"transpose\": axes} | {\"slice\": [[start, stop, step], ...]}
                                        | {\"broadcast\": shape} | a list of these, applied in order}
 Unknown fields are errors. Floats may be written \"nan\", \"inf\", \"-inf\" in data; complex values as [re, im].
-Limits: at most 64 axes per shape; a spec file of at most 64 MiB (larger data go in .npy files).
+Limits: at most 64 axes per shape; a spec file of at most 16 MiB (larger data go in .npy files).
 bfloat16 .npy files use the ml_dtypes convention: raw 2-byte '<V2' (np.load(f).view(ml_dtypes.bfloat16)).";
 
 /// The fields a spec file may have.

@@ -212,7 +212,7 @@ fn an_endless_spec_file_is_refused() {
     let out = kernelkit_limited(&["run", "/dev/zero", "--device", "cpu"], &[]);
     let line = one_line_failure(&out);
     assert!(line.contains("/dev/zero"), "{line}");
-    assert!(line.contains("larger than 64 MiB"), "{line}");
+    assert!(line.contains("larger than 16 MiB"), "{line}");
 }
 
 #[test]
