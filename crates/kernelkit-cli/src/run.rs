@@ -5,7 +5,7 @@
 //!
 //! The spec is the one of `kernelkit source` plus the launch (`grid`,
 //! `threadgroup`, `init_value`), the `data` of every input and optional
-//! `views` (see [`crate::spec`]). Output, on one line of stdout:
+//! `views` (see [`kernelkit_cli::spec`]). Output, on one line of stdout:
 //!
 //! ```json
 //! {"device": "cpu", "kernel_name": "custom_kernel_basic_...",
