@@ -12,11 +12,16 @@
 //! that does not fit the dtype is refused rather than rounded into
 //! something else: a non-integer or out-of-range integer, or a finite
 //! number that overflows to infinity in a narrow float type.
+//!
+//! Nothing is sized from the declared shape before the data are checked
+//! against it: the elements are gathered from the JSON value first (so
+//! their number is bounded by the value in hand), and a declared shape of
+//! 10^12 elements with one value given is a mismatch, not an allocation.
 
 use kernelkit::{bf16, f16, Complex32, DType, Element};
 use serde_json::Value;
 
-use crate::spec::{float_value, kind};
+use crate::spec::{brief, float_value, kind, MAX_NDIM};
 
 /// Data that does not fit its input.
 #[derive(Debug, thiserror::Error)]
@@ -40,20 +45,33 @@ pub fn encode(
         input: input.to_string(),
         reason,
     };
+    if shape.len() > MAX_NDIM {
+        return Err(fail(format!(
+            "shape with {} axes; at most {MAX_NDIM} are supported",
+            shape.len()
+        )));
+    }
     let size = shape
         .iter()
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .ok_or_else(|| fail(format!("shape {shape:?} is too large")))?;
+    // `elements` holds exactly `size` values here, all present in `value`:
+    // the byte buffer below is sized from data in hand.
     let elements = elements(value, dtype, shape, size).map_err(fail)?;
     let width = dtype.size();
-    let mut bytes = vec![0u8; size * width];
+    let mut bytes = vec![0u8; elements.len() * width];
     for (i, (v, out)) in elements
         .iter()
         .zip(bytes.chunks_exact_mut(width))
         .enumerate()
     {
-        write_value(v, dtype, out)
-            .map_err(|why| fail(format!("element {} = {v} {why}", position(i, shape))))?;
+        write_value(v, dtype, out).map_err(|why| {
+            fail(format!(
+                "element {} = {} {why}",
+                position(i, shape),
+                brief(v)
+            ))
+        })?;
     }
     Ok(bytes)
 }
@@ -100,7 +118,9 @@ fn elements<'v>(
             ))
         };
     };
-    let mut out = Vec::with_capacity(size);
+    // Grown as elements are found, never reserved from `size`: the
+    // declared shape is what is being checked.
+    let mut out = Vec::new();
     let nested = nested(value, dtype, shape, size, &mut String::new(), &mut out);
     if nested.is_ok() {
         return Ok(out);
@@ -116,7 +136,8 @@ fn elements<'v>(
 }
 
 /// Walks a nested list that must match `shape` exactly; `size` is the
-/// element count of the whole input, for messages.
+/// element count of the whole input, for messages. Recursion is one level
+/// per axis: at most [`MAX_NDIM`] deep (checked by [`encode`]).
 fn nested<'v>(
     value: &'v Value,
     dtype: DType,
@@ -197,7 +218,10 @@ fn write_value(v: &Value, dtype: DType, out: &mut [u8]) -> Result<(), String> {
         DType::F64 => float(v)?.write_le(out),
         DType::Complex64 => {
             let (re, im) = match v {
-                Value::Array(parts) => (float(&parts[0])?, float(&parts[1])?),
+                Value::Array(parts) => match parts.as_slice() {
+                    [re, im] => (float(re)?, float(im)?),
+                    _ => return Err("is not a complex value (a number or [re, im])".into()),
+                },
                 other => (float(other)?, 0.0),
             };
             let part = |x| narrow(x, |x| x as f32, |x| x.is_infinite(), "complex64");

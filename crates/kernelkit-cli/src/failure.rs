@@ -5,9 +5,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::data::DataError;
-use crate::npy::NpyError;
-use crate::spec::SpecError;
+use kernelkit_cli::data::DataError;
+use kernelkit_cli::npy::NpyError;
+use kernelkit_cli::spec::SpecError;
 
 /// Anything that stops a `source` or `run` command.
 #[derive(Debug, thiserror::Error)]
@@ -18,7 +18,7 @@ pub enum CommandError {
     /// Inline data does not fit its input.
     #[error(transparent)]
     Data(#[from] DataError),
-    /// A `.npy` file does not fit its input, or an output cannot be written.
+    /// A `.npy` file does not fit its input.
     #[error(transparent)]
     Npy(#[from] NpyError),
     /// The library refused the kernel or the call, or the compile or the
@@ -28,7 +28,8 @@ pub enum CommandError {
     /// The command cannot do what its options ask.
     #[error("{0}")]
     Unsupported(String),
-    /// The output folder or stdout cannot be written.
+    /// An output file, the output folder or stdout cannot be written, or an
+    /// output is too large to print.
     #[error("cannot write {what}: {reason}")]
     Write {
         /// What was being written.

@@ -13,14 +13,11 @@
 
 mod bench;
 mod cache_cmd;
-mod data;
 mod demo;
 mod failure;
-mod npy;
-mod output;
+mod out_dir;
 mod run;
 mod source;
-mod spec;
 
 use std::process::ExitCode;
 

@@ -10,42 +10,80 @@
 //!   (JSON has no literal for them; `kernelkit run` reads them back);
 //! - complex64: `[re, im]`;
 //! - integers exactly, bools as `true`/`false`.
+//!
+//! The nesting is written by a loop over an index per axis, not by
+//! recursion, so no shape can exhaust the stack; and [`text_bound`] lets
+//! a caller reserve the whole text (or refuse it) before writing.
 
 use std::fmt::Write;
 
 use kernelkit::{bf16, f16, Complex32, DType, Element};
 
 /// Appends `bytes` (row-major little-endian elements of `dtype`) as a nested
-/// JSON list of `shape` (a bare value for 0-d).
+/// JSON list of `shape` (a bare value for 0-d). Elements missing from
+/// `bytes` are left out rather than invented.
 pub fn write_nested(out: &mut String, bytes: &[u8], dtype: DType, shape: &[usize]) {
-    let width = dtype.size();
-    let mut elements = bytes.chunks_exact(width);
-    nest(out, &mut elements, dtype, shape);
-}
-
-fn nest<'b>(
-    out: &mut String,
-    elements: &mut impl Iterator<Item = &'b [u8]>,
-    dtype: DType,
-    shape: &[usize],
-) {
-    match shape.split_first() {
-        None => {
+    let mut elements = bytes.chunks_exact(dtype.size());
+    if shape.is_empty() {
+        if let Some(e) = elements.next() {
+            write_element(out, e, dtype);
+        }
+        return;
+    }
+    // `index[axis]`: how many items of the open list at `axis` are written.
+    let mut index = vec![0usize; shape.len()];
+    let mut axis = 0;
+    out.push('[');
+    loop {
+        if index[axis] == shape[axis] {
+            out.push(']');
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            index[axis] += 1;
+            continue;
+        }
+        if index[axis] > 0 {
+            out.push_str(", ");
+        }
+        if axis + 1 == shape.len() {
             if let Some(e) = elements.next() {
                 write_element(out, e, dtype);
             }
-        }
-        Some((&extent, rest)) => {
+            index[axis] += 1;
+        } else {
+            axis += 1;
+            index[axis] = 0;
             out.push('[');
-            for i in 0..extent {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                nest(out, elements, dtype, rest);
-            }
-            out.push(']');
         }
     }
+}
+
+/// An upper bound on the length of the text [`write_nested`] appends for
+/// an array of `dtype` and `shape`, or `None` if it overflows `usize`.
+pub fn text_bound(dtype: DType, shape: &[usize]) -> Option<usize> {
+    // The longest element: 20 digits and a sign for 64-bit integers, the
+    // shortest round-trip float32 text is at most 15 characters (`-1.1754944e-38`)
+    // and float64 at most 24 (`-2.2250738585072014e-308`); a margin on each.
+    let element = match dtype {
+        DType::Bool => 5,
+        DType::U8 | DType::I8 | DType::U16 | DType::I16 => 6,
+        DType::U32 | DType::I32 => 11,
+        DType::U64 | DType::I64 => 20,
+        DType::F16 | DType::BF16 | DType::F32 => 24,
+        DType::F64 => 32,
+        DType::Complex64 => 2 * 24 + 4,
+    };
+    // Each element with its ", "; each list (at every depth: the product
+    // of the extents before it) with its brackets and its own ", ".
+    let mut lists = 1usize;
+    let mut total = 0usize;
+    for &d in shape {
+        total = total.checked_add(lists.checked_mul(4)?)?;
+        lists = lists.checked_mul(d)?;
+    }
+    total.checked_add(lists.checked_mul(element + 2)?)
 }
 
 /// Appends one element.
@@ -155,5 +193,39 @@ mod tests {
         assert_eq!(text(&[true, false], &[2]), "[true, false]");
         assert_eq!(text(&[Complex32::new(1.5, -2.0)], &[]), "[1.5, -2.0]");
         assert_eq!(text::<i8>(&[], &[0, 2]), "[]");
+        assert_eq!(text::<i8>(&[], &[2, 0]), "[[], []]");
+        assert_eq!(text::<i8>(&[], &[2, 0, 3]), "[[], []]");
+        assert_eq!(
+            text(&[1u8, 2, 3, 4, 5, 6, 7, 8], &[2, 2, 2]),
+            "[[[1, 2], [3, 4]], [[5, 6], [7, 8]]]"
+        );
+    }
+
+    #[test]
+    fn many_axes_do_not_recurse() {
+        // 200,000 nested lists once overflowed the stack (one call per axis).
+        let shape = vec![1usize; 200_000];
+        let t = text(&[7u8], &shape);
+        assert_eq!(t.len(), 400_001);
+        assert!(t.starts_with("[[[") && t.contains("[7]") && t.ends_with("]]]"));
+    }
+
+    #[test]
+    fn the_bound_holds_for_the_longest_elements() {
+        let within = |t: String, dtype: DType, shape: &[usize]| {
+            let bound = text_bound(dtype, shape).unwrap();
+            assert!(t.len() <= bound, "{t}: {} > {bound}", t.len());
+        };
+        let f32s = [-f32::MIN_POSITIVE, -9.999999e15, f32::NEG_INFINITY];
+        within(text(&f32s, &[3]), DType::F32, &[3]);
+        let f64s = [-2.2250738585072014e-308f64, -1234567890123456.8];
+        within(text(&f64s, &[2]), DType::F64, &[2]);
+        within(text(&[i64::MIN; 2], &[1, 2]), DType::I64, &[1, 2]);
+        within(text(&[u64::MAX; 6], &[2, 1, 3]), DType::U64, &[2, 1, 3]);
+        let c = [Complex32::new(-1.1754944e-38, -9.999999e15)];
+        within(text(&c, &[1, 1, 1]), DType::Complex64, &[1, 1, 1]);
+        within(text(&[false; 4], &[2, 2]), DType::Bool, &[2, 2]);
+        within(text::<i8>(&[], &[3, 0, 5]), DType::I8, &[3, 0, 5]);
+        assert_eq!(text_bound(DType::F64, &[usize::MAX, 2]), None);
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! The spec is the one of `kernelkit source` plus the launch (`grid`,
 //! `threadgroup`, `init_value`), the `data` of every input and optional
-//! `views` (see [`crate::spec`]). Output, on one line of stdout:
+//! `views` (see [`kernelkit_cli::spec`]). Output, on one line of stdout:
 //!
 //! ```json
 //! {"device": "cpu", "kernel_name": "custom_kernel_basic_...",
@@ -13,24 +13,25 @@
 //! ```
 //!
 //! With `--out-dir DIR`, each output is written to `DIR/NAME.npy` (the
-//! folder is created if needed) and its entry has `"file": "DIR/NAME.npy"`
-//! in place of `"data"`. Any failure (spec, data, compile, launch) exits
-//! with code 2 and one line on stderr, then the compiler's log if any.
+//! folder is created if needed; see [`crate::out_dir`] for how files are
+//! put in place) and its entry has `"file": "DIR/NAME.npy"` in place of
+//! `"data"`. Any failure (spec, data, compile, launch, an output too large
+//! to print) exits with code 2 and one line on stderr, then the compiler's
+//! log if any; no input makes it abort or panic.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use kernelkit::{Array, Device};
+use kernelkit_cli::spec::{DataSource, Port, SpecError, SpecFile, View};
+use kernelkit_cli::{data, npy, output};
 
-use crate::data;
 use crate::failure::{print_exact, CommandError};
-use crate::npy;
-use crate::output;
-use crate::spec::{DataSource, Port, SpecError, SpecFile, View};
+use crate::out_dir::Staged;
 
 /// Arguments of `kernelkit run`.
 #[derive(clap::Args)]
-#[command(after_long_help = crate::spec::HELP)]
+#[command(after_long_help = kernelkit_cli::spec::HELP)]
 pub struct Args {
     /// The spec file (JSON): name, inputs, outputs, source, [header,
     /// ensure_row_contiguous, atomic_outputs, template], grid, [threadgroup,
@@ -102,12 +103,7 @@ fn render(
     outputs: &[Array],
     out_dir: Option<&Path>,
 ) -> Result<String, CommandError> {
-    if let Some(dir) = out_dir {
-        std::fs::create_dir_all(dir).map_err(|e| CommandError::Write {
-            what: dir.display().to_string(),
-            reason: e.to_string(),
-        })?;
-    }
+    let mut staged = out_dir.map(Staged::new).transpose()?;
     let mut json = String::new();
     json.push_str("{\"device\": ");
     output::string(&mut json, device);
@@ -123,14 +119,26 @@ fn render(
         json.push_str(": {\"dtype\": ");
         output::string(&mut json, port.dtype.name());
         json.push_str(&format!(", \"shape\": {:?}", array.shape()));
-        match out_dir {
-            Some(dir) => {
-                let path = dir.join(format!("{}.npy", port.name));
-                npy::write(&path, &bytes, port.dtype, array.shape())?;
+        match staged.as_mut() {
+            Some(staged) => {
+                let path = staged.add(&port.name, &bytes, port.dtype, array.shape())?;
                 json.push_str(", \"file\": ");
                 output::string(&mut json, &path.display().to_string());
             }
             None => {
+                // Room for the whole text first: an output too large to
+                // print is an error, not an abort midway.
+                let room = output::text_bound(port.dtype, array.shape())
+                    .filter(|&n| json.try_reserve(n).is_ok());
+                if room.is_none() {
+                    return Err(CommandError::Write {
+                        what: format!("output `{}` as JSON", port.name),
+                        reason: format!(
+                            "{} elements are too many to hold as text; write it with --out-dir",
+                            bytes.len() / port.dtype.size()
+                        ),
+                    });
+                }
                 json.push_str(", \"data\": ");
                 output::write_nested(&mut json, &bytes, port.dtype, array.shape());
             }
@@ -138,6 +146,9 @@ fn render(
         json.push('}');
     }
     json.push_str("}}\n");
+    if let Some(staged) = staged {
+        staged.publish()?;
+    }
     Ok(json)
 }
 

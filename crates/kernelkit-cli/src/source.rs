@@ -13,11 +13,11 @@ use std::process::ExitCode;
 use kernelkit::{Array, Device, Dialect};
 
 use crate::failure::{print_exact, CommandError};
-use crate::spec::{Port, SpecFile};
+use kernelkit_cli::spec::{Port, SpecFile};
 
 /// Arguments of `kernelkit source`.
 #[derive(clap::Args)]
-#[command(after_long_help = crate::spec::HELP)]
+#[command(after_long_help = kernelkit_cli::spec::HELP)]
 pub struct Args {
     /// The kernel language: `metal`, `cuda` or `cpu`.
     #[arg(long, value_parser = parse_dialect)]

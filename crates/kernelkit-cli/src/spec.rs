@@ -36,12 +36,31 @@
 //! **Unknown fields are rejected**, at every level, with the closest known
 //! name when there is one: a misspelt `ensure_row_contigous` silently
 //! ignored would run a different kernel than the one the user meant.
+//!
+//! **Limits**, checked before anything is sized from them: a spec file is
+//! at most [`MAX_SPEC_BYTES`] (larger data belong in `.npy` files); a
+//! shape, a broadcast target, a transpose or a slice has at most
+//! [`MAX_NDIM`] axes; a shape's bytes must be addressable; JSON nests at
+//! most 128 deep (`serde_json`'s limit). Messages quote at most a few
+//! dozen characters of a value or name, whatever its size.
 
 use std::borrow::Cow;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use kernelkit::{Array, Call, DType, Kernel, TemplateArg};
 use serde_json::{Map, Value};
+
+/// The most axes a shape (or a view's axis list) may have: NumPy's own
+/// limit (`NPY_MAXDIMS`), so any array NumPy can hold fits, and every
+/// walk over axes is bounded.
+pub const MAX_NDIM: usize = 64;
+
+/// The largest spec file read: inline data are for small inputs, a file
+/// that never ends (`/dev/zero`, a pipe) must not fill memory, and parsing
+/// a whole file of this size as JSON peaks near 0.6 GB (a 64 MiB file of
+/// numbers took 2.1 GB).
+pub const MAX_SPEC_BYTES: u64 = 16 << 20;
 
 /// The spec format in brief, for `kernelkit run --help` and `kernelkit source --help`.
 pub const HELP: &str = "\
@@ -59,6 +78,7 @@ Spec file (JSON), e.g. examples/specs/basic.json:
   views                        {input: {\"transpose\": axes} | {\"slice\": [[start, stop, step], ...]}
                                        | {\"broadcast\": shape} | a list of these, applied in order}
 Unknown fields are errors. Floats may be written \"nan\", \"inf\", \"-inf\" in data; complex values as [re, im].
+Limits: at most 64 axes per shape; a spec file of at most 16 MiB (larger data go in .npy files).
 bfloat16 .npy files use the ml_dtypes convention: raw 2-byte '<V2' (np.load(f).view(ml_dtypes.bfloat16)).";
 
 /// The fields a spec file may have.
@@ -133,7 +153,7 @@ fn bad(field: impl std::fmt::Display, reason: impl Into<String>) -> SpecError {
 /// argument): "`inputs[1]` (`b`)".
 fn bad_named(field: &str, name: &str, reason: impl Into<String>) -> SpecError {
     SpecError::Field {
-        field: format!("`{field}` (`{}`)", name.escape_debug()),
+        field: format!("`{field}` (`{}`)", short(name)),
         reason: reason.into(),
     }
 }
@@ -208,10 +228,20 @@ impl SpecFile {
     /// Reads and validates a spec file; `.npy` paths are resolved against
     /// its folder.
     pub fn load(path: &Path) -> Result<SpecFile, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+        let read_error = |source| SpecError::Read {
             path: path.display().to_string(),
             source,
-        })?;
+        };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SPEC_BYTES + 1).read_to_string(&mut text))
+            .map_err(read_error)?;
+        if text.len() as u64 > MAX_SPEC_BYTES {
+            return Err(read_error(std::io::Error::other(format!(
+                "it is larger than {} MiB (put large data in .npy files)",
+                MAX_SPEC_BYTES >> 20
+            ))));
+        }
         let base = path.parent().unwrap_or(Path::new(""));
         SpecFile::parse(&text, base)
     }
@@ -308,7 +338,7 @@ fn check_fields(map: &Map<String, Value>, known: &[&str], prefix: &str) -> Resul
                 None => format!(" (expected one of: {})", known.join(", ")),
             };
             return Err(SpecError::UnknownField {
-                field: format!("{prefix}{}", key.escape_debug()),
+                field: format!("{prefix}{}", short(key)),
                 hint,
             });
         }
@@ -320,6 +350,9 @@ fn check_fields(map: &Map<String, Value>, known: &[&str], prefix: &str) -> Resul
 fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     known
         .iter()
+        // The distance is at least the difference in length: skip the
+        // quadratic count for keys that cannot be close (a huge key).
+        .filter(|k| key.len() <= k.len() + 2)
         .map(|k| (edit_distance(key, k), *k))
         .filter(|(d, _)| *d <= 2)
         .min_by_key(|(d, _)| *d)
@@ -341,6 +374,67 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// How many characters of a name or a value a message quotes.
+const QUOTED_CHARS: usize = 64;
+
+/// `s` for a one-line message: cut to [`QUOTED_CHARS`] characters, with
+/// control characters (a newline, say) escaped.
+pub(crate) fn short(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    for c in chars.by_ref().take(QUOTED_CHARS) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if chars.next().is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// A JSON value as text for a message, cut to [`QUOTED_CHARS`] bytes
+/// (serialization stops there: a huge value costs no more than a small one).
+pub(crate) fn brief(v: &Value) -> String {
+    /// Keeps the first `room` bytes, then refuses more (which stops serde).
+    struct Prefix {
+        text: Vec<u8>,
+        room: usize,
+    }
+    impl std::io::Write for Prefix {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.room == 0 {
+                return Err(std::io::Error::other("enough"));
+            }
+            let n = buf.len().min(self.room);
+            self.text.extend_from_slice(&buf[..n]);
+            self.room -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = Prefix {
+        text: Vec::new(),
+        room: QUOTED_CHARS + 1,
+    };
+    let whole = serde_json::to_writer(&mut w, v).is_ok() && w.room > 0;
+    let mut text = String::from_utf8_lossy(&w.text).into_owned();
+    if !whole {
+        // Cut at a character boundary, below the byte that was one too many.
+        let mut end = text.len().min(QUOTED_CHARS);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 /// A short description of a JSON value's type, for messages.
@@ -391,10 +485,43 @@ fn indices(v: &Value, what: &str) -> Result<Vec<usize>, String> {
         .iter()
         .map(|d| {
             index(d).ok_or_else(|| {
-                format!("expected {what} (a list of non-negative integers), found {d}")
+                format!(
+                    "expected {what} (a list of non-negative integers), found {}",
+                    brief(d)
+                )
             })
         })
         .collect()
+}
+
+/// As [`indices`], for a list of axes (a shape, a permutation, a target
+/// shape): at most [`MAX_NDIM`] of them.
+fn axes(v: &Value, what: &str) -> Result<Vec<usize>, String> {
+    if let Value::Array(items) = v {
+        if items.len() > MAX_NDIM {
+            return Err(format!(
+                "{what} with {} axes; at most {MAX_NDIM} are supported",
+                items.len()
+            ));
+        }
+    }
+    indices(v, what)
+}
+
+/// Checks that an array of `shape` and `dtype` has a byte size that
+/// memory could address (what every later allocation is sized from).
+fn addressable(shape: &[usize], dtype: DType) -> Result<(), String> {
+    let bytes = shape
+        .iter()
+        .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
+        .filter(|&b| b <= isize::MAX as usize);
+    match bytes {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "shape {shape:?} of {} holds more bytes than memory can address",
+            dtype.name()
+        )),
+    }
 }
 
 fn ports(map: &Map<String, Value>, field: &'static str) -> Result<Vec<Port>, SpecError> {
@@ -416,18 +543,22 @@ fn ports(map: &Map<String, Value>, field: &'static str) -> Result<Vec<Port>, Spe
             _ => {
                 return Err(bad(
                     at,
-                    format!("expected [name, dtype, shape], found {item}"),
+                    format!("expected [name, dtype, shape], found {}", brief(item)),
                 ))
             }
         };
         let Value::String(name) = &parts[0] else {
             return Err(bad(
                 at,
-                format!("the {role} name must be a string, found {}", parts[0]),
+                format!(
+                    "the {role} name must be a string, found {}",
+                    brief(&parts[0])
+                ),
             ));
         };
         let dtype = dtype_of(&parts[1]).map_err(|r| bad_named(&at, name, r))?;
-        let shape = indices(&parts[2], "a shape").map_err(|r| bad_named(&at, name, r))?;
+        let shape = axes(&parts[2], "a shape").map_err(|r| bad_named(&at, name, r))?;
+        addressable(&shape, dtype).map_err(|r| bad_named(&at, name, r))?;
         out.push(Port {
             name: name.clone(),
             dtype,
@@ -450,7 +581,7 @@ fn dtype_of(v: &Value) -> Result<DType, String> {
         Value::String(s) => DType::from_name(s).ok_or_else(|| {
             format!(
                 "unknown dtype `{}` (expected one of: {})",
-                s.escape_debug(),
+                short(s),
                 names()
             )
         }),
@@ -476,9 +607,19 @@ fn template(v: Option<&Value>) -> Result<Vec<(String, TemplateArg)>, SpecError> 
         let (name, value) = match item {
             Value::Array(p) if p.len() == 2 => match &p[0] {
                 Value::String(n) => (n, &p[1]),
-                other => return Err(bad(at, format!("the name must be a string, found {other}"))),
+                other => {
+                    return Err(bad(
+                        at,
+                        format!("the name must be a string, found {}", brief(other)),
+                    ))
+                }
             },
-            _ => return Err(bad(at, format!("expected [name, value], found {item}"))),
+            _ => {
+                return Err(bad(
+                    at,
+                    format!("expected [name, value], found {}", brief(item)),
+                ))
+            }
         };
         let fail = |reason: String| bad_named(&at, name, reason);
         let arg = match value {
@@ -552,7 +693,10 @@ fn init_value(v: Option<&Value>) -> Result<Option<f64>, SpecError> {
         Some(v) => float_value(v).map(Some).ok_or_else(|| {
             bad(
                 "init_value",
-                format!("expected a number, \"inf\", \"-inf\", \"nan\" or null, found {v}"),
+                format!(
+                    "expected a number, \"inf\", \"-inf\", \"nan\" or null, found {}",
+                    brief(v)
+                ),
             )
         }),
     }
@@ -563,14 +707,18 @@ fn input_index(key: &str, inputs: &[Port], field: &str) -> Result<usize, SpecErr
     inputs.iter().position(|p| p.name == key).ok_or_else(|| {
         let names: Vec<&str> = inputs.iter().map(|p| p.name.as_str()).collect();
         bad(
-            format!("{field}.{}", key.escape_debug()),
+            format!("{field}.{}", short(key)),
             format!(
                 "`{}` is not an input (inputs: {})",
-                key.escape_debug(),
+                short(key),
                 if names.is_empty() {
                     "none".to_string()
                 } else {
-                    names.join(", ")
+                    names
+                        .iter()
+                        .map(|n| short(n))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 }
             ),
         )
@@ -619,7 +767,7 @@ fn views(v: Option<&Value>, inputs: &[Port]) -> Result<Vec<(String, Vec<View>)>,
     let mut out = Vec::with_capacity(map.len());
     for (key, value) in map {
         input_index(key, inputs, "views")?;
-        let at = format!("views.{}", key.escape_debug());
+        let at = format!("views.{}", short(key));
         let list: Vec<View> = match value {
             Value::Array(items) => items
                 .iter()
@@ -653,10 +801,8 @@ fn view(v: &Value, at: &str) -> Result<View, SpecError> {
     };
     let at = format!("{at}.{kind_name}");
     Ok(match kind_name.as_str() {
-        "transpose" => {
-            View::Transpose(indices(arg, "an axis permutation").map_err(|r| bad(&at, r))?)
-        }
-        "broadcast" => View::Broadcast(indices(arg, "a target shape").map_err(|r| bad(&at, r))?),
+        "transpose" => View::Transpose(axes(arg, "an axis permutation").map_err(|r| bad(&at, r))?),
+        "broadcast" => View::Broadcast(axes(arg, "a target shape").map_err(|r| bad(&at, r))?),
         _ => {
             let Value::Array(ranges) = arg else {
                 return Err(bad(
@@ -667,6 +813,15 @@ fn view(v: &Value, at: &str) -> Result<View, SpecError> {
                     ),
                 ));
             };
+            if ranges.len() > MAX_NDIM {
+                return Err(bad(
+                    at,
+                    format!(
+                        "{} ranges; at most {MAX_NDIM} axes are supported",
+                        ranges.len()
+                    ),
+                ));
+            }
             let mut out = Vec::with_capacity(ranges.len());
             for r in ranges {
                 let parts = indices(r, "[start, stop, step]").map_err(|e| bad(&at, e))?;
@@ -676,7 +831,7 @@ fn view(v: &Value, at: &str) -> Result<View, SpecError> {
                     _ => {
                         return Err(bad(
                             at,
-                            format!("expected [start, stop, step] per axis, found {r}"),
+                            format!("expected [start, stop, step] per axis, found {}", brief(r)),
                         ))
                     }
                 }

@@ -312,7 +312,18 @@ impl Array {
                 offset += start as isize * self.strides[axis];
             }
             out.shape[axis] = len;
-            out.strides[axis] = self.strides[axis] * step as isize;
+            // A step only matters between two elements: with one or none,
+            // keep the stride (a step past the extent, such as 2^62, would
+            // overflow it). With two or more, `step` is below the extent,
+            // so the product stays within the buffer's span.
+            if len > 1 {
+                out.strides[axis] = isize::try_from(step)
+                    .ok()
+                    .and_then(|step| self.strides[axis].checked_mul(step))
+                    .ok_or_else(|| {
+                        ArrayError::View(format!("slice: axis {axis}: step {step} is too large"))
+                    })?;
+            }
         }
         out.offset = offset.max(0) as usize;
         Ok(out)
@@ -382,14 +393,19 @@ impl Array {
         }
         let device = self.device();
         let stream = self.producer().unwrap_or_else(|| device.default_stream());
-        let raw = device.backend().download(
+        let mut raw = device.backend().download(
             &self.buffer,
             lo as usize * size,
             (hi - lo + 1) as usize * size,
             stream.handle(),
         )?;
         if self.is_row_contiguous() {
-            return Ok(raw[(self.offset - lo as usize) * size..][..n * size].to_vec());
+            // A row-contiguous view spans exactly its own elements: the
+            // download is the answer, without a second copy.
+            let start = (self.offset - lo as usize) * size;
+            raw.truncate(start + n * size);
+            raw.drain(..start);
+            return Ok(raw);
         }
         // A broadcast view can name far more elements than its buffer holds:
         // refuse a read-back that memory cannot hold instead of aborting.
@@ -457,6 +473,22 @@ mod tests {
         assert_eq!(s.shape(), &[2, 3]);
         assert_eq!(s.to_vec::<i32>().unwrap(), vec![5, 7, 9, 15, 17, 19]);
         assert!(a.slice(&[[0, 4, 0]]).is_err());
+    }
+
+    #[test]
+    fn a_step_past_the_extent_takes_one_element() {
+        // Axis 0 has stride 5: a step of 2^62 once overflowed it (a panic).
+        let a = arange(&[4, 5]);
+        let s = a.slice(&[[1, 4, 1 << 62], [2, 5, usize::MAX]]).unwrap();
+        assert_eq!(s.shape(), &[1, 1]);
+        assert_eq!(s.to_vec::<i32>().unwrap(), vec![7]);
+        // A view of a view with a large step: still in the buffer.
+        let t = a
+            .slice(&[[0, 4, 3]])
+            .unwrap()
+            .slice(&[[1, 2, 1 << 40]])
+            .unwrap();
+        assert_eq!(t.to_vec::<i32>().unwrap(), vec![15, 16, 17, 18, 19]);
     }
 
     #[test]

@@ -186,3 +186,79 @@ pub fn python(script: &str, args: &[&str]) {
     );
     print!("{}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// The address-space limit (`ulimit -v`, KiB) of [`kernelkit_limited`]: an
+/// allocation that the spec sizes but memory cannot hold fails at once
+/// under it, instead of succeeding lazily and paging the machine to death.
+pub const ADDRESS_LIMIT_KIB: u64 = 4 << 20;
+
+/// As [`kernelkit`], under `ulimit -v` [`ADDRESS_LIMIT_KIB`] (through
+/// `sh`), with `env` added: an allocation the process cannot get shows
+/// as an abort (exit 134), not as a slow machine.
+pub fn kernelkit_limited(args: &[&str], env: &[(&str, &str)]) -> Outcome {
+    let bin = std::env::var_os("KERNELKIT_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kernelkit")));
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {ADDRESS_LIMIT_KIB} && exec \"$0\" \"$@\""
+        ))
+        .arg(bin)
+        .args(args)
+        .env("KERNELKIT_CACHE", "memory")
+        .env_remove("KERNELKIT_LOG");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().expect("sh runs the kernelkit binary");
+    Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Expects a failure as documented (exit code 2, nothing on stdout, one
+/// line on stderr starting `kernelkit run: `) and returns the line.
+pub fn one_line_failure(out: &Outcome) -> String {
+    assert_eq!(
+        out.code,
+        2,
+        "expected exit code 2, stderr:\n{}",
+        &out.stderr[..out.stderr.len().min(2000)]
+    );
+    assert!(out.stdout.is_empty(), "stdout not empty: {}", out.stdout);
+    assert_eq!(
+        out.stderr.lines().count(),
+        1,
+        "not one line:\n{}",
+        out.stderr
+    );
+    let line = out.stderr.trim_end().to_string();
+    assert!(line.starts_with("kernelkit run: "), "{line}");
+    line
+}
+
+/// A `.npy` file: the magic, version 1.0 (2.0 when the text needs it),
+/// `header` padded as NumPy pads it, then `data`.
+pub fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
+    let v1 = header.len() + 11 < 65536;
+    let before = if v1 { 10 } else { 12 };
+    let pad = (64 - (before + header.len() + 1) % 64) % 64;
+    let mut text = header.as_bytes().to_vec();
+    text.extend(std::iter::repeat_n(b' ', pad));
+    text.push(b'\n');
+    let mut out = b"\x93NUMPY".to_vec();
+    if v1 {
+        out.extend([1, 0]);
+        out.extend((text.len() as u16).to_le_bytes());
+    } else {
+        out.extend([2, 0]);
+        out.extend((text.len() as u32).to_le_bytes());
+    }
+    out.extend(text);
+    out.extend(data);
+    out
+}

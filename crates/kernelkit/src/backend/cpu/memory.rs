@@ -53,12 +53,17 @@ pub(super) fn write(buf: &Buffer, offset: usize, data: &[u8]) {
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), bytes(buf).add(offset), data.len()) }
 }
 
-pub(super) fn read(buf: &Buffer, offset: usize, len: usize) -> Vec<u8> {
+/// A copy of `len` bytes at `offset`, or `None` when the system cannot
+/// provide the memory for it (a huge output is an error, not an abort).
+pub(super) fn read(buf: &Buffer, offset: usize, len: usize) -> Option<Vec<u8>> {
     assert!(offset + len <= buf.len);
-    let mut out = vec![0u8; len];
-    // SAFETY: in bounds (checked above); the destination is a fresh vector.
-    unsafe { std::ptr::copy_nonoverlapping(bytes(buf).add(offset), out.as_mut_ptr(), len) }
-    out
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).ok()?;
+    // SAFETY: in bounds (checked above) of host memory this backend owns,
+    // which nothing writes during the copy (launches run to completion).
+    let src = unsafe { std::slice::from_raw_parts(bytes(buf).add(offset), len) };
+    out.extend_from_slice(src);
+    Some(out)
 }
 
 pub(super) fn fill(buf: &Buffer, pattern: &[u8]) {

@@ -129,7 +129,7 @@ impl Backend for CpuBackend {
         len: usize,
         _stream: &StreamHandle,
     ) -> Result<Vec<u8>> {
-        Ok(memory::read(buf, offset, len))
+        memory::read(buf, offset, len).ok_or_else(|| out_of_memory(len))
     }
     fn fill(&self, buf: &Buffer, pattern: &[u8], _stream: &StreamHandle) -> Result<()> {
         memory::fill(buf, pattern);

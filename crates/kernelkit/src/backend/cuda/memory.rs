@@ -551,7 +551,17 @@ pub(super) fn download(
     offset: usize,
     len: usize,
 ) -> Result<Vec<u8>> {
-    let mut out = vec![0u8; len];
+    // Reserved fallibly: a huge output is an error, not an abort.
+    let mut out = Vec::new();
+    if out.try_reserve_exact(len).is_err() {
+        return Err(DeviceError::Driver {
+            device: stream.ctx.label.clone(),
+            operation: "allocate",
+            reason: format!("the system cannot provide {len} bytes of host memory"),
+        }
+        .into());
+    }
+    out.resize(len, 0);
     if len == 0 {
         return Ok(out);
     }
