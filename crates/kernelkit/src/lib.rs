@@ -101,7 +101,7 @@ pub use array::Array;
 pub use backend::cpu::FLAGS as CPU_COMPILE_FLAGS;
 pub use backend::Limits;
 pub use codegen::{Dialect, Generated};
-pub use device::{Device, DeviceId, DeviceKind, Stream};
+pub use device::{Device, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
 pub use kernel::call::{Call, Launch};
