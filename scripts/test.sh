@@ -9,5 +9,6 @@ cd "$(dirname "$0")/.."
 export KERNELKIT_CACHE=memory
 cargo nextest run --workspace --all-features --no-fail-fast
 cargo test --workspace --all-features --doc
+# (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p kernelkit --release --lib loom_ -- --test-threads=2
+  cargo test -p kernelkit --features cuda --release --lib loom_ -- --test-threads=2

@@ -8,11 +8,16 @@
 //! file lock (`cache::lock`), which a thread that owns a pending kernel
 //! cache slot holds across its compile so that other *processes* wait for
 //! it. It is taken with no in-process lock held, one key at a time, and its
-//! wait is bounded, so it cannot deadlock.
+//! wait is bounded, so it cannot deadlock. Leaf locks, under which no
+//! other lock is taken: a [`RaisedLimit`]'s (held across one
+//! `cuFuncSetAttribute`, which does not wait for the GPU) and a CUDA
+//! module's list of those limits.
 //!
-//! The loom models (`loom_*` tests in `kernel::memo` and
-//! `cache::kernel_cache`, run by `scripts/test.sh`) check the variant memo
-//! and the kernel cache's single-flight protocol with these primitives.
+//! The loom models (`loom_*` tests in `kernel::memo`,
+//! `cache::kernel_cache`, this module and `backend::cuda::memory`, run by
+//! `scripts/test.sh` with the `cuda` feature) check the variant memo, the
+//! kernel cache's single-flight protocol, [`RaisedLimit`] and the order in
+//! which a dying CUDA buffer is checked before it becomes a thread's spare.
 //! Under `loom` the stats counters become one loom atomic each; immutable
 //! payloads (variants, modules) stay in `std` `Arc`s, and
 //! `Variant::function` stays a `std` `OnceLock`: set once after a module is
@@ -280,7 +285,7 @@ mod loom_models {
             let t = thread::spawn(move || launch(&l, &s, 60));
             launch(&limit, &setting, 100);
             t.join().unwrap();
-            assert!(setting.load(Ordering::SeqCst) >= limit.allowed.load(Ordering::SeqCst));
+            assert!(setting.load(Ordering::SeqCst) >= limit.allowed());
             launch(&limit, &setting, 100);
         });
     }

@@ -219,7 +219,7 @@ fn enqueue(
     let tg = job.threadgroup;
     let blocks = [blocks(gx, tg[0]), blocks(gy, tg[1]), blocks(gz, tg[2])];
     if spec.group_sync.is_some() {
-        check_unguarded(ctx, job, blocks)?;
+        check_unguarded(ctx, job)?;
     }
     let shared = job.shared_mem_bytes;
     if shared > DEFAULT_DYNAMIC_SHARED && !function.dynamic_shared.allows(shared) {
@@ -296,9 +296,10 @@ fn raise_dynamic_shared(ctx: &Context, function: &CudaFunction, shared: u32) -> 
 /// repeat.
 #[cold]
 #[inline(never)]
-fn check_unguarded(ctx: &Context, job: &LaunchJob<'_>, blocks: [u32; 3]) -> Result<()> {
+fn check_unguarded(ctx: &Context, job: &LaunchJob<'_>) -> Result<()> {
     for axis in 0..3 {
-        let padded = blocks[axis] as u64 * job.threadgroup[axis] as u64;
+        let tg = job.threadgroup[axis];
+        let padded = blocks(job.grid[axis], tg) as u64 * tg as u64;
         if padded > 1 << 32 {
             return Err(CallError::Dims {
                 kernel: job.spec.name.clone(),
