@@ -1,9 +1,15 @@
 //! Loads cubins into modules and resolves functions, once each.
 //!
-//! A module lives as long as the device's kernel cache and every function
-//! resolved from it (each [`CudaFunction`] holds its module), so queued work
-//! never runs unloaded code. Functions are resolved once per variant and
-//! device and kept by the variant: no launch looks a function up.
+//! A module lives as long as the device's kernel cache, which is the
+//! device's lifetime, so queued work never runs unloaded code (and a
+//! module's drop waits for the context first). Functions are resolved once
+//! per variant and device and kept by the variant: no launch looks a
+//! function up. A function does not keep its module: a variant outlives
+//! the device it first ran on (in its kernel's memo, in a thread's recent
+//! variants), and holding the module would keep that device's module and
+//! CUDA context alive after the device is gone. The variant's function is
+//! only used through its own device (`Device::function` checks the device
+//! instance), which holds the module while it lives.
 
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
@@ -53,11 +59,11 @@ impl Drop for CudaModule {
 
 /// A resolved kernel function, plus the dynamic shared memory size its
 /// driver function allows (shared by every `CudaFunction` of that
-/// `CUfunction`; see `launch`).
+/// `CUfunction`; see `launch`). Valid while its device lives (see the
+/// module documentation).
 pub(crate) struct CudaFunction {
     pub(super) raw: sys::CUfunction,
     pub(super) dynamic_shared: Arc<RaisedLimit>,
-    _module: Module,
 }
 
 // SAFETY: function handles may be used from any thread; the attribute
@@ -115,7 +121,6 @@ pub(super) fn function(
     Ok(Function::Cuda(Arc::new(CudaFunction {
         raw,
         dynamic_shared: cuda.limit_of(raw),
-        _module: module.clone(),
     })))
 }
 
