@@ -98,7 +98,6 @@ impl WeakDevice {
     }
 }
 
-
 impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Device({})", self.label())

@@ -201,7 +201,8 @@ mod tests {
             let barrier = Arc::new(Barrier::new(threads as usize));
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
-                    let (limit, setting, barrier) = (limit.clone(), setting.clone(), barrier.clone());
+                    let (limit, setting, barrier) =
+                        (limit.clone(), setting.clone(), barrier.clone());
                     std::thread::spawn(move || {
                         // Needs from 52 KB to 220 KB, in a different order each round.
                         let need = (52 + ((t * 7 + round) % threads) * 24) << 10;
