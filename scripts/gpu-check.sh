@@ -9,7 +9,8 @@
 #   launch_probe       what host work between raw launches costs there
 #   cuda-tests         tests/cuda.rs (CUDA-specific tests)
 #   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::)
-#   fault-tests        tests/cuda_fault.rs (a faulting kernel; its own process)
+#   fault-tests        tests/cuda_fault.rs (faulting kernels; each test its own process)
+#   lifecycle-tests    tests/cuda_lifecycle.rs (devices, contexts, limits; alone in a process)
 #   run-tests, views-tests  `kernelkit run` tests, run there with --device cuda
 #   corpus-tests       tests/corpus.rs (the real-kernel corpus, run for cuda)
 #   corpus-texts/      the corpus's published kernel texts (not committed: the
@@ -48,7 +49,8 @@ cuda_tests=$(exe test cuda)
 lib_tests=$(exe lib kernelkit)
 behaviour_tests=$(exe test behaviour)
 fault_tests=$(exe test cuda_fault)
-for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$run_tests" "$views_tests" "$corpus_tests"; do
+lifecycle_tests=$(exe test cuda_lifecycle)
+for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" "$views_tests" "$corpus_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -66,6 +68,7 @@ strip --strip-debug -o "$DEST/cuda-tests" "$cuda_tests"
 strip --strip-debug -o "$DEST/kernelkit-lib-tests" "$lib_tests"
 strip --strip-debug -o "$DEST/behaviour-tests" "$behaviour_tests"
 strip --strip-debug -o "$DEST/fault-tests" "$fault_tests"
+strip --strip-debug -o "$DEST/lifecycle-tests" "$lifecycle_tests"
 strip --strip-debug -o "$DEST/run-tests" "$run_tests"
 strip --strip-debug -o "$DEST/views-tests" "$views_tests"
 strip --strip-debug -o "$DEST/corpus-tests" "$corpus_tests"

@@ -31,7 +31,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 step tests "$G/cuda-tests" --test-threads=4
 step behaviour "$G/behaviour-tests" cuda:: --test-threads=4
 step unit "$G/kernelkit-lib-tests" backend::cuda
-step fault "$G/fault-tests" --nocapture
+# A fault ruins the process's CUDA context: one process per fault test.
+step fault "$G/fault-tests" --exact a_faulting_kernel_is_an_error_and_the_device_stays_unusable --nocapture
+step fault_default "$G/fault-tests" --exact a_device_that_faulted_before_its_default_stream_was_used_reports_the_fault --nocapture
+# Devices and contexts created and destroyed: no other device in the process.
+step lifecycle "$G/lifecycle-tests" --test-threads=4
 step demo "$G/kernelkit" demo --device cuda --threads 16 --rounds 20
 # Every MLX golden spec (Metal bodies) generated for CUDA and compiled by NVRTC.
 golden_cuda() {
@@ -115,7 +119,7 @@ grep -h "^cuda_perf" "$LOGS/ab.log" 2>/dev/null
 grep -h "^parallel\.\(first_compile_ms\|n[0-9]*\.speedup\)" "$LOGS/parallel.log" 2>/dev/null
 echo "workers off by KERNELKIT_COMPILE_WORKERS=0: $(grep -h '^SUMMARY' "$LOGS/parallel_off.log" 2>/dev/null)"
 grep -h "^SUMMARY" "$LOGS/parallel.log" 2>/dev/null
-grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" 2>/dev/null
+grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/fault_default.log" "$LOGS/lifecycle.log" "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

@@ -16,9 +16,28 @@
  * pays for it here as it does on a GPU host, and the ratio of a warm call
  * to a bare launch can be compared between builds locally.
  *
- * Build: tools/fakecuda/build.sh (makes libcuda.so.1 and libnvrtc.so.12
+ * It also keeps the driver's rules that kernelkit's lifecycle code must
+ * follow, so that tests (tests/cuda_lifecycle.rs, run on this stand-in by
+ * scripts/test.sh) can check them without a GPU:
+ * - the primary context is reference counted: released to zero it is
+ *   destroyed, and the next retain creates a new one AT THE SAME ADDRESS
+ *   (as a real driver may); calls that need a context fail with
+ *   CUDA_ERROR_INVALID_CONTEXT unless the calling thread made the live
+ *   context current (cuCtxSetCurrent) since it was created;
+ *   cuDevicePrimaryCtxGetState reports whether it is alive;
+ * - cuModuleGetFunction returns one handle per (module, name), which keeps
+ *   its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (default 48 KB); a
+ *   launch with more dynamic shared memory than that fails with
+ *   CUDA_ERROR_INVALID_VALUE;
+ * - a launch of a function whose name contains "fakecuda_fault" fails with
+ *   CUDA_ERROR_ILLEGAL_ADDRESS, and every later call that needs the context
+ *   fails the same way until the context is destroyed (a sticky fault);
+ * - FAKECUDA_FAIL_STREAM_CREATE=1 makes cuStreamCreate fail (out of memory).
+ *
+ * Build: tools/fakecuda/build.sh (makes libcuda.so.1 and libnvrtc.so.13
  * in target/fakecuda); run with LD_LIBRARY_PATH=target/fakecuda.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +46,10 @@ typedef int CUresult;
 typedef int nvrtcResult;
 typedef uint64_t CUdeviceptr;
 #define OK 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_INVALID_CONTEXT 201
+#define CUDA_ERROR_ILLEGAL_ADDRESS 700
 
 /* ---- the cache-thrashing work of one launch ---- */
 
@@ -61,9 +84,20 @@ static volatile uint32_t sink;
 static void thrash_init(void) {
   const char *c = getenv("FAKECUDA_CODE_KB");
   const char *d = getenv("FAKECUDA_DATA_KB");
-  /* Each function is about 64 bytes of code. */
+  /* The functions' spacing, as the compiler laid them out (48 bytes with
+   * gcc -O2, not the 64 once assumed: 32 KB asked then ran only 24 KB, and
+   * which lines of the caller survived a launch depended on where they
+   * fell in the cache's sets). */
+  uintptr_t lo = (uintptr_t)FUNCS[0], hi = lo;
+  for (size_t i = 1; i < NFUNCS; i++) {
+    uintptr_t a = (uintptr_t)FUNCS[i];
+    if (a < lo) lo = a;
+    if (a > hi) hi = a;
+  }
+  size_t stride = (hi - lo) / (NFUNCS - 1);
+  if (stride == 0) stride = 64;
   size_t code_kb = c ? strtoul(c, 0, 10) : 48;
-  code_funcs = code_kb * 1024 / 64;
+  code_funcs = code_kb * 1024 / stride;
   if (code_funcs > NFUNCS) code_funcs = NFUNCS;
   data_bytes = (d ? strtoul(d, 0, 10) : 256) * 1024;
   data = data_bytes ? calloc(data_bytes, 1) : 0;
@@ -108,14 +142,69 @@ CUresult cuDeviceGetName(char *name, int len, int dev) {
   return OK;
 }
 CUresult cuDeviceTotalMem_v2(size_t *b, int dev) { (void)dev; *b = (size_t)16 << 30; return OK; }
+/* The primary context: one address for every incarnation (as a driver may
+ * reuse one), a retain count, and a generation number per incarnation
+ * (0: none alive). A thread's current context is the generation it made
+ * current; calls that need a context check it is the live one. */
 static int ctx_token;
-CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { (void)dev; *ctx = &ctx_token; return OK; }
-CUresult cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return OK; }
-CUresult cuCtxSetCurrent(void *ctx) { (void)ctx; return OK; }
-CUresult cuCtxSynchronize(void) { return OK; }
-CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(64); return OK; }
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static int ctx_retains;
+static uint64_t ctx_generations;
+static volatile uint64_t ctx_live;
+static volatile int ctx_fault; /* a sticky fault of the live context */
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t ctx_current;
+
+static CUresult need_ctx(void) {
+  if (ctx_current == 0 || ctx_current != ctx_live) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx_fault) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  return OK;
+}
+#define NEED_CTX()                     \
+  do {                                 \
+    CUresult need_ = need_ctx();       \
+    if (need_ != OK) return need_;     \
+  } while (0)
+
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+  (void)dev;
+  pthread_mutex_lock(&ctx_lock);
+  if (ctx_retains++ == 0) {
+    ctx_live = ++ctx_generations;
+    ctx_fault = 0;
+  }
+  pthread_mutex_unlock(&ctx_lock);
+  *ctx = &ctx_token;
+  return OK;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+  (void)dev;
+  pthread_mutex_lock(&ctx_lock);
+  if (ctx_retains > 0 && --ctx_retains == 0) ctx_live = 0; /* destroyed */
+  pthread_mutex_unlock(&ctx_lock);
+  return OK;
+}
+CUresult cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active) {
+  (void)dev;
+  *flags = 0;
+  *active = ctx_live != 0;
+  return OK;
+}
+CUresult cuCtxSetCurrent(void *ctx) {
+  if (ctx != &ctx_token || ctx_live == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  ctx_current = ctx_live;
+  return OK;
+}
+CUresult cuCtxSynchronize(void) { NEED_CTX(); return OK; }
+CUresult cuStreamCreate(void **s, unsigned flags) {
+  (void)flags;
+  NEED_CTX();
+  const char *fail = getenv("FAKECUDA_FAIL_STREAM_CREATE");
+  if (fail && *fail == '1') return CUDA_ERROR_OUT_OF_MEMORY;
+  *s = malloc(64);
+  return OK;
+}
 CUresult cuStreamDestroy_v2(void *s) { free(s); return OK; }
-CUresult cuStreamSynchronize(void *s) { (void)s; return OK; }
+CUresult cuStreamSynchronize(void *s) { (void)s; NEED_CTX(); return OK; }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s; (void)e; (void)f; return OK; }
 CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(64); return OK; }
 CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return OK; }
@@ -123,13 +212,19 @@ CUresult cuEventDestroy_v2(void *e) { free(e); return OK; }
 CUresult cuEventSynchronize(void *e) { (void)e; return OK; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return OK; }
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  NEED_CTX();
   void *m = aligned_alloc(256, (n + 255) / 256 * 256);
-  if (!m) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = (CUdeviceptr)(uintptr_t)m;
   return OK;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); return OK; }
-CUresult cuMemPoolCreate(void **pool, const void *props) { (void)props; *pool = malloc(64); return OK; }
+CUresult cuMemPoolCreate(void **pool, const void *props) {
+  (void)props;
+  NEED_CTX();
+  *pool = malloc(64);
+  return OK;
+}
 CUresult cuMemPoolDestroy(void *pool) { free(pool); return OK; }
 CUresult cuMemPoolSetAttribute(void *pool, int attr, void *v) { (void)pool; (void)attr; (void)v; return OK; }
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, void *pool, void *s) {
@@ -138,37 +233,103 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, void *pool, void *s) 
 }
 CUresult cuMemFreeAsync(CUdeviceptr p, void *s) { (void)s; return cuMemFree_v2(p); }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *s) {
-  (void)s; memcpy((void *)(uintptr_t)d, h, n); return OK;
+  (void)s; NEED_CTX(); memcpy((void *)(uintptr_t)d, h, n); return OK;
 }
 CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *s) {
-  (void)s; memcpy(h, (void *)(uintptr_t)d, n); return OK;
+  (void)s; NEED_CTX(); memcpy(h, (void *)(uintptr_t)d, n); return OK;
 }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr src, size_t n, void *s) {
-  (void)s; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)src, n); return OK;
+  (void)s; NEED_CTX(); memmove((void *)(uintptr_t)d, (void *)(uintptr_t)src, n); return OK;
 }
 CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *s) {
-  (void)s; memset((void *)(uintptr_t)d, v, n); return OK;
+  (void)s; NEED_CTX(); memset((void *)(uintptr_t)d, v, n); return OK;
 }
 CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *s) {
-  (void)s; for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v; return OK;
+  (void)s; NEED_CTX();
+  for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v;
+  return OK;
 }
 CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
-  (void)s; for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v; return OK;
+  (void)s; NEED_CTX();
+  for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v;
+  return OK;
 }
 CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, void *s) {
-  (void)s;
+  (void)s; NEED_CTX();
   for (size_t r = 0; r < h; r++)
     for (size_t i = 0; i < w; i++) ((unsigned *)(uintptr_t)(d + r * pitch))[i] = v;
   return OK;
 }
-CUresult cuModuleLoadData(void **m, const void *image) { (void)image; *m = malloc(64); return OK; }
-CUresult cuModuleUnload(void *m) { free(m); return OK; }
-CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; (void)name; *f = malloc(64); return OK; }
-CUresult cuFuncSetAttribute(void *f, int attr, int v) { (void)f; (void)attr; (void)v; return OK; }
+
+/* A module keeps its functions, one per name, each with its dynamic shared
+ * memory attribute. */
+#define MAX_FUNCS 16
+typedef struct {
+  char name[128];
+  volatile int max_shared;
+  int faults;
+} fake_function;
+typedef struct {
+  pthread_mutex_t lock;
+  int count;
+  fake_function *funcs[MAX_FUNCS];
+} fake_module;
+
+CUresult cuModuleLoadData(void **m, const void *image) {
+  (void)image;
+  NEED_CTX();
+  fake_module *mod = calloc(1, sizeof *mod);
+  pthread_mutex_init(&mod->lock, 0);
+  *m = mod;
+  return OK;
+}
+CUresult cuModuleUnload(void *m) {
+  fake_module *mod = m;
+  for (int i = 0; i < mod->count; i++) free(mod->funcs[i]);
+  pthread_mutex_destroy(&mod->lock);
+  free(mod);
+  return OK;
+}
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  NEED_CTX();
+  fake_module *mod = m;
+  CUresult r = OK;
+  pthread_mutex_lock(&mod->lock);
+  int i = 0;
+  while (i < mod->count && strcmp(mod->funcs[i]->name, name) != 0) i++;
+  if (i == mod->count) {
+    if (mod->count == MAX_FUNCS) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+      fake_function *fn = calloc(1, sizeof *fn);
+      strncpy(fn->name, name, sizeof fn->name - 1);
+      fn->max_shared = 48 * 1024;
+      fn->faults = strstr(name, "fakecuda_fault") != 0;
+      mod->funcs[mod->count++] = fn;
+    }
+  }
+  if (r == OK) *f = mod->funcs[i];
+  pthread_mutex_unlock(&mod->lock);
+  return r;
+}
+CUresult cuFuncSetAttribute(void *f, int attr, int v) {
+  NEED_CTX();
+  if (attr == 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */) {
+    if (v < 0 || v > 232448) return CUDA_ERROR_INVALID_VALUE;
+    ((fake_function *)f)->max_shared = v;
+  }
+  return OK;
+}
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shared, void *s, void **params, void **extra) {
-  (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)s;
-  (void)extra;
+  (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)s; (void)extra;
+  NEED_CTX();
+  fake_function *fn = f;
+  if (shared > (unsigned)fn->max_shared) return CUDA_ERROR_INVALID_VALUE;
+  if (fn->faults) {
+    ctx_fault = 1;
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  }
   /* Read the first parameter, as a driver copies them all. */
   if (params && params[0]) sink += *(volatile uint32_t *)params[0];
   thrash();

@@ -6,8 +6,9 @@
 //! every part of a program shares their caches.
 
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 use crate::array::Array;
@@ -50,22 +51,52 @@ impl DeviceId {
     }
 }
 
+/// A device's state. It begins as a stream's state does ([`StreamShared`]:
+/// the stream's backend state, then a `Device`), so that reaching the
+/// handle or the device of a [`Stream`] is the same load for the default
+/// stream as for any other, and the compiler merges the two cases.
+#[repr(C)]
 pub(crate) struct DeviceShared {
+    /// The default stream's backend state, created with the device.
+    default_handle: StreamHandle,
+    /// An *uncounted* alias of this device (written once in
+    /// [`Device::from_parts`], never dropped): what the default stream's
+    /// `device()` lends. A counted one would be a cycle (the device holding
+    /// itself), and no device would ever be freed. It is only reached
+    /// through a borrow of a counted [`Device`], so it never outlives the
+    /// device; a clone of it is a counted `Device` like any other.
+    this: MaybeUninit<Device>,
     id: DeviceId,
-    /// The backend's limits, copied next to the id: every call checks
-    /// against them, and this line is one the call reads anyway.
-    limits: Limits,
-    /// The backend's dialect, copied for the same reason (no virtual call).
+    /// The backend's dialect, copied next to the id (no virtual call).
     dialect: Dialect,
     backend: Box<dyn Backend>,
+    /// The backend's limits, copied: every call checks against them.
+    limits: Limits,
     cache: KernelCache,
     store: Option<ArtifactStore>,
-    default_stream: OnceLock<Stream>,
+    /// The default stream's number (see [`Stream`]'s `Debug`).
+    default_id: u64,
+    /// The default stream as a [`Stream`] to lend: `Link::Default` of
+    /// another uncounted alias, as `this`.
+    default_stream: MaybeUninit<Stream>,
 }
 
 /// A device: one backend, its kernel cache and its streams. Cheap to clone.
 #[derive(Clone)]
 pub struct Device(pub(crate) Arc<DeviceShared>);
+
+/// A reference to a device that does not keep it alive: for a program (or
+/// a test) that must know whether a device has been freed, or that keeps
+/// something per device without holding the device open.
+#[derive(Clone, Debug)]
+pub struct WeakDevice(Weak<DeviceShared>);
+
+impl WeakDevice {
+    /// The device, if anything still holds it.
+    pub fn upgrade(&self) -> Option<Device> {
+        self.0.upgrade().map(Device)
+    }
+}
 
 impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -82,27 +113,80 @@ impl Eq for Device {}
 
 static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
 
+/// Numbers streams for `Debug` (the default stream's too).
+fn next_stream_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 impl Device {
-    pub(crate) fn from_backend(
+    /// A device over `backend`, whose default stream's state is
+    /// `default_handle` (created by the caller, so that a failure to create
+    /// it is the caller's typed error, never a panic later).
+    pub(crate) fn from_parts(
         kind: DeviceKind,
         ordinal: u32,
         backend: Box<dyn Backend>,
+        default_handle: StreamHandle,
     ) -> Device {
         let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
         let store = ArtifactStore::from_env();
-        Device(Arc::new(DeviceShared {
+        let mut shared = Arc::new(DeviceShared {
+            default_handle,
+            this: MaybeUninit::uninit(),
             id: DeviceId {
                 kind,
                 ordinal,
                 instance,
             },
-            limits: *backend.limits(),
             dialect: backend.dialect(),
+            limits: *backend.limits(),
             backend,
             cache: KernelCache::default(),
             store,
-            default_stream: OnceLock::new(),
-        }))
+            default_id: next_stream_id(),
+            default_stream: MaybeUninit::uninit(),
+        });
+        let alias = || {
+            let raw = Arc::into_raw(Arc::clone(&shared));
+            // SAFETY: `raw` comes from `Arc::into_raw` just above. The
+            // `Arc` rebuilt from it is an uncounted alias: its count is
+            // given back on the next line, and the alias is never dropped
+            // (a `MaybeUninit` drops nothing).
+            let alias = Device(unsafe { Arc::from_raw(raw) });
+            // SAFETY: `raw` comes from `Arc::into_raw`, and `shared` still
+            // holds a count, so this one is not the last.
+            unsafe { Arc::decrement_strong_count(raw) };
+            alias
+        };
+        let (this, default) = (alias(), alias());
+        match Arc::get_mut(&mut shared) {
+            Some(device) => {
+                device.this.write(this);
+                device.default_stream.write(Stream(Link::Default(default)));
+            }
+            // `shared` is the only counted reference and no `Weak` exists
+            // yet: `get_mut` cannot fail.
+            None => unreachable!("a device being built is not shared"),
+        }
+        Device(shared)
+    }
+
+    /// Opens a device on `backend`, creating its default stream first: a
+    /// failure to create it is this call's typed error.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // CUDA devices open through it.
+    pub(crate) fn open(
+        kind: DeviceKind,
+        ordinal: u32,
+        backend: Box<dyn Backend>,
+    ) -> Result<Device> {
+        let default_handle = backend.new_stream()?;
+        Ok(Device::from_parts(kind, ordinal, backend, default_handle))
+    }
+
+    /// A reference to this device that does not keep it alive.
+    pub fn downgrade(&self) -> WeakDevice {
+        WeakDevice(Arc::downgrade(&self.0))
     }
 
     /// The process-wide CPU device.
@@ -116,22 +200,25 @@ impl Device {
     /// artifact store on disk, so to measure compiles set
     /// `KERNELKIT_CACHE=memory`.
     pub fn new_cpu() -> Device {
-        Device::from_backend(
+        // CPU launches run to completion: a CPU stream has no state.
+        Device::from_parts(
             DeviceKind::Cpu,
             0,
             Box::new(crate::backend::cpu::CpuBackend::new()),
+            StreamHandle::Host,
         )
     }
 
     /// A new CPU device whose kernels are compiled by `program` (a C++20
     /// compiler command) instead of `$CXX` or the first one on the `PATH`.
     pub fn new_cpu_with_compiler(program: impl Into<String>) -> Device {
-        Device::from_backend(
+        Device::from_parts(
             DeviceKind::Cpu,
             0,
             Box::new(crate::backend::cpu::CpuBackend::with_compiler(
                 program.into(),
             )),
+            StreamHandle::Host,
         )
     }
 
@@ -166,7 +253,7 @@ impl Device {
         #[cfg(feature = "cuda")]
         {
             let backend = crate::backend::cuda::CudaBackend::open(ordinal, options)?;
-            Ok(Device::from_backend(DeviceKind::Cuda, ordinal, backend))
+            Device::open(DeviceKind::Cuda, ordinal, backend)
         }
         #[cfg(not(feature = "cuda"))]
         {
@@ -260,20 +347,22 @@ impl Device {
 
     /// A new stream on this device.
     pub fn new_stream(&self) -> Result<Stream> {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        Ok(Stream(Arc::new(StreamShared {
+        Ok(Stream(Link::Own(Arc::new(StreamShared {
             device: self.clone(),
             handle: self.0.backend.new_stream()?,
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
-        })))
+            id: next_stream_id(),
+        }))))
     }
 
-    /// The stream calls use when they name none.
+    /// The stream calls use when they name none. It was created with the
+    /// device, so this cannot fail (a device whose default stream could not
+    /// be created did not open).
+    #[inline]
     pub fn default_stream(&self) -> &Stream {
-        self.0.default_stream.get_or_init(|| {
-            self.new_stream()
-                .expect("the default stream of an opened device can be created")
-        })
+        // SAFETY: written in `from_parts`, before the device was returned.
+        // The borrow is tied to `self`, a counted reference, so the
+        // uncounted alias inside outlives it.
+        unsafe { self.0.default_stream.assume_init_ref() }
     }
 
     /// Shorthand for [`Array::from_slice`] on this device.
@@ -430,40 +519,161 @@ enum Stored {
     NotLoaded,
 }
 
-pub(crate) struct StreamShared {
-    device: Device,
+/// A stream made by [`Device::new_stream`]. Its first two fields are laid
+/// out as [`DeviceShared`]'s.
+#[repr(C)]
+struct StreamShared {
     handle: StreamHandle,
+    device: Device,
     id: u64,
 }
 
 /// An ordered queue of work on one device. Work submitted to one stream runs
 /// in submission order; many threads may each own a stream and submit at
 /// once. On the CPU, a launch runs to completion before it returns.
+///
+/// Cloning takes one shared count: the stream's, or for the default
+/// stream the device's (whose state holds it, so that the device does not
+/// hold itself).
 #[derive(Clone)]
-pub struct Stream(Arc<StreamShared>);
+pub struct Stream(Link);
+
+/// What a [`Stream`] holds.
+#[derive(Clone)]
+enum Link {
+    /// A stream made by [`Device::new_stream`].
+    Own(Arc<StreamShared>),
+    /// The device's default stream: its state lives in the device.
+    Default(Device),
+}
 
 impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Stream({} #{})", self.0.device.label(), self.0.id)
+        let id = match &self.0 {
+            Link::Own(s) => s.id,
+            Link::Default(d) => d.0.default_id,
+        };
+        write!(f, "Stream({} #{id})", self.device().label())
     }
 }
 
 impl PartialEq for Stream {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        self.identity() == other.identity()
     }
 }
 
 impl Stream {
     /// The stream's device.
+    #[inline]
     pub fn device(&self) -> &Device {
-        &self.0.device
+        match &self.0 {
+            Link::Own(s) => &s.device,
+            // SAFETY: written in `from_parts`. The borrow is tied to `self`,
+            // which holds a count of the device.
+            Link::Default(d) => unsafe { d.0.this.assume_init_ref() },
+        }
     }
     /// Waits until all work submitted so far has finished.
     pub fn synchronize(&self) -> Result<()> {
-        self.0.device.backend().synchronize(&self.0.handle)
+        self.device().backend().synchronize(self.handle())
     }
+    #[inline]
     pub(crate) fn handle(&self) -> &StreamHandle {
-        &self.0.handle
+        match &self.0 {
+            Link::Own(s) => &s.handle,
+            Link::Default(d) => &d.0.default_handle,
+        }
+    }
+    /// The address of the state behind the stream: a stream's own, or its
+    /// device's for the default stream. Two live streams have the same one
+    /// exactly when they are the same stream.
+    #[inline]
+    fn identity(&self) -> *const () {
+        match &self.0 {
+            Link::Own(s) => Arc::as_ptr(s).cast(),
+            Link::Default(d) => Arc::as_ptr(&d.0).cast(),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Resident memory of this process, in bytes (Linux).
+    #[cfg(target_os = "linux")]
+    fn resident() -> usize {
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+        let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+        // SAFETY: sysconf only reads a system constant.
+        pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
+    }
+
+    /// Opens, uses and drops one CPU device: arrays on its default stream
+    /// (an upload, which is ready, and zeros, queued there), a stream of
+    /// its own, a clone of the default stream. Returns a weak reference.
+    fn use_and_drop_a_device(i: usize) -> WeakDevice {
+        let device = Device::new_cpu();
+        let stream = device.new_stream().unwrap();
+        let default = device.default_stream().clone();
+        assert_eq!(default.device(), &device);
+        assert!(&default == device.default_stream());
+        assert!(default != stream);
+        let x = device.array_from_slice(&[i as f32; 256], [256]).unwrap();
+        let z = Array::zeros(&device, [256], DType::F32).unwrap();
+        assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; 256]);
+        assert_eq!(x.to_vec::<f32>().unwrap()[255], i as f32);
+        let weak = device.downgrade();
+        assert!(weak.upgrade().is_some());
+        drop((x, z, default, stream, device));
+        weak
+    }
+
+    /// Devices are freed when their last handle goes (the default stream
+    /// once held the device, so none ever was): 1000 CPU devices opened,
+    /// used and dropped one after another. Each one's weak reference stops
+    /// upgrading as soon as it is dropped, and the process does not grow
+    /// with the count (a device's kernel cache alone holds ~46 KB of
+    /// counters: 1000 leaked devices would add ~46 MB).
+    #[test]
+    fn dropped_devices_are_freed() {
+        // Warm up whatever is made once per process (the thread pool).
+        for i in 0..20 {
+            assert!(use_and_drop_a_device(i).upgrade().is_none());
+        }
+        #[cfg(target_os = "linux")]
+        let before = resident();
+        for i in 0..1000 {
+            let weak = use_and_drop_a_device(i);
+            assert!(weak.upgrade().is_none(), "device {i} is still alive");
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let grown = resident().saturating_sub(before);
+            assert!(
+                grown < 16 << 20,
+                "1000 opened and dropped devices grew the process by {grown} bytes"
+            );
+        }
+    }
+
+    /// The default stream is lent from the device and compares, prints
+    /// and clones as one stream; a clone keeps the device alive.
+    #[test]
+    fn a_clone_of_the_default_stream_keeps_its_device() {
+        let device = Device::new_cpu();
+        let weak = device.downgrade();
+        let default = device.default_stream().clone();
+        let label = format!("{:?}", device.default_stream());
+        assert!(label.starts_with("Stream(cpu #"), "{label}");
+        assert_eq!(format!("{default:?}"), label);
+        drop(device);
+        let device = weak.upgrade().expect("the stream's clone holds the device");
+        assert!(&default == device.default_stream());
+        drop(device);
+        drop(default);
+        assert!(weak.upgrade().is_none());
     }
 }

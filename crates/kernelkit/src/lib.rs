@@ -63,6 +63,9 @@
 //! - A prepared [`Launch`] owns its variant: clearing the memo never breaks it.
 //! - Loaded modules are never unloaded while their device lives, so queued
 //!   work never runs unloaded code.
+//! - A device (its caches, modules and, on CUDA, its context and memory
+//!   pool) is freed once nothing holds it: its handles, its streams, its
+//!   arrays, a thread's spare output ([`Device::downgrade`] tells).
 //! - No user input makes kernelkit panic: every wrong call is a typed
 //!   [`Error`] naming the kernel and the argument.
 //!
@@ -103,7 +106,7 @@ pub use array::Array;
 pub use backend::cpu::FLAGS as CPU_COMPILE_FLAGS;
 pub use backend::Limits;
 pub use codegen::{Dialect, Generated};
-pub use device::{Device, DeviceId, DeviceKind, Stream};
+pub use device::{Device, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
 pub use kernel::call::{Call, Launch};

@@ -8,11 +8,16 @@
 //! file lock (`cache::lock`), which a thread that owns a pending kernel
 //! cache slot holds across its compile so that other *processes* wait for
 //! it. It is taken with no in-process lock held, one key at a time, and its
-//! wait is bounded, so it cannot deadlock.
+//! wait is bounded, so it cannot deadlock. Leaf locks, under which no
+//! other lock is taken: a [`RaisedLimit`]'s (held across one
+//! `cuFuncSetAttribute`, which does not wait for the GPU) and a CUDA
+//! module's list of those limits.
 //!
-//! The loom models (`loom_*` tests in `kernel::memo` and
-//! `cache::kernel_cache`, run by `scripts/test.sh`) check the variant memo
-//! and the kernel cache's single-flight protocol with these primitives.
+//! The loom models (`loom_*` tests in `kernel::memo`,
+//! `cache::kernel_cache`, this module and `backend::cuda::memory`, run by
+//! `scripts/test.sh` with the `cuda` feature) check the variant memo, the
+//! kernel cache's single-flight protocol, [`RaisedLimit`] and the order in
+//! which a dying CUDA buffer is checked before it becomes a thread's spare.
 //! Under `loom` the stats counters become one loom atomic each; immutable
 //! payloads (variants, modules) stay in `std` `Arc`s, and
 //! `Variant::function` stays a `std` `OnceLock`: set once after a module is
@@ -23,6 +28,12 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+
+#[cfg(loom)]
+use loom::sync::atomic::AtomicU32;
+#[cfg(not(loom))]
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::Ordering;
 
 /// Locks a mutex, ignoring poisoning: every critical section in this crate
 /// leaves its data consistent before anything that could panic.
@@ -95,6 +106,65 @@ impl<T> Snapshot<T> {
     }
 }
 
+/// A limit that lives outside this process's memory (a CUDA function's
+/// dynamic shared memory attribute), raised on demand by any thread and
+/// read without a lock.
+///
+/// The contract: [`RaisedLimit::allows`] never answers yes for more than
+/// the outside setting holds. Raises are serialized by a lock (taken only
+/// when a launch needs more than is allowed, so never on a warm call): the
+/// setter runs first, with a value above every earlier one, and only after
+/// it succeeded is the value published. So the outside setting only grows,
+/// and equals the published value whenever no raise is running. (Setting
+/// first and publishing with a `fetch_max` afterwards, without the lock,
+/// lets a smaller raise overwrite a larger one outside while the published
+/// value keeps the larger: every later launch that needs it then fails.)
+pub(crate) struct RaisedLimit {
+    allowed: AtomicU32,
+    raising: Mutex<()>,
+}
+
+impl RaisedLimit {
+    /// A limit whose outside setting starts at `initial`.
+    pub(crate) fn new(initial: u32) -> RaisedLimit {
+        RaisedLimit {
+            allowed: AtomicU32::new(initial),
+            raising: Mutex::new(()),
+        }
+    }
+
+    /// Whether `need` is within what the outside setting holds.
+    #[inline]
+    pub(crate) fn allows(&self, need: u32) -> bool {
+        need <= self.allowed.load(Ordering::Acquire)
+    }
+
+    /// Makes the outside setting at least `need`: `set(need)` under the
+    /// lock, unless a raise to `need` or more happened already, then
+    /// publishes `need`. A failed `set` publishes nothing.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn raise<E>(
+        &self,
+        need: u32,
+        set: impl FnOnce(u32) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let _raising = lock(&self.raising);
+        if need <= self.allowed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        set(need)?;
+        self.allowed.store(need, Ordering::Release);
+        Ok(())
+    }
+
+    /// The published value.
+    #[cfg(test)]
+    pub(crate) fn allowed(&self) -> u32 {
+        self.allowed.load(Ordering::Acquire)
+    }
+}
+
 /// Runs a loom model. Models of two threads explore every schedule
 /// (`bound: None`); models of three threads bound the forced thread
 /// switches per schedule (loom's advice), since their full space takes
@@ -109,4 +179,115 @@ where
         builder.preemption_bound = bound;
     }
     builder.check(f);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::RaisedLimit;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Barrier};
+
+    /// Many threads meet at a barrier and each raises the limit to its own
+    /// need, the "outside setting" being an atomic that `set` overwrites
+    /// (as `cuFuncSetAttribute` does). Afterwards the published value is
+    /// the largest need and the setting holds it; no launch was told yes
+    /// for more than the setting held when it asked.
+    #[test]
+    fn raises_from_many_threads_leave_the_setting_at_the_largest() {
+        for round in 0..50u32 {
+            let limit = Arc::new(RaisedLimit::new(48 << 10));
+            let setting = Arc::new(AtomicU32::new(48 << 10));
+            let threads = 8u32;
+            let barrier = Arc::new(Barrier::new(threads as usize));
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (limit, setting, barrier) =
+                        (limit.clone(), setting.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        // Needs from 52 KB to 220 KB, in a different order each round.
+                        let need = (52 + ((t * 7 + round) % threads) * 24) << 10;
+                        barrier.wait();
+                        if !limit.allows(need) {
+                            limit
+                                .raise(need, |v| {
+                                    setting.store(v, Ordering::SeqCst);
+                                    Ok::<(), ()>(())
+                                })
+                                .unwrap();
+                        }
+                        // What a launch checks: the setting holds its need.
+                        assert!(setting.load(Ordering::SeqCst) >= need, "round {round}");
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            let largest = (52 + (threads - 1) * 24) << 10;
+            assert_eq!(limit.allowed(), largest, "round {round}");
+            assert_eq!(setting.load(Ordering::SeqCst), largest, "round {round}");
+        }
+    }
+
+    #[test]
+    fn a_failed_raise_publishes_nothing() {
+        let limit = RaisedLimit::new(48 << 10);
+        assert!(limit.raise(100 << 10, |_| Err("no")).is_err());
+        assert!(!limit.allows(100 << 10));
+        assert!(limit.allows(48 << 10));
+        let mut set = Vec::new();
+        limit
+            .raise(100 << 10, |v| {
+                set.push(v);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        // A smaller need after a larger raise sets nothing.
+        limit
+            .raise(60 << 10, |v| {
+                set.push(v);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(set, [100 << 10]);
+        assert!(limit.allows(100 << 10));
+    }
+}
+
+/// Model-checked with `loom` (`RUSTFLAGS="--cfg loom" cargo test --lib loom_`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::atomic::AtomicU32 as Setting;
+    use loom::thread;
+
+    /// Two launches need 100 KB and 60 KB of dynamic shared memory at once
+    /// (each raising the function's attribute, `setting`, if the published
+    /// limit does not allow it yet); then a third needs 100 KB. In every
+    /// schedule the published limit never claims more than the attribute
+    /// holds, and the third launch finds the attribute at 100 KB or more.
+    #[test]
+    fn loom_raised_limit_never_claims_more_than_is_set() {
+        model(None, || {
+            let limit = Arc::new(RaisedLimit::new(48));
+            let setting = Arc::new(Setting::new(48));
+            let launch = |limit: &RaisedLimit, setting: &Setting, need: u32| {
+                if !limit.allows(need) {
+                    limit
+                        .raise(need, |v| {
+                            setting.store(v, Ordering::SeqCst);
+                            Ok::<(), ()>(())
+                        })
+                        .unwrap();
+                }
+                assert!(setting.load(Ordering::SeqCst) >= need, "launch of {need}");
+            };
+            let (l, s) = (limit.clone(), setting.clone());
+            let t = thread::spawn(move || launch(&l, &s, 60));
+            launch(&limit, &setting, 100);
+            t.join().unwrap();
+            assert!(setting.load(Ordering::SeqCst) >= limit.allowed());
+            launch(&limit, &setting, 100);
+        });
+    }
 }

@@ -690,3 +690,41 @@ fn a_file_the_header_includes_is_checked_on_every_load() {
         ]
     ));
 }
+
+/// Issue 13, defect 10: a grid of 2^32 - 1 threads in threadgroups of 1000
+/// runs 4294968 blocks, and the last block's final 704 threads lie at 2^32
+/// or past it. Each position must run the body once: with a guard computed
+/// in 32 bits, those threads wrapped to positions 0..703 and ran them a
+/// second time. The body counts each position into one of 1024 atomic
+/// counters (position mod 1024).
+#[test]
+fn a_grid_of_nearly_2_32_threads_runs_each_position_once() {
+    let Some(dev) = gpu() else { return };
+    let k = Kernel::builder("count_positions")
+        .outputs(["out"])
+        .atomic_outputs(true)
+        .source(
+            "uint i = thread_position_in_grid.x;\n\
+             atomic_fetch_add_explicit(&out[i % 1024u], 1u, memory_order_relaxed);",
+        )
+        .build()
+        .unwrap();
+    let none: [&kernelkit::Array; 0] = [];
+    let grid = u32::MAX as u64;
+    let out = k
+        .call(none)
+        .output([1024], DType::U32)
+        .init_value(0.0)
+        .grid([grid, 1, 1])
+        .threadgroup([1000, 1, 1])
+        .on(dev.default_stream())
+        .launch()
+        .unwrap();
+    let counts: Vec<u32> = out[0].to_vec().unwrap();
+    let total: u64 = counts.iter().map(|&c| c as u64).sum();
+    assert_eq!(total, grid, "threads that ran the body");
+    for (j, &c) in counts.iter().enumerate() {
+        let want = grid / 1024 + u64::from((j as u64) < grid % 1024);
+        assert_eq!(c as u64, want, "positions congruent to {j} mod 1024");
+    }
+}

@@ -24,6 +24,9 @@
 //! warp collectives, shared memory), where an early return would leave a
 //! barrier waiting on threads that never come. Such bodies run on every
 //! thread of every block and must check their own bounds, as CUDA code does.
+//! The guard computes positions in 64 bits ([`GRID_GUARD`]); the backend
+//! refuses a launch of a body without the guard whose last block would
+//! reach past 2^32 threads along an axis, where its 32-bit positions wrap.
 //!
 //! **Prelude.** kernelkit's own (`cuda_prelude.cuh`): integer typedefs, the
 //! dtype names of [`DType::c_name`](crate::DType::c_name) (`float16_t`,
@@ -58,6 +61,21 @@ pub const MAX_NDIM: usize = 10;
 pub(crate) const BODY_BEGIN: &str = "  // ---- body ----\n";
 /// Marks the line after the user's body.
 pub(crate) const BODY_END: &str = "\n  // ---- end of body ----\n";
+
+/// The guard that stops the threads past the grid (see the module
+/// documentation). The position of a thread is computed in 64 bits: with a
+/// threadgroup that does not divide a grid of nearly 2^32 threads, the last
+/// block reaches past 2^32, where a 32-bit position wraps to the start of
+/// the grid and would pass the guard, running the body twice for those
+/// positions. (The body still sees Metal's 32-bit `thread_position_in_grid`:
+/// for every thread that passes the guard it is below the grid, so exact.)
+pub(crate) const GRID_GUARD: &str = concat!(
+    "  if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||\n",
+    "      (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||\n",
+    "      (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {\n",
+    "    return;\n",
+    "  }\n",
+);
 
 /// Macros that give a Metal body its address-space words; defined just
 /// before the kernel and removed after it.
@@ -173,13 +191,7 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
     }
 
     if spec.group_sync.is_none() {
-        src.push_str(concat!(
-            "  if (blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||\n",
-            "      blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||\n",
-            "      blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {\n",
-            "    return;\n",
-            "  }\n",
-        ));
+        src.push_str(GRID_GUARD);
     }
     let exprs: Vec<&str> = spec
         .attributes
@@ -270,6 +282,74 @@ mod tests {
                         a.name
                     );
                 }
+            }
+        }
+    }
+
+    /// One axis of the guard as a 32-bit (`wide == false`) or a 64-bit
+    /// computation: does the thread `local` of block `block` run the body?
+    fn passes(block: u32, tg: u32, local: u32, grid: u32, wide: bool) -> bool {
+        if wide {
+            (block as u64 * tg as u64 + local as u64) < grid as u64
+        } else {
+            block.wrapping_mul(tg).wrapping_add(local) < grid
+        }
+    }
+
+    #[test]
+    fn the_guard_computes_positions_in_64_bits() {
+        let kernel = crate::Kernel::builder("k")
+            .inputs(["inp"])
+            .outputs(["out"])
+            .source("uint i = thread_position_in_grid.x; out[i] = inp[i];")
+            .build()
+            .unwrap();
+        let input = [crate::InputDesc {
+            dtype: DType::F32,
+            mode: PassMode::Device,
+        }];
+        let g = kernel.generate(
+            crate::Dialect::Cuda,
+            &VariantDesc {
+                inputs: &input,
+                outputs: &[DType::F32],
+                template: &[],
+            },
+        );
+        assert!(g.source.contains(GRID_GUARD), "{}", g.source);
+        for axis in ["x", "y", "z"] {
+            let wide = format!(
+                "(unsigned long long)blockIdx.{axis} * blockDim.{axis} + threadIdx.{axis} >= \
+                 kk_grid.{axis}"
+            );
+            assert!(GRID_GUARD.contains(&wide), "axis {axis}: {GRID_GUARD}");
+        }
+    }
+
+    /// Why: a grid of 2^32 - 1 threads in groups of 1000 runs 4294968
+    /// blocks, 4294968000 threads; the last 704 are at 2^32 or past it. In
+    /// 32 bits their positions wrap to 0..703, inside the grid, and a 32-bit guard
+    /// lets them run the body a second time for those positions. In 64 bits
+    /// every thread of the grid passes once and no other does.
+    #[test]
+    fn a_64_bit_guard_lets_no_wrapped_thread_through() {
+        let (grid, tg) = (u32::MAX, 1000u32);
+        let blocks = grid.div_ceil(tg);
+        let last = blocks - 1;
+        let wrapped_through = (0..tg)
+            .filter(|&l| passes(last, tg, l, grid, false) && !passes(last, tg, l, grid, true))
+            .count();
+        assert_eq!(wrapped_through, 704, "the 32-bit guard's duplicates");
+        // The 64-bit guard over the last two blocks: exactly the threads
+        // below the grid pass.
+        for block in [last - 1, last] {
+            for l in 0..tg {
+                let position = block as u64 * tg as u64 + l as u64;
+                assert_eq!(
+                    passes(block, tg, l, grid, true),
+                    position < grid as u64,
+                    "block {block}, thread {l}"
+                );
             }
         }
     }

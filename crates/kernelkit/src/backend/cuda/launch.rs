@@ -15,23 +15,18 @@
 //! by the generated guard (see `codegen::cuda`).
 
 use std::ffi::c_void;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use arrayvec::ArrayVec;
 use cudarc::driver::sys;
 
-use super::load::CudaFunction;
+use super::load::{CudaFunction, DEFAULT_DYNAMIC_SHARED};
 use super::memory::CudaStream;
 use super::{check, driver_error, Context};
 use crate::backend::LaunchJob;
 use crate::codegen::cuda::MAX_NDIM;
 use crate::error::{CallError, Result};
 use crate::kernel::variant::PassMode;
-
-/// Dynamic shared memory a block may use without raising the function's
-/// limit.
-const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 /// Argument words kept on the stack (larger launches use the heap).
 const STACK_WORDS: usize = 64;
@@ -223,26 +218,12 @@ fn enqueue(
     let [gx, gy, gz] = job.grid;
     let tg = job.threadgroup;
     let blocks = [blocks(gx, tg[0]), blocks(gy, tg[1]), blocks(gz, tg[2])];
+    if spec.group_sync.is_some() {
+        check_unguarded(ctx, job)?;
+    }
     let shared = job.shared_mem_bytes;
-    if shared > DEFAULT_DYNAMIC_SHARED
-        && shared > function.max_dynamic_shared.load(Ordering::Acquire)
-    {
-        // SAFETY: raises the function's dynamic shared memory limit; the
-        // call checked `shared` against the device's opt-in maximum.
-        check(
-            unsafe {
-                sys::cuFuncSetAttribute(
-                    function.raw,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shared as i32,
-                )
-            },
-            &ctx.label,
-            "cuFuncSetAttribute",
-        )?;
-        function
-            .max_dynamic_shared
-            .fetch_max(shared, Ordering::AcqRel);
+    if shared > DEFAULT_DYNAMIC_SHARED && !function.dynamic_shared.allows(shared) {
+        raise_dynamic_shared(ctx, function, shared)?;
     }
     for _ in 0..iters {
         // SAFETY: `params` holds one pointer per kernel parameter, in the
@@ -278,6 +259,63 @@ fn enqueue(
                     shared
                 ),
             )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Raises `function`'s dynamic shared memory limit to `shared` bytes (see
+/// [`RaisedLimit`](crate::sync::RaisedLimit): one raise at a time per
+/// `CUfunction`, published only once the driver has it).
+#[cold]
+#[inline(never)]
+fn raise_dynamic_shared(ctx: &Context, function: &CudaFunction, shared: u32) -> Result<()> {
+    function.dynamic_shared.raise(shared, |bytes| {
+        // SAFETY: raises the function's dynamic shared memory limit; the
+        // call checked `bytes` against the device's opt-in maximum.
+        check(
+            unsafe {
+                sys::cuFuncSetAttribute(
+                    function.raw,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as i32,
+                )
+            },
+            &ctx.label,
+            "cuFuncSetAttribute",
+        )?;
+        Ok(())
+    })
+}
+
+/// A body that synchronizes its threadgroup has no grid guard (see
+/// `codegen::cuda`): every thread of every block runs it, and sees 32-bit
+/// positions. Refuses a launch whose last block along an axis reaches past
+/// 2^32 threads, where positions would wrap to the start of the grid and
+/// repeat.
+#[cold]
+#[inline(never)]
+fn check_unguarded(ctx: &Context, job: &LaunchJob<'_>) -> Result<()> {
+    for axis in 0..3 {
+        let tg = job.threadgroup[axis];
+        let padded = blocks(job.grid[axis], tg) as u64 * tg as u64;
+        if padded > 1 << 32 {
+            return Err(CallError::Dims {
+                kernel: job.spec.name.clone(),
+                what: "grid",
+                dims: job.grid.map(u64::from),
+                device: ctx.label.clone(),
+                reason: format!(
+                    "the body uses `{}`, so every thread of the last threadgroup runs it; with \
+                     threadgroup {:?} the blocks along {} hold {padded} threads, more than the \
+                     2^32 that 32-bit positions can number (they would wrap and repeat): use a \
+                     threadgroup that divides the grid, or a smaller grid",
+                    job.spec.group_sync.unwrap_or("a barrier"),
+                    job.threadgroup,
+                    ["x", "y", "z"][axis],
+                ),
+            }
             .into());
         }
     }

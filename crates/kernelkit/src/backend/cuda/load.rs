@@ -1,13 +1,18 @@
 //! Loads cubins into modules and resolves functions, once each.
 //!
-//! A module lives as long as the device's kernel cache and every function
-//! resolved from it (each [`CudaFunction`] holds its module), so queued work
-//! never runs unloaded code. Functions are resolved once per variant and
-//! device and kept by the variant: no launch looks a function up.
+//! A module lives as long as the device's kernel cache, which is the
+//! device's lifetime, so queued work never runs unloaded code (and a
+//! module's drop waits for the context first). Functions are resolved once
+//! per variant and device and kept by the variant: no launch looks a
+//! function up. A function does not keep its module: a variant outlives
+//! the device it first ran on (in its kernel's memo, in a thread's recent
+//! variants), and holding the module would keep that device's module and
+//! CUDA context alive after the device is gone. The variant's function is
+//! only used through its own device (`Device::function` checks the device
+//! instance), which holds the module while it lives.
 
 use std::ffi::CString;
-use std::sync::atomic::AtomicU32;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
 
@@ -15,11 +20,22 @@ use super::{driver_error, Context};
 use crate::backend::Module;
 use crate::error::CompileError;
 use crate::kernel::variant::Function;
+use crate::sync::RaisedLimit;
+
+/// Dynamic shared memory a block may use without raising a function's
+/// limit (the driver's default for `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+pub(super) const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 /// A loaded CUDA module.
 pub(super) struct CudaModule {
     pub(super) raw: sys::CUmodule,
     ctx: Arc<Context>,
+    /// The dynamic shared memory limit of each function resolved from this
+    /// module, by `CUfunction`: the attribute belongs to the driver's
+    /// function, and one function can be resolved into several
+    /// [`CudaFunction`]s (two threads resolving it at once, a variant
+    /// rebuilt after a memo clear), which must all see one limit.
+    limits: Mutex<Vec<(usize, Arc<RaisedLimit>)>>,
 }
 
 // SAFETY: module handles may be used from any thread of the process.
@@ -41,16 +57,17 @@ impl Drop for CudaModule {
     }
 }
 
-/// A resolved kernel function, plus the largest dynamic shared memory size
-/// it has been allowed so far (see `launch`).
+/// A resolved kernel function, plus the dynamic shared memory size its
+/// driver function allows (shared by every `CudaFunction` of that
+/// `CUfunction`; see `launch`). Valid while its device lives (see the
+/// module documentation).
 pub(crate) struct CudaFunction {
     pub(super) raw: sys::CUfunction,
-    pub(super) max_dynamic_shared: AtomicU32,
-    _module: Module,
+    pub(super) dynamic_shared: Arc<RaisedLimit>,
 }
 
 // SAFETY: function handles may be used from any thread; the attribute
-// setting is guarded by the atomic.
+// setting is serialized by its `RaisedLimit`.
 unsafe impl Send for CudaFunction {}
 // SAFETY: as above.
 unsafe impl Sync for CudaFunction {}
@@ -81,6 +98,7 @@ pub(super) fn load(
     Ok(Arc::new(CudaModule {
         raw,
         ctx: ctx.clone(),
+        limits: Mutex::new(Vec::new()),
     }))
 }
 
@@ -99,25 +117,29 @@ pub(super) fn function(
     let cuda = module
         .downcast_ref::<CudaModule>()
         .ok_or_else(|| fail("the module is not a CUDA module".into()))?;
-    Ok(Function::Cuda(Arc::new(
-        resolve(ctx, cuda, name)
-            .map_err(fail)?
-            .with_module(module.clone()),
-    )))
+    let raw = resolve(ctx, cuda, name).map_err(fail)?.0;
+    Ok(Function::Cuda(Arc::new(CudaFunction {
+        raw,
+        dynamic_shared: cuda.limit_of(raw),
+    })))
+}
+
+impl CudaModule {
+    /// The dynamic shared memory limit of `function`, one per `CUfunction`.
+    fn limit_of(&self, function: sys::CUfunction) -> Arc<RaisedLimit> {
+        let mut limits = self.limits.lock().unwrap_or_else(|p| p.into_inner());
+        let key = function as usize;
+        if let Some((_, limit)) = limits.iter().find(|(k, _)| *k == key) {
+            return limit.clone();
+        }
+        let limit = Arc::new(RaisedLimit::new(DEFAULT_DYNAMIC_SHARED));
+        limits.push((key, limit.clone()));
+        limit
+    }
 }
 
 /// A function handle not yet tied to a shared module.
 pub(super) struct Resolved(pub(super) sys::CUfunction);
-
-impl Resolved {
-    fn with_module(self, module: Module) -> CudaFunction {
-        CudaFunction {
-            raw: self.0,
-            max_dynamic_shared: AtomicU32::new(48 * 1024),
-            _module: module,
-        }
-    }
-}
 
 /// `cuModuleGetFunction`, as a message on failure.
 pub(super) fn resolve(ctx: &Context, module: &CudaModule, name: &str) -> Result<Resolved, String> {

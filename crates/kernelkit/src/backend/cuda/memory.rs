@@ -357,6 +357,15 @@ impl DeviceMem {
         }
         self.last_foreign.store(key, Ordering::Relaxed);
     }
+
+    /// Whether a stream other than the home one has used the block. Read
+    /// without a lock: an owner's record of its use is ordered before its
+    /// drop (a Release decrement), so it is seen by whoever then finds the
+    /// buffer unique (an Acquire load); see [`alone_at_home`].
+    #[inline]
+    fn used_elsewhere(&self) -> bool {
+        self.last_foreign.load(Ordering::Relaxed) != 0
+    }
 }
 
 impl DeviceMem {
@@ -449,15 +458,29 @@ thread_local! {
 pub(crate) fn recycle(buffer: triomphe::Arc<Buffer>) {
     let keep = matches!(&buffer.place, Place::Queued(s)
             if s.handle().cuda().is_some_and(|s| s.caching))
-        && matches!(&buffer.owner, Owner::Device(mem)
-            if mem.class <= SPARE_CLASS && mem.last_foreign.load(Ordering::Relaxed) == 0)
-        && buffer.is_unique();
+        && matches!(&buffer.owner, Owner::Device(mem) if mem.class <= SPARE_CLASS
+            && alone_at_home(|| buffer.is_unique(), || mem.used_elsewhere()));
     if !keep {
         return drop(buffer);
     }
     // If the thread is exiting, the closure (and the buffer) is dropped.
     let old = SPARE.try_with(|spare| spare.replace(Some(buffer)));
     drop(old);
+}
+
+/// Whether a buffer that an owner drops may become its thread's spare:
+/// no other owner is left (`is_unique`) and no stream but its home ever
+/// used it (`used_elsewhere`), asked in that order. Finding the buffer
+/// unique is an Acquire load of its count, which every other owner
+/// decremented with Release when it went, after recording its launches on
+/// other streams: so the record read next includes them all. Asked the
+/// other way round, an owner that launches on another stream and drops
+/// its array between the two reads is missed, and the block is reused on
+/// its home stream while that launch may still read it (the `loom` model
+/// below checks both orders' outcome).
+#[inline(always)]
+fn alone_at_home(is_unique: impl FnOnce() -> bool, used_elsewhere: impl FnOnce() -> bool) -> bool {
+    is_unique() && !used_elsewhere()
 }
 
 /// A new output of `len` bytes in the order of `stream`: this thread's
@@ -788,6 +811,63 @@ impl Gather {
             "cuLaunchKernel (strided copy)",
         )?;
         Ok(())
+    }
+}
+
+/// Model-checked with `loom` (`RUSTFLAGS="--cfg loom" cargo test
+/// --features cuda --lib loom_`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::alone_at_home;
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use loom::sync::{Arc, Mutex};
+    use loom::thread;
+
+    /// What `recycle` reads of a CUDA output buffer, with loom's atomics:
+    /// its reference count as `triomphe` keeps it (a drop subtracts with
+    /// Release, `is_unique` loads with Acquire), and the block's record of
+    /// other streams as `DeviceMem::used_on` writes it (the list under its
+    /// lock, then `last_foreign`, Relaxed) and `used_elsewhere` reads it.
+    struct Output {
+        count: AtomicUsize,
+        foreign: Mutex<Vec<usize>>,
+        last_foreign: AtomicUsize,
+    }
+
+    /// An output has two owners: the array this thread drops, and a clone
+    /// that another thread launches on another stream (or, in the second
+    /// run, on the output's own stream, which records nothing) and then
+    /// drops. Whatever the schedule, this thread never keeps as its spare a
+    /// block that another stream used: the launch there may still be
+    /// reading it.
+    #[test]
+    fn loom_spare_is_never_a_block_another_stream_used() {
+        for elsewhere in [true, false] {
+            crate::sync::model(None, move || {
+                let output = Arc::new(Output {
+                    count: AtomicUsize::new(2),
+                    foreign: Mutex::new(Vec::new()),
+                    last_foreign: AtomicUsize::new(0),
+                });
+                let clone = output.clone();
+                let other = thread::spawn(move || {
+                    if elsewhere {
+                        clone.foreign.lock().unwrap().push(0xf0);
+                        clone.last_foreign.store(0xf0, Ordering::Relaxed);
+                    }
+                    clone.count.fetch_sub(1, Ordering::Release);
+                });
+                let kept = alone_at_home(
+                    || output.count.load(Ordering::Acquire) == 1,
+                    || output.last_foreign.load(Ordering::Relaxed) != 0,
+                );
+                other.join().unwrap();
+                assert!(
+                    !(kept && elsewhere),
+                    "kept as the spare a block that another stream used"
+                );
+            });
+        }
     }
 }
 

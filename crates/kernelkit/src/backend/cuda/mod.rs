@@ -29,6 +29,7 @@ pub(crate) mod worker;
 
 use std::cell::Cell;
 use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
@@ -114,13 +115,48 @@ fn describe(result: sys::CUresult) -> String {
 
 thread_local! {
     /// The context kernelkit last made current on this thread.
-    static CURRENT: Cell<usize> = const { Cell::new(0) };
+    static CURRENT: Binding = const { Binding(Cell::new(0)) };
+}
+
+/// A thread's record of the context kernelkit made current on it, by the
+/// [`Context`] object's instance number. Not by the handle's address: once
+/// a context is released (on any thread) the driver may destroy it and hand
+/// the same address to the next one, and a thread that compared addresses
+/// would skip making the new context current and run its calls in the
+/// destroyed one. Instance numbers are never reused, so a stale record
+/// matches no live context.
+struct Binding(Cell<u64>);
+
+impl Binding {
+    /// Makes context `instance` current with `set`, unless this thread's
+    /// record says it already is.
+    #[inline]
+    fn make_current(
+        &self,
+        instance: u64,
+        set: impl FnOnce() -> Result<(), DeviceError>,
+    ) -> Result<(), DeviceError> {
+        if self.0.get() == instance {
+            return Ok(());
+        }
+        set()?;
+        self.0.set(instance);
+        Ok(())
+    }
+}
+
+/// The next [`Context`] instance number (0 is "none").
+fn next_context_instance() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A device's primary context, retained for the backend's life.
 pub(super) struct Context {
     raw: sys::CUcontext,
     device: sys::CUdevice,
+    /// Unique to this object in the process (see [`Binding`]).
+    instance: u64,
     /// `cuda:N`.
     pub(super) label: String,
 }
@@ -137,33 +173,27 @@ impl Context {
     /// also uses must restore it.
     #[inline]
     pub(super) fn bind(&self) -> Result<(), DeviceError> {
-        let raw = self.raw as usize;
-        if CURRENT.with(Cell::get) == raw {
-            return Ok(());
-        }
-        // SAFETY: `raw` is a retained primary context.
-        check(
-            unsafe { sys::cuCtxSetCurrent(self.raw) },
-            &self.label,
-            "cuCtxSetCurrent",
-        )?;
-        CURRENT.with(|c| c.set(raw));
-        Ok(())
+        CURRENT.with(|current| {
+            current.make_current(self.instance, || {
+                // SAFETY: `raw` is a retained primary context.
+                check(
+                    unsafe { sys::cuCtxSetCurrent(self.raw) },
+                    &self.label,
+                    "cuCtxSetCurrent",
+                )
+            })
+        })
     }
 }
 
 impl Drop for Context {
     fn drop(&mut self) {
-        // SAFETY: releases the retain taken in `open`; forgets the cached
-        // binding, since the context may be destroyed now.
+        // SAFETY: releases the retain taken in `open`. Threads that made
+        // this context current keep its instance number in their record,
+        // which no later context has.
         unsafe {
             sys::cuDevicePrimaryCtxRelease_v2(self.device);
         }
-        CURRENT.with(|c| {
-            if c.get() == self.raw as usize {
-                c.set(0)
-            }
-        });
     }
 }
 
@@ -276,6 +306,7 @@ impl CudaBackend {
         let ctx = Arc::new(Context {
             raw,
             device,
+            instance: next_context_instance(),
             label: label.clone(),
         });
         ctx.bind()?;
@@ -459,5 +490,61 @@ impl Backend for CudaBackend {
     }
     fn launch_raw(&self, job: &LaunchJob<'_>, stream: &StreamHandle, iters: u32) -> Result<()> {
         self.guarded(|| launch::launch(&self.ctx, job, self.stream(stream), iters))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_context_instance, Binding};
+    use crate::error::DeviceError;
+    use std::cell::Cell;
+
+    /// Binds `instance` through `binding`, counting the driver calls.
+    fn bind(binding: &Binding, instance: u64, calls: &Cell<u32>) {
+        binding
+            .make_current(instance, || {
+                calls.set(calls.get() + 1);
+                Ok::<(), DeviceError>(())
+            })
+            .unwrap();
+    }
+
+    /// A thread binds context 1; another thread drops it (nothing reaches
+    /// this thread's record), and context 2 is created, perhaps at the
+    /// address that context 1 had. Binding context 2 on the first thread
+    /// must call the driver: the record names context 1's instance, which
+    /// context 2 does not have, whatever its address.
+    #[test]
+    fn a_new_context_is_made_current_even_at_a_reused_address() {
+        let binding = Binding(Cell::new(0));
+        let calls = Cell::new(0);
+        let first = next_context_instance();
+        bind(&binding, first, &calls);
+        bind(&binding, first, &calls);
+        assert_eq!(calls.get(), 1, "a second bind of the same context is free");
+        // Context 1 is released elsewhere; context 2 is opened.
+        let second = std::thread::spawn(next_context_instance).join().unwrap();
+        assert_ne!(second, first);
+        bind(&binding, second, &calls);
+        assert_eq!(calls.get(), 2, "the new context is made current");
+        bind(&binding, second, &calls);
+        assert_eq!(calls.get(), 2);
+    }
+
+    #[test]
+    fn a_failed_bind_leaves_the_record_alone() {
+        let binding = Binding(Cell::new(0));
+        let instance = next_context_instance();
+        let failed = binding.make_current(instance, || {
+            Err(DeviceError::Driver {
+                device: "cuda:0".into(),
+                operation: "cuCtxSetCurrent",
+                reason: "test".into(),
+            })
+        });
+        assert!(failed.is_err());
+        let calls = Cell::new(0);
+        bind(&binding, instance, &calls);
+        assert_eq!(calls.get(), 1, "retried after the failure");
     }
 }

@@ -338,9 +338,9 @@ extern "C" __global__ void custom_kernel_add_offset_float32_float32_a0bd32fdef2b
     const uint3 kk_grid) {
   constexpr int OFFSET = 3;
 
-  if (blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
-      blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
-      blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
+  if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
+      (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
+      (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
     return;
   }
   const uint3 kk_tg = blockDim;

@@ -337,9 +337,9 @@ extern "C" __global__ void custom_kernel_histogram_uint32_uint32_float32_e9558d5
     atomic<uint32_t>* counts,
     atomic<float>* total,
     const uint3 kk_grid) {
-  if (blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
-      blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
-      blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
+  if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
+      (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
+      (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
     return;
   }
   const uint3 kk_tg = blockDim;

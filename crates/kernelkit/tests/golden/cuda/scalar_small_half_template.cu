@@ -345,9 +345,9 @@ extern "C" __global__ void custom_kernel_myexp_float32_int32s_float32c_float16_d
   constexpr int N = -4;
   constexpr bool B = true;
 
-  if (blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
-      blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
-      blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
+  if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
+      (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
+      (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
     return;
   }
   const uint3 kk_tg = blockDim;

@@ -339,9 +339,9 @@ extern "C" __global__ void custom_kernel_strided_copy_int32_int32_30ecc3bf32f5b6
     const int inp_ndim,
     int32_t* out,
     const uint3 kk_grid) {
-  if (blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
-      blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
-      blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
+  if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
+      (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
+      (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
     return;
   }
   const uint3 kk_tg = blockDim;
