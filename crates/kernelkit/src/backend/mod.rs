@@ -18,9 +18,9 @@ use crate::codegen::Dialect;
 use crate::device::Stream;
 use crate::dtype::DType;
 use crate::error::{CallError, CompileError, Result};
-use crate::kernel::call::{init_pattern, OutputSpec};
-use crate::kernel::outputs::Outputs;
-use crate::kernel::spec::KernelSpec;
+use crate::kernel::call::OutputSpec;
+use crate::array::outputs::Outputs;
+use crate::codegen::spec::KernelSpec;
 use crate::kernel::variant::Variant;
 
 /// A loaded module (a shared library, a CUDA module). Kept alive by the
@@ -271,7 +271,7 @@ impl<'a> Dispatch<'a> {
             };
             if let Some(v) = self.init_value {
                 let pattern: SmallVec<[u8; 8]> =
-                    init_pattern(v, *dtype).expect("checked when the call was planned");
+                    crate::dtype::fill_pattern(v, *dtype).expect("checked when the call was planned");
                 fill(&buffer, &pattern)?;
             }
             outputs.push(Array::contiguous(buffer, shape, *dtype));

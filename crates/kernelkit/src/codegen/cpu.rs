@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use super::attributes::portable_expr;
 use super::{cxx_template_args, cxx_template_decl, portable_name, Generated};
-use crate::kernel::spec::KernelSpec;
-use crate::kernel::variant::{PassMode, VariantDesc};
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::variant::{PassMode, VariantDesc};
 
 /// The prelude every CPU variant starts with.
 pub(crate) const PRELUDE: &str = include_str!("cpu_prelude.hpp");

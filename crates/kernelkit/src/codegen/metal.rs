@@ -58,9 +58,9 @@ use std::fmt::Write;
 
 use super::Generated;
 use crate::dtype::DType;
-use crate::kernel::spec::KernelSpec;
-use crate::kernel::template::TemplateArg;
-use crate::kernel::variant::{PassMode, VariantDesc};
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::template::TemplateArg;
+use crate::codegen::variant::{PassMode, VariantDesc};
 
 /// The Metal spelling of a dtype (RULES.md section 2), used for parameter
 /// types, in the kernel name and for dtype template values.
@@ -267,8 +267,9 @@ mod tests {
     use std::borrow::Cow;
 
     use super::*;
-    use crate::kernel::template::TemplateParam;
-    use crate::kernel::variant::{InputDesc, Variant};
+    use crate::codegen::template::TemplateParam;
+    use crate::codegen::variant::InputDesc;
+use crate::kernel::variant::Variant;
 
     fn spec(inputs: &[&str], outputs: &[&str], body: &str) -> KernelSpec {
         KernelSpec::new(

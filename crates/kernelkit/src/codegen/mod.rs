@@ -6,15 +6,18 @@
 //! source`).
 
 pub mod attributes;
+pub mod spec;
+pub mod template;
+pub mod variant;
 pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod metal;
 
 use std::fmt::Write;
 
-use crate::kernel::spec::KernelSpec;
-use crate::kernel::template::TemplateArg;
-use crate::kernel::variant::{PassMode, VariantDesc};
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::template::TemplateArg;
+use crate::codegen::variant::{PassMode, VariantDesc};
 
 /// The language a variant's source is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -19,12 +19,11 @@ use crate::codegen::{attributes::ATTRIBUTES, Dialect, Generated};
 use crate::device::{Device, Stream};
 use crate::dtype::DType;
 use crate::error::{shown, CallError, Result};
-use crate::kernel::outputs::Outputs;
-use crate::kernel::spec::{check_identifier, KernelSpec};
-use crate::kernel::template::{TemplateArg, TemplateParam};
-use crate::kernel::variant::{
-    encode_key_parts, pack_key, InputDesc, KeyBytes, PassMode, Variant, VariantDesc,
-};
+use crate::array::outputs::Outputs;
+use crate::codegen::spec::{check_identifier, KernelSpec};
+use crate::codegen::template::{TemplateArg, TemplateParam};
+use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
+use crate::kernel::variant::{encode_key_parts, pack_key, KeyBytes, Variant};
 use crate::kernel::Kernel;
 
 /// An output's shape, as given (checked before any use), and dtype.
@@ -416,7 +415,7 @@ impl<'a> Call<'a> {
         let (grid, threadgroup) = self.check_dims(&device)?;
         if let Some(v) = self.init_value {
             for ((_, dtype), name) in self.outputs.iter().zip(&self.spec().output_names) {
-                init_pattern(v, *dtype).ok_or_else(|| CallError::InitValue {
+                crate::dtype::fill_pattern(v, *dtype).ok_or_else(|| CallError::InitValue {
                     kernel: self.err_kernel(),
                     output: name.clone(),
                     dtype: *dtype,
@@ -735,31 +734,6 @@ impl<'a> Call<'a> {
         })?;
         Ok(outputs)
     }
-}
-
-/// `init_value` as the bytes of one element of `dtype`, if it fits.
-pub(crate) fn init_pattern(v: f64, dtype: DType) -> Option<SmallVec<[u8; 8]>> {
-    use crate::dtype::Element;
-    let int_ok = |lo: f64, hi: f64| v.fract() == 0.0 && v >= lo && v <= hi;
-    let mut out: SmallVec<[u8; 8]> = SmallVec::from_elem(0, dtype.size());
-    match dtype {
-        DType::Bool if v == 0.0 || v == 1.0 => (v == 1.0).write_le(&mut out),
-        DType::U8 if int_ok(0.0, u8::MAX as f64) => (v as u8).write_le(&mut out),
-        DType::U16 if int_ok(0.0, u16::MAX as f64) => (v as u16).write_le(&mut out),
-        DType::U32 if int_ok(0.0, u32::MAX as f64) => (v as u32).write_le(&mut out),
-        DType::U64 if int_ok(0.0, u64::MAX as f64) => (v as u64).write_le(&mut out),
-        DType::I8 if int_ok(i8::MIN as f64, i8::MAX as f64) => (v as i8).write_le(&mut out),
-        DType::I16 if int_ok(i16::MIN as f64, i16::MAX as f64) => (v as i16).write_le(&mut out),
-        DType::I32 if int_ok(i32::MIN as f64, i32::MAX as f64) => (v as i32).write_le(&mut out),
-        DType::I64 if int_ok(i64::MIN as f64, i64::MAX as f64) => (v as i64).write_le(&mut out),
-        DType::F16 => half::f16::from_f64(v).write_le(&mut out),
-        DType::BF16 => half::bf16::from_f64(v).write_le(&mut out),
-        DType::F32 => (v as f32).write_le(&mut out),
-        DType::F64 => v.write_le(&mut out),
-        DType::Complex64 => num_complex::Complex32::new(v as f32, 0.0).write_le(&mut out),
-        _ => return None,
-    }
-    Some(out)
 }
 
 /// A prepared call: owns its kernel, variant, stream, inputs and output

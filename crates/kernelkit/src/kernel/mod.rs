@@ -2,7 +2,6 @@
 
 pub mod call;
 pub mod memo;
-pub mod outputs;
 #[cfg(not(loom))]
 mod recent;
 /// Under loom the models check the memo itself: no per-thread cache in
@@ -25,8 +24,6 @@ mod recent {
     }
     pub(crate) fn remember(_: u64, _: u64, _: &[u8], _: &Arc<Variant>) {}
 }
-pub mod spec;
-pub mod template;
 pub mod variant;
 
 use std::sync::Arc;
@@ -37,8 +34,9 @@ use crate::codegen::{self, Dialect, Generated};
 use crate::error::{CallError, Result};
 use call::Call;
 use memo::VariantMemo;
-use spec::KernelSpec;
-use variant::{encode_key, KeyBytes, PackedKey, Variant, VariantDesc};
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::variant::VariantDesc;
+use variant::{encode_key, KeyBytes, PackedKey, Variant};
 
 struct KernelShared {
     spec: KernelSpec,

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::load::KkLaunch;
 use crate::backend::LaunchJob;
-use crate::kernel::variant::PassMode;
+use crate::codegen::variant::PassMode;
 
 /// Argument pointers for one launch: what the generated entry unpacks.
 struct Args {

@@ -21,7 +21,7 @@ use crate::codegen::Dialect;
 use crate::device::Stream;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Error, Result};
-use crate::kernel::outputs::Outputs;
+use crate::array::outputs::Outputs;
 use crate::kernel::variant::{Function, Variant};
 
 pub(crate) use compile::Compiler;

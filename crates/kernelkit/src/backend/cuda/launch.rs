@@ -26,7 +26,7 @@ use super::{check, driver_error, Context};
 use crate::backend::LaunchJob;
 use crate::codegen::cuda::MAX_NDIM;
 use crate::error::{CallError, Result};
-use crate::kernel::variant::PassMode;
+use crate::codegen::variant::PassMode;
 
 /// Argument words kept on the stack (larger launches use the heap).
 const STACK_WORDS: usize = 64;

@@ -42,7 +42,7 @@ use crate::codegen::Dialect;
 use crate::device::Stream;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Result};
-use crate::kernel::outputs::Outputs;
+use crate::array::outputs::Outputs;
 use crate::kernel::variant::{Function, Variant};
 use crate::options::CudaCompileOptions;
 

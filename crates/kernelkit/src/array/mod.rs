@@ -4,6 +4,8 @@
 //! layout, so `ensure_row_contiguous = false` and the `_strides` parameters
 //! mean what they mean in MLX: the kernel sees the real strides.
 
+pub mod outputs;
+
 use std::fmt;
 
 use smallvec::SmallVec;
