@@ -102,19 +102,19 @@ pub mod compile_worker {
     pub use crate::backend::cuda::worker::{serve, serve_stdio, WORKER_ARG};
 }
 
+pub use array::outputs::Outputs;
 pub use array::Array;
 pub use backend::cpu::FLAGS as CPU_COMPILE_FLAGS;
 pub use backend::Limits;
+pub use codegen::spec::{KernelSpec, ShapeInfo};
+pub use codegen::template::{TemplateArg, TemplateParam};
+pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
 pub use codegen::{Dialect, Generated};
 pub use device::{Device, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
 pub use kernel::call::{Call, Launch};
 pub use kernel::memo::MAX_CACHED_VARIANTS;
-pub use array::outputs::Outputs;
-pub use codegen::spec::{KernelSpec, ShapeInfo};
-pub use codegen::template::{TemplateArg, TemplateParam};
-pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
 pub use kernel::variant::Variant;
 pub use kernel::{Kernel, KernelBuilder};
 pub use options::{CompileWorkers, CudaCompileOptions};

@@ -57,10 +57,10 @@
 use std::fmt::Write;
 
 use super::Generated;
-use crate::dtype::DType;
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::template::TemplateArg;
 use crate::codegen::variant::{PassMode, VariantDesc};
+use crate::dtype::DType;
 
 /// The Metal spelling of a dtype (RULES.md section 2), used for parameter
 /// types, in the kernel name and for dtype template values.
@@ -267,9 +267,9 @@ mod tests {
     use std::borrow::Cow;
 
     use super::*;
+    use crate::cache::key::ModuleKey;
     use crate::codegen::template::TemplateParam;
     use crate::codegen::variant::InputDesc;
-use crate::kernel::variant::Variant;
 
     fn spec(inputs: &[&str], outputs: &[&str], body: &str) -> KernelSpec {
         KernelSpec::new(
@@ -379,8 +379,7 @@ use crate::kernel::variant::Variant;
         let boolean = gen(&s, &inputs, &tpl(TemplateArg::Bool(true)));
         assert_eq!(int.name, boolean.name);
         assert_ne!(int.source, boolean.source);
-        let int = Variant::new(crate::Dialect::Metal, int.name, int.source);
-        let boolean = Variant::new(crate::Dialect::Metal, boolean.name, boolean.source);
-        assert_ne!(int.module_key(""), boolean.module_key(""));
+        let key = |g: &Generated| ModuleKey::derive("metal", "", &g.name, &g.source);
+        assert_ne!(key(&int), key(&boolean));
     }
 }

@@ -6,12 +6,12 @@
 //! source`).
 
 pub mod attributes;
-pub mod spec;
-pub mod template;
-pub mod variant;
 pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod metal;
+pub mod spec;
+pub mod template;
+pub mod variant;
 
 use std::fmt::Write;
 

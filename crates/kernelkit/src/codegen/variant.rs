@@ -53,7 +53,6 @@ pub struct VariantDesc<'a> {
     pub template: &'a [TemplateParam<'a>],
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,20 +14,18 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::array::{checked_count, Array, Place};
-use crate::codegen::{attributes::ATTRIBUTES, Dialect, Generated};
-use crate::device::{Device, Stream};
-use crate::dtype::DType;
-use crate::error::{shown, CallError, Result};
 use crate::array::outputs::Outputs;
+use crate::array::{checked_count, Array};
 use crate::codegen::spec::{check_identifier, KernelSpec};
 use crate::codegen::template::{TemplateArg, TemplateParam};
 use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
+use crate::codegen::{attributes::ATTRIBUTES, Dialect, Generated};
+use crate::device::dispatch::{dispatch, Dispatch, OutputSpec};
+use crate::device::{Device, Stream};
+use crate::dtype::DType;
+use crate::error::{shown, CallError, Result};
 use crate::kernel::variant::{encode_key_parts, pack_key, KeyBytes, Variant};
 use crate::kernel::Kernel;
-
-/// An output's shape, as given (checked before any use), and dtype.
-pub(crate) type OutputSpec = (SmallVec<[i64; 4]>, DType);
 
 /// Per input descriptors and per output dtypes of one call.
 type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);
@@ -358,7 +356,7 @@ impl<'a> Call<'a> {
         let device = self.device()?;
         let (inputs, outputs) = self.descs()?;
         let variant = self.variant_for(&device, &inputs, &outputs)?;
-        device.function(self.kernel.name(), &variant)?;
+        variant.function_on(&device, self.kernel.name())?;
         Ok(())
     }
 
@@ -775,9 +773,8 @@ impl Launch {
     /// Compiles (or finds in the caches) this launch's function without
     /// running it: a warm-up, or a check that a body compiles on a device.
     pub fn compile(&self) -> Result<()> {
-        self.stream
-            .device()
-            .function(self.kernel.name(), &self.variant)?;
+        self.variant
+            .function_on(self.stream.device(), self.kernel.name())?;
         Ok(())
     }
 
@@ -826,6 +823,34 @@ struct Plan<'a> {
     threadgroup: [u32; 3],
 }
 
+/// Finds the function on the stream's device and runs the call there (see
+/// `device::dispatch`).
+#[inline]
+fn execute(
+    job: Job<'_>,
+    outputs: &mut Outputs,
+    raw: Option<(u32, &mut std::time::Duration)>,
+) -> Result<()> {
+    let function = job
+        .variant
+        .function_on(job.stream.device(), &job.spec.name)?;
+    dispatch(
+        &Dispatch {
+            spec: job.spec,
+            function: &function,
+            inputs: job.inputs,
+            outputs: job.outputs,
+            init_value: job.init_value,
+            grid: job.grid,
+            threadgroup: job.threadgroup,
+            shared_mem_bytes: job.shared_mem_bytes,
+            stream: job.stream,
+        },
+        outputs,
+        raw,
+    )
+}
+
 /// Everything one execution borrows (from a [`Call`] or a [`Launch`]).
 struct Job<'a> {
     spec: &'a KernelSpec,
@@ -837,117 +862,4 @@ struct Job<'a> {
     threadgroup: [u32; 3],
     init_value: Option<f64>,
     shared_mem_bytes: u32,
-}
-
-/// Finds the function, makes strided inputs contiguous where the spec asks,
-/// allocates (and fills) the outputs into `outputs` and launches; with
-/// `raw`, also times `iters` backend launches of the same job.
-///
-/// A call whose inputs need nothing done first (the common case) goes
-/// straight to the backend; the rest is out of line, in
-/// [`execute_in_full`], so that its code does not crowd the instruction
-/// cache of the calls that never run it.
-#[inline]
-fn execute(
-    job: Job<'_>,
-    outputs: &mut Outputs,
-    raw: Option<(u32, &mut std::time::Duration)>,
-) -> Result<()> {
-    let device = job.stream.device();
-    let function = device.function(&job.spec.name, job.variant)?;
-    let stream = job.stream;
-    let contiguous = job.spec.ensure_row_contiguous;
-    let ready = job.inputs.iter().all(|a| {
-        a.producer().is_none_or(|p| p == stream) && (!contiguous || a.is_row_contiguous())
-    });
-    if !ready || raw.is_some() {
-        return execute_in_full(job, &function, outputs, raw);
-    }
-    device
-        .backend()
-        .dispatch(&job.dispatch(&function, job.inputs), stream, outputs)
-}
-
-impl<'a> Job<'a> {
-    /// The backend's view of this job, with `inputs` as the kernel sees them.
-    fn dispatch<'b>(
-        &'b self,
-        function: &'b crate::backend::Function,
-        inputs: &'b [&'b Array],
-    ) -> crate::backend::Dispatch<'b> {
-        crate::backend::Dispatch {
-            spec: self.spec,
-            variant: self.variant,
-            function,
-            inputs,
-            outputs: self.outputs,
-            init_value: self.init_value,
-            grid: self.grid,
-            threadgroup: self.threadgroup,
-            shared_mem_bytes: self.shared_mem_bytes,
-        }
-    }
-}
-
-/// [`execute`] for inputs produced on another stream (waited for) or
-/// strided where the spec wants them contiguous (copied), and for timing.
-#[cold]
-#[inline(never)]
-fn execute_in_full(
-    job: Job<'_>,
-    function: &crate::backend::Function,
-    outputs: &mut Outputs,
-    raw: Option<(u32, &mut std::time::Duration)>,
-) -> Result<()> {
-    let Job {
-        spec,
-        stream,
-        inputs: given,
-        ..
-    } = job;
-    let backend = stream.device().backend();
-    let handle = stream.handle();
-
-    // Contiguous copies of strided inputs (kept alive until the launch).
-    let mut copies: SmallVec<[(usize, Array); 2]> = SmallVec::new();
-    for (i, input) in given.iter().enumerate() {
-        if let Some(p) = input.producer() {
-            if p != stream {
-                p.synchronize()?;
-            }
-        }
-        if spec.ensure_row_contiguous && !input.is_row_contiguous() {
-            let n = input.size() * input.dtype.size();
-            let buffer = backend.alloc(n, Place::Queued(stream.clone()))?;
-            backend.make_contiguous(input, &buffer, handle)?;
-            copies.push((
-                i,
-                Array::contiguous(buffer, input.shape.clone(), input.dtype),
-            ));
-        }
-    }
-    let replaced: SmallVec<[&Array; 8]>;
-    let inputs: &[&Array] = if copies.is_empty() {
-        given
-    } else {
-        replaced = given
-            .iter()
-            .enumerate()
-            .map(|(i, a)| match copies.iter().find(|(j, _)| *j == i) {
-                Some((_, copy)) => copy,
-                None => *a,
-            })
-            .collect();
-        &replaced
-    };
-    let call = job.dispatch(function, inputs);
-    backend.dispatch(&call, stream, outputs)?;
-    if let Some((iters, elapsed)) = raw {
-        stream.synchronize()?;
-        let started = std::time::Instant::now();
-        backend.launch_raw(&call.job(outputs), handle, iters)?;
-        *elapsed = started.elapsed();
-        stream.synchronize()?;
-    }
-    Ok(())
 }

@@ -30,12 +30,12 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::variant::VariantDesc;
 use crate::codegen::{self, Dialect, Generated};
 use crate::error::{CallError, Result};
 use call::Call;
 use memo::VariantMemo;
-use crate::codegen::spec::KernelSpec;
-use crate::codegen::variant::VariantDesc;
 use variant::{encode_key, KeyBytes, PackedKey, Variant};
 
 struct KernelShared {

@@ -187,9 +187,9 @@ mod tests {
 
     #[test]
     fn packed_keys_find_the_entry_of_their_bytes() {
-        use crate::dtype::DType;
         use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
-use crate::kernel::variant::{encode_key, pack_key};
+        use crate::dtype::DType;
+        use crate::kernel::variant::{encode_key, pack_key};
         let inputs = [InputDesc {
             dtype: DType::F32,
             mode: PassMode::Device,

@@ -196,7 +196,9 @@ impl KeyWriter<'_> {
     }
 }
 
-pub(crate) use crate::backend::Function;
+use crate::backend::{CompileJob, Function};
+use crate::device::Device;
+use crate::error::CompileError;
 
 /// One kernel specialised for one call signature.
 ///
@@ -248,7 +250,9 @@ impl Variant {
     pub fn shared_source(&self) -> &Arc<str> {
         &self.source
     }
-    /// The hash of the source (xxh3-64), computed once.
+    /// The hash of the source (xxh3-64), computed once: the hash in the
+    /// library key MLX formats for a variant. kernelkit's own caches key
+    /// modules by the 128-bit [`ModuleKey`](crate::cache::key::ModuleKey).
     pub fn source_hash(&self) -> u64 {
         self.source_hash
     }
@@ -256,10 +260,30 @@ impl Variant {
     pub fn dialect(&self) -> Dialect {
         self.dialect
     }
-    /// The module key: `{kernel name}_{source hash as hex}_{options}`, the
-    /// format MLX uses for its library cache.
-    pub fn module_key(&self, options: &str) -> String {
-        format!("{}_{:x}_{}", self.name, self.source_hash, options)
+    /// What a backend compiles of this variant, for kernel `kernel`.
+    pub(crate) fn job<'a>(&'a self, kernel: &'a str) -> CompileJob<'a> {
+        CompileJob {
+            kernel,
+            function: &self.name,
+            source: &self.source,
+            shared_source: &self.source,
+        }
+    }
+
+    /// This variant's function on `device`, for kernel `kernel`: the one it
+    /// kept for its first device (no lock), or the device's, resolved once
+    /// and kept if it is the first.
+    #[inline]
+    pub(crate) fn function_on<'v>(
+        &'v self,
+        device: &Device,
+        kernel: &'v str,
+    ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
+        let f = device.function(|| self.job(kernel), self.function.get())?;
+        if let std::borrow::Cow::Owned(f) = &f {
+            let _ = self.function.set((device.id(), f.clone()));
+        }
+        Ok(f)
     }
 }
 

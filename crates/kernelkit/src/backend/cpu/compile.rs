@@ -20,10 +20,9 @@ use std::time::{Duration, Instant, SystemTime};
 use super::depfile;
 use super::pch::Pch;
 use super::scratch;
-use crate::backend::Compiled;
+use crate::backend::{CompileJob, Compiled};
 use crate::codegen::map_log_lines;
 use crate::error::CompileError;
-use crate::kernel::variant::Variant;
 
 /// Flags every CPU compile uses; part of the module key. Public (as
 /// `kernelkit::CPU_COMPILE_FLAGS`) so a compile can be reproduced by hand.
@@ -43,7 +42,6 @@ const DEFAULT_TIMEOUT_S: u64 = 300;
 pub(crate) struct Compiler {
     program: String,
     identity: OnceLock<Arc<str>>,
-    options: OnceLock<String>,
     artifact_identity: OnceLock<String>,
     timeout: Duration,
     pch: OnceLock<Pch>,
@@ -74,7 +72,6 @@ impl Compiler {
         Compiler {
             program,
             identity: OnceLock::new(),
-            options: OnceLock::new(),
             artifact_identity: OnceLock::new(),
             timeout,
             pch: OnceLock::new(),
@@ -107,25 +104,10 @@ impl Compiler {
         })
     }
 
-    /// `cpu-{compiler}-{flags}-{cpu features}` as short hashes, for the
-    /// module key (which also names the artifact).
-    pub(crate) fn options(&self) -> &str {
-        self.options.get_or_init(|| {
-            let id = xxhash_rust::xxh3::xxh3_64(
-                format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" ")).as_bytes(),
-            );
-            let features = xxhash_rust::xxh3::xxh3_64(cpu_features().as_bytes());
-            format!("cpu{:08x}{:08x}", id as u32, features as u32)
-        })
-    }
-
     /// Compiles a variant into a shared library, with the list of files
     /// the compile read (the compiler's `-MMD` output, see `depfile`).
-    pub(crate) fn compile(
-        &self,
-        kernel: &str,
-        variant: &Variant,
-    ) -> Result<Compiled, CompileError> {
+    pub(crate) fn compile(&self, job: &CompileJob<'_>) -> Result<Compiled, CompileError> {
+        let kernel = job.kernel;
         let fail = |reason: String| CompileError::Compiler {
             kernel: kernel.to_string(),
             compiler: self.program.clone(),
@@ -136,7 +118,7 @@ impl Compiler {
         let src = dir.path().join("kernel.cpp");
         let lib = dir.path().join("kernel.so");
         let (program, timeout) = (self.program.clone(), self.timeout);
-        let input = self.pch().input_for(variant.source(), move |header, gch| {
+        let input = self.pch().input_for(job.source, move |header, gch| {
             let dir = header.parent().unwrap_or(header);
             let mut args: Vec<OsString> = FLAGS
                 .iter()
@@ -163,23 +145,23 @@ impl Compiler {
                 .map_err(|e| format!("cannot write the source: {e}"))?;
             run(&self.program, &args, dir.path(), self.timeout)
         };
-        let mut outcome = compile(input.as_deref().unwrap_or(variant.source()));
+        let mut outcome = compile(input.as_deref().unwrap_or(job.source));
         if input.is_some() && matches!(outcome, Ok((false, _))) && !self.pch().present() {
             // The header vanished between the check and the compile.
             tracing::debug!(
                 "the precompiled header vanished during a compile; compiling again without it"
             );
-            outcome = compile(variant.source());
+            outcome = compile(job.source);
         }
         self.pch().finish_build();
         let (ok, log) = outcome.map_err(fail)?;
         if !ok {
             return Err(CompileError::Rejected {
                 kernel: kernel.to_string(),
-                function: variant.name().to_string(),
+                function: job.function.to_string(),
                 compiler: self.describe(),
-                log: map_log_lines(&log, variant.source(), body_of(variant), "kernel.cpp:"),
-                generated: variant.shared_source().clone(),
+                log: map_log_lines(&log, job.source, body_of(job.source), "kernel.cpp:"),
+                generated: job.shared_source.clone(),
             });
         }
         let artifact =
@@ -294,8 +276,7 @@ fn wait_bounded(
 
 /// The user's body inside a generated CPU source: between the `kk_body`
 /// signature line and the closing brace before the entry point.
-fn body_of(variant: &Variant) -> &str {
-    let src = variant.source();
+fn body_of(src: &str) -> &str {
     let Some(start) = src.find("static inline void kk_body(") else {
         return "";
     };

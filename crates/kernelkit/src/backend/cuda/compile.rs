@@ -8,7 +8,7 @@
 //! - Include directories: `include` and, on CUDA 13, `include/cccl` of the
 //!   first toolkit among `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda` that
 //!   has them, then the user's ([`CudaCompileOptions`]).
-//! - The module key's options part names NVRTC's version, the target and a
+//! - The identity (part of every module key) names NVRTC's version, the target and
 //!   hash of every option, so a change of any of them compiles anew; the
 //!   artifact store's identity holds every option in full.
 //! - Errors carry NVRTC's log with lines inside the body marked
@@ -31,10 +31,9 @@ use cudarc::nvrtc::sys;
 
 use super::includes::{self, SearchPath};
 use super::worker::{Output, Workers};
-use crate::backend::Compiled;
+use crate::backend::{CompileJob, Compiled};
 use crate::codegen::{cuda::body_of, map_log_lines};
 use crate::error::CompileError;
-use crate::kernel::variant::Variant;
 use crate::options::CudaCompileOptions;
 
 /// The file name NVRTC reports errors against.
@@ -50,7 +49,6 @@ pub(super) struct Nvrtc {
     /// Every option, as given to NVRTC and sent to workers.
     words: Vec<String>,
     options: Vec<CString>,
-    key: String,
     /// Everything besides the source that changes the artifact, in full.
     identity: String,
     /// Where `#include`s are searched (see `includes`).
@@ -120,7 +118,6 @@ impl Nvrtc {
             .map(|w| CString::new(w.as_str()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
-        let key = module_key((major, minor), &target, &words);
         let identity = store_identity((major, minor), &target, &words);
         Ok(Nvrtc {
             version: (major, minor),
@@ -128,16 +125,10 @@ impl Nvrtc {
             output: if cubin { Output::Cubin } else { Output::Ptx },
             words,
             options,
-            key,
             identity,
             search,
             workers: Workers::find(&user.workers, (major, minor)),
         })
-    }
-
-    /// The options part of module keys.
-    pub(super) fn key(&self) -> &str {
-        &self.key
     }
 
     /// The artifact store's identity of this configuration (see
@@ -172,12 +163,8 @@ impl Nvrtc {
     /// The files its `#include`s reach are read here first (see
     /// `includes`) and handed to NVRTC, so the dependency list holds
     /// exactly what was compiled.
-    pub(super) fn compile(
-        &self,
-        kernel: &str,
-        variant: &Variant,
-    ) -> Result<Compiled, CompileError> {
-        let source = variant.source();
+    pub(super) fn compile(&self, job: &CompileJob<'_>) -> Result<Compiled, CompileError> {
+        let (kernel, source) = (job.kernel, job.source);
         let other = |reason: String| CompileError::Compiler {
             kernel: kernel.to_string(),
             compiler: self.describe(),
@@ -200,15 +187,10 @@ impl Nvrtc {
         let artifact = outcome.map_err(|failure| match failure {
             Failure::Rejected(log) => CompileError::Rejected {
                 kernel: kernel.to_string(),
-                function: variant.name().to_string(),
+                function: job.function.to_string(),
                 compiler: self.describe(),
-                log: map_log_lines(
-                    &log,
-                    variant.source(),
-                    body_of(variant.source()),
-                    &format!("{PROGRAM_NAME}("),
-                ),
-                generated: variant.shared_source().clone(),
+                log: map_log_lines(&log, source, body_of(source), &format!("{PROGRAM_NAME}(")),
+                generated: job.shared_source.clone(),
             },
             Failure::Other(reason) => other(reason),
         })?;
@@ -375,20 +357,6 @@ fn nv(result: sys::nvrtcResult, call: &str) -> Result<(), String> {
     }
 }
 
-/// The options part of module keys: NVRTC's version, the target and a
-/// short hash of every option. One device's options never change, so in its
-/// kernel cache the short hash only has to tell nothing apart.
-fn module_key(version: (i32, i32), target: &str, words: &[String]) -> String {
-    let hash = xxhash_rust::xxh3::xxh3_64(words.join("\0").as_bytes());
-    format!(
-        "nvrtc{}.{}-{}-{:08x}",
-        version.0,
-        version.1,
-        target.replace('_', ""),
-        hash as u32
-    )
-}
-
 /// What the artifact store hashes besides the source: NVRTC's version, the
 /// target and every option in full, each with its length (so no two option
 /// lists read the same). Entries live on disk for months and are shared by
@@ -434,11 +402,28 @@ mod tests {
         Some(Nvrtc::new((9, 0), &CudaCompileOptions::default()).expect("NVRTC knows sm_90"))
     }
 
-    fn variant(body: &str) -> Variant {
+    /// A generated function name and source, as a compile job borrows them.
+    struct Source {
+        name: String,
+        source: std::sync::Arc<str>,
+    }
+
+    impl Source {
+        fn job(&self) -> CompileJob<'_> {
+            CompileJob {
+                kernel: "k",
+                function: &self.name,
+                source: &self.source,
+                shared_source: &self.source,
+            }
+        }
+    }
+
+    fn variant(body: &str) -> Source {
         variant_with_header("", body)
     }
 
-    fn variant_with_header(header: &str, body: &str) -> Variant {
+    fn variant_with_header(header: &str, body: &str) -> Source {
         let kernel = Kernel::builder("k")
             .inputs(["inp", "s"])
             .outputs(["out"])
@@ -468,11 +453,15 @@ mod tests {
                 template: &template,
             },
         );
-        Variant::new(Dialect::Cuda, g.name, g.source)
+        Source {
+            name: g.name,
+            source: g.source.into(),
+        }
     }
 
-    /// The store's identity holds every option in full: two option lists
-    /// whose short module-key hashes collide still get different store keys.
+    /// The identity holds every option in full: two option lists whose
+    /// short hashes (of the module key this backend once had) collide still
+    /// get different module keys.
     #[test]
     fn option_lists_with_colliding_short_hashes_have_different_identities() {
         let words = |i: u32| {
@@ -481,20 +470,15 @@ mod tests {
                 format!("-DTILE={i}"),
             ]
         };
+        let short = |i: u32| xxhash_rust::xxh3::xxh3_64(words(i).join("\0").as_bytes()) as u32;
         let mut seen = std::collections::HashMap::new();
         let (a, b) = (0u32..1 << 22)
-            .find_map(|i| {
-                let key = module_key((13, 0), "sm_90a", &words(i));
-                seen.insert(key, i).map(|j| (j, i))
-            })
+            .find_map(|i| seen.insert(short(i), i).map(|j| (j, i)))
             .expect("a 32-bit hash collides within 2^22 option lists");
-        assert_eq!(
-            module_key((13, 0), "sm_90a", &words(a)),
-            module_key((13, 0), "sm_90a", &words(b))
-        );
+        assert_eq!(short(a), short(b));
         let identity = |i| store_identity((13, 0), "sm_90a", &words(i));
         assert_ne!(identity(a), identity(b), "-DTILE={a} and -DTILE={b}");
-        let key = |i| crate::cache::key::StoreKey::derive("cuda", &identity(i), "f", "src");
+        let key = |i| crate::cache::key::ModuleKey::derive("cuda", &identity(i), "f", "src");
         assert_ne!(key(a), key(b));
         // Words are delimited: moving a character between two is a change.
         assert_ne!(
@@ -506,11 +490,15 @@ mod tests {
     #[test]
     fn compiles_a_cubin_for_sm_90a() {
         let Some(nvrtc) = nvrtc() else { return };
-        assert!(nvrtc.key().contains("sm90a"), "{}", nvrtc.key());
+        assert!(
+            nvrtc.identity().contains("target sm_90a"),
+            "{}",
+            nvrtc.identity()
+        );
         let v = variant(
             "uint i = thread_position_in_grid.x;\nT t = T(float(inp[i]) * s);\nout[i] = float(t) + inp_shape[0];",
         );
-        let compiled = nvrtc.compile("k", &v).unwrap();
+        let compiled = nvrtc.compile(&v.job()).unwrap();
         assert_eq!(
             &compiled.artifact[..4],
             b"\x7fELF",
@@ -543,7 +531,7 @@ mod tests {
             &format!("#include \"{}\"\n", params.display()),
             "uint i = thread_position_in_grid.x;\nout[i] = float(inp[i]) * s + VAL;",
         );
-        let compiled = nvrtc.compile("k", &v).unwrap();
+        let compiled = nvrtc.compile(&v.job()).unwrap();
         assert_eq!(&compiled.artifact[..4], b"\x7fELF");
         let deps = compiled.dependencies.unwrap();
         let files: Vec<&std::path::Path> = deps.files.iter().map(|f| f.path.as_path()).collect();
@@ -553,7 +541,7 @@ mod tests {
         );
         assert_eq!(deps.check(), Ok(()));
         std::fs::remove_file(dir.path().join("scale.h")).unwrap();
-        let Err(err) = nvrtc.compile("k", &v) else {
+        let Err(err) = nvrtc.compile(&v.job()) else {
             panic!("compiled without scale.h");
         };
         let log = err.log().unwrap_or_default().to_string();
@@ -605,7 +593,7 @@ mod tests {
     fn errors_point_into_the_body() {
         let Some(nvrtc) = nvrtc() else { return };
         let v = variant("uint i = thread_position_in_grid.x;\nout[i] = undefined_name;");
-        let Err(err) = nvrtc.compile("k", &v) else {
+        let Err(err) = nvrtc.compile(&v.job()) else {
             panic!("an undefined name compiled");
         };
         let log = err.log().expect("a rejected compile has a log").to_string();

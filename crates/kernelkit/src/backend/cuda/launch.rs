@@ -23,10 +23,10 @@ use cudarc::driver::sys;
 use super::load::{CudaFunction, DEFAULT_DYNAMIC_SHARED};
 use super::memory::CudaStream;
 use super::{check, driver_error, Context};
-use crate::backend::LaunchJob;
+use crate::backend::LaunchDesc;
 use crate::codegen::cuda::MAX_NDIM;
-use crate::error::{CallError, Result};
 use crate::codegen::variant::PassMode;
+use crate::error::{CallError, Result};
 
 /// Argument words kept on the stack (larger launches use the heap).
 const STACK_WORDS: usize = 64;
@@ -54,13 +54,10 @@ impl<T> Slots<T> for Vec<T> {
     }
 }
 
-/// Launches `job` `iters` times on `stream` (arguments marshalled once).
-pub(super) fn launch(
-    ctx: &Context,
-    job: &LaunchJob<'_>,
-    stream: &Arc<CudaStream>,
-    iters: u32,
-) -> Result<()> {
+/// Launches `job` `job.iters` times on `stream`, the job's stream
+/// (arguments marshalled once).
+pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStream>) -> Result<()> {
+    let iters = job.iters;
     let function = job
         .function
         .cuda()
@@ -81,7 +78,7 @@ pub(super) fn launch(
 #[inline(never)]
 fn launch_large(
     ctx: &Context,
-    job: &LaunchJob<'_>,
+    job: &LaunchDesc<'_>,
     function: &CudaFunction,
     stream: &Arc<CudaStream>,
     iters: u32,
@@ -111,7 +108,7 @@ fn point(words: &mut [u64], offsets: &[u32], params: &mut impl Slots<*mut c_void
 /// input whose layout does not fit the generated parameters.
 #[inline]
 fn marshal(
-    job: &LaunchJob<'_>,
+    job: &LaunchDesc<'_>,
     stream: &Arc<CudaStream>,
     words: &mut (impl Slots<u64> + std::ops::Deref<Target = [u64]>),
     offsets: &mut impl Slots<u32>,
@@ -132,16 +129,17 @@ fn marshal(
         };
     }
     for (i, (input, info)) in job.inputs.iter().zip(&job.spec.shape_infos).enumerate() {
-        if let Some(mem) = input.buffer.device_mem() {
+        if let Some(mem) = input.mem.device_mem() {
             mem.used_on(stream);
         }
         param!();
-        word!(input.data_addr());
+        word!(input.addr);
         // Most bodies read no layout: their launches pass pointers only.
-        if !job.spec.any_layout || PassMode::of(input.ndim(), input.size()) == PassMode::Scalar {
+        let ndim = input.shape.len();
+        if !job.spec.any_layout || PassMode::of(ndim, input.size()) == PassMode::Scalar {
             continue;
         }
-        if (info.shape || info.strides) && input.ndim() > MAX_NDIM {
+        if (info.shape || info.strides) && ndim > MAX_NDIM {
             return Err(too_many_axes(job, i));
         }
         if info.shape {
@@ -160,12 +158,12 @@ fn marshal(
         }
         if info.ndim {
             param!();
-            word!(input.ndim() as u32 as u64);
+            word!(ndim as u32 as u64);
         }
     }
     for output in job.outputs {
         param!();
-        word!(output.data_addr());
+        word!(output.addr);
     }
     let [gx, gy, gz] = job.grid;
     param!();
@@ -177,7 +175,7 @@ fn marshal(
 /// The error for input `i`, whose axes do not fit `NAME_shape`/`NAME_strides`.
 #[cold]
 #[inline(never)]
-fn too_many_axes(job: &LaunchJob<'_>, i: usize) -> crate::Error {
+fn too_many_axes(job: &LaunchDesc<'_>, i: usize) -> crate::Error {
     let spec = job.spec;
     let name = &spec.input_names[i];
     CallError::Unsupported {
@@ -186,7 +184,7 @@ fn too_many_axes(job: &LaunchJob<'_>, i: usize) -> crate::Error {
         reason: format!(
             "input `{name}` has {} axes, but `{name}_shape`/`{name}_strides` hold at most \
              {MAX_NDIM}",
-            job.inputs[i].ndim()
+            job.inputs[i].shape.len()
         ),
     }
     .into()
@@ -208,7 +206,7 @@ fn blocks(grid: u32, threadgroup: u32) -> u32 {
 /// shared memory limit if this launch needs more than it allows.
 fn enqueue(
     ctx: &Context,
-    job: &LaunchJob<'_>,
+    job: &LaunchDesc<'_>,
     function: &CudaFunction,
     stream: &CudaStream,
     params: &mut [*mut c_void],
@@ -252,11 +250,7 @@ fn enqueue(
                 "cuLaunchKernel",
                 format!(
                     "kernel `{}` (`{}`, grid {:?}, threadgroup {:?}, {} bytes of shared memory): ",
-                    spec.name,
-                    job.variant.name(),
-                    job.grid,
-                    tg,
-                    shared
+                    spec.name, function.name, job.grid, tg, shared
                 ),
             )
             .into());
@@ -296,7 +290,7 @@ fn raise_dynamic_shared(ctx: &Context, function: &CudaFunction, shared: u32) -> 
 /// repeat.
 #[cold]
 #[inline(never)]
-fn check_unguarded(ctx: &Context, job: &LaunchJob<'_>) -> Result<()> {
+fn check_unguarded(ctx: &Context, job: &LaunchDesc<'_>) -> Result<()> {
     for axis in 0..3 {
         let tg = job.threadgroup[axis];
         let padded = blocks(job.grid[axis], tg) as u64 * tg as u64;

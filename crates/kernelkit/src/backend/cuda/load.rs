@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys;
 
 use super::{driver_error, Context};
+use crate::backend::Function;
 use crate::backend::Module;
 use crate::error::CompileError;
-use crate::kernel::variant::Function;
 use crate::sync::RaisedLimit;
 
 /// Dynamic shared memory a block may use without raising a function's
@@ -64,6 +64,8 @@ impl Drop for CudaModule {
 pub(crate) struct CudaFunction {
     pub(super) raw: sys::CUfunction,
     pub(super) dynamic_shared: Arc<RaisedLimit>,
+    /// The generated function's name, for messages.
+    pub(super) name: Box<str>,
 }
 
 // SAFETY: function handles may be used from any thread; the attribute
@@ -121,6 +123,7 @@ pub(super) fn function(
     Ok(Function::Cuda(Arc::new(CudaFunction {
         raw,
         dynamic_shared: cuda.limit_of(raw),
+        name: name.into(),
     })))
 }
 

@@ -17,9 +17,9 @@
 //!
 //! **A thread's spare.** Before any of that, the last small output a
 //! thread dropped stays with the thread whole (heap block, device block,
-//! stream), for the thread's next output of that stream and size
-//! ([`recycle`], [`alloc_output`]): a loop of calls that drops its outputs
-//! allocates nothing and touches no shared count.
+//! stream), for the thread's next output of that stream and size: that is
+//! `array::storage`'s; this module says which blocks qualify
+//! ([`DeviceMem::spare_class`], [`CudaStream::spare_class`]).
 //!
 //! **Locks.** Each stream keeps the small block it freed last in one atomic
 //! word, taken and given back without a lock (a loop of calls that drops its
@@ -28,7 +28,6 @@
 //! its own mutex, taken only the first time another stream uses it. No lock
 //! is held across a driver call that waits.
 
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,10 +38,8 @@ use smallvec::SmallVec;
 use super::compile::Nvrtc;
 use super::load::{resolve, CudaModule};
 use super::{check, Context};
-use crate::array::{Array, Place};
-use crate::backend::{Buffer, Module, Owner, SharedBuffer};
+use crate::backend::{ArgRef, Memory, Module, Owner, StreamHandle};
 use crate::codegen::cuda::MAX_NDIM;
-use crate::device::Stream;
 use crate::error::{DeviceError, Result};
 
 /// Most bytes one stream keeps cached.
@@ -331,8 +328,8 @@ impl Drop for CudaStream {
 }
 
 /// Owns one device block; gives it back to the cache of the stream it was
-/// allocated on (its *home*: the buffer's [`Place::stream`]) when the buffer
-/// dies. It holds no count on that stream: the buffer's place does.
+/// allocated on (its *home*) when its memory is released. It holds no
+/// count on that stream: the array storage around it does (its place).
 pub(crate) struct DeviceMem {
     class: usize,
     /// The home stream's address, to tell it from others (never followed).
@@ -361,9 +358,9 @@ impl DeviceMem {
     /// Whether a stream other than the home one has used the block. Read
     /// without a lock: an owner's record of its use is ordered before its
     /// drop (a Release decrement), so it is seen by whoever then finds the
-    /// buffer unique (an Acquire load); see [`alone_at_home`].
+    /// buffer unique (an Acquire load); see `array::storage::alone_at_home`.
     #[inline]
-    fn used_elsewhere(&self) -> bool {
+    pub(crate) fn used_elsewhere(&self) -> bool {
         self.last_foreign.load(Ordering::Relaxed) != 0
     }
 }
@@ -373,9 +370,9 @@ impl DeviceMem {
     /// stream's use of it is ordered before the home stream's next work.
     /// Called once, by the dying buffer.
     #[inline]
-    pub(crate) fn release(&mut self, addr: u64, place: &Place) {
-        let Some(home) = place.stream().handle().cuda() else {
-            return; // Not reached: CUDA buffers are placed on CUDA streams.
+    pub(crate) fn release(&mut self, addr: u64, home: &StreamHandle) {
+        let Some(home) = home.cuda() else {
+            return; // Not reached: CUDA memory is allocated on CUDA streams.
         };
         // No foreign stream ever used the block (the common case): nothing
         // to order, and (holding the block alone) no atomic to read.
@@ -417,109 +414,48 @@ impl DeviceMem {
     }
 }
 
-/// The CUDA stream of `place`, where its memory is allocated.
-fn home_of(place: &Place) -> Result<&Arc<CudaStream>, DeviceError> {
-    place
-        .stream()
-        .handle()
-        .cuda()
-        .ok_or_else(|| DeviceError::Driver {
-            device: place.device().label().to_string(),
-            operation: "allocation",
-            reason: "the stream is not a CUDA stream".into(),
-        })
+/// The CUDA stream of `home`, where its memory is allocated.
+fn cuda_of(home: &StreamHandle) -> Result<&Arc<CudaStream>, DeviceError> {
+    home.cuda().ok_or_else(|| DeviceError::Driver {
+        device: "cuda".into(),
+        operation: "allocation",
+        reason: "the stream is not a CUDA stream".into(),
+    })
 }
 
-/// `len` bytes in the order of `place`'s stream.
-pub(super) fn alloc(len: usize, place: Place) -> Result<SharedBuffer> {
-    let stream = home_of(&place)?.clone();
-    alloc_on(&stream, len, place)
+/// `len` bytes in the order of `home`.
+pub(super) fn alloc(len: usize, home: &StreamHandle) -> Result<Memory> {
+    alloc_on(cuda_of(home)?, len)
 }
 
-/// The largest size class a thread keeps as its spare output buffer.
+/// The largest size class a thread keeps as its spare output memory (see
+/// `array::storage`).
 const SPARE_CLASS: usize = 1 << 20;
 
-thread_local! {
-    /// The CUDA output buffer this thread dropped last, kept whole: see
-    /// [`recycle`].
-    static SPARE: Cell<Option<triomphe::Arc<Buffer>>> = const { Cell::new(None) };
-}
-
-/// Where a buffer goes when its last owner drops it: a small output block
-/// that only its own stream used becomes this thread's spare (the previous
-/// spare is released); anything else is released now. Streams that cache
-/// no blocks (`KERNELKIT_CUDA_ALLOC=pool`) keep no spare either.
-///
-/// A loop of calls that drops each call's outputs then reuses one buffer:
-/// no heap allocation, no atomic operation on the stream's block slot or
-/// its reference count. The price: each thread keeps at most one block of
-/// at most [`SPARE_CLASS`] bytes, and the stream that block belongs to,
-/// until its next output or its exit.
-pub(crate) fn recycle(buffer: triomphe::Arc<Buffer>) {
-    let keep = matches!(&buffer.place, Place::Queued(s)
-            if s.handle().cuda().is_some_and(|s| s.caching))
-        && matches!(&buffer.owner, Owner::Device(mem) if mem.class <= SPARE_CLASS
-            && alone_at_home(|| buffer.is_unique(), || mem.used_elsewhere()));
-    if !keep {
-        return drop(buffer);
-    }
-    // If the thread is exiting, the closure (and the buffer) is dropped.
-    let old = SPARE.try_with(|spare| spare.replace(Some(buffer)));
-    drop(old);
-}
-
-/// Whether a buffer that an owner drops may become its thread's spare:
-/// no other owner is left (`is_unique`) and no stream but its home ever
-/// used it (`used_elsewhere`), asked in that order. Finding the buffer
-/// unique is an Acquire load of its count, which every other owner
-/// decremented with Release when it went, after recording its launches on
-/// other streams: so the record read next includes them all. Asked the
-/// other way round, an owner that launches on another stream and drops
-/// its array between the two reads is missed, and the block is reused on
-/// its home stream while that launch may still read it (the `loom` model
-/// below checks both orders' outcome).
-#[inline(always)]
-fn alone_at_home(is_unique: impl FnOnce() -> bool, used_elsewhere: impl FnOnce() -> bool) -> bool {
-    is_unique() && !used_elsewhere()
-}
-
-/// A new output of `len` bytes in the order of `stream`: this thread's
-/// spare if it fits, else a block from the stream's cache (or the driver).
-#[inline]
-pub(super) fn alloc_output(
-    cuda: &Arc<CudaStream>,
-    len: usize,
-    stream: &Stream,
-) -> Result<SharedBuffer> {
-    let class = size_class(len);
-    let spare = SPARE
-        .try_with(|spare| {
-            let mut buffer = spare.take()?;
-            let fits = matches!((&buffer.place, &buffer.owner),
-                (Place::Queued(s), Owner::Device(mem)) if s == stream && mem.class == class);
-            match triomphe::Arc::get_mut(&mut buffer) {
-                Some(b) if fits => {
-                    b.len = len;
-                    Some(buffer)
-                }
-                _ => {
-                    spare.set(Some(buffer));
-                    None
-                }
-            }
-        })
-        .ok()
-        .flatten();
-    match spare {
-        Some(buffer) => Ok(SharedBuffer::from_arc(buffer)),
-        None => alloc_on(cuda, len, Place::Queued(stream.clone())),
+impl DeviceMem {
+    /// This block's size class, if a thread may keep it whole as its spare
+    /// (a small block; the caller checks it is alone at home).
+    #[inline]
+    pub(crate) fn spare_class(&self) -> Option<usize> {
+        (self.class <= SPARE_CLASS).then_some(self.class)
     }
 }
 
-/// `len` bytes in the order of `stream`, which is `place`'s stream (the
-/// dispatch path has it at hand already).
+impl CudaStream {
+    /// The spare size class of an output of `len` bytes on this stream:
+    /// `None` for streams that cache no blocks (`KERNELKIT_CUDA_ALLOC=pool`)
+    /// and for outputs larger than [`SPARE_CLASS`].
+    #[inline]
+    pub(crate) fn spare_class(&self, len: usize) -> Option<usize> {
+        let class = size_class(len);
+        (self.caching && class <= SPARE_CLASS).then_some(class)
+    }
+}
+
+/// `len` bytes in the order of `stream`: a block from the stream's cache
+/// (or the driver).
 #[inline]
-fn alloc_on(stream: &Arc<CudaStream>, len: usize, place: Place) -> Result<SharedBuffer> {
+pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize) -> Result<Memory> {
     let class = size_class(len);
     let ptr = match stream.take(class) {
         Some(p) => p,
@@ -529,23 +465,22 @@ fn alloc_on(stream: &Arc<CudaStream>, len: usize, place: Place) -> Result<Shared
         }
     };
     let home = Arc::as_ptr(stream) as usize;
-    Ok(SharedBuffer::new(Buffer {
+    Ok(Memory {
         addr: ptr,
         len,
-        place,
         owner: Owner::Device(DeviceMem {
             class,
             home,
             last_foreign: AtomicUsize::new(0),
             foreign: Mutex::new(Vec::new()),
         }),
-    }))
+    })
 }
 
 /// A new block holding `bytes`; the copy has finished when this returns.
-pub(super) fn upload(bytes: &[u8], place: Place) -> Result<SharedBuffer> {
-    let stream = home_of(&place)?.clone();
-    let buf = alloc_on(&stream, bytes.len(), place)?;
+pub(super) fn upload(bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
+    let stream = cuda_of(home)?;
+    let buf = alloc_on(stream, bytes.len())?;
     stream.ctx.bind()?;
     if !bytes.is_empty() {
         // SAFETY: the block holds at least `bytes.len()` bytes; the host
@@ -570,7 +505,7 @@ pub(super) fn upload(bytes: &[u8], place: Place) -> Result<SharedBuffer> {
 /// Copies `len` bytes at `offset` to the host, in `stream`'s order.
 pub(super) fn download(
     stream: &Arc<CudaStream>,
-    buf: &Buffer,
+    buf: &Memory,
     offset: usize,
     len: usize,
 ) -> Result<Vec<u8>> {
@@ -622,7 +557,7 @@ pub(super) fn download(
 }
 
 /// Repeats `pattern` (1, 2, 4 or 8 bytes) over the buffer, in stream order.
-pub(super) fn fill(stream: &Arc<CudaStream>, buf: &Buffer, pattern: &[u8]) -> Result<()> {
+pub(super) fn fill(stream: &Arc<CudaStream>, buf: &Memory, pattern: &[u8]) -> Result<()> {
     let label = &stream.ctx.label;
     let n = buf.len / pattern.len().max(1);
     if n == 0 {
@@ -733,7 +668,12 @@ impl Gather {
     }
 
     /// Copies the elements of `src` (any strides) row-major into `dst`.
-    pub(super) fn run(&self, stream: &Arc<CudaStream>, src: &Array, dst: &Buffer) -> Result<()> {
+    pub(super) fn run(
+        &self,
+        stream: &Arc<CudaStream>,
+        src: &ArgRef<'_>,
+        dst: &Memory,
+    ) -> Result<()> {
         let label = &stream.ctx.label;
         let size = src.dtype.size();
         let index = match size {
@@ -746,7 +686,7 @@ impl Gather {
         let axes: SmallVec<[(usize, isize); 8]> = src
             .shape
             .iter()
-            .zip(&src.strides)
+            .zip(src.strides)
             .filter(|(&d, _)| d != 1)
             .map(|(&d, &s)| (d, s))
             .collect();
@@ -776,10 +716,10 @@ impl Gather {
             return Ok(());
         }
         stream.ctx.bind()?;
-        if let Some(mem) = src.buffer.device_mem() {
+        if let Some(mem) = src.mem.device_mem() {
             mem.used_on(stream);
         }
-        let mut src_ptr = src.data_addr();
+        let mut src_ptr = src.addr;
         let mut dst_ptr = dst.addr;
         let mut params: [*mut c_void; 4] = [
             (&mut src_ptr as *mut u64).cast(),
@@ -811,63 +751,6 @@ impl Gather {
             "cuLaunchKernel (strided copy)",
         )?;
         Ok(())
-    }
-}
-
-/// Model-checked with `loom` (`RUSTFLAGS="--cfg loom" cargo test
-/// --features cuda --lib loom_`).
-#[cfg(all(test, loom))]
-mod loom_models {
-    use super::alone_at_home;
-    use loom::sync::atomic::{AtomicUsize, Ordering};
-    use loom::sync::{Arc, Mutex};
-    use loom::thread;
-
-    /// What `recycle` reads of a CUDA output buffer, with loom's atomics:
-    /// its reference count as `triomphe` keeps it (a drop subtracts with
-    /// Release, `is_unique` loads with Acquire), and the block's record of
-    /// other streams as `DeviceMem::used_on` writes it (the list under its
-    /// lock, then `last_foreign`, Relaxed) and `used_elsewhere` reads it.
-    struct Output {
-        count: AtomicUsize,
-        foreign: Mutex<Vec<usize>>,
-        last_foreign: AtomicUsize,
-    }
-
-    /// An output has two owners: the array this thread drops, and a clone
-    /// that another thread launches on another stream (or, in the second
-    /// run, on the output's own stream, which records nothing) and then
-    /// drops. Whatever the schedule, this thread never keeps as its spare a
-    /// block that another stream used: the launch there may still be
-    /// reading it.
-    #[test]
-    fn loom_spare_is_never_a_block_another_stream_used() {
-        for elsewhere in [true, false] {
-            crate::sync::model(None, move || {
-                let output = Arc::new(Output {
-                    count: AtomicUsize::new(2),
-                    foreign: Mutex::new(Vec::new()),
-                    last_foreign: AtomicUsize::new(0),
-                });
-                let clone = output.clone();
-                let other = thread::spawn(move || {
-                    if elsewhere {
-                        clone.foreign.lock().unwrap().push(0xf0);
-                        clone.last_foreign.store(0xf0, Ordering::Relaxed);
-                    }
-                    clone.count.fetch_sub(1, Ordering::Release);
-                });
-                let kept = alone_at_home(
-                    || output.count.load(Ordering::Acquire) == 1,
-                    || output.last_foreign.load(Ordering::Relaxed) != 0,
-                );
-                other.join().unwrap();
-                assert!(
-                    !(kept && elsewhere),
-                    "kept as the spare a block that another stream used"
-                );
-            });
-        }
     }
 }
 

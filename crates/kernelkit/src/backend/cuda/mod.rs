@@ -34,20 +34,17 @@ use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
 
-use crate::array::{Array, Place};
 use crate::backend::{
-    Backend, Buffer, Compiled, Dispatch, LaunchJob, Limits, Module, SharedBuffer, StreamHandle,
+    ArgRef, Backend, CompileJob, Compiled, Function, LaunchDesc, Limits, Memory, Module,
+    StreamHandle,
 };
 use crate::codegen::Dialect;
-use crate::device::Stream;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Result};
-use crate::array::outputs::Outputs;
-use crate::kernel::variant::{Function, Variant};
 use crate::options::CudaCompileOptions;
 
 pub(crate) use load::CudaFunction;
-pub(crate) use memory::{recycle, CudaStream, DeviceMem};
+pub(crate) use memory::{CudaStream, DeviceMem};
 pub(crate) use probe::cuda_homes;
 
 /// A driver call's result as a typed error naming the device and call.
@@ -409,25 +406,17 @@ impl Backend for CudaBackend {
     fn limits(&self) -> &Limits {
         &self.limits
     }
-    fn options(&self) -> &str {
-        self.nvrtc.key()
-    }
-    fn artifact_identity(&self) -> &str {
+    fn identity(&self) -> &str {
         self.nvrtc.identity()
     }
     fn simd_width(&self) -> u32 {
         self.warp
     }
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError> {
-        self.nvrtc.compile(kernel, variant)
+    fn compile(&self, job: &CompileJob<'_>) -> Result<Compiled, CompileError> {
+        self.nvrtc.compile(job)
     }
-    fn load(
-        &self,
-        kernel: &str,
-        variant: &Variant,
-        artifact: &[u8],
-    ) -> Result<Module, CompileError> {
-        load::load(&self.ctx, kernel, variant.name(), artifact)
+    fn load(&self, job: &CompileJob<'_>, artifact: &[u8]) -> Result<Module, CompileError> {
+        load::load(&self.ctx, job.kernel, job.function, artifact)
     }
     fn function(
         &self,
@@ -447,25 +436,25 @@ impl Backend for CudaBackend {
     fn synchronize(&self, stream: &StreamHandle) -> Result<()> {
         self.guarded(|| self.stream(stream).synchronize())
     }
-    fn alloc(&self, len: usize, place: Place) -> Result<SharedBuffer> {
-        self.guarded(|| memory::alloc(len, place))
+    fn alloc(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
+        self.guarded(|| memory::alloc(len, home))
     }
-    fn upload(&self, bytes: &[u8], place: Place) -> Result<SharedBuffer> {
-        self.guarded(|| memory::upload(bytes, place))
+    fn upload(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
+        self.guarded(|| memory::upload(bytes, home))
     }
     fn download(
         &self,
-        buf: &Buffer,
+        mem: &Memory,
         offset: usize,
         len: usize,
         stream: &StreamHandle,
     ) -> Result<Vec<u8>> {
-        self.guarded(|| memory::download(self.stream(stream), buf, offset, len))
+        self.guarded(|| memory::download(self.stream(stream), mem, offset, len))
     }
-    fn fill(&self, buf: &Buffer, pattern: &[u8], stream: &StreamHandle) -> Result<()> {
-        self.guarded(|| memory::fill(self.stream(stream), buf, pattern))
+    fn fill(&self, mem: &Memory, pattern: &[u8], stream: &StreamHandle) -> Result<()> {
+        self.guarded(|| memory::fill(self.stream(stream), mem, pattern))
     }
-    fn make_contiguous(&self, src: &Array, dst: &Buffer, stream: &StreamHandle) -> Result<()> {
+    fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()> {
         let gather = self
             .gather
             .get_or_init(|| memory::Gather::build(&self.ctx, &self.nvrtc));
@@ -476,20 +465,8 @@ impl Backend for CudaBackend {
         })?;
         self.guarded(|| gather.run(self.stream(stream), src, dst))
     }
-    fn dispatch(&self, call: &Dispatch<'_>, stream: &Stream, outputs: &mut Outputs) -> Result<()> {
-        self.guarded(|| {
-            let cuda = self.stream(stream.handle());
-            call.new_outputs(
-                stream,
-                outputs,
-                |len, stream| memory::alloc_output(cuda, len, stream),
-                |buf, pattern| memory::fill(cuda, buf, pattern),
-            )?;
-            launch::launch(&self.ctx, &call.job(outputs), cuda, 1)
-        })
-    }
-    fn launch_raw(&self, job: &LaunchJob<'_>, stream: &StreamHandle, iters: u32) -> Result<()> {
-        self.guarded(|| launch::launch(&self.ctx, job, self.stream(stream), iters))
+    fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()> {
+        self.guarded(|| launch::launch(&self.ctx, launch, self.stream(launch.stream)))
     }
 }
 

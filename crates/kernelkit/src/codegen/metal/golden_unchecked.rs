@@ -16,10 +16,10 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::generate;
-use crate::dtype::DType;
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::template::{TemplateArg, TemplateParam};
 use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
+use crate::dtype::DType;
 
 fn text(v: &Value) -> String {
     v.as_str().expect("a string").to_string()

@@ -5,21 +5,21 @@
 //! `Device::cpu()` and `Device::cuda(n)` return process-wide devices, so
 //! every part of a program shares their caches.
 
+pub(crate) mod dispatch;
+
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Instant;
 
 use crate::array::Array;
-use crate::backend::{Backend, Compiled, Limits, Module, StreamHandle};
-use crate::cache::kernel_cache::{KernelCache, Outcome};
-use crate::cache::key::StoreKey;
-use crate::cache::store::{ArtifactStore, Lookup};
+use crate::backend::{Backend, CompileJob, Function, Limits, StreamHandle};
+use crate::cache::resolver::ModuleResolver;
+use crate::cache::store::ArtifactStore;
+use crate::cache::tier::ArtifactTier;
 use crate::codegen::Dialect;
 use crate::dtype::{DType, Element};
 use crate::error::{CompileError, DeviceError, Result};
-use crate::kernel::variant::{Function, Variant};
 use crate::stats::CacheStats;
 
 /// The kind of a device.
@@ -72,8 +72,8 @@ pub(crate) struct DeviceShared {
     backend: Box<dyn Backend>,
     /// The backend's limits, copied: every call checks against them.
     limits: Limits,
-    cache: KernelCache,
-    store: Option<ArtifactStore>,
+    /// Memory → artifact tiers → compile.
+    modules: ModuleResolver,
     /// The default stream's number (see [`Stream`]'s `Debug`).
     default_id: u64,
     /// The default stream as a [`Stream`] to lend: `Link::Default` of
@@ -130,7 +130,10 @@ impl Device {
         default_handle: StreamHandle,
     ) -> Device {
         let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-        let store = ArtifactStore::from_env();
+        let tiers: Vec<Box<dyn ArtifactTier>> = ArtifactStore::from_env()
+            .into_iter()
+            .map(|store| Box::new(store) as Box<dyn ArtifactTier>)
+            .collect();
         let mut shared = Arc::new(DeviceShared {
             default_handle,
             this: MaybeUninit::uninit(),
@@ -142,8 +145,7 @@ impl Device {
             dialect: backend.dialect(),
             limits: *backend.limits(),
             backend,
-            cache: KernelCache::default(),
-            store,
+            modules: ModuleResolver::new(tiers),
             default_id: next_stream_id(),
             default_stream: MaybeUninit::uninit(),
         });
@@ -376,147 +378,47 @@ impl Device {
 
     /// What the kernel cache and artifact store have done so far.
     pub fn cache_stats(&self) -> CacheStats {
-        let c = &self.0.cache;
-        let mut stats = CacheStats {
-            hits: c.hits.get(),
-            misses: c.misses.get(),
-            compiles: c.compiles.get(),
-            failures: c.failures.get(),
-            compile_ns: c.compile_ns.get(),
-            ..CacheStats::default()
-        };
-        if let Some(store) = &self.0.store {
-            store.add_stats(&mut stats);
-        }
-        stats
+        self.0.modules.stats()
     }
 
     /// Number of modules this device has loaded (or is compiling).
     pub fn loaded_modules(&self) -> usize {
-        self.0.cache.len()
+        self.0.modules.loaded()
     }
 
-    /// The function of `variant` on this device: from the variant itself on
-    /// a hit (no lock), else from the kernel cache, compiling or loading the
-    /// module once however many threads ask.
+    /// The function `function` of the module compiled from `job`: from
+    /// `cached` when this device resolved it before (no lock: the caller
+    /// keeps it, e.g. a variant for its first device), else from the
+    /// module resolver, compiling or loading the module once however many
+    /// threads ask. The second value is the function to keep, when one was
+    /// resolved here.
     ///
-    /// On that hit the function is borrowed from the variant: cloning the
-    /// `Arc` would be two atomic updates, per call, on a count that every
-    /// thread calling the kernel shares.
+    /// On a hit the function is borrowed from the caller: cloning its `Arc`
+    /// would be two atomic updates, per call, on a count that every thread
+    /// calling the kernel shares.
+    #[inline]
     pub(crate) fn function<'v>(
         &self,
-        kernel: &str,
-        variant: &'v Variant,
+        job: impl FnOnce() -> CompileJob<'v>,
+        cached: Option<&'v (DeviceId, Function)>,
     ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
-        if let Some((id, f)) = variant.function.get() {
+        if let Some((id, f)) = cached {
             // Instance numbers are unique to a device object.
             if id.instance == self.0.id.instance {
-                self.0.cache.hits.incr();
+                self.0.modules.record_fast_hit();
                 return Ok(std::borrow::Cow::Borrowed(f));
             }
         }
+        self.resolve(&job()).map(std::borrow::Cow::Owned)
+    }
+
+    /// Resolves `job`'s function through the module resolver.
+    #[inline(never)]
+    fn resolve(&self, job: &CompileJob<'_>) -> Result<Function, CompileError> {
         let backend = &*self.0.backend;
-        let key = variant.module_key(backend.options());
-        let (module, outcome) = self
-            .0
-            .cache
-            .module(&key, || self.build_module(kernel, variant));
-        match outcome {
-            Outcome::Hit => self.0.cache.hits.incr(),
-            Outcome::Built | Outcome::Waited => self.0.cache.misses.incr(),
-        }
-        let function = backend.function(kernel, &module?, &variant.name)?;
-        let _ = variant.function.set((self.0.id, function.clone()));
-        Ok(std::borrow::Cow::Owned(function))
+        let module = self.0.modules.module(backend, job)?;
+        backend.function(job.kernel, &module, job.function)
     }
-
-    /// Loads a module from the artifact store, or compiles (and stores) it.
-    ///
-    /// The kernel cache runs this once per module key in this process; the
-    /// store's per-key lock makes other processes that miss the same key
-    /// wait for this one's entry instead of compiling it again. Nothing the
-    /// store does can fail the call: a bad entry is a miss.
-    fn build_module(&self, kernel: &str, variant: &Variant) -> Result<Module, CompileError> {
-        let backend = &*self.0.backend;
-        let Some(store) = self.0.store.as_ref() else {
-            let compiled = self.compile(kernel, variant)?;
-            return backend.load(kernel, variant, &compiled.artifact);
-        };
-        let key = ArtifactStore::key_for(backend, variant);
-        let first = self.load_stored(store, &key, kernel, variant);
-        if let Stored::Loaded(module) = first {
-            return Ok(module);
-        }
-        let lock = store.lock(&key);
-        // Another process may have published it while this one waited (an
-        // entry that was there but did not load is not tried twice).
-        if lock.is_some() && matches!(first, Stored::Missing) {
-            if let Stored::Loaded(module) = self.load_stored(store, &key, kernel, variant) {
-                return Ok(module);
-            }
-        }
-        store.record_miss();
-        let compiled = self.compile(kernel, variant)?;
-        match &compiled.dependencies {
-            Ok(deps) => store.put(
-                &key,
-                kernel,
-                backend.name(),
-                variant.name(),
-                deps,
-                &compiled.artifact,
-            ),
-            Err(why) => {
-                tracing::debug!("kernelkit artifact store: kernel `{kernel}` is not stored: {why}")
-            }
-        }
-        drop(lock);
-        backend.load(kernel, variant, &compiled.artifact)
-    }
-
-    /// Runs the backend compiler, counting the run and its wall time.
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError> {
-        let cache = &self.0.cache;
-        cache.compiles.incr();
-        let started = Instant::now();
-        let artifact = self.0.backend.compile(kernel, variant);
-        cache.compile_ns.add(started.elapsed().as_nanos() as u64);
-        artifact
-    }
-
-    /// The module from the store's entry for `key`, if there is a good one
-    /// that loads.
-    fn load_stored(
-        &self,
-        store: &ArtifactStore,
-        key: &StoreKey,
-        kernel: &str,
-        variant: &Variant,
-    ) -> Stored {
-        let Lookup::Hit(bytes) = store.get(key) else {
-            return Stored::Missing;
-        };
-        match self.0.backend.load(kernel, variant, &bytes) {
-            Ok(module) => {
-                store.record_hit();
-                Stored::Loaded(module)
-            }
-            Err(e) => {
-                store.record_bad_load(key, &e);
-                Stored::NotLoaded
-            }
-        }
-    }
-}
-
-/// What the artifact store gave a device for one key.
-enum Stored {
-    /// A good entry, loaded.
-    Loaded(Module),
-    /// No usable entry.
-    Missing,
-    /// A good entry that did not load (already counted).
-    NotLoaded,
 }
 
 /// A stream made by [`Device::new_stream`]. Its first two fields are laid
