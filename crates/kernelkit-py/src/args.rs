@@ -76,7 +76,11 @@ pub(crate) fn dims3(obj: &Bound<'_, PyAny>, kernel: &str, what: &str) -> PyResul
 }
 
 /// One output shape: a sequence of ints.
-pub(crate) fn shape(obj: &Bound<'_, PyAny>, kernel: &str, output: &str) -> PyResult<SmallVec<[i64; 4]>> {
+pub(crate) fn shape(
+    obj: &Bound<'_, PyAny>,
+    kernel: &str,
+    output: &str,
+) -> PyResult<SmallVec<[i64; 4]>> {
     let what = format!("the shape of output `{output}`");
     let mut shape = SmallVec::new();
     for item in items(obj, kernel, &what)? {
@@ -122,7 +126,11 @@ pub(crate) struct TemplateMemo(Mutex<Vec<Remembered>>);
 impl TemplateMemo {
     /// `template` (a list of `(name, value)` pairs, or a dict) as kernelkit
     /// template arguments. Names are checked by kernelkit, once per variant.
-    pub(crate) fn parse(&self, template: Option<&Bound<'_, PyAny>>, kernel: &str) -> PyResult<Template> {
+    pub(crate) fn parse(
+        &self,
+        template: Option<&Bound<'_, PyAny>>,
+        kernel: &str,
+    ) -> PyResult<Template> {
         let Some(template) = template.filter(|t| !t.is_none()) else {
             return Ok(Template::new());
         };
@@ -161,11 +169,11 @@ impl TemplateMemo {
     }
 }
 
+/// A template argument's name and value objects.
+type Pair<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>);
+
 /// The `(name, value)` pairs of a template list or dict.
-fn pairs<'py>(
-    template: &Bound<'py, PyAny>,
-    kernel: &str,
-) -> PyResult<SmallVec<[(Bound<'py, PyAny>, Bound<'py, PyAny>); 4]>> {
+fn pairs<'py>(template: &Bound<'py, PyAny>, kernel: &str) -> PyResult<SmallVec<[Pair<'py>; 4]>> {
     if let Ok(dict) = template.cast::<PyDict>() {
         return Ok(dict.iter().collect());
     }

@@ -153,7 +153,11 @@ fn dtype_of_descr(descr: &Bound<'_, PyArrayDescr>) -> PyResult<Option<DType>> {
 }
 
 /// A NumPy array as a kernelkit array (a copy; see the module docs).
-fn numpy_input(array: &Bound<'_, PyUntypedArray>, device: &Device, name: &Named<'_>) -> PyResult<Array> {
+fn numpy_input(
+    array: &Bound<'_, PyUntypedArray>,
+    device: &Device,
+    name: &Named<'_>,
+) -> PyResult<Array> {
     let descr = array.dtype();
     let Some(dtype) = dtype_of_descr(&descr)? else {
         return Err(errors::argument_type(format!(
@@ -173,12 +177,20 @@ fn numpy_input(array: &Bound<'_, PyUntypedArray>, device: &Device, name: &Named<
     let shape = array.shape();
     if array.is_c_contiguous() {
         let len = array.len() * dtype.size();
-        return Array::from_bytes(device, source_bytes(array, len), shape.iter().copied(), dtype)
-            .py_err();
+        return Array::from_bytes(
+            device,
+            source_bytes(array, len),
+            shape.iter().copied(),
+            dtype,
+        )
+        .py_err();
     }
     let Some(plan) = plan_view(shape, array.strides(), dtype.size()) else {
         let py = array.py();
-        let contiguous = py.import("numpy")?.getattr("ascontiguousarray")?.call1((array,))?;
+        let contiguous = py
+            .import("numpy")?
+            .getattr("ascontiguousarray")?
+            .call1((array,))?;
         return numpy_input(contiguous.cast::<PyUntypedArray>()?, device, name);
     };
     let total: usize = plan.block.iter().product();
@@ -186,7 +198,11 @@ fn numpy_input(array: &Bound<'_, PyUntypedArray>, device: &Device, name: &Named<
     let span = plan.span * dtype.size();
     block[..span].copy_from_slice(source_bytes(array, span));
     let base = Array::from_bytes(device, &block, plan.block.iter().copied(), dtype).py_err()?;
-    let mut view = base.slice(&plan.slices).py_err()?.permute(&plan.perm).py_err()?;
+    let mut view = base
+        .slice(&plan.slices)
+        .py_err()?
+        .permute(&plan.perm)
+        .py_err()?;
     if plan.broadcast {
         view = view.broadcast_to(shape).py_err()?;
     }
@@ -215,7 +231,10 @@ fn source_bytes<'a>(array: &'a Bound<'_, PyUntypedArray>, len: usize) -> &'a [u8
 
 /// The NumPy dtype for `dtype` (bfloat16 through ml_dtypes, which
 /// registers it with NumPy).
-pub(crate) fn numpy_dtype<'py>(py: Python<'py>, dtype: DType) -> PyResult<Bound<'py, PyArrayDescr>> {
+pub(crate) fn numpy_dtype<'py>(
+    py: Python<'py>,
+    dtype: DType,
+) -> PyResult<Bound<'py, PyArrayDescr>> {
     require_numpy(py)?;
     Ok(match dtype {
         DType::Bool => numpy::dtype::<bool>(py),
@@ -359,7 +378,12 @@ pub(crate) fn out_array(obj: &Bound<'_, PyAny>, name: &Named<'_>) -> PyResult<(V
 /// Writes an output's bytes into the caller's `out=` array (checked by
 /// [`out_array`]): directly when it is C-contiguous, else through NumPy's
 /// assignment, which follows its strides.
-pub(crate) fn write_out(out: &Bound<'_, PyAny>, bytes: &[u8], shape: &[usize], dtype: DType) -> PyResult<()> {
+pub(crate) fn write_out(
+    out: &Bound<'_, PyAny>,
+    bytes: &[u8],
+    shape: &[usize],
+    dtype: DType,
+) -> PyResult<()> {
     let array = out.cast::<PyUntypedArray>()?;
     if array.is_c_contiguous() {
         return fill(array, bytes, dtype);

@@ -31,7 +31,9 @@ impl Place {
         if text == "cpu" {
             return Some(Place::Cpu);
         }
-        let rest = text.strip_prefix("cuda").or_else(|| text.strip_prefix("gpu"))?;
+        let rest = text
+            .strip_prefix("cuda")
+            .or_else(|| text.strip_prefix("gpu"))?;
         if rest.is_empty() {
             return Some(Place::Cuda(0));
         }
@@ -103,7 +105,9 @@ impl PyDevice {
                 return Err(errors::call(format!(
                     "device `{}`{}: expected `cpu`, `cuda`, `cuda:N`, or (`cuda`, N)",
                     kind.escape_debug(),
-                    index.map(|i| format!(" with index {i}")).unwrap_or_default()
+                    index
+                        .map(|i| format!(" with index {i}"))
+                        .unwrap_or_default()
                 )))
             }
         };
@@ -305,7 +309,10 @@ pub(crate) fn clear_streams(py: Python<'_>) -> PyResult<()> {
 /// many threads asked), `failures`, `compile_ns`, `disk_hits`,
 /// `disk_misses`, `disk_writes`, `disk_errors`, and `loaded_modules`.
 #[pyfunction]
-pub(crate) fn cache_stats<'py>(py: Python<'py>, device: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn cache_stats<'py>(
+    py: Python<'py>,
+    device: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
     let opened = match device.cast::<PyDevice>() {
         Ok(d) => d.get().device(py)?,
         Err(_) => place_of(device, "cache_stats")?.open(py)?,

@@ -183,7 +183,12 @@ impl PyKernel {
     /// The stream a call runs on: `stream=` (a stream, or a device whose
     /// default stream it is), else the default stream of `device=`, else
     /// of the kernel's default device.
-    fn stream(&self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>) -> PyResult<Stream> {
+    fn stream(
+        &self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        device: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Stream> {
         let stream = stream.filter(|s| !s.is_none());
         let device = device.filter(|d| !d.is_none());
         let what = format!("kernel `{}`", self.name());
@@ -230,7 +235,10 @@ impl PyKernel {
     fn inputs(&self, inputs: &Bound<'_, PyAny>, device: &Device) -> PyResult<SmallVec<[Array; 4]>> {
         let names = &self.kernel.spec().input_names();
         let mut arrays = SmallVec::new();
-        for (i, obj) in args::items(inputs, self.name(), "inputs")?.iter().enumerate() {
+        for (i, obj) in args::items(inputs, self.name(), "inputs")?
+            .iter()
+            .enumerate()
+        {
             let arg = match names.get(i) {
                 Some(n) => format!("input `{n}`"),
                 None => format!("input #{i}"),
@@ -275,7 +283,10 @@ impl PyKernel {
                 let mut specs = SmallVec::new();
                 for (i, (shape, dtype)) in s.iter().zip(d).enumerate() {
                     let name = label(i);
-                    specs.push((args::shape(shape, kernel, &name)?, args::dtype(dtype, kernel, &name)?));
+                    specs.push((
+                        args::shape(shape, kernel, &name)?,
+                        args::dtype(dtype, kernel, &name)?,
+                    ));
                 }
                 Some(specs)
             }

@@ -38,7 +38,11 @@ const SLACK: usize = 4096;
 /// The plan for an array of `shape` whose strides are `byte_strides`, of
 /// elements of `itemsize` bytes, or `None` when a row-contiguous copy is
 /// the way (see the module docs).
-pub(crate) fn plan_view(shape: &[usize], byte_strides: &[isize], itemsize: usize) -> Option<ViewPlan> {
+pub(crate) fn plan_view(
+    shape: &[usize],
+    byte_strides: &[isize],
+    itemsize: usize,
+) -> Option<ViewPlan> {
     if shape.len() != byte_strides.len() || itemsize == 0 || shape.contains(&0) {
         return None;
     }
@@ -100,10 +104,7 @@ pub(crate) fn plan_view(shape: &[usize], byte_strides: &[isize], itemsize: usize
     if total > size.saturating_mul(MAX_BLOW_UP).saturating_add(SLACK) {
         return None;
     }
-    let span = (0..m)
-        .map(|k| (ext(k) - 1) * stride(k))
-        .sum::<usize>()
-        + 1;
+    let span = (0..m).map(|k| (ext(k) - 1) * stride(k)).sum::<usize>() + 1;
 
     let mut block = vec![1usize; free.len()];
     block.extend_from_slice(&block_core);
@@ -161,9 +162,16 @@ mod tests {
         let n: usize = shape.iter().product();
         let mut index = vec![0usize; shape.len()];
         for _ in 0..n {
-            let want: isize = index.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum();
+            let want: isize = index
+                .iter()
+                .zip(strides)
+                .map(|(&i, &s)| i as isize * s)
+                .sum();
             let got = read(&plan, shape, &index);
-            assert_eq!(got as isize, want, "shape {shape:?} strides {strides:?} at {index:?}");
+            assert_eq!(
+                got as isize, want,
+                "shape {shape:?} strides {strides:?} at {index:?}"
+            );
             assert!(got < plan.span, "element {index:?} past the copied span");
             for axis in (0..shape.len()).rev() {
                 index[axis] += 1;
