@@ -6,6 +6,7 @@
 //! callable remembers the last list it parsed, by the identity of its
 //! names and values: a repeated call compares pointers and parses nothing.
 
+use std::fmt::Display;
 use std::sync::{Arc, Mutex};
 
 use kernelkit::{DType, TemplateArg};
@@ -27,7 +28,7 @@ pub(crate) type OutputSpec = (SmallVec<[i64; 4]>, DType);
 pub(crate) fn items<'py>(
     obj: &Bound<'py, PyAny>,
     kernel: &str,
-    what: &str,
+    what: &dyn Display,
 ) -> PyResult<SmallVec<[Bound<'py, PyAny>; 4]>> {
     if let Ok(list) = obj.cast::<PyList>() {
         return Ok(list.iter().collect());
@@ -49,8 +50,12 @@ pub(crate) fn items<'py>(
 /// A 3-tuple of extents (`grid`, `threadgroup`). Zero and the device's
 /// limits are kernelkit's to check; negative numbers and numbers past 64
 /// bits are refused here.
-pub(crate) fn dims3(obj: &Bound<'_, PyAny>, kernel: &str, what: &str) -> PyResult<[u64; 3]> {
-    let items = items(obj, kernel, what)?;
+pub(crate) fn dims3(
+    obj: &Bound<'_, PyAny>,
+    kernel: &str,
+    what: &'static str,
+) -> PyResult<[u64; 3]> {
+    let items = items(obj, kernel, &what)?;
     if items.len() != 3 {
         return Err(errors::call(format!(
             "kernel `{kernel}`: {what} must have 3 extents (x, y, z), got {}",
@@ -75,13 +80,22 @@ pub(crate) fn dims3(obj: &Bound<'_, PyAny>, kernel: &str, what: &str) -> PyResul
     Ok(dims)
 }
 
-/// One output shape: a sequence of ints.
+/// "the shape of output `y`", formatted only for an error.
+struct ShapeOf<'a>(&'a dyn Display);
+
+impl Display for ShapeOf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the shape of {}", self.0)
+    }
+}
+
+/// One output shape: a sequence of ints. `output` names it (``output `y` ``).
 pub(crate) fn shape(
     obj: &Bound<'_, PyAny>,
     kernel: &str,
-    output: &str,
+    output: &dyn Display,
 ) -> PyResult<SmallVec<[i64; 4]>> {
-    let what = format!("the shape of output `{output}`");
+    let what = ShapeOf(output);
     let mut shape = SmallVec::new();
     for item in items(obj, kernel, &what)? {
         if !item.is_instance_of::<PyInt>() || item.is_instance_of::<PyBool>() {
@@ -100,11 +114,11 @@ pub(crate) fn shape(
     Ok(shape)
 }
 
-/// One output dtype.
-pub(crate) fn dtype(obj: &Bound<'_, PyAny>, kernel: &str, output: &str) -> PyResult<DType> {
+/// One output dtype. `output` names it (``output `y` ``).
+pub(crate) fn dtype(obj: &Bound<'_, PyAny>, kernel: &str, output: &dyn Display) -> PyResult<DType> {
     dtype_of(obj)?.ok_or_else(|| {
         errors::argument_type(format!(
-            "kernel `{kernel}`: the dtype of output `{output}` is {}, which names no dtype \
+            "kernel `{kernel}`: the dtype of {output} is {}, which names no dtype \
              kernelkit has (a NumPy or PyTorch dtype, or a name such as \"float32\")",
             describe(obj)
         ))
@@ -178,8 +192,8 @@ fn pairs<'py>(template: &Bound<'py, PyAny>, kernel: &str) -> PyResult<SmallVec<[
         return Ok(dict.iter().collect());
     }
     let mut out = SmallVec::new();
-    for item in items(template, kernel, "template")? {
-        let pair = items(&item, kernel, "each template argument")
+    for item in items(template, kernel, &"template")? {
+        let pair = items(&item, kernel, &"each template argument")
             .ok()
             .filter(|p| p.len() == 2)
             .ok_or_else(|| {

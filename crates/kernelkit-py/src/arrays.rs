@@ -28,10 +28,25 @@ use crate::dtypes::describe;
 use crate::errors::{self, IntoPy};
 use crate::layout::plan_view;
 
-/// Names for messages: the kernel and the argument (`input `x``).
+/// Names for messages: the kernel and the argument, shown as ``input `x` ``
+/// (or `input #3` past the declared names). Formatted only when an error
+/// is worded, so a call allocates nothing for it.
 pub(crate) struct Named<'a> {
     pub kernel: &'a str,
-    pub arg: String,
+    /// `input` or `output`.
+    pub role: &'static str,
+    /// The declared names of that role.
+    pub names: &'a [String],
+    pub index: usize,
+}
+
+impl std::fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.names.get(self.index) {
+            Some(n) => write!(f, "{} `{n}`", self.role),
+            None => write!(f, "{} #{}", self.role, self.index),
+        }
+    }
 }
 
 /// Set once NumPy is seen imported: until then no object can be a NumPy
@@ -88,7 +103,7 @@ pub(crate) fn input(obj: &Bound<'_, PyAny>, device: &Device, name: &Named<'_>) -
         "kernel `{}`: {} is a {}; expected a NumPy array or a Python scalar \
          (PyTorch, CuPy and DLPack arrays come with zero-copy interop)",
         name.kernel,
-        name.arg,
+        name,
         describe(obj)
     )))
 }
@@ -106,7 +121,7 @@ fn python_scalar(obj: &Bound<'_, PyAny>, name: &Named<'_>) -> PyResult<Option<(D
             return Err(errors::call(format!(
                 "kernel `{}`: {} is the int {}, which does not fit int64",
                 name.kernel,
-                name.arg,
+                name,
                 obj.str()?
             )));
         };
@@ -164,7 +179,7 @@ fn numpy_input(
             "kernel `{}`: {} has NumPy dtype {}, which kernelkit does not have \
              (bool, (u)int8..64, float16, bfloat16, float32, float64, complex64)",
             name.kernel,
-            name.arg,
+            name,
             descr.str()?
         )));
     };
@@ -345,7 +360,7 @@ pub(crate) fn out_array(obj: &Bound<'_, PyAny>, name: &Named<'_>) -> PyResult<(V
         return Err(errors::argument_type(format!(
             "kernel `{}`: out= for {} is a {}; expected a NumPy array",
             name.kernel,
-            name.arg,
+            name,
             describe(obj)
         )));
     };
@@ -354,7 +369,7 @@ pub(crate) fn out_array(obj: &Bound<'_, PyAny>, name: &Named<'_>) -> PyResult<(V
     if flags & NPY_ARRAY_WRITEABLE == 0 {
         return Err(errors::call(format!(
             "kernel `{}`: out= for {} is a read-only NumPy array",
-            name.kernel, name.arg
+            name.kernel, name
         )));
     }
     let descr = array.dtype();
@@ -362,14 +377,14 @@ pub(crate) fn out_array(obj: &Bound<'_, PyAny>, name: &Named<'_>) -> PyResult<(V
         return Err(errors::argument_type(format!(
             "kernel `{}`: out= for {} has NumPy dtype {}, which kernelkit does not have",
             name.kernel,
-            name.arg,
+            name,
             descr.str()?
         )));
     };
     if descr.is_native_byteorder() == Some(false) {
         return Err(errors::call(format!(
             "kernel `{}`: out= for {} is not in the machine's byte order",
-            name.kernel, name.arg
+            name.kernel, name
         )));
     }
     Ok((array.shape().iter().map(|&d| d as i64).collect(), dtype))

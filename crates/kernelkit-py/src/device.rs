@@ -244,7 +244,7 @@ thread_local! {
 }
 
 /// A device argument: a `Device`, or a name (`"cpu"`, `"cuda:1"`, `"gpu"`).
-pub(crate) fn place_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Place> {
+pub(crate) fn place_of(obj: &Bound<'_, PyAny>, what: &dyn std::fmt::Display) -> PyResult<Place> {
     if let Ok(d) = obj.cast::<PyDevice>() {
         return Ok(d.get().place);
     }
@@ -265,7 +265,7 @@ pub(crate) fn place_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Place> {
 /// A new stream on `device`.
 #[pyfunction]
 pub(crate) fn new_stream(py: Python<'_>, device: &Bound<'_, PyAny>) -> PyResult<PyStream> {
-    let place = place_of(device, "new_stream")?;
+    let place = place_of(device, &"new_stream")?;
     let opened = match device.cast::<PyDevice>() {
         Ok(d) => d.get().device(py)?,
         Err(_) => place.open(py)?,
@@ -315,7 +315,7 @@ pub(crate) fn cache_stats<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let opened = match device.cast::<PyDevice>() {
         Ok(d) => d.get().device(py)?,
-        Err(_) => place_of(device, "cache_stats")?.open(py)?,
+        Err(_) => place_of(device, &"cache_stats")?.open(py)?,
     };
     stats_dict(py, &opened)
 }

@@ -129,6 +129,15 @@ fn check_compile_options(kernel: &str, options: Option<&Bound<'_, PyAny>>) -> Py
     Ok(())
 }
 
+/// "kernel `name`", formatted only for an error.
+struct KernelName<'a>(&'a str);
+
+impl std::fmt::Display for KernelName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "kernel `{}`", self.0)
+    }
+}
+
 /// One call's converted arguments.
 struct Parts {
     inputs: SmallVec<[Array; 4]>,
@@ -191,7 +200,7 @@ impl PyKernel {
     ) -> PyResult<Stream> {
         let stream = stream.filter(|s| !s.is_none());
         let device = device.filter(|d| !d.is_none());
-        let what = format!("kernel `{}`", self.name());
+        let what = KernelName(self.name());
         let wanted = device.map(|d| place_of(d, &what)).transpose()?;
         let (stream, place) = match stream {
             Some(s) => match s.cast::<PyStream>() {
@@ -233,19 +242,17 @@ impl PyKernel {
 
     /// `inputs=` as kernelkit arrays on `device` (copies; see `arrays`).
     fn inputs(&self, inputs: &Bound<'_, PyAny>, device: &Device) -> PyResult<SmallVec<[Array; 4]>> {
-        let names = &self.kernel.spec().input_names();
+        let names = self.kernel.spec().input_names();
         let mut arrays = SmallVec::new();
-        for (i, obj) in args::items(inputs, self.name(), "inputs")?
+        for (i, obj) in args::items(inputs, self.name(), &"inputs")?
             .iter()
             .enumerate()
         {
-            let arg = match names.get(i) {
-                Some(n) => format!("input `{n}`"),
-                None => format!("input #{i}"),
-            };
             let named = Named {
                 kernel: self.name(),
-                arg,
+                role: "input",
+                names,
+                index: i,
             };
             arrays.push(arrays::input(obj, device, &named)?);
         }
@@ -261,15 +268,20 @@ impl PyKernel {
         out: Option<&SmallVec<[Bound<'py, PyAny>; 4]>>,
     ) -> PyResult<SmallVec<[OutputSpec; 2]>> {
         let kernel = self.name();
-        let names = &self.kernel.spec().output_names();
-        let label = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+        let names = self.kernel.spec().output_names();
+        let label = |index: usize| Named {
+            kernel,
+            role: "output",
+            names,
+            index,
+        };
         let shapes = shapes
             .filter(|s| !s.is_none())
-            .map(|s| args::items(s, kernel, "output_shapes"))
+            .map(|s| args::items(s, kernel, &"output_shapes"))
             .transpose()?;
         let dtypes = dtypes
             .filter(|d| !d.is_none())
-            .map(|d| args::items(d, kernel, "output_dtypes"))
+            .map(|d| args::items(d, kernel, &"output_dtypes"))
             .transpose()?;
         let given: Option<SmallVec<[OutputSpec; 2]>> = match (&shapes, &dtypes) {
             (Some(s), Some(d)) => {
@@ -314,18 +326,14 @@ impl PyKernel {
         }
         let mut specs: SmallVec<[OutputSpec; 2]> = SmallVec::new();
         for (i, obj) in out.iter().enumerate() {
-            let named = Named {
-                kernel,
-                arg: format!("output `{}`", label(i)),
-            };
-            let (shape, dtype) = arrays::out_array(obj, &named)?;
+            let (shape, dtype) = arrays::out_array(obj, &label(i))?;
             specs.push((shape.into_iter().collect(), dtype));
         }
         if let Some(given) = given {
             for (i, (g, o)) in given.iter().zip(&specs).enumerate() {
                 if g != o {
                     return Err(errors::call(format!(
-                        "kernel `{kernel}`: output `{}` is asked as {:?} {} but out= holds {:?} {}",
+                        "kernel `{kernel}`: {} is asked as {:?} {} but out= holds {:?} {}",
                         label(i),
                         g.0.as_slice(),
                         g.1,
@@ -375,7 +383,7 @@ impl PyKernel {
         let stream = self.stream(py, stream, device)?;
         let out = out
             .filter(|o| !o.is_none())
-            .map(|o| args::items(o, kernel, "out"))
+            .map(|o| args::items(o, kernel, &"out"))
             .transpose()?;
         let parts = Parts {
             inputs: self.inputs(inputs, stream.device())?,
