@@ -167,11 +167,9 @@ impl PyDevice {
         }
     }
 
-    fn __hash__(&self) -> u64 {
-        match self.place {
-            Place::Cpu => u64::MAX,
-            Place::Cuda(n) => n as u64,
-        }
+    /// The hash of the device's name, since a device equals its name.
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        pyo3::types::PyString::new(py, &self.place.label()).hash()
     }
 }
 

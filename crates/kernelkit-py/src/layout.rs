@@ -104,7 +104,10 @@ pub(crate) fn plan_view(
     if total > size.saturating_mul(MAX_BLOW_UP).saturating_add(SLACK) {
         return None;
     }
-    let span = (0..m).map(|k| (ext(k) - 1) * stride(k)).sum::<usize>() + 1;
+    let mut span = 1usize;
+    for k in 0..m {
+        span = span.checked_add((ext(k) - 1).checked_mul(stride(k))?)?;
+    }
 
     let mut block = vec![1usize; free.len()];
     block.extend_from_slice(&block_core);

@@ -218,6 +218,8 @@ def test_streams_and_devices():
     with pytest.raises(kk.ArgumentTypeError):
         call(k, x, template=[("OFFSET", 1)], stream=3)
     assert kk.Device("cuda", 1) == kk.Device("cuda:1") == "cuda:1"
+    assert len({kk.Device("cuda:1"), "cuda:1", kk.cpu, "cpu"}) == 2
+    assert len({kk.Device("cuda:1"), "cuda:1", kk.cpu, "cpu"}) == 2
     assert repr(kk.gpu) == "Device('cuda:0')" and kk.gpu.type == "cuda" and kk.cpu.index == 0
 
 
