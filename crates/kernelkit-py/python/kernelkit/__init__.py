@@ -45,7 +45,7 @@ from ._kernelkit import (
 from . import fast
 
 
-def eval(*arrays):
+def eval(*arrays: object) -> None:
     """Returns once the given arrays (or lists or tuples of them) hold their
     results, as MLX's ``mx.eval``.
 
