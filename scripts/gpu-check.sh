@@ -17,6 +17,8 @@
 #                      corpus README, "Texts"), found there through
 #                      KERNELKIT_CORPUS_TEXTS
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
+#   wheels/            the Python package's wheel (abi3, CUDA built in), and
+#   python-tests/      its pytest suite, run there on the CPU and on CUDA
 #   gpu-remote.sh, gpu_baselines.py   what runs there
 # Binaries are stripped of debug info to stay well under the 64 MiB limit.
 # Then it prints the one `run` call to make.
@@ -84,6 +86,11 @@ done
 # KK_MID=another: sent as cuda_perf_mid, measured in the same turns.
 if [ -n "${KK_BASE:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_base" "$KK_BASE"; fi
 if [ -n "${KK_MID:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_mid" "$KK_MID"; fi
+# The Python package: a release wheel (debug info stripped) and its tests.
+rm -rf "$DEST/wheels" "$DEST/python-tests"
+python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
+cp -r crates/kernelkit-py/tests "$DEST/python-tests"
+rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
 du -sh "$DEST"

@@ -61,6 +61,13 @@ step corpus_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cud
   KERNELKIT_CORPUS_RECORD="$LOGS/corpus_cuda_seen.txt" KERNELKIT_CORPUS_TIMEOUT=60 \
   "$G/corpus-tests" real_kernels --nocapture
 step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
+# The Python package (wheel built here by gpu-check.sh) on the CPU and CUDA:
+# MLX's interface, arrays, errors, and the seed's reproduction, 100 rounds.
+python_tests() {
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_SEED_ROUNDS=100 KERNELKIT_CACHE=memory python3 -m pytest -q -rs "$G/python-tests"
+}
+step python python_tests
 step perf "$G/cuda_perf"
 # Host speed against the development machine: the same CPU-backend dispatch
 # loop here and there (a C++ compiler is needed for the CPU backend), then

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command of the README: every test of the workspace, with every
 # feature (GPU tests skip with a printed reason where there is no GPU), the
-# doc tests, and the loom models of the lock-free parts.
+# doc tests, the loom models of the lock-free parts, and the Python
+# package's tests (pytest; needs maturin, pytest and NumPy in python3:
+# `python3 -m pip install maturin pytest numpy`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Tests that count compiles must not see artifacts from earlier runs; the
@@ -19,3 +21,11 @@ LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
 # (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p kernelkit --features cuda --release --lib loom_ -- --test-threads=2
+
+# The Python package: built in the dev profile (reusing the debug build
+# above) into a virtual environment under target/ that sees python3's own
+# packages, so the user's environment is left as it is.
+py_env=target/python-env
+[ -x "$py_env/bin/python" ] || python3 -m venv --system-site-packages "$py_env"
+VIRTUAL_ENV="$PWD/$py_env" python3 -m maturin develop --quiet
+"$py_env/bin/python" -m pytest -q crates/kernelkit-py/tests

@@ -119,11 +119,13 @@ impl<T> Snapshot<T> {
 /// first and publishing with a `fetch_max` afterwards, without the lock,
 /// lets a smaller raise overwrite a larger one outside while the published
 /// value keeps the larger: every later launch that needs it then fails.)
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))] // The CUDA backend's.
 pub(crate) struct RaisedLimit {
     allowed: AtomicU32,
     raising: Mutex<()>,
 }
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl RaisedLimit {
     /// A limit whose outside setting starts at `initial`.
     pub(crate) fn new(initial: u32) -> RaisedLimit {

@@ -1,0 +1,137 @@
+"""Type stubs of the extension module `kernelkit._kernelkit` (re-exported by
+`kernelkit`)."""
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__version__: str
+
+#: Anything that names a dtype: a NumPy dtype or scalar type, a
+#: ``torch.dtype``, an MLX dtype, or a name such as ``"float32"``.
+DTypeLike = Any
+#: A NumPy array or a Python/NumPy scalar (a 0-d input).
+InputLike = Union[np.ndarray, np.generic, bool, int, float, complex]
+#: A template value: ``bool`` and ``int`` are distinct kinds, as in MLX.
+TemplateValue = Union[bool, int, DTypeLike]
+#: A device, or its name: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"gpu"``.
+DeviceLike = Union["Device", str]
+
+class Device:
+    """A device, opened on first use: ``Device("cpu")``, ``Device("cuda")``,
+    ``Device("cuda:1")`` or ``Device("cuda", 1)``. Equal to another
+    ``Device`` or to a name of the same device."""
+
+    def __init__(self, kind: str, index: Optional[int] = None) -> None: ...
+    @property
+    def type(self) -> str:
+        """``"cpu"`` or ``"cuda"``."""
+    @property
+    def index(self) -> int:
+        """The ordinal (0 for the CPU)."""
+    def description(self) -> str:
+        """Model, cores, compiler; opens the device."""
+    def cache_stats(self) -> Dict[str, int]:
+        """The kernel cache's counters (see ``cache_stats``)."""
+    def synchronize(self) -> None:
+        """Waits for the work queued on the device's default stream."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class Stream:
+    """An ordered queue of work on one device; make one with ``new_stream``."""
+
+    @property
+    def device(self) -> Device: ...
+    def synchronize(self) -> None:
+        """Waits until all work submitted to this stream so far has finished."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class Kernel:
+    """A custom kernel made by ``metal_kernel`` or ``cuda_kernel``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def input_names(self) -> List[str]: ...
+    @property
+    def output_names(self) -> List[str]: ...
+    def __call__(
+        self,
+        *,
+        inputs: Sequence[InputLike],
+        grid: Tuple[int, int, int],
+        threadgroup: Tuple[int, int, int],
+        output_shapes: Optional[Sequence[Sequence[int]]] = None,
+        output_dtypes: Optional[Sequence[DTypeLike]] = None,
+        template: Optional[
+            Union[Sequence[Tuple[str, TemplateValue]], Mapping[str, TemplateValue]]
+        ] = None,
+        init_value: Optional[float] = None,
+        verbose: bool = False,
+        stream: Optional[Union[Stream, DeviceLike]] = None,
+        device: Optional[DeviceLike] = None,
+        out: Optional[Sequence[np.ndarray]] = None,
+    ) -> List[np.ndarray]:
+        """Runs the kernel and returns its outputs, in the order of
+        ``output_names``, as NumPy arrays (the ``out=`` arrays themselves
+        when given; then ``output_shapes`` and ``output_dtypes`` may be
+        left out).
+
+        ``grid`` counts threads, as in MLX (Metal's ``dispatchThreads``);
+        ``threadgroup`` is clamped to it. ``init_value`` fills the outputs
+        first. ``verbose`` prints the generated source. The call runs on
+        ``stream`` (a stream, or a device's default stream), else on
+        ``device``, else where the inputs live (the CPU for NumPy arrays;
+        ``cuda:0`` for a ``cuda_kernel``). The GIL is released while the
+        kernel is compiled, loaded and run.
+        """
+
+def metal_kernel(
+    name: str,
+    input_names: Sequence[str],
+    output_names: Sequence[str],
+    source: str,
+    header: str = "",
+    ensure_row_contiguous: bool = True,
+    atomic_outputs: bool = False,
+    compile_options: Optional[Mapping[str, str]] = None,
+) -> Kernel:
+    """A custom kernel from the body of a function (MLX's
+    ``mx.fast.metal_kernel``). The body reads ``NAME[i]`` for each input and
+    output, may use ``NAME_shape``, ``NAME_strides``, ``NAME_ndim`` and the
+    Metal position names (``thread_position_in_grid``, ...). Names are
+    checked here (``BuildError``); the body is compiled on first call, once
+    per variant and device. ``compile_options`` accepts MLX's
+    ``{"math_mode": "safe" | "relaxed" | "fast"}``; every mode compiles as
+    ``safe``."""
+
+def cuda_kernel(
+    name: str,
+    input_names: Sequence[str],
+    output_names: Sequence[str],
+    source: str,
+    header: str = "",
+    ensure_row_contiguous: bool = True,
+    shared_memory: int = 0,
+) -> Kernel:
+    """A custom kernel whose body is CUDA C++ (MLX's ``mx.fast.cuda_kernel``);
+    ``shared_memory`` is the dynamic shared memory per block, in bytes. Its
+    calls run on ``cuda:0`` unless ``device=`` or ``stream=`` says."""
+
+def new_stream(device: DeviceLike) -> Stream:
+    """A new stream on ``device``."""
+
+def clear_streams() -> None:
+    """Finishes the work of every stream this thread made with ``new_stream``
+    and retires them (MLX's ``clear_streams``)."""
+
+def cache_stats(device: DeviceLike) -> Dict[str, int]:
+    """What the kernel cache and artifact store of ``device`` have done:
+    ``hits``, ``misses``, ``compiles`` (one per distinct variant, however
+    many threads asked), ``failures``, ``compile_ns``, ``disk_hits``,
+    ``disk_misses``, ``disk_writes``, ``disk_errors``, ``loaded_modules``."""
+
+cpu: Device
+gpu: Device

@@ -1,0 +1,233 @@
+//! A kernel call's Python arguments as kernelkit values: grid and
+//! threadgroup extents, output shapes and dtypes, template arguments.
+//!
+//! Template lists are usually the same objects call after call (a literal
+//! list of interned names, small ints and dtype singletons), so each
+//! callable remembers the last list it parsed, by the identity of its
+//! names and values: a repeated call compares pointers and parses nothing.
+
+use std::fmt::Display;
+use std::sync::{Arc, Mutex};
+
+use kernelkit::{DType, TemplateArg};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyList, PySequence, PyString, PyTuple};
+use smallvec::SmallVec;
+
+use crate::dtypes::{describe, dtype_of};
+use crate::errors;
+
+/// A call's template arguments, names shared with the memo.
+pub(crate) type Template = SmallVec<[(Arc<str>, TemplateArg); 4]>;
+
+/// An output's shape (as given: kernelkit checks the extents) and dtype.
+pub(crate) type OutputSpec = (SmallVec<[i64; 4]>, DType);
+
+/// The items of a list or tuple (other sequences too, but not `str`, and
+/// not a NumPy array, whose rows would silently become the items).
+pub(crate) fn items<'py>(
+    obj: &Bound<'py, PyAny>,
+    kernel: &str,
+    what: &dyn Display,
+) -> PyResult<SmallVec<[Bound<'py, PyAny>; 4]>> {
+    if let Ok(list) = obj.cast::<PyList>() {
+        return Ok(list.iter().collect());
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return Ok(tuple.iter().collect());
+    }
+    if !obj.is_instance_of::<PyString>() && !obj.hasattr("__array_interface__")? {
+        if let Ok(seq) = obj.cast::<PySequence>() {
+            return seq.try_iter()?.collect();
+        }
+    }
+    Err(errors::argument_type(format!(
+        "kernel `{kernel}`: {what} must be a list or a tuple, got {}",
+        describe(obj)
+    )))
+}
+
+/// A 3-tuple of extents (`grid`, `threadgroup`). Zero and the device's
+/// limits are kernelkit's to check; negative numbers and numbers past 64
+/// bits are refused here.
+pub(crate) fn dims3(
+    obj: &Bound<'_, PyAny>,
+    kernel: &str,
+    what: &'static str,
+) -> PyResult<[u64; 3]> {
+    let items = items(obj, kernel, &what)?;
+    if items.len() != 3 {
+        return Err(errors::call(format!(
+            "kernel `{kernel}`: {what} must have 3 extents (x, y, z), got {}",
+            items.len()
+        )));
+    }
+    let mut dims = [0u64; 3];
+    for (d, item) in dims.iter_mut().zip(&items) {
+        if !item.is_instance_of::<PyInt>() || item.is_instance_of::<PyBool>() {
+            return Err(errors::argument_type(format!(
+                "kernel `{kernel}`: {what} extents must be ints, got {}",
+                describe(item)
+            )));
+        }
+        *d = item.extract::<u64>().map_err(|_| {
+            errors::call(format!(
+                "kernel `{kernel}`: {what} {}: every extent must be at least 1 and fit 64 bits",
+                obj.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })?;
+    }
+    Ok(dims)
+}
+
+/// "the shape of output `y`", formatted only for an error.
+struct ShapeOf<'a>(&'a dyn Display);
+
+impl Display for ShapeOf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the shape of {}", self.0)
+    }
+}
+
+/// One output shape: a sequence of ints. `output` names it (``output `y` ``).
+pub(crate) fn shape(
+    obj: &Bound<'_, PyAny>,
+    kernel: &str,
+    output: &dyn Display,
+) -> PyResult<SmallVec<[i64; 4]>> {
+    let what = ShapeOf(output);
+    let mut shape = SmallVec::new();
+    for item in items(obj, kernel, &what)? {
+        if !item.is_instance_of::<PyInt>() || item.is_instance_of::<PyBool>() {
+            return Err(errors::argument_type(format!(
+                "kernel `{kernel}`: {what} must hold ints, got {}",
+                describe(&item)
+            )));
+        }
+        shape.push(item.extract::<i64>().map_err(|_| {
+            errors::call(format!(
+                "kernel `{kernel}`: {what} has extent {}, which does not fit 64 bits",
+                item.str().map(|s| s.to_string()).unwrap_or_default()
+            ))
+        })?);
+    }
+    Ok(shape)
+}
+
+/// One output dtype. `output` names it (``output `y` ``).
+pub(crate) fn dtype(obj: &Bound<'_, PyAny>, kernel: &str, output: &dyn Display) -> PyResult<DType> {
+    dtype_of(obj)?.ok_or_else(|| {
+        errors::argument_type(format!(
+            "kernel `{kernel}`: the dtype of {output} is {}, which names no dtype \
+             kernelkit has (a NumPy or PyTorch dtype, or a name such as \"float32\")",
+            describe(obj)
+        ))
+    })
+}
+
+/// One parsed template argument, with the objects it came from.
+struct Remembered {
+    name_obj: Py<PyAny>,
+    value_obj: Py<PyAny>,
+    name: Arc<str>,
+    value: TemplateArg,
+}
+
+/// The last template list a callable parsed.
+#[derive(Default)]
+pub(crate) struct TemplateMemo(Mutex<Vec<Remembered>>);
+
+impl TemplateMemo {
+    /// `template` (a list of `(name, value)` pairs, or a dict) as kernelkit
+    /// template arguments. Names are checked by kernelkit, once per variant.
+    pub(crate) fn parse(
+        &self,
+        template: Option<&Bound<'_, PyAny>>,
+        kernel: &str,
+    ) -> PyResult<Template> {
+        let Some(template) = template.filter(|t| !t.is_none()) else {
+            return Ok(Template::new());
+        };
+        let pairs = pairs(template, kernel)?;
+        {
+            let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if memo.len() == pairs.len()
+                && memo
+                    .iter()
+                    .zip(&pairs)
+                    .all(|(m, (n, v))| n.is(&m.name_obj) && v.is(&m.value_obj))
+            {
+                return Ok(memo.iter().map(|m| (m.name.clone(), m.value)).collect());
+            }
+        }
+        let mut parsed = Vec::with_capacity(pairs.len());
+        for (name_obj, value_obj) in &pairs {
+            let Ok(name) = name_obj.cast::<PyString>() else {
+                return Err(errors::argument_type(format!(
+                    "kernel `{kernel}`: a template argument's name must be a str, got {}",
+                    describe(name_obj)
+                )));
+            };
+            let name: Arc<str> = Arc::from(&*name.to_cow()?);
+            let value = template_value(value_obj, kernel, &name)?;
+            parsed.push(Remembered {
+                name_obj: name_obj.clone().unbind(),
+                value_obj: value_obj.clone().unbind(),
+                name,
+                value,
+            });
+        }
+        let out = parsed.iter().map(|m| (m.name.clone(), m.value)).collect();
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = parsed;
+        Ok(out)
+    }
+}
+
+/// A template argument's name and value objects.
+type Pair<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>);
+
+/// The `(name, value)` pairs of a template list or dict.
+fn pairs<'py>(template: &Bound<'py, PyAny>, kernel: &str) -> PyResult<SmallVec<[Pair<'py>; 4]>> {
+    if let Ok(dict) = template.cast::<PyDict>() {
+        return Ok(dict.iter().collect());
+    }
+    let mut out = SmallVec::new();
+    for item in items(template, kernel, &"template")? {
+        let pair = items(&item, kernel, &"each template argument")
+            .ok()
+            .filter(|p| p.len() == 2)
+            .ok_or_else(|| {
+                errors::argument_type(format!(
+                    "kernel `{kernel}`: each template argument must be a (name, value) pair, got {}",
+                    describe(&item)
+                ))
+            })?;
+        out.push((pair[0].clone(), pair[1].clone()));
+    }
+    Ok(out)
+}
+
+/// A template value: `bool` (checked first: it is a subclass of `int`),
+/// `int` (32 bits, as in MLX), or a dtype.
+fn template_value(value: &Bound<'_, PyAny>, kernel: &str, name: &str) -> PyResult<TemplateArg> {
+    if let Ok(b) = value.cast::<PyBool>() {
+        return Ok(TemplateArg::Bool(b.is_true()));
+    }
+    if value.is_instance_of::<PyInt>() {
+        return value.extract::<i32>().map(TemplateArg::Int).map_err(|_| {
+            errors::call(format!(
+                "kernel `{kernel}`: template argument `{}` is {}, which does not fit a 32-bit int",
+                name.escape_debug(),
+                value.str().map(|s| s.to_string()).unwrap_or_default()
+            ))
+        });
+    }
+    if let Some(d) = dtype_of(value)? {
+        return Ok(TemplateArg::DType(d));
+    }
+    Err(errors::argument_type(format!(
+        "kernel `{kernel}`: template argument `{}` is {}; expected an int, a bool or a dtype",
+        name.escape_debug(),
+        describe(value)
+    )))
+}

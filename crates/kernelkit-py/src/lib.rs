@@ -1,0 +1,65 @@
+//! # kernelkit for Python
+//!
+//! The extension module `kernelkit._kernelkit`, re-exported by the Python
+//! package `kernelkit`: MLX's `metal_kernel` / `cuda_kernel` interface over
+//! kernelkit, on NumPy arrays.
+//!
+//! ```python
+//! import numpy as np, kernelkit as kk
+//! k = kk.metal_kernel(name="add_offset", input_names=["inp"], output_names=["out"],
+//!                     source="uint i = thread_position_in_grid.x; out[i] = inp[i] + OFFSET;")
+//! x = np.ones(1024, np.float32)
+//! (y,) = k(inputs=[x], template=[("OFFSET", 3)], grid=(1024, 1, 1), threadgroup=(256, 1, 1),
+//!          output_shapes=[x.shape], output_dtypes=[x.dtype])
+//! ```
+//!
+//! ## The path of a call
+//!
+//! `metal_kernel(...)` builds one kernelkit [`Kernel`](kernelkit::Kernel)
+//! (names checked, body scanned) and returns a callable that keeps it, so
+//! every call shares its variant memo. A call converts its arguments
+//! ([`args`]: extents, shapes, dtypes, template values; [`arrays`]: the
+//! inputs), then releases the GIL for everything kernelkit does: the variant
+//! lookup, the compile (once per variant per device, however many threads
+//! ask), the load, the launch and the read-back of the outputs.
+//!
+//! ## Modules
+//!
+//! - [`kernel`]: `metal_kernel`, `cuda_kernel`, the callable.
+//! - [`args`]: call arguments as kernelkit values (template memo).
+//! - [`arrays`]: NumPy arrays and scalars in and out: the temporary copy
+//!   path, the one place zero-copy (issue 15) will replace.
+//! - [`layout`]: strided NumPy views as kernelkit views (pure arithmetic).
+//! - [`dtypes`]: objects that name a dtype (NumPy, PyTorch, MLX, names).
+//! - [`device`]: `Device`, `Stream`, `new_stream`, `clear_streams`,
+//!   `cache_stats`.
+//! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
+
+use pyo3::prelude::*;
+
+pub mod args;
+pub mod arrays;
+pub mod device;
+pub mod dtypes;
+pub mod errors;
+pub mod kernel;
+pub mod layout;
+
+use device::{Place, PyDevice, PyStream};
+
+/// The extension module.
+#[pymodule]
+fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<PyDevice>()?;
+    m.add_class::<PyStream>()?;
+    m.add_class::<kernel::PyKernel>()?;
+    m.add_function(wrap_pyfunction!(kernel::metal_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel::cuda_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(device::new_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(device::clear_streams, m)?)?;
+    m.add_function(wrap_pyfunction!(device::cache_stats, m)?)?;
+    m.add("cpu", PyDevice::at(Place::Cpu))?;
+    m.add("gpu", PyDevice::at(Place::Cuda(0)))?;
+    Ok(())
+}
