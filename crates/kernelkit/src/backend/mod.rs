@@ -220,6 +220,8 @@ pub(crate) struct CompileJob<'a> {
 pub(crate) struct ArgRef<'a> {
     /// The address of element 0 (the memory's address plus the offset).
     pub(crate) addr: u64,
+    /// The CUDA backend records uses on other streams through it.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) mem: &'a Memory,
     pub(crate) dtype: DType,
     pub(crate) shape: &'a [usize],
@@ -246,7 +248,11 @@ pub(crate) struct LaunchDesc<'a> {
     pub(crate) outputs: &'a [ArgRef<'a>],
     pub(crate) grid: [u32; 3],
     pub(crate) threadgroup: [u32; 3],
+    /// Dynamic shared memory per threadgroup (CUDA; the CPU has none).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) shared_mem_bytes: u32,
+    /// CPU launches run to completion on the calling thread.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) stream: &'a StreamHandle,
     /// How many times to launch (arguments marshalled once): 1, or more
     /// for the benchmark of the backend's own floor.

@@ -80,13 +80,6 @@ impl VariantMemo {
         self.map.with(|m| m.get(key).cloned())
     }
 
-    /// Runs `f` on the variant for `key` if memoized, borrowing it from the
-    /// current snapshot (no lock, no reference count update).
-    #[inline]
-    pub(crate) fn with_hit<R>(&self, key: &[u8], f: impl FnOnce(&Arc<Variant>) -> R) -> Option<R> {
-        self.map.with(|m| m.get(key).map(f))
-    }
-
     /// The variant for `key`, building it with `build` on a miss.
     pub(crate) fn get_or_build(
         &self,
