@@ -41,7 +41,7 @@ impl<'a> Call<'a> {
 
     /// Every per-call check: counts, device and stream, inputs, outputs,
     /// grid and threadgroup, the fill value, shared memory.
-    #[inline]
+    #[inline(always)]
     pub(super) fn check(&self) -> Result<Checked<'a>> {
         let device = self.device()?;
         self.check_counts()?;

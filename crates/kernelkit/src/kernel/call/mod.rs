@@ -261,7 +261,7 @@ impl<'a> Call<'a> {
     }
 
     /// The variant of a checked call, from the kernel's variant cache.
-    #[inline]
+    #[inline(always)]
     fn variant(&self, checked: &Checked<'_>) -> Result<VariantRef> {
         let device = &checked.device;
         self.variant_in(device.dialect(), device.backend().name())
@@ -272,7 +272,7 @@ impl<'a> Call<'a> {
     /// it can be (one comparison finds it), else encoded — then the
     /// variant cache, which builds the variant on a miss (per-variant
     /// checks included) from descriptors made only then.
-    #[inline]
+    #[inline(always)]
     fn variant_in(&self, dialect: Dialect, backend: &'static str) -> Result<VariantRef> {
         let out_dtypes = || self.outputs.iter().map(|(_, d)| *d);
         let encode = |key: &mut KeyBytes| {
