@@ -9,7 +9,10 @@ use std::path::Path;
 /// The floors, bottom first, and the modules on each.
 const FLOORS: &[(&str, &[&str])] = &[
     // Element types, errors, configuration, counters, lock primitives.
-    ("base", &["dtype", "error", "options", "config", "stats", "sync"]),
+    (
+        "base",
+        &["dtype", "error", "options", "config", "stats", "sync"],
+    ),
     // Pure source generation, with its own vocabulary.
     ("codegen", &["codegen"]),
     // Compile, load, memory and launch per device kind, on borrowed

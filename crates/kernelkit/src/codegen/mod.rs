@@ -4,6 +4,11 @@
 //! Nothing here touches a device or a cache, so every dialect can be
 //! generated and inspected on any machine (`Kernel::generate`, `kernelkit
 //! source`).
+//!
+//! It holds its own input vocabulary: the validated kernel definition
+//! ([`spec::KernelSpec`]), template arguments ([`template`]) and the
+//! variant description ([`variant`]: per input dtype and pass mode, per
+//! output dtype). **What this floor may import:** `dtype` and `error` only.
 
 pub mod attributes;
 pub(crate) mod cpu;

@@ -1,9 +1,14 @@
-//! Devices and streams.
+//! Devices and streams, and one call's device work ([`dispatch`]).
 //!
-//! A [`Device`] owns one backend and that backend's kernel cache: modules are
-//! compiled and loaded once per device, whatever kernel object or thread asks.
-//! `Device::cpu()` and `Device::cuda(n)` return process-wide devices, so
-//! every part of a program shares their caches.
+//! A [`Device`] owns one backend and that backend's module resolver (loaded
+//! modules, artifact tiers): modules are compiled and loaded once per
+//! device, whatever kernel object or thread asks. `Device::cpu()` and
+//! `Device::cuda(n)` return process-wide devices, so every part of a program
+//! shares their caches.
+//!
+//! **What this floor may import:** `cache`, `backend`, `codegen` and the
+//! base, and `array` (on the same floor: arrays live on devices, devices
+//! make arrays); nothing from `kernel`.
 
 pub(crate) mod dispatch;
 

@@ -1,4 +1,12 @@
-//! Kernels: a validated spec plus a variant memo shared by every clone.
+//! Kernels: a validated spec plus a variant cache shared by every clone,
+//! and the calls made on them.
+//!
+//! It holds [`Kernel`] and its builder, [`variant::Variant`] (one kernel
+//! specialised for one call signature, with its generated source and the
+//! function it resolved), the variant cache ([`variants`]: key, memo,
+//! per-thread recent variants) and calls ([`call`]). **What this floor may
+//! import:** everything below it (`device`, `array`, `cache`, `backend`,
+//! `codegen`, the base); the top floor (spec files, interop) builds on it.
 
 pub mod call;
 pub mod variant;

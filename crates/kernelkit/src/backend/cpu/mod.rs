@@ -4,6 +4,9 @@
 //!
 //! It is always built, so the whole generic path — memo, caches, codegen,
 //! validation — runs and is tested on machines without a GPU.
+//!
+//! The same files as every backend folder: `compile.rs`, `load.rs`,
+//! `memory.rs`, `launch.rs`; imports as the `backend` floor allows.
 
 mod compile;
 mod depfile;

@@ -73,6 +73,7 @@ impl Launch {
         Ok(elapsed)
     }
 
+    #[inline(always)]
     fn run_inner(&self, raw: Option<(u32, &mut std::time::Duration)>) -> Result<Outputs> {
         let spec = self.kernel.spec();
         let function = self.variant.function_on(self.stream.device(), &spec.name)?;
