@@ -4,7 +4,7 @@
 //! layout, so `ensure_row_contiguous = false` and the `_strides` parameters
 //! mean what they mean in MLX: the kernel sees the real strides.
 //!
-//! It holds [`Array`], its storage ([`storage`]: a backend's memory and
+//! It holds [`Array`], its storage (`storage`: a backend's memory and
 //! the stream that writes it, and each thread's spare output) and the
 //! [`outputs::Outputs`] a call returns. **What this floor may import:**
 //! `backend` and the floors below, and `device` (the same floor).

@@ -1,7 +1,7 @@
 //! The module resolver under the variant cache: memory → artifact tiers →
-//! compile ([`resolver`]), with the one 128-bit module key ([`key`]), the
-//! in-memory module cache with single flight ([`kernel_cache`]), the tier
-//! seam ([`tier`]) and its first implementation, the disk store
+//! compile (`resolver`), with the one 128-bit module key ([`key`]), the
+//! in-memory module cache with single flight (`kernel_cache`), the tier
+//! seam (`tier`) and its first implementation, the disk store
 //! ([`store`], its file format [`entry`] and its settings [`config`]).
 //!
 //! **What this floor may import:** `backend` (to compile and load) and the

@@ -1,4 +1,4 @@
-//! Devices and streams, and one call's device work ([`dispatch`]).
+//! Devices and streams, and one call's device work (`dispatch`).
 //!
 //! A [`Device`] owns one backend and that backend's module resolver (loaded
 //! modules, artifact tiers): modules are compiled and loaded once per

@@ -9,7 +9,7 @@
 //!    word when it can be;
 //! 3. **lookup** in the kernel's variant cache (`kernel::variants`): this
 //!    thread's recent variants, then the memo, then — once per variant —
-//!    the per-variant checks and the generator; a [`VariantRef`] holds no
+//!    the per-variant checks and the generator; a `VariantRef` holds no
 //!    lock and no borrow;
 //! 4. **function**: the one the variant kept for its device, or the
 //!    device's module resolver (memory → disk → compile);

@@ -1,7 +1,7 @@
 //! The variant memo: per kernel, shared by its clones, bounded.
 //!
 //! Readers take no lock: the map is an immutable snapshot behind
-//! [`Snapshot`], replaced whole by writers (copy on write). Inserts are rare —
+//! `Snapshot`, replaced whole by writers (copy on write). Inserts are rare —
 //! one per distinct variant, at most [`MAX_CACHED_VARIANTS`] before the map is
 //! cleared — so copying a map of at most 64 entries on insert costs nothing
 //! that matters, while every hit stays free of shared writes to a lock word.

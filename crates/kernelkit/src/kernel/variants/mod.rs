@@ -15,7 +15,7 @@
 //!   per-variant checks, generate, hash ──► memo ──► VariantRef::Shared
 //! ```
 //!
-//! A [`VariantRef`] holds no lock, no `RefCell` borrow and no snapshot
+//! A `VariantRef` holds no lock, no `RefCell` borrow and no snapshot
 //! guard: the call that got it checks, resolves its function and launches
 //! with it, in a straight line.
 //!
