@@ -9,7 +9,7 @@ mod compile;
 mod depfile;
 mod launch;
 mod load;
-mod memory;
+pub(in crate::backend) mod memory;
 mod pch;
 mod scratch;
 
