@@ -97,12 +97,7 @@ impl NullBackend {
     pub(crate) fn new(options: NullOptions) -> NullBackend {
         let dialect = options.dialect;
         let limits = match dialect {
-            Dialect::Cpu => Limits {
-                max_threads_per_group: 1024,
-                max_group_dims: [1024, 1024, 1024],
-                max_groups: [u32::MAX as u64; 3],
-                max_shared_bytes: 0,
-            },
+            Dialect::Cpu => super::cpu::LIMITS,
             Dialect::Cuda => Limits {
                 max_threads_per_group: 1024,
                 max_group_dims: [1024, 1024, 64],
