@@ -8,7 +8,8 @@
 #   dispatch_loop      a warm dispatch loop (CPU and CUDA), to compare hosts
 #   launch_probe       what host work between raw launches costs there
 #   cuda-tests         tests/cuda.rs (CUDA-specific tests)
-#   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::)
+#   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::;
+#                      with the soak, the hot path and the bad-input matrix)
 #   fault-tests        tests/cuda_fault.rs (faulting kernels; each test its own process)
 #   lifecycle-tests    tests/cuda_lifecycle.rs (devices, contexts, limits; alone in a process)
 #   run-tests, views-tests  `kernelkit run` tests, run there with --device cuda

@@ -29,6 +29,8 @@ step() { # name, command...
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | tee "$LOGS/gpu.txt"
 step tests "$G/cuda-tests" --test-threads=4
+# The behavioural suite for cuda:: (with the soak, the hot path and the
+# bad-input matrix; `null_cuda_dialect::` does not match the filter).
 step behaviour "$G/behaviour-tests" cuda:: --test-threads=4
 step unit "$G/kernelkit-lib-tests" backend::cuda
 # A fault ruins the process's CUDA context: one process per fault test.

@@ -89,7 +89,11 @@
 //! `cpu` is always built: C++20 compiled by the system compiler, threadgroups
 //! run in parallel and the threads of a group in order (so bodies that need
 //! barriers are refused). `cuda` (cargo feature) compiles with NVRTC for the
-//! device's own architecture and launches through the driver API.
+//! device's own architecture and launches through the driver API. `null`
+//! ([`Device::new_null`]) runs nothing: it keeps each source as its
+//! artifact and records each launch ([`LaunchRecord`]), so code that calls
+//! kernels — kernelkit's own core included — can be tested without a
+//! compiler or a GPU.
 
 #![warn(missing_docs)]
 
@@ -120,6 +124,7 @@ pub mod compile_worker {
 pub use array::outputs::Outputs;
 pub use array::Array;
 pub use backend::cpu::FLAGS as CPU_COMPILE_FLAGS;
+pub use backend::null::{ArgRecord, LaunchRecord, NullOptions};
 pub use backend::Limits;
 pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};

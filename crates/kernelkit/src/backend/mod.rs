@@ -1,6 +1,8 @@
 //! The seam between the generic core and a device: compile, load, memory,
 //! launch. Every backend folder has the same files for the same jobs
-//! (`compile.rs`, `load.rs`, `memory.rs`, `launch.rs`).
+//! (`compile.rs`, `load.rs`, `memory.rs`, `launch.rs`). `null/` runs
+//! nothing and records launches: it makes the generic core testable
+//! without a compiler.
 //!
 //! **What this floor may import:** `dtype`, `error`, `config`, `sync`,
 //! `stats` and `codegen` (the generated source's vocabulary: dialects,
@@ -15,6 +17,7 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 pub(crate) mod deps;
+pub(crate) mod null;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -54,11 +57,12 @@ pub(crate) enum Function {
     /// A `CUfunction`.
     #[cfg(feature = "cuda")]
     Cuda(Arc<cuda::CudaFunction>),
+    /// A function of a null module: its name, for the launch records.
+    Null(Arc<null::NullFunction>),
 }
 
 impl Function {
     /// The CPU entry point, if this is one.
-    #[allow(unreachable_patterns)] // Without CUDA there is one variant.
     pub(crate) fn cpu(&self) -> Option<&cpu::CpuFunction> {
         match self {
             Function::Cpu(f) => Some(f),
@@ -220,7 +224,7 @@ pub(crate) struct CompileJob<'a> {
 pub(crate) struct ArgRef<'a> {
     /// The address of element 0 (the memory's address plus the offset).
     pub(crate) addr: u64,
-    /// The CUDA backend records uses on other streams through it.
+    /// Read by the CUDA backend (uses on other streams).
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) mem: &'a Memory,
     pub(crate) dtype: DType,
@@ -251,7 +255,7 @@ pub(crate) struct LaunchDesc<'a> {
     /// Dynamic shared memory per threadgroup (CUDA; the CPU has none).
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) shared_mem_bytes: u32,
-    /// CPU launches run to completion on the calling thread.
+    /// Read by the CUDA backend (CPU and null launches order nothing).
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) stream: &'a StreamHandle,
     /// How many times to launch (arguments marshalled once): 1, or more
@@ -327,4 +331,9 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()>;
     /// Launches (on a GPU: enqueues) one call whose outputs exist.
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()>;
+    /// The launches this backend recorded instead of running them: the
+    /// null backend's; `None` for backends that run kernels.
+    fn launch_log(&self) -> Option<&null::LaunchLog> {
+        None
+    }
 }

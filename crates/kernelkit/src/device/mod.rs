@@ -4,13 +4,15 @@
 //! modules, artifact tiers): modules are compiled and loaded once per
 //! device, whatever kernel object or thread asks. `Device::cpu()` and
 //! `Device::cuda(n)` return process-wide devices, so every part of a program
-//! shares their caches.
+//! shares their caches. [`Device::new_null`] is a device that runs nothing
+//! and records launches, for tests.
 //!
 //! **What this floor may import:** `cache`, `backend`, `codegen` and the
 //! base, and `array` (on the same floor: arrays live on devices, devices
 //! make arrays); nothing from `kernel`.
 
 pub(crate) mod dispatch;
+mod null;
 
 use std::fmt;
 use std::mem::MaybeUninit;
@@ -34,6 +36,9 @@ pub enum DeviceKind {
     Cpu,
     /// An NVIDIA GPU, through NVRTC and the CUDA driver.
     Cuda,
+    /// No device: kernels are generated and "compiled" but never run; each
+    /// launch is recorded ([`Device::new_null`]).
+    Null,
 }
 
 /// Identifies one device object: its kind, its ordinal and, since a program

@@ -21,6 +21,7 @@ use super::depfile;
 use super::pch::Pch;
 use super::scratch;
 use crate::backend::{CompileJob, Compiled};
+use crate::codegen::cpu::body_of;
 use crate::codegen::map_log_lines;
 use crate::error::CompileError;
 
@@ -272,22 +273,6 @@ fn wait_bounded(
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-}
-
-/// The user's body inside a generated CPU source: between the `kk_body`
-/// signature line and the closing brace before the entry point.
-fn body_of(src: &str) -> &str {
-    let Some(start) = src.find("static inline void kk_body(") else {
-        return "";
-    };
-    let Some(open) = src[start..].find(") {\n") else {
-        return "";
-    };
-    let body_start = start + open + 4;
-    let Some(end) = src[body_start..].find("\n}\n\nextern \"C\"") else {
-        return "";
-    };
-    &src[body_start..body_start + end]
 }
 
 fn on_path(program: &str) -> bool {

@@ -27,7 +27,7 @@ impl Drop for HostMem {
 /// `len` zeroed bytes, or `None` when the allocator cannot provide them (a
 /// size over what the address space or the system allows is a user's
 /// mistake to report, not a reason to abort the process).
-pub(super) fn alloc(len: usize) -> Option<Memory> {
+pub(in crate::backend) fn alloc(len: usize) -> Option<Memory> {
     let layout = Layout::from_size_align(len.max(1), 64).ok()?;
     // SAFETY: the layout has a non-zero size.
     let ptr = unsafe { alloc_zeroed(layout) };
@@ -45,7 +45,7 @@ fn bytes(buf: &Memory) -> *mut u8 {
     buf.addr as *mut u8
 }
 
-pub(super) fn write(buf: &Memory, offset: usize, data: &[u8]) {
+pub(in crate::backend) fn write(buf: &Memory, offset: usize, data: &[u8]) {
     assert!(offset + data.len() <= buf.len);
     // SAFETY: in bounds (checked above); the source is a distinct host slice.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), bytes(buf).add(offset), data.len()) }
@@ -53,7 +53,7 @@ pub(super) fn write(buf: &Memory, offset: usize, data: &[u8]) {
 
 /// A copy of `len` bytes at `offset`, or `None` when the system cannot
 /// provide the memory for it (a huge output is an error, not an abort).
-pub(super) fn read(buf: &Memory, offset: usize, len: usize) -> Option<Vec<u8>> {
+pub(in crate::backend) fn read(buf: &Memory, offset: usize, len: usize) -> Option<Vec<u8>> {
     assert!(offset + len <= buf.len);
     let mut out = Vec::new();
     out.try_reserve_exact(len).ok()?;
@@ -64,7 +64,7 @@ pub(super) fn read(buf: &Memory, offset: usize, len: usize) -> Option<Vec<u8>> {
     Some(out)
 }
 
-pub(super) fn fill(buf: &Memory, pattern: &[u8]) {
+pub(in crate::backend) fn fill(buf: &Memory, pattern: &[u8]) {
     if pattern.is_empty() {
         return;
     }
@@ -76,7 +76,7 @@ pub(super) fn fill(buf: &Memory, pattern: &[u8]) {
 }
 
 /// Copies a strided view into `dst`, row-major.
-pub(super) fn gather(src: &ArgRef<'_>, dst: &Memory) {
+pub(in crate::backend) fn gather(src: &ArgRef<'_>, dst: &Memory) {
     let size = src.dtype.size();
     let n = src.size();
     assert!(n * size <= dst.len);

@@ -12,7 +12,7 @@ mod compile;
 mod depfile;
 mod launch;
 mod load;
-mod memory;
+pub(in crate::backend) mod memory;
 mod pch;
 mod scratch;
 
@@ -47,15 +47,19 @@ impl CpuBackend {
     fn from_compiler(compiler: Compiler) -> CpuBackend {
         CpuBackend {
             compiler,
-            limits: Limits {
-                max_threads_per_group: 1024,
-                max_group_dims: [1024, 1024, 1024],
-                max_groups: [u32::MAX as u64; 3],
-                max_shared_bytes: 0,
-            },
+            limits: LIMITS,
         }
     }
 }
+
+/// The CPU backend's launch limits (also the null device's in the CPU
+/// dialect): threadgroups of up to 1024 threads, no dynamic shared memory.
+pub(in crate::backend) const LIMITS: Limits = Limits {
+    max_threads_per_group: 1024,
+    max_group_dims: [1024, 1024, 1024],
+    max_groups: [u32::MAX as u64; 3],
+    max_shared_bytes: 0,
+};
 
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
