@@ -6,10 +6,10 @@
 //! nesting at 128), then every field is checked in a fixed order: unknown
 //! fields first, then `name`, `inputs`, `outputs`, `source` and the rest as
 //! the format lists them. Why not `#[derive(Deserialize)]`: its messages are
-//! serde's (`unknown field `x`, expected one of ...` plus a line and
-//! column), they come in the order of the document, and a field's error
-//! cannot name its entry (`inputs[1]` (`b`)) or quote the value it found;
-//! the messages are part of the format's contract.
+//! serde's (``unknown field `x`, expected one of `name`, ...`` plus a line
+//! and column), they come in the order of the document, and a field's
+//! error cannot name its entry (``inputs[1]` (`b`)``) or quote the value it
+//! found; the messages are part of the format's contract.
 
 use std::path::Path;
 
@@ -23,7 +23,7 @@ use crate::codegen::template::TemplateArg;
 use crate::dtype::DType;
 
 /// The fields a spec file may have.
-pub(super) const FIELDS: &[&str] = &[
+const FIELDS: &[&str] = &[
     "name",
     "inputs",
     "outputs",
