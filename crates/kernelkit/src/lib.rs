@@ -84,6 +84,13 @@
 //! - No user input makes kernelkit panic: every wrong call is a typed
 //!   [`Error`] naming the kernel and the argument.
 //!
+//! ## Spec files
+//!
+//! [`spec_file`] reads and writes the JSON format of the `kernelkit source`
+//! and `kernelkit run` commands: one call of one kernel, MLX-style, with its
+//! launch and its data (inline or `.npy`). It sits on top of everything
+//! else and nothing imports it.
+//!
 //! ## Backends
 //!
 //! `cpu` is always built: C++20 compiled by the system compiler, threadgroups
@@ -106,6 +113,7 @@ pub mod dtype;
 pub mod error;
 pub mod kernel;
 pub mod options;
+pub mod spec_file;
 pub(crate) mod stats;
 pub(crate) mod sync;
 
