@@ -52,9 +52,10 @@
 //!    compiled artifacts on disk, shared by processes, so a restarted
 //!    process compiles nothing; each entry lists the files its compile
 //!    read (what headers `#include`), checked on every load, so an edited
-//!    include is compiled again. `KERNELKIT_CACHE=memory` turns it off;
-//!    `KERNELKIT_CACHE_DIR` and `KERNELKIT_CACHE_MAX_BYTES` place and bound
-//!    it ([`cache::config`]).
+//!    include is compiled again. [`Config`] turns it off, places and
+//!    bounds it (`KERNELKIT_CACHE=memory`, `KERNELKIT_CACHE_DIR`,
+//!    `KERNELKIT_CACHE_MAX_BYTES`: the environment is read in one place,
+//!    [`Config::from_env`]).
 //! 5. The backend binds the buffers and launches on the call's [`Stream`].
 //!
 //! ## Guarantees
@@ -82,11 +83,11 @@ pub mod array;
 pub(crate) mod backend;
 pub mod cache;
 pub mod codegen;
+pub mod config;
 pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod kernel;
-pub mod options;
 pub(crate) mod stats;
 pub(crate) mod sync;
 
@@ -110,14 +111,14 @@ pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
 pub use codegen::{Dialect, Generated};
-pub use device::{Device, DeviceId, DeviceKind, Stream, WeakDevice};
+pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions};
+pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
 pub use kernel::call::{Call, Launch};
 pub use kernel::memo::MAX_CACHED_VARIANTS;
 pub use kernel::variant::Variant;
 pub use kernel::{Kernel, KernelBuilder};
-pub use options::{CompileWorkers, CudaCompileOptions};
 pub use stats::CacheStats;
 
 pub use half::{bf16, f16};

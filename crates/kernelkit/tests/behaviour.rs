@@ -3,24 +3,22 @@
 
 mod suite;
 
-use kernelkit::Device;
+use kernelkit::{CacheMode, Device, DeviceBuilder};
 
 /// These tests count compiles: artifacts left on disk by an earlier run
-/// must not answer for them, so the disk tier is off in this process.
-fn memory_only() {
-    std::env::set_var("KERNELKIT_CACHE", "memory");
+/// must not answer for them, so their devices have no disk tier.
+fn memory_only() -> DeviceBuilder {
+    Device::builder().cache_mode(CacheMode::Memory)
 }
 
 /// A fresh CPU device per test, so cache counters start at zero.
 fn cpu() -> Option<Device> {
-    memory_only();
-    Some(Device::new_cpu())
+    Some(memory_only().cpu().expect("a CPU device opens"))
 }
 
 /// A fresh CUDA device per test, or `None` (with the reason printed).
 fn cuda() -> Option<Device> {
-    memory_only();
-    match Device::new_cuda(0) {
+    match memory_only().cuda(0) {
         Ok(d) => Some(d),
         Err(e) => {
             println!("SKIPPED: no CUDA device: {e}");

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier, Mutex};
 
-use kernelkit::{f16, Array, CompileError, DType, Device, Error, Kernel};
+use kernelkit::{f16, Array, CacheMode, CompileError, DType, Device, Error, Kernel};
 
 /// splitmix64: small, deterministic, good enough to pick cases.
 struct Rng(u64);
@@ -354,8 +354,10 @@ fn soak_random_kernels_on_many_threads() {
 
     // The final check counts compiles: artifacts an earlier run left in the
     // disk store must not answer for them.
-    std::env::set_var("KERNELKIT_CACHE", "memory");
-    let device = Device::new_cpu();
+    let device = Device::builder()
+        .cache_mode(CacheMode::Memory)
+        .cpu()
+        .unwrap();
     let shared = Arc::new(shared_kernels());
     let tally = Arc::new(Mutex::new(Tally::default()));
     let barrier = Arc::new(Barrier::new(threads));

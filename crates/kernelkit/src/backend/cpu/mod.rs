@@ -18,6 +18,7 @@ use crate::backend::{
     StreamHandle,
 };
 use crate::codegen::Dialect;
+use crate::config::CpuConfig;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Error, Result};
 
@@ -33,17 +34,10 @@ pub(crate) struct CpuBackend {
 }
 
 impl CpuBackend {
-    pub(crate) fn new() -> CpuBackend {
-        CpuBackend::from_compiler(Compiler::from_env())
-    }
-
-    pub(crate) fn with_compiler(program: String) -> CpuBackend {
-        CpuBackend::from_compiler(Compiler::with_program(program))
-    }
-
-    fn from_compiler(compiler: Compiler) -> CpuBackend {
+    /// A backend whose compiler `config` describes.
+    pub(crate) fn new(config: &CpuConfig) -> CpuBackend {
         CpuBackend {
-            compiler,
+            compiler: Compiler::new(config),
             limits: Limits {
                 max_threads_per_group: 1024,
                 max_group_dims: [1024, 1024, 1024],

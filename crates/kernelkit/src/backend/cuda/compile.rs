@@ -6,8 +6,9 @@
 //!   NVRTC is older than the chip, it emits PTX for the newest architecture
 //!   it knows and the driver finishes the job (a slower first load).
 //! - Include directories: `include` and, on CUDA 13, `include/cccl` of the
-//!   first toolkit among `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda` that
-//!   has them, then the user's ([`CudaCompileOptions`]).
+//!   first of the configured toolkits ([`CudaConfig::toolkit_dirs`]: `CUDA_HOME`,
+//!   `CUDA_PATH`, `/usr/local/cuda`) that has them, then the user's
+//!   ([`CudaConfig::option_words`]).
 //! - The identity (part of every module key) names NVRTC's version, the target and
 //!   hash of every option, so a change of any of them compiles anew; the
 //!   artifact store's identity holds every option in full.
@@ -33,8 +34,8 @@ use super::includes::{self, SearchPath};
 use super::worker::{Output, Workers};
 use crate::backend::{CompileJob, Compiled};
 use crate::codegen::{cuda::body_of, map_log_lines};
+use crate::config::CudaConfig;
 use crate::error::CompileError;
-use crate::options::CudaCompileOptions;
 
 /// The file name NVRTC reports errors against.
 const PROGRAM_NAME: &str = "kernel.cu";
@@ -57,9 +58,10 @@ pub(super) struct Nvrtc {
     workers: Option<Workers>,
 }
 
-/// NVRTC's version, after checking that the library and its symbols load.
-pub(super) fn nvrtc_version() -> Result<(i32, i32), String> {
-    super::probe::nvrtc()?;
+/// NVRTC's version, after checking that the library and its symbols load
+/// (looking for it in the `toolkit` roots if the loader does not find it).
+pub(super) fn nvrtc_version(toolkit: &[PathBuf]) -> Result<(i32, i32), String> {
+    super::probe::nvrtc(toolkit)?;
     let (mut major, mut minor) = (0 as c_int, 0 as c_int);
     // SAFETY: writes two ints.
     nv(
@@ -70,9 +72,10 @@ pub(super) fn nvrtc_version() -> Result<(i32, i32), String> {
 }
 
 impl Nvrtc {
-    /// Reads NVRTC's version and architectures and fixes the options.
-    pub(super) fn new(cc: (i32, i32), user: &CudaCompileOptions) -> Result<Nvrtc, String> {
-        let (major, minor) = nvrtc_version()?;
+    /// Reads NVRTC's version and architectures and fixes the options of a
+    /// device of compute capability `cc` configured by `config`.
+    pub(super) fn new(cc: (i32, i32), config: &CudaConfig) -> Result<Nvrtc, String> {
+        let (major, minor) = nvrtc_version(&config.toolkit_dirs)?;
         let mut n = 0 as c_int;
         // SAFETY: writes one int.
         nv(
@@ -107,11 +110,11 @@ impl Nvrtc {
             format!("--gpu-architecture={target}"),
             "--device-as-default-execution-space".to_string(),
         ];
-        let toolkit = toolkit_include_dirs();
+        let toolkit = toolkit_include_dirs(&config.toolkit_dirs);
         for dir in &toolkit {
             words.push(format!("-I{}", dir.display()));
         }
-        words.extend(user.words());
+        words.extend(config.option_words());
         let search = SearchPath::from_options(&words, &toolkit);
         let options = words
             .iter()
@@ -127,7 +130,7 @@ impl Nvrtc {
             options,
             identity,
             search,
-            workers: Workers::find(&user.workers, (major, minor)),
+            workers: Workers::find(config, (major, minor)),
         })
     }
 
@@ -370,9 +373,10 @@ fn store_identity(version: (i32, i32), target: &str, words: &[String]) -> String
     out
 }
 
-/// `include` and `include/cccl` of the first CUDA toolkit that has them.
-fn toolkit_include_dirs() -> Vec<PathBuf> {
-    for home in super::cuda_homes() {
+/// `include` and `include/cccl` of the first CUDA toolkit among `homes`
+/// that has them.
+fn toolkit_include_dirs(homes: &[PathBuf]) -> Vec<PathBuf> {
+    for home in homes {
         let include = home.join("include");
         if include.join("cuda_fp16.h").is_file() {
             let mut out = vec![include.clone()];
@@ -395,11 +399,12 @@ mod tests {
     /// NVRTC for an H200, or `None` (with the reason printed) where NVRTC is
     /// not installed: these tests need no GPU, only the library.
     fn nvrtc() -> Option<Nvrtc> {
-        if let Err(reason) = super::super::probe::nvrtc() {
+        let config = crate::config::Config::from_env().cuda;
+        if let Err(reason) = super::super::probe::nvrtc(&config.toolkit_dirs) {
             println!("skipped: {reason}");
             return None;
         }
-        Some(Nvrtc::new((9, 0), &CudaCompileOptions::default()).expect("NVRTC knows sm_90"))
+        Some(Nvrtc::new((9, 0), &config).expect("NVRTC knows sm_90"))
     }
 
     /// A generated function name and source, as a compile job borrows them.

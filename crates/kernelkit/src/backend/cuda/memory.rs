@@ -12,8 +12,9 @@
 //! reused. Beyond the cache ([`CACHE_BYTES`], [`CACHE_BLOCKS`] per stream),
 //! blocks go back to the driver: `cuMemFreeAsync` into a kernelkit pool
 //! whose release threshold keeps the memory mapped, or `cuMemFree` where
-//! the driver has no pools. `KERNELKIT_CUDA_ALLOC=pool` turns the
-//! per-stream cache off (every allocation asks the pool), for comparison.
+//! the driver has no pools. The configuration's `block_cache` setting
+//! (`KERNELKIT_CUDA_ALLOC=pool`) turns the per-stream cache off (every
+//! allocation asks the pool), for comparison.
 //!
 //! **A thread's spare.** Before any of that, the last small output a
 //! thread dropped stays with the thread whole (heap block, device block,
@@ -77,8 +78,14 @@ unsafe impl Send for Allocator {}
 unsafe impl Sync for Allocator {}
 
 impl Allocator {
-    pub(super) fn new(ctx: Arc<Context>, ordinal: u32, pools: bool) -> Result<Allocator> {
-        let cache = std::env::var("KERNELKIT_CUDA_ALLOC").map_or(true, |v| v != "pool");
+    /// The allocator of device `ordinal`, from a pool of its own if the
+    /// driver has `pools`; `cache`: whether streams keep freed blocks.
+    pub(super) fn new(
+        ctx: Arc<Context>,
+        ordinal: u32,
+        pools: bool,
+        cache: bool,
+    ) -> Result<Allocator> {
         let mut pool = None;
         if pools {
             ctx.bind()?;
@@ -443,7 +450,7 @@ impl DeviceMem {
 
 impl CudaStream {
     /// The spare size class of an output of `len` bytes on this stream:
-    /// `None` for streams that cache no blocks (`KERNELKIT_CUDA_ALLOC=pool`)
+    /// `None` for streams that cache no blocks (the block cache is off)
     /// and for outputs larger than [`SPARE_CLASS`].
     #[inline]
     pub(crate) fn spare_class(&self, len: usize) -> Option<usize> {

@@ -39,13 +39,12 @@ use crate::backend::{
     StreamHandle,
 };
 use crate::codegen::Dialect;
+use crate::config::CudaConfig;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Result};
-use crate::options::CudaCompileOptions;
 
 pub(crate) use load::CudaFunction;
 pub(crate) use memory::{CudaStream, DeviceMem};
-pub(crate) use probe::cuda_homes;
 
 /// A driver call's result as a typed error naming the device and call.
 pub(super) fn check(
@@ -241,17 +240,18 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
-    /// Opens GPU `ordinal`: checks the libraries, initializes the driver,
-    /// retains the primary context, reads the limits, prepares NVRTC.
-    pub(crate) fn open(ordinal: u32, options: &CudaCompileOptions) -> Result<Box<dyn Backend>> {
+    /// Opens GPU `ordinal` configured by `config`: checks the libraries,
+    /// initializes the driver, retains the primary context, reads the
+    /// limits, prepares NVRTC.
+    pub(crate) fn open(ordinal: u32, config: &CudaConfig) -> Result<Box<dyn Backend>> {
         let label = format!("cuda:{ordinal}");
         let unavailable = |reason: String| DeviceError::Unavailable {
             device: label.clone(),
             reason,
         };
-        let libs = probe::libraries().map_err(unavailable)?;
+        let libs = probe::libraries(&config.toolkit_dirs).map_err(unavailable)?;
         // A second guard: the probe should leave nothing that panics.
-        match std::panic::catch_unwind(|| CudaBackend::open_checked(ordinal, options, libs)) {
+        match std::panic::catch_unwind(|| CudaBackend::open_checked(ordinal, config, libs)) {
             Ok(r) => r.map(|b| Box::new(b) as Box<dyn Backend>),
             Err(_) => {
                 Err(unavailable("the CUDA libraries failed while opening the device".into()).into())
@@ -261,7 +261,7 @@ impl CudaBackend {
 
     fn open_checked(
         ordinal: u32,
-        options: &CudaCompileOptions,
+        config: &CudaConfig,
         libs: &probe::Libraries,
     ) -> Result<CudaBackend> {
         use sys::CUdevice_attribute as A;
@@ -357,8 +357,13 @@ impl CudaBackend {
             "cuDriverGetVersion",
         )?;
 
-        let nvrtc = compile::Nvrtc::new(cc, &options.with_env()).map_err(unavailable)?;
-        let allocator = Arc::new(memory::Allocator::new(ctx.clone(), ordinal, pools)?);
+        let nvrtc = compile::Nvrtc::new(cc, config).map_err(unavailable)?;
+        let allocator = Arc::new(memory::Allocator::new(
+            ctx.clone(),
+            ordinal,
+            pools,
+            config.block_cache,
+        )?);
         let description = format!(
             "{name} (sm_{}{}, {sms} SMs, {:.0} GiB), driver {}.{}, {}, allocator: {}, {}",
             cc.0,

@@ -10,9 +10,13 @@
 //! library or symbol. `CudaBackend::open` also runs inside `catch_unwind` as
 //! a second guard.
 //!
-//! When NVRTC is not on the loader's path, it is preloaded from the CUDA
-//! toolkit (`CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda`): the dynamic
-//! loader then finds it by its soname when cudarc asks for it by name.
+//! When NVRTC is not on the loader's path, it is preloaded from the
+//! configured CUDA toolkits ([`CudaConfig::toolkit_dirs`]: `CUDA_HOME`,
+//! `CUDA_PATH`, `/usr/local/cuda`): the dynamic loader then finds it by its
+//! soname when cudarc asks for it by name. Libraries are loaded once per
+//! process, so the first caller's toolkits are the ones searched.
+//!
+//! [`CudaConfig::toolkit_dirs`]: crate::config::CudaConfig::toolkit_dirs
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -89,13 +93,17 @@ pub(super) struct Libraries {
     pub(super) has_pools: bool,
 }
 
-/// Checks the driver and NVRTC once per process; the answer is cached.
-pub(super) fn libraries() -> Result<&'static Libraries, String> {
+/// Checks the driver and NVRTC (found in `toolkit` if the loader does not
+/// find it) once per process; the answer is cached.
+pub(super) fn libraries(toolkit: &[PathBuf]) -> Result<&'static Libraries, String> {
     static ANSWER: OnceLock<Result<Libraries, String>> = OnceLock::new();
-    ANSWER.get_or_init(probe).as_ref().map_err(Clone::clone)
+    ANSWER
+        .get_or_init(|| probe(toolkit))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
-fn probe() -> Result<Libraries, String> {
+fn probe(toolkit: &[PathBuf]) -> Result<Libraries, String> {
     // SAFETY: `is_culib_present` only tries to dlopen the driver library by
     // its usual names and drops the handle; it calls nothing in it.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
@@ -117,27 +125,28 @@ fn probe() -> Result<Libraries, String> {
         .iter()
         .all(|name| unsafe { driver.get::<*const ()>(name.as_bytes()) }.is_ok());
 
-    nvrtc()?;
+    nvrtc(toolkit)?;
     Ok(Libraries { has_pools })
 }
 
 /// Checks (once) that NVRTC and every symbol kernelkit calls in it load,
-/// preloading it from the toolkit if needed. Needs no driver or GPU.
-pub(super) fn nvrtc() -> Result<(), String> {
+/// preloading it from the first of the `toolkit` roots that has it if
+/// needed. Needs no driver or GPU.
+pub(super) fn nvrtc(toolkit: &[PathBuf]) -> Result<(), String> {
     static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
-    ANSWER.get_or_init(probe_nvrtc).clone()
+    ANSWER.get_or_init(|| probe_nvrtc(toolkit)).clone()
 }
 
-fn probe_nvrtc() -> Result<(), String> {
+fn probe_nvrtc(toolkit: &[PathBuf]) -> Result<(), String> {
     // SAFETY: as for the driver: a dlopen by name, nothing called.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        preload_nvrtc();
+        preload_nvrtc(toolkit);
         // SAFETY: as above.
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
             return Err(format!(
                 "NVRTC (libnvrtc.so) could not be loaded: put the CUDA toolkit's library \
                  directory on LD_LIBRARY_PATH or set CUDA_HOME (looked in {:?})",
-                cuda_homes()
+                toolkit
             ));
         }
     }
@@ -152,26 +161,12 @@ fn probe_nvrtc() -> Result<(), String> {
     Ok(())
 }
 
-/// The CUDA toolkit roots to look in, in order: `CUDA_HOME`, `CUDA_PATH`,
-/// `/usr/local/cuda`.
-pub(crate) fn cuda_homes() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .collect();
-    out.push(PathBuf::from("/usr/local/cuda"));
-    out.dedup();
-    out
-}
-
 /// Loads `libnvrtc-builtins` and `libnvrtc` from the first toolkit that has
 /// them and keeps them loaded for the life of the process.
-fn preload_nvrtc() {
+fn preload_nvrtc(toolkit: &[PathBuf]) {
     static KEPT: OnceLock<Vec<libloading::Library>> = OnceLock::new();
     KEPT.get_or_init(|| {
-        for home in cuda_homes() {
+        for home in toolkit {
             for sub in ["lib64", "lib"] {
                 let dir = home.join(sub);
                 let Ok(entries) = std::fs::read_dir(&dir) else {

@@ -32,7 +32,10 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
         other => return Err(unexpected(&other)),
     }
     let loading = std::time::Instant::now();
-    let nvrtc = match nvrtc_version() {
+    // A worker is a process's entry point, as opening a device is: it
+    // reads its configuration (where the CUDA toolkit is) the same way.
+    let toolkit = crate::config::Config::from_env().cuda.toolkit_dirs;
+    let nvrtc = match nvrtc_version(&toolkit) {
         Ok((major, minor)) => (major as u32, minor as u32),
         Err(reason) => return refuse(&mut output, reason),
     };
@@ -170,7 +173,7 @@ mod tests {
         let mut output = Vec::new();
         serve(input.as_slice(), &mut output).unwrap();
         let got = answers(&output);
-        match nvrtc_version() {
+        match nvrtc_version(&crate::config::Config::from_env().cuda.toolkit_dirs) {
             Err(reason) => {
                 println!("no NVRTC here: {reason}");
                 assert_eq!(got, vec![Message::Refused { reason }]);
