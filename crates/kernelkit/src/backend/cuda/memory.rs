@@ -29,24 +29,96 @@
 //! its own mutex, taken only the first time another stream uses it. No lock
 //! is held across a driver call that waits.
 
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::sys;
 use smallvec::SmallVec;
 
 use super::compile::Nvrtc;
+use super::driver::{self, memset, DevicePtr, RawFunction, RawPool, RawStream};
+use super::launch::{launch_gather, GatherArgs};
 use super::load::{resolve, CudaModule};
-use super::{check, Context};
+use super::Context;
 use crate::backend::{ArgRef, Memory, Module, Owner, StreamHandle};
 use crate::codegen::cuda::MAX_NDIM;
 use crate::error::{DeviceError, Result};
+
+/// Where blocks come from when no stream cache has one.
+pub(super) struct Allocator {
+    pub(super) ctx: Arc<Context>,
+    /// A kernelkit-owned memory pool (stream-ordered), if the driver has them.
+    pool: Option<RawPool>,
+    /// Keep freed blocks in per-stream caches (the configuration's
+    /// `block_cache`).
+    pub(super) cache: bool,
+}
+
+impl Allocator {
+    /// The allocator of device `ordinal`, from a pool of its own if the
+    /// driver has `pools`; `cache`: whether streams keep freed blocks.
+    pub(super) fn new(
+        ctx: Arc<Context>,
+        ordinal: u32,
+        pools: bool,
+        cache: bool,
+    ) -> Result<Allocator> {
+        let mut pool = None;
+        if pools {
+            ctx.bind()?;
+            pool = Some(driver::mem_pool_create(ordinal, &ctx.label)?);
+        }
+        Ok(Allocator { ctx, pool, cache })
+    }
+
+    pub(super) fn describe(&self) -> &'static str {
+        match (self.pool.is_some(), self.cache) {
+            (true, true) => "per-stream cache over a stream-ordered pool",
+            (true, false) => "stream-ordered pool",
+            (false, true) => "per-stream cache over cuMemAlloc",
+            (false, false) => "cuMemAlloc",
+        }
+    }
+
+    /// `bytes` of device memory, usable in `stream`'s order (the context
+    /// is current).
+    pub(super) fn allocate(&self, bytes: usize, stream: RawStream) -> Result<DevicePtr> {
+        Ok(match self.pool {
+            Some(pool) => driver::mem_alloc_from_pool(bytes, pool, stream, &self.ctx.label)?,
+            None => driver::mem_alloc(bytes, &self.ctx.label)?,
+        })
+    }
+
+    /// Gives `ptr` (from [`Allocator::allocate`]) back, once every use of
+    /// it queued on `stream` so far is done (every use of a
+    /// block is ordered before this point on `stream`).
+    pub(super) fn free(&self, ptr: DevicePtr, stream: RawStream) {
+        match self.pool {
+            Some(_) => driver::mem_free_async(ptr, stream),
+            None => driver::mem_free(ptr),
+        }
+    }
+}
+
+impl Drop for Allocator {
+    fn drop(&mut self) {
+        if let (Some(pool), Ok(())) = (self.pool, self.ctx.bind()) {
+            // Every stream (and so every block) is gone: each holds an
+            // `Arc` of this allocator. Waiting for the context ends their
+            // queued work first.
+            let _ = driver::ctx_synchronize(&self.ctx.label);
+            driver::mem_pool_destroy(pool);
+        }
+    }
+}
 
 /// Most bytes one stream keeps cached.
 pub(super) const CACHE_BYTES: usize = 4 << 30;
 /// Most blocks one stream keeps cached.
 pub(super) const CACHE_BLOCKS: usize = 64;
+
+/// The largest size class a thread keeps as its spare output memory (see
+/// `array::storage`).
+const SPARE_CLASS: usize = 1 << 20;
 
 /// The size class of an allocation: 512-byte steps up to 1 MiB, 2 MiB
 /// steps above (so a block is reused only for nearly its own size).
@@ -63,120 +135,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Where blocks come from when no stream cache has one.
-pub(super) struct Allocator {
-    ctx: Arc<Context>,
-    /// A kernelkit-owned memory pool (stream-ordered), if the driver has them.
-    pool: Option<sys::CUmemoryPool>,
-    /// Keep freed blocks in per-stream caches.
-    cache: bool,
-}
-
-// SAFETY: pool handles may be used from any thread.
-unsafe impl Send for Allocator {}
-// SAFETY: as above; the handle is never mutated.
-unsafe impl Sync for Allocator {}
-
-impl Allocator {
-    /// The allocator of device `ordinal`, from a pool of its own if the
-    /// driver has `pools`; `cache`: whether streams keep freed blocks.
-    pub(super) fn new(
-        ctx: Arc<Context>,
-        ordinal: u32,
-        pools: bool,
-        cache: bool,
-    ) -> Result<Allocator> {
-        let mut pool = None;
-        if pools {
-            ctx.bind()?;
-            // SAFETY: the props are plain data, zero meaning "default" for
-            // every field not set here.
-            let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
-            props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-            props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
-            props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
-            props.location.id = ordinal as i32;
-            let mut raw: sys::CUmemoryPool = std::ptr::null_mut();
-            // SAFETY: creates a pool owned by this allocator.
-            check(
-                unsafe { sys::cuMemPoolCreate(&mut raw, &props) },
-                &ctx.label,
-                "cuMemPoolCreate",
-            )?;
-            let mut threshold: u64 = u64::MAX;
-            // SAFETY: the release threshold attribute takes a u64.
-            check(
-                unsafe {
-                    sys::cuMemPoolSetAttribute(
-                        raw,
-                        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                        (&mut threshold as *mut u64).cast(),
-                    )
-                },
-                &ctx.label,
-                "cuMemPoolSetAttribute",
-            )?;
-            pool = Some(raw);
-        }
-        Ok(Allocator { ctx, pool, cache })
-    }
-
-    pub(super) fn describe(&self) -> &'static str {
-        match (self.pool.is_some(), self.cache) {
-            (true, true) => "per-stream cache over a stream-ordered pool",
-            (true, false) => "stream-ordered pool",
-            (false, true) => "per-stream cache over cuMemAlloc",
-            (false, false) => "cuMemAlloc",
-        }
-    }
-
-    fn allocate(&self, bytes: usize, stream: sys::CUstream) -> Result<u64> {
-        let mut ptr: sys::CUdeviceptr = 0;
-        match self.pool {
-            // SAFETY: allocates `bytes` from our pool in `stream`'s order.
-            Some(pool) => check(
-                unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool, stream) },
-                &self.ctx.label,
-                "cuMemAllocFromPoolAsync",
-            )?,
-            // SAFETY: a plain device allocation.
-            None => check(
-                unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) },
-                &self.ctx.label,
-                "cuMemAlloc",
-            )?,
-        }
-        Ok(ptr)
-    }
-
-    fn free(&self, ptr: u64, stream: sys::CUstream) {
-        // SAFETY: `ptr` came from `allocate` and every use of it was ordered
-        // before this point on `stream` (see the module docs).
-        unsafe {
-            match self.pool {
-                Some(_) => sys::cuMemFreeAsync(ptr, stream),
-                None => sys::cuMemFree_v2(ptr),
-            };
-        }
-    }
-}
-
-impl Drop for Allocator {
-    fn drop(&mut self) {
-        if let (Some(pool), Ok(())) = (self.pool, self.ctx.bind()) {
-            // SAFETY: every stream (and so every block) is gone: each holds
-            // an `Arc` of this allocator.
-            unsafe {
-                sys::cuCtxSynchronize();
-                sys::cuMemPoolDestroy(pool);
-            }
-        }
-    }
-}
-
 /// A CUDA stream and its cache of free blocks.
 pub(crate) struct CudaStream {
-    pub(super) raw: sys::CUstream,
+    pub(super) raw: RawStream,
     pub(super) ctx: Arc<Context>,
     allocator: Arc<Allocator>,
     /// `allocator.cache`, copied here (the allocator's line stays cold).
@@ -187,7 +148,7 @@ pub(crate) struct CudaStream {
     /// loop) never reaches `cache`.
     recent: AtomicU64,
     /// (size class, address) of blocks free in this stream's order.
-    cache: Mutex<(Vec<(usize, u64)>, usize)>,
+    cache: Mutex<(Vec<(usize, DevicePtr)>, usize)>,
 }
 
 /// Bits of a packed [`CudaStream::recent`] entry that hold the address.
@@ -197,38 +158,25 @@ const ADDRESS_BITS: u32 = 52;
 /// 1 MiB: 12 bits) above a 52-bit address. `None` for blocks that do not
 /// fit (larger classes, addresses beyond 52 bits): those use the locked
 /// cache.
-fn pack(class: usize, ptr: u64) -> Option<u64> {
+fn pack(class: usize, ptr: DevicePtr) -> Option<u64> {
     (class <= 1 << 20 && ptr != 0 && ptr >> ADDRESS_BITS == 0)
         .then_some(((class / 512) as u64) << ADDRESS_BITS | ptr)
 }
 
-fn unpack(word: u64) -> (usize, u64) {
+fn unpack(word: u64) -> (usize, DevicePtr) {
     (
         (word >> ADDRESS_BITS) as usize * 512,
         word & ((1 << ADDRESS_BITS) - 1),
     )
 }
 
-// SAFETY: stream handles may be used from any thread; the cache is behind
-// a mutex.
-unsafe impl Send for CudaStream {}
-// SAFETY: as above.
-unsafe impl Sync for CudaStream {}
-
 impl CudaStream {
+    /// A new stream of `allocator`'s device, with an empty cache.
     pub(super) fn new(allocator: Arc<Allocator>) -> Result<Arc<CudaStream>> {
         let ctx = allocator.ctx.clone();
         ctx.bind()?;
-        let mut raw: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: creates a stream that does not synchronize with the legacy
-        // default stream; destroyed on drop.
-        check(
-            unsafe {
-                sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
-            },
-            &ctx.label,
-            "cuStreamCreate",
-        )?;
+        // Destroyed on drop.
+        let raw = driver::stream_create(&ctx.label)?;
         Ok(Arc::new(CudaStream {
             raw,
             ctx,
@@ -239,19 +187,15 @@ impl CudaStream {
         }))
     }
 
+    /// Waits until the stream's work is done.
     pub(super) fn synchronize(&self) -> Result<()> {
         self.ctx.bind()?;
-        // SAFETY: waits for the stream's work.
-        check(
-            unsafe { sys::cuStreamSynchronize(self.raw) },
-            &self.ctx.label,
-            "cuStreamSynchronize",
-        )?;
+        driver::stream_synchronize(self.raw, &self.ctx.label)?;
         Ok(())
     }
 
     #[inline]
-    fn take(&self, class: usize) -> Option<u64> {
+    fn take(&self, class: usize) -> Option<DevicePtr> {
         if !self.caching {
             return None;
         }
@@ -271,7 +215,7 @@ impl CudaStream {
     /// [`CudaStream::take`] from the locked cache.
     #[cold]
     #[inline(never)]
-    fn take_cached(&self, class: usize) -> Option<u64> {
+    fn take_cached(&self, class: usize) -> Option<DevicePtr> {
         let mut cache = lock(&self.cache);
         let at = cache.0.iter().rposition(|&(c, _)| c == class)?;
         let (_, ptr) = cache.0.swap_remove(at);
@@ -280,7 +224,7 @@ impl CudaStream {
     }
 
     #[inline]
-    fn give_back(&self, class: usize, ptr: u64) {
+    fn give_back(&self, class: usize, ptr: DevicePtr) {
         if self.caching {
             if let Some(word) = pack(class, ptr) {
                 if self
@@ -298,7 +242,7 @@ impl CudaStream {
     /// [`CudaStream::give_back`] to the locked cache, or to the driver.
     #[cold]
     #[inline(never)]
-    fn give_back_slow(&self, class: usize, ptr: u64) {
+    fn give_back_slow(&self, class: usize, ptr: DevicePtr) {
         if self.caching {
             let mut cache = lock(&self.cache);
             if cache.0.len() < CACHE_BLOCKS && cache.1 + class <= CACHE_BYTES {
@@ -310,6 +254,15 @@ impl CudaStream {
         if self.ctx.bind().is_ok() {
             self.allocator.free(ptr, self.raw);
         }
+    }
+
+    /// The spare size class of an output of `len` bytes on this stream:
+    /// `None` for streams that cache no blocks (the block cache is off)
+    /// and for outputs larger than [`SPARE_CLASS`].
+    #[inline]
+    pub(crate) fn spare_class(&self, len: usize) -> Option<usize> {
+        let class = size_class(len);
+        (self.caching && class <= SPARE_CLASS).then_some(class)
     }
 }
 
@@ -326,11 +279,9 @@ impl Drop for CudaStream {
         for (_, ptr) in blocks {
             self.allocator.free(ptr, self.raw);
         }
-        // SAFETY: no block refers to this stream any more (each holds an
-        // `Arc` of it); queued work still completes after the destroy.
-        unsafe {
-            sys::cuStreamDestroy_v2(self.raw);
-        }
+        // No block refers to this stream any more (each holds an `Arc` of
+        // it); queued work still completes after the destroy.
+        driver::stream_destroy(self.raw);
     }
 }
 
@@ -370,14 +321,12 @@ impl DeviceMem {
     pub(crate) fn used_elsewhere(&self) -> bool {
         self.last_foreign.load(Ordering::Relaxed) != 0
     }
-}
 
-impl DeviceMem {
     /// Gives the block back to its home stream's cache, once every foreign
     /// stream's use of it is ordered before the home stream's next work.
     /// Called once, by the dying buffer.
     #[inline]
-    pub(crate) fn release(&mut self, addr: u64, home: &StreamHandle) {
+    pub(crate) fn release(&mut self, addr: DevicePtr, home: &StreamHandle) {
         let Some(home) = home.cuda() else {
             return; // Not reached: CUDA memory is allocated on CUDA streams.
         };
@@ -389,7 +338,12 @@ impl DeviceMem {
         home.give_back(self.class, addr);
     }
 
-    /// Makes `home` wait for every foreign stream's use of the block.
+    /// Makes `home` wait for every foreign stream's use of the block: an
+    /// event recorded on the other stream and waited for by the home
+    /// stream, so work queued on the home stream from now on (the block's
+    /// next user) runs after the other stream's uses (or, without an
+    /// event, a wait for the other stream). Destroying a recorded event is
+    /// allowed; its resources go when it completes.
     #[cold]
     #[inline(never)]
     fn order_after_foreign(&mut self, home: &CudaStream) {
@@ -397,49 +351,21 @@ impl DeviceMem {
         if foreign.is_empty() || home.ctx.bind().is_err() {
             return;
         }
+        let label = &home.ctx.label;
         for other in foreign {
-            let mut event: sys::CUevent = std::ptr::null_mut();
-            // SAFETY: an event recorded on the other stream and waited
-            // for by the home stream, so work queued on the home stream
-            // from now on (the block's next user) runs after the other
-            // stream's uses. Destroying a recorded event is allowed;
-            // its resources go when it completes.
-            unsafe {
-                if sys::cuEventCreate(
-                    &mut event,
-                    sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
-                ) == sys::CUresult::CUDA_SUCCESS
-                {
-                    sys::cuEventRecord(event, other.raw);
-                    sys::cuStreamWaitEvent(home.raw, event, 0);
-                    sys::cuEventDestroy_v2(event);
-                } else {
-                    sys::cuStreamSynchronize(other.raw);
+            match driver::event_create(label) {
+                Ok(event) => {
+                    let _ = driver::event_record(event, other.raw, label);
+                    let _ = driver::stream_wait_event(home.raw, event, label);
+                    driver::event_destroy(event);
+                }
+                Err(_) => {
+                    let _ = driver::stream_synchronize(other.raw, label);
                 }
             }
         }
     }
-}
 
-/// The CUDA stream of `home`, where its memory is allocated.
-fn cuda_of(home: &StreamHandle) -> Result<&Arc<CudaStream>, DeviceError> {
-    home.cuda().ok_or_else(|| DeviceError::Driver {
-        device: "cuda".into(),
-        operation: "allocation",
-        reason: "the stream is not a CUDA stream".into(),
-    })
-}
-
-/// `len` bytes in the order of `home`.
-pub(super) fn alloc(len: usize, home: &StreamHandle) -> Result<Memory> {
-    alloc_on(cuda_of(home)?, len)
-}
-
-/// The largest size class a thread keeps as its spare output memory (see
-/// `array::storage`).
-const SPARE_CLASS: usize = 1 << 20;
-
-impl DeviceMem {
     /// This block's size class, if a thread may keep it whole as its spare
     /// (a small block; the caller checks it is alone at home).
     #[inline]
@@ -448,19 +374,8 @@ impl DeviceMem {
     }
 }
 
-impl CudaStream {
-    /// The spare size class of an output of `len` bytes on this stream:
-    /// `None` for streams that cache no blocks (the block cache is off)
-    /// and for outputs larger than [`SPARE_CLASS`].
-    #[inline]
-    pub(crate) fn spare_class(&self, len: usize) -> Option<usize> {
-        let class = size_class(len);
-        (self.caching && class <= SPARE_CLASS).then_some(class)
-    }
-}
-
 /// `len` bytes in the order of `stream`: a block from the stream's cache
-/// (or the driver).
+/// (or the allocator).
 #[inline]
 pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize) -> Result<Memory> {
     let class = size_class(len);
@@ -484,28 +399,32 @@ pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize) -> Result<Memory> {
     })
 }
 
+/// The CUDA stream of `home`, where its memory is allocated.
+fn cuda_of(home: &StreamHandle) -> Result<&Arc<CudaStream>, DeviceError> {
+    home.cuda().ok_or_else(|| DeviceError::Driver {
+        device: "cuda".into(),
+        operation: "allocation",
+        reason: "the stream is not a CUDA stream".into(),
+    })
+}
+
+/// `len` bytes in the order of `home`.
+pub(super) fn alloc(len: usize, home: &StreamHandle) -> Result<Memory> {
+    alloc_on(cuda_of(home)?, len)
+}
+
 /// A new block holding `bytes`; the copy has finished when this returns.
 pub(super) fn upload(bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
     let stream = cuda_of(home)?;
     let buf = alloc_on(stream, bytes.len())?;
     stream.ctx.bind()?;
-    if !bytes.is_empty() {
-        // SAFETY: the block holds at least `bytes.len()` bytes; the host
-        // slice stays borrowed until the stream is synchronized below.
-        check(
-            unsafe {
-                sys::cuMemcpyHtoDAsync_v2(
-                    buf.addr,
-                    bytes.as_ptr().cast::<c_void>(),
-                    bytes.len(),
-                    stream.raw,
-                )
-            },
-            &stream.ctx.label,
-            "cuMemcpyHtoDAsync",
-        )?;
+    if bytes.is_empty() {
+        stream.synchronize()?;
+    } else {
+        // The block holds at least `bytes.len()` bytes; the copy waits for
+        // the stream.
+        driver::copy_to_device(buf.addr, bytes, stream.raw, &stream.ctx.label)?;
     }
-    stream.synchronize()?;
     Ok(buf)
 }
 
@@ -546,20 +465,13 @@ pub(super) fn download(
     if let Some(mem) = buf.device_mem() {
         mem.used_on(stream);
     }
-    // SAFETY: in bounds (checked above); `out` outlives the synchronize.
-    check(
-        unsafe {
-            sys::cuMemcpyDtoHAsync_v2(
-                out.as_mut_ptr().cast::<c_void>(),
-                buf.addr + offset as u64,
-                len,
-                stream.raw,
-            )
-        },
+    // In bounds (checked above); the copy waits for the stream.
+    driver::copy_to_host(
+        &mut out,
+        buf.addr + offset as u64,
+        stream.raw,
         &stream.ctx.label,
-        "cuMemcpyDtoHAsync",
     )?;
-    stream.synchronize()?;
     Ok(out)
 }
 
@@ -575,41 +487,34 @@ pub(super) fn fill(stream: &Arc<CudaStream>, buf: &Memory, pattern: &[u8]) -> Re
         mem.used_on(stream);
     }
     let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    // SAFETY (every arm): writes `n` elements of the pattern's size inside
-    // the buffer (`n * size <= len`), in stream order.
-    let r = unsafe {
-        match pattern.len() {
-            1 => sys::cuMemsetD8Async(buf.addr, pattern[0], n, stream.raw),
-            2 => sys::cuMemsetD16Async(
-                buf.addr,
-                u16::from_le_bytes([pattern[0], pattern[1]]),
-                n,
-                stream.raw,
-            ),
-            4 => sys::cuMemsetD32Async(buf.addr, word(pattern), n, stream.raw),
-            8 if pattern[..4] == pattern[4..] => {
-                sys::cuMemsetD32Async(buf.addr, word(pattern), n * 2, stream.raw)
-            }
-            8 => {
-                // Low and high words as two strided 2-D fills (pitch 8 bytes).
-                let r = sys::cuMemsetD2D32Async(buf.addr, 8, word(&pattern[..4]), 1, n, stream.raw);
-                if r != sys::CUresult::CUDA_SUCCESS {
-                    r
-                } else {
-                    sys::cuMemsetD2D32Async(buf.addr + 4, 8, word(&pattern[4..]), 1, n, stream.raw)
-                }
-            }
-            other => {
-                return Err(DeviceError::Driver {
-                    device: label.clone(),
-                    operation: "fill",
-                    reason: format!("no fill for {other}-byte elements"),
-                }
-                .into())
-            }
+    // Every arm writes `n` elements of the pattern's size inside the buffer
+    // (`n * size <= len`), in stream order.
+    let (addr, s) = (buf.addr, stream.raw);
+    match pattern.len() {
+        1 => memset::d8(addr, pattern[0], n, s, label)?,
+        2 => memset::d16(
+            addr,
+            u16::from_le_bytes([pattern[0], pattern[1]]),
+            n,
+            s,
+            label,
+        )?,
+        4 => memset::d32(addr, word(pattern), n, s, label)?,
+        8 if pattern[..4] == pattern[4..] => memset::d32(addr, word(pattern), n * 2, s, label)?,
+        8 => {
+            // Low and high words as two strided fills (pitch 8 bytes).
+            memset::d32_strided(addr, 8, word(&pattern[..4]), n, s, label)?;
+            memset::d32_strided(addr + 4, 8, word(&pattern[4..]), n, s, label)?;
         }
-    };
-    check(r, label, "cuMemsetAsync")?;
+        other => {
+            return Err(DeviceError::Driver {
+                device: label.clone(),
+                operation: "fill",
+                reason: format!("no fill for {other}-byte elements"),
+            }
+            .into())
+        }
+    }
     Ok(())
 }
 
@@ -634,27 +539,16 @@ extern "C" __global__ void kk_gather_4(const unsigned int* s, unsigned int* d, k
 extern "C" __global__ void kk_gather_8(const unsigned long long* s, unsigned long long* d, kk_layout l, unsigned long long n) { kk_gather(s, d, l, n); }
 "#;
 
-/// `kk_layout` in the gather source.
-#[repr(C)]
-struct Layout {
-    shape: [i64; MAX_NDIM],
-    strides: [i64; MAX_NDIM],
-    ndim: i32,
-}
-
-/// The built-in strided → contiguous copy kernels of one device, compiled
-/// once (the first time a strided input needs them).
+/// The built-in strided → contiguous copy kernels of one device.
 pub(super) struct Gather {
-    functions: [sys::CUfunction; 4],
+    /// `kk_gather_1`, `_2`, `_4`, `_8`.
+    functions: [RawFunction; 4],
+    /// Keeps the functions loaded.
     _module: Module,
 }
 
-// SAFETY: function handles may be used from any thread.
-unsafe impl Send for Gather {}
-// SAFETY: as above.
-unsafe impl Sync for Gather {}
-
 impl Gather {
+    /// Compiles [`GATHER_SOURCE`] and resolves its kernels.
     pub(super) fn build(ctx: &Arc<Context>, nvrtc: &Nvrtc) -> Result<Gather, String> {
         let cubin = nvrtc
             .compile_source(GATHER_SOURCE)
@@ -664,10 +558,8 @@ impl Gather {
         let cuda = module
             .downcast_ref::<CudaModule>()
             .ok_or_else(|| "the gather module is not a CUDA module".to_string())?;
-        let mut functions = [std::ptr::null_mut(); 4];
-        for (slot, size) in functions.iter_mut().zip([1, 2, 4, 8]) {
-            *slot = resolve(ctx, cuda, &format!("kk_gather_{size}"))?.0;
-        }
+        let resolve = |size: usize| resolve(ctx, cuda, &format!("kk_gather_{size}")).map(|r| r.0);
+        let functions = [resolve(1)?, resolve(2)?, resolve(4)?, resolve(8)?];
         Ok(Gather {
             functions,
             _module: module,
@@ -682,8 +574,7 @@ impl Gather {
         dst: &Memory,
     ) -> Result<()> {
         let label = &stream.ctx.label;
-        let size = src.dtype.size();
-        let index = match size {
+        let index = match src.dtype.size() {
             1 => 0,
             2 => 1,
             4 => 2,
@@ -709,55 +600,29 @@ impl Gather {
             }
             .into());
         }
-        let mut layout = Layout {
+        let mut args = GatherArgs {
+            src: src.addr,
+            dst: dst.addr,
             shape: [1; MAX_NDIM],
             strides: [0; MAX_NDIM],
             ndim: axes.len() as i32,
+            n: src.size() as u64,
         };
         for (i, (d, s)) in axes.iter().enumerate() {
-            layout.shape[i] = *d as i64;
-            layout.strides[i] = *s as i64;
+            args.shape[i] = *d as i64;
+            args.strides[i] = *s as i64;
         }
-        let mut n = src.size() as u64;
-        if n == 0 {
+        if args.n == 0 {
             return Ok(());
         }
         stream.ctx.bind()?;
         if let Some(mem) = src.mem.device_mem() {
             mem.used_on(stream);
         }
-        let mut src_ptr = src.addr;
-        let mut dst_ptr = dst.addr;
-        let mut params: [*mut c_void; 4] = [
-            (&mut src_ptr as *mut u64).cast(),
-            (&mut dst_ptr as *mut u64).cast(),
-            (&mut layout as *mut Layout).cast(),
-            (&mut n as *mut u64).cast(),
-        ];
-        let blocks = n.div_ceil(256).min(65_535) as u32;
-        // SAFETY: the parameters match `kk_gather_N`'s signature (two
-        // pointers, the layout struct, a u64); the view lies inside the
-        // source buffer and `dst` holds `n` elements.
-        check(
-            unsafe {
-                sys::cuLaunchKernel(
-                    self.functions[index],
-                    blocks,
-                    1,
-                    1,
-                    256,
-                    1,
-                    1,
-                    0,
-                    stream.raw,
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            },
-            label,
-            "cuLaunchKernel (strided copy)",
-        )?;
-        Ok(())
+        // The view lies inside the source buffer and `dst` holds `n`
+        // elements.
+        let blocks = args.n.div_ceil(256).min(65_535) as u32;
+        launch_gather(&stream.ctx, self.functions[index], stream, blocks, &args)
     }
 }
 

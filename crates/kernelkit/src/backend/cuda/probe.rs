@@ -21,6 +21,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use super::{driver, nvrtc};
+
 /// Driver symbols kernelkit calls (through `cudarc::driver::sys`).
 const DRIVER_SYMBOLS: &[&str] = &[
     "cuInit",
@@ -104,26 +106,15 @@ pub(super) fn libraries(toolkit: &[PathBuf]) -> Result<&'static Libraries, Strin
 }
 
 fn probe(toolkit: &[PathBuf]) -> Result<Libraries, String> {
-    // SAFETY: `is_culib_present` only tries to dlopen the driver library by
-    // its usual names and drops the handle; it calls nothing in it.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+    if !driver::library_present() {
         return Err("the CUDA driver library (libcuda.so.1) could not be loaded".into());
     }
-    // SAFETY: the library is present (checked above), so `culib` loads it
-    // without panicking; looking up symbols runs no code.
-    let driver = unsafe { cudarc::driver::sys::culib() };
-    for name in DRIVER_SYMBOLS {
-        // SAFETY: a symbol lookup only; the pointer is not called here.
-        if unsafe { driver.get::<*const ()>(name.as_bytes()) }.is_err() {
-            return Err(format!(
-                "the CUDA driver is too old: it has no `{name}` (update the NVIDIA driver)"
-            ));
-        }
+    if let Some(name) = driver::missing_symbol(DRIVER_SYMBOLS) {
+        return Err(format!(
+            "the CUDA driver is too old: it has no `{name}` (update the NVIDIA driver)"
+        ));
     }
-    // SAFETY: as above, lookups only.
-    let has_pools = POOL_SYMBOLS
-        .iter()
-        .all(|name| unsafe { driver.get::<*const ()>(name.as_bytes()) }.is_ok());
+    let has_pools = driver::missing_symbol(POOL_SYMBOLS).is_none();
 
     nvrtc(toolkit)?;
     Ok(Libraries { has_pools })
@@ -138,11 +129,9 @@ pub(super) fn nvrtc(toolkit: &[PathBuf]) -> Result<(), String> {
 }
 
 fn probe_nvrtc(toolkit: &[PathBuf]) -> Result<(), String> {
-    // SAFETY: as for the driver: a dlopen by name, nothing called.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+    if !nvrtc::library_present() {
         preload_nvrtc(toolkit);
-        // SAFETY: as above.
-        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        if !nvrtc::library_present() {
             return Err(format!(
                 "NVRTC (libnvrtc.so) could not be loaded: put the CUDA toolkit's library \
                  directory on LD_LIBRARY_PATH or set CUDA_HOME (looked in {:?})",
@@ -150,15 +139,10 @@ fn probe_nvrtc(toolkit: &[PathBuf]) -> Result<(), String> {
             ));
         }
     }
-    // SAFETY: present (checked above), so no panic; lookups only.
-    let nvrtc = unsafe { cudarc::nvrtc::sys::culib() };
-    for name in NVRTC_SYMBOLS {
-        // SAFETY: a symbol lookup only.
-        if unsafe { nvrtc.get::<*const ()>(name.as_bytes()) }.is_err() {
-            return Err(format!("NVRTC is too old: it has no `{name}`"));
-        }
+    match nvrtc::missing_symbol(NVRTC_SYMBOLS) {
+        Some(name) => Err(format!("NVRTC is too old: it has no `{name}`")),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Loads `libnvrtc-builtins` and `libnvrtc` from the first toolkit that has
@@ -185,14 +169,7 @@ fn preload_nvrtc(toolkit: &[PathBuf]) {
                     let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
                     (!n.contains("builtins"), n.len())
                 });
-                let mut kept = Vec::new();
-                for f in files {
-                    // SAFETY: loading NVIDIA's NVRTC libraries runs only their
-                    // own initializers.
-                    if let Ok(lib) = unsafe { libloading::Library::new(&f) } {
-                        kept.push(lib);
-                    }
-                }
+                let kept: Vec<_> = files.iter().filter_map(|f| nvrtc::preload(f)).collect();
                 if !kept.is_empty() {
                     return kept;
                 }
@@ -200,4 +177,55 @@ fn preload_nvrtc(toolkit: &[PathBuf]) {
         }
         Vec::new()
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The functions `source` names as `sys::PREFIXName` (an upper-case
+    /// letter after the prefix: `cuInit`, not `culib`), less `types`.
+    fn calls<'a>(source: &'a str, prefix: &str, types: &[&str]) -> Vec<&'a str> {
+        let needle = format!("sys::{prefix}");
+        source
+            .match_indices(&needle)
+            .map(|(at, _)| {
+                let name = &source[at + "sys::".len()..];
+                let end = name
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(name.len());
+                &name[..end]
+            })
+            .filter(|name| {
+                name[prefix.len()..].starts_with(|c: char| c.is_ascii_uppercase())
+                    && !types.contains(name)
+            })
+            .collect()
+    }
+
+    /// Every driver and NVRTC function the wrappers call is checked by the
+    /// probe, so none of them can reach cudarc's panicking loader.
+    #[test]
+    fn every_call_of_the_wrappers_is_probed() {
+        let driver = calls(include_str!("driver.rs"), "cu", &[]);
+        assert!(driver.contains(&"cuLaunchKernel"), "{driver:?}");
+        for name in driver {
+            assert!(
+                DRIVER_SYMBOLS.contains(&name) || POOL_SYMBOLS.contains(&name),
+                "driver.rs calls `{name}`, which the probe does not check"
+            );
+        }
+        let nvrtc = calls(
+            include_str!("nvrtc.rs"),
+            "nvrtc",
+            &["nvrtcResult", "nvrtcProgram"],
+        );
+        assert!(nvrtc.contains(&"nvrtcCompileProgram"), "{nvrtc:?}");
+        for name in nvrtc {
+            assert!(
+                NVRTC_SYMBOLS.contains(&name),
+                "nvrtc.rs calls `{name}`, which the probe does not check"
+            );
+        }
+    }
 }
