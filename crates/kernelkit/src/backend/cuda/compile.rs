@@ -399,7 +399,7 @@ mod tests {
             "a cubin is an ELF image"
         );
         assert!(compiled.dependencies.is_ok_and(|d| d.files.is_empty()));
-        let gather = nvrtc.compile_source(super::super::memory::GATHER_SOURCE);
+        let gather = nvrtc.compile_source(super::super::gather::GATHER_SOURCE);
         assert!(
             gather.is_ok(),
             "{}",

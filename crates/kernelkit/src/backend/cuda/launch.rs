@@ -24,9 +24,9 @@ use std::sync::Arc;
 
 use arrayvec::ArrayVec;
 
+use super::blocks::CudaStream;
 use super::driver::{self, DevicePtr, RawFunction};
 use super::load::{CudaFunction, DEFAULT_DYNAMIC_SHARED};
-use super::memory::CudaStream;
 use super::Context;
 use crate::backend::LaunchDesc;
 use crate::codegen::cuda::MAX_NDIM;
@@ -302,7 +302,7 @@ fn launch_error(
 }
 
 /// The arguments of the built-in strided copy, `kk_gather_N(const T* src,
-/// T* dst, kk_layout l, unsigned long long n)` (see `memory`), whose
+/// T* dst, kk_layout l, unsigned long long n)` (see `gather`), whose
 /// `kk_layout` is `{ long long shape[10]; long long strides[10]; int ndim; }`.
 pub(super) struct GatherArgs {
     pub(super) src: DevicePtr,
@@ -332,7 +332,7 @@ fn gather_words(args: &GatherArgs) -> (ArrayVec<u64, { 3 + LAYOUT_WORDS }>, [u32
     (words, [0, 1, 2, 2 + LAYOUT_WORDS as u32])
 }
 
-/// Launches `function`, one of `memory`'s `kk_gather_N` (resolved by that
+/// Launches `function`, one of `gather`'s `kk_gather_N` (resolved by that
 /// name from the module of `GATHER_SOURCE`), on `blocks` blocks of 256
 /// threads.
 pub(super) fn launch_gather(

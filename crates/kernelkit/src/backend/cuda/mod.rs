@@ -7,8 +7,7 @@
 //!   `includes`: kernelkit's own `#include` search, so NVRTC compiles the
 //!   very header bytes the artifact store's dependency list hashed.
 //! - `load`: modules and functions (resolved once, kept by the variant).
-//! - `memory`: streams, device memory with a per-stream cache, copies,
-//!   fills and the built-in gather kernel.
+//! - `memory`: allocations, uploads, downloads, fills.
 //! - `launch`: arguments marshalled on the stack, one `cuLaunchKernel`.
 //!
 //! And the CUDA backend's own:
@@ -17,6 +16,9 @@
 //!   kernel parameters of `launch`, the backend's only `unsafe` code.
 //! - `probe`: the libraries and symbols are checked before any call, so a
 //!   machine without CUDA gets a typed error, never a panic.
+//! - `pool`: where device blocks come from (a stream-ordered pool);
+//!   `blocks`: streams and their per-stream caches of freed blocks;
+//!   `gather`: the built-in strided → contiguous copy kernel.
 //! - `worker`: compile worker processes, so that compiles of distinct
 //!   kernels from many threads run in parallel (NVRTC serializes them
 //!   inside one process).
@@ -24,13 +26,16 @@
 //! Every driver call is made with the device's primary context current on
 //! the calling thread ([`Context::bind`], a thread-local check).
 
+mod blocks;
 mod compile;
 mod driver;
+mod gather;
 mod includes;
 mod launch;
 mod load;
 mod memory;
 mod nvrtc;
+mod pool;
 mod probe;
 pub(crate) mod worker;
 
@@ -49,8 +54,8 @@ use crate::config::CudaConfig;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Result};
 
+pub(crate) use blocks::{CudaStream, DeviceMem};
 pub(crate) use load::CudaFunction;
-pub(crate) use memory::{CudaStream, DeviceMem};
 
 thread_local! {
     /// The context kernelkit last made current on this thread.
@@ -128,8 +133,8 @@ impl Drop for Context {
 pub(crate) struct CudaBackend {
     ctx: Arc<Context>,
     nvrtc: compile::Nvrtc,
-    allocator: Arc<memory::Allocator>,
-    gather: OnceLock<Result<memory::Gather, String>>,
+    allocator: Arc<pool::Allocator>,
+    gather: OnceLock<Result<gather::Gather, String>>,
     limits: Limits,
     description: String,
     warp: u32,
@@ -232,7 +237,7 @@ impl CudaBackend {
         let version = driver::driver_version(&label)?;
 
         let nvrtc = compile::Nvrtc::new(cc, config).map_err(unavailable)?;
-        let allocator = Arc::new(memory::Allocator::new(
+        let allocator = Arc::new(pool::Allocator::new(
             ctx.clone(),
             ordinal,
             pools,
@@ -332,7 +337,7 @@ impl Backend for CudaBackend {
     fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()> {
         let gather = self
             .gather
-            .get_or_init(|| memory::Gather::build(&self.ctx, &self.nvrtc));
+            .get_or_init(|| gather::Gather::build(&self.ctx, &self.nvrtc));
         let gather = gather.as_ref().map_err(|reason| DeviceError::Driver {
             device: self.ctx.label.clone(),
             operation: "building the strided-copy kernel",
