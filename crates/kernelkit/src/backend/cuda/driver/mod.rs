@@ -1,7 +1,8 @@
 //! The CUDA driver API, each call behind a small safe function: the only
 //! place of the backend that calls `cudarc::driver::sys` (cudarc's raw
-//! bindings) and the only `unsafe` code of the backend but one (the
-//! kernel parameters of `launch`, which no wrapper can check).
+//! bindings). With `nvrtc` (NVRTC's calls), this is the backend's only
+//! `unsafe` code but one: the kernel parameters of `launch`, which no
+//! wrapper can check.
 //!
 //! Every wrapper returns the driver's answer as a typed error naming the
 //! device (its label, `cuda:N`) and the call ([`DeviceError::Driver`], or
@@ -27,6 +28,7 @@
 //! `stream` (streams, events), `memory` (pools, allocations, copies,
 //! fills), `module` (modules, functions, launches); here: handles, errors
 //! and the library's checks.
+
 mod context;
 mod memory;
 mod module;
@@ -106,11 +108,7 @@ pub(super) type DevicePtr = u64;
 
 /// A driver call's result as a typed error naming the device and call.
 #[inline]
-pub(super) fn check(
-    result: sys::CUresult,
-    device: &str,
-    operation: &'static str,
-) -> Result<(), DeviceError> {
+fn check(result: sys::CUresult, device: &str, operation: &'static str) -> Result<(), DeviceError> {
     if result == sys::CUresult::CUDA_SUCCESS {
         return Ok(());
     }
@@ -120,7 +118,7 @@ pub(super) fn check(
 /// The error for a failed driver call; `what` adds context (a kernel name).
 #[cold]
 #[inline(never)]
-pub(super) fn driver_error(
+fn driver_error(
     result: sys::CUresult,
     device: &str,
     operation: &'static str,
