@@ -55,8 +55,10 @@
 //!    build per key however many threads ask, different keys in parallel, a
 //!    failure delivered to every waiter and never cached), then the
 //!    artifact tiers (the disk store, [`cache::store`], shared by processes,
-//!    each entry checked against the files its compile read), then the
-//!    backend's compiler.
+//!    each entry checked against the files its compile read; placed,
+//!    bounded or turned off by the [`Config`], whose environment variables
+//!    are read in one place, [`Config::from_env`]), then the backend's
+//!    compiler.
 //! 5. **Launch** (`device::dispatch`): outputs allocated in the stream's
 //!    order (a thread's spare first), then one borrowed launch description
 //!    to the backend, which marshals the arguments and launches on the
@@ -65,7 +67,7 @@
 //! ## The floors
 //!
 //! The library is built in floors that only look down: `dtype`, `error`,
-//! `options` (the base) → `codegen` (pure generators, owning their
+//! `config` (the base) → `codegen` (pure generators, owning their
 //! vocabulary) → `backend` (compile, load, memory, launch, on borrowed
 //! descriptions) → `cache` (the module resolver and its tiers) → `device`,
 //! `array` → `kernel`. No module names an item of a floor above its own;
@@ -108,11 +110,11 @@ pub mod array;
 pub(crate) mod backend;
 pub mod cache;
 pub mod codegen;
+pub mod config;
 pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod kernel;
-pub mod options;
 pub mod spec_file;
 pub(crate) mod stats;
 pub(crate) mod sync;
@@ -138,14 +140,14 @@ pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
 pub use codegen::{Dialect, Generated};
-pub use device::{Device, DeviceId, DeviceKind, Stream, WeakDevice};
+pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions};
+pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
 pub use kernel::call::{Call, Launch};
 pub use kernel::variant::Variant;
 pub use kernel::variants::memo::MAX_CACHED_VARIANTS;
 pub use kernel::{Kernel, KernelBuilder};
-pub use options::{CompileWorkers, CudaCompileOptions};
 pub use stats::CacheStats;
 
 pub use half::{bf16, f16};

@@ -16,24 +16,22 @@ mod suite;
 
 use std::time::Duration;
 
-use kernelkit::{Device, Dialect, NullOptions};
+use kernelkit::{CacheMode, Device, DeviceBuilder, Dialect, NullOptions};
 
 /// These tests count compiles: artifacts left on disk by an earlier run
-/// must not answer for them, so the disk tier is off in this process.
-fn memory_only() {
-    std::env::set_var("KERNELKIT_CACHE", "memory");
+/// must not answer for them, so their devices have no disk tier.
+fn memory_only() -> DeviceBuilder {
+    Device::builder().cache_mode(CacheMode::Memory)
 }
 
 /// A fresh CPU device per test, so cache counters start at zero.
 fn cpu() -> Option<Device> {
-    memory_only();
-    Some(Device::new_cpu())
+    Some(memory_only().cpu().expect("a CPU device opens"))
 }
 
 /// A fresh CUDA device per test, or `None` (with the reason printed).
 fn cuda() -> Option<Device> {
-    memory_only();
-    match Device::new_cuda(0) {
+    match memory_only().cuda(0) {
         Ok(d) => Some(d),
         Err(e) => {
             println!("SKIPPED: no CUDA device: {e}");
@@ -50,20 +48,18 @@ const NULL_COMPILE_TIME: Duration = Duration::from_millis(10);
 
 /// A fresh null device per test.
 fn null() -> Option<Device> {
-    memory_only();
-    Some(Device::new_null_with(
-        NullOptions::default().compile_time(NULL_COMPILE_TIME),
-    ))
+    Some(memory_only().null(NullOptions::default().compile_time(NULL_COMPILE_TIME)))
 }
 
 /// A fresh null device that generates CUDA sources.
 fn null_cuda_dialect() -> Option<Device> {
-    memory_only();
-    Some(Device::new_null_with(
-        NullOptions::default()
-            .dialect(Dialect::Cuda)
-            .compile_time(NULL_COMPILE_TIME),
-    ))
+    Some(
+        memory_only().null(
+            NullOptions::default()
+                .dialect(Dialect::Cuda)
+                .compile_time(NULL_COMPILE_TIME),
+        ),
+    )
 }
 
 /// The tests of `$backend`, in a module of that name.

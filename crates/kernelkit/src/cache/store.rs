@@ -39,8 +39,9 @@
 //!   modification time, set when the entry is written and again on each hit
 //!   (entries are never modified in place, so it means nothing else). The
 //!   entry just written is always kept.
-//! - **Settings.** See [`crate::cache::config`]: `KERNELKIT_CACHE`,
-//!   `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`. A directory that
+//! - **Settings.** A [`CacheConfig`] (from `KERNELKIT_CACHE`,
+//!   `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`, or set by the
+//!   program: see [`crate::config`]). A directory that
 //!   cannot be created, trusted or written leaves the device with its memory
 //!   cache only, after one warning per process.
 
@@ -50,12 +51,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use crate::cache::config::{CacheMode, StoreConfig, DEFAULT_MAX_BYTES};
 use crate::cache::entry::{self, Dependencies, EntryError, Header, MAX_HEADER_BYTES};
 use crate::cache::key::ModuleKey;
 use crate::cache::lock::KeyLock;
 use crate::cache::tally;
 use crate::cache::trust;
+use crate::config::{CacheConfig, CacheMode, DEFAULT_MAX_BYTES};
 use crate::error::CompileError;
 use crate::stats::{CacheStats, Counter};
 
@@ -269,19 +270,18 @@ struct FileInfo {
 }
 
 impl ArtifactStore {
-    /// The store the environment asks for (see [`crate::cache::config`]),
-    /// or `None` for memory-only, with one warning per process when a disk
-    /// store was asked for but cannot be used.
-    pub(crate) fn from_env() -> Option<ArtifactStore> {
-        let config = StoreConfig::from_env();
+    /// The store `config` asks for, or `None` for memory-only, with one
+    /// warning per process when a disk store was asked for but cannot be
+    /// used.
+    pub(crate) fn for_devices(config: &CacheConfig) -> Option<ArtifactStore> {
         if config.mode != CacheMode::Disk {
             return None;
         }
-        let Some(dir) = config.dir else {
+        let Some(dir) = &config.dir else {
             warn_unusable("no home directory to put it in; set KERNELKIT_CACHE_DIR");
             return None;
         };
-        match ArtifactStore::create(&dir) {
+        match ArtifactStore::create(dir) {
             Ok(store) => Some(store.with_max_bytes(config.max_bytes)),
             Err(e) => {
                 warn_unusable(&e.to_string());

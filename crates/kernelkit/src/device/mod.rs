@@ -5,12 +5,15 @@
 //! device, whatever kernel object or thread asks. `Device::cpu()` and
 //! `Device::cuda(n)` return process-wide devices, so every part of a program
 //! shares their caches. [`Device::new_null`] is a device that runs nothing
-//! and records launches, for tests.
+//! and records launches, for tests. Every device is opened with a
+//! [`Config`]: the constructors read [`Config::from_env`] when they create
+//! one, a [`DeviceBuilder`] takes one from the program.
 //!
 //! **What this floor may import:** `cache`, `backend`, `codegen` and the
 //! base, and `array` (on the same floor: arrays live on devices, devices
 //! make arrays); nothing from `kernel`.
 
+mod builder;
 pub(crate) mod dispatch;
 mod null;
 
@@ -25,9 +28,12 @@ use crate::cache::resolver::ModuleResolver;
 use crate::cache::store::ArtifactStore;
 use crate::cache::tier::ArtifactTier;
 use crate::codegen::Dialect;
+use crate::config::{CacheConfig, Config, CudaCompileOptions};
 use crate::dtype::{DType, Element};
 use crate::error::{CompileError, DeviceError, Result};
 use crate::stats::CacheStats;
+
+pub use builder::DeviceBuilder;
 
 /// The kind of a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -132,15 +138,17 @@ fn next_stream_id() -> u64 {
 impl Device {
     /// A device over `backend`, whose default stream's state is
     /// `default_handle` (created by the caller, so that a failure to create
-    /// it is the caller's typed error, never a panic later).
+    /// it is the caller's typed error, never a panic later), with the
+    /// artifact tiers `cache` asks for.
     pub(crate) fn from_parts(
         kind: DeviceKind,
         ordinal: u32,
         backend: Box<dyn Backend>,
         default_handle: StreamHandle,
+        cache: &CacheConfig,
     ) -> Device {
         let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-        let tiers: Vec<Box<dyn ArtifactTier>> = ArtifactStore::from_env()
+        let tiers: Vec<Box<dyn ArtifactTier>> = ArtifactStore::for_devices(cache)
             .into_iter()
             .map(|store| Box::new(store) as Box<dyn ArtifactTier>)
             .collect();
@@ -191,9 +199,31 @@ impl Device {
         kind: DeviceKind,
         ordinal: u32,
         backend: Box<dyn Backend>,
+        cache: &CacheConfig,
     ) -> Result<Device> {
         let default_handle = backend.new_stream()?;
-        Ok(Device::from_parts(kind, ordinal, backend, default_handle))
+        Ok(Device::from_parts(
+            kind,
+            ordinal,
+            backend,
+            default_handle,
+            cache,
+        ))
+    }
+
+    /// A builder for a device with settings given by the program rather
+    /// than read from the environment: it starts from
+    /// [`Config::from_env`], and each setting given replaces that one.
+    ///
+    /// ```no_run
+    /// use kernelkit::{CacheMode, Device};
+    /// # fn main() -> kernelkit::Result<()> {
+    /// // A CPU device that keeps nothing on disk, whatever KERNELKIT_CACHE says.
+    /// let device = Device::builder().cache_mode(CacheMode::Memory).cpu()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder() -> DeviceBuilder {
+        DeviceBuilder::new()
     }
 
     /// A reference to this device that does not keep it alive.
@@ -207,30 +237,31 @@ impl Device {
         CPU.get_or_init(Device::new_cpu).clone()
     }
 
-    /// A new, independent CPU device with its own (empty) kernel cache.
-    /// Useful to measure compiles, or to isolate tests; it still shares the
-    /// artifact store on disk, so to measure compiles set
-    /// `KERNELKIT_CACHE=memory`.
+    /// A new, independent CPU device with its own (empty) kernel cache,
+    /// configured by the environment ([`Config::from_env`]). Useful to
+    /// measure compiles, or to isolate tests; it still shares the artifact
+    /// store on disk, so to measure compiles turn that off
+    /// (`Device::builder().cache_mode(CacheMode::Memory).cpu()`, or
+    /// `KERNELKIT_CACHE=memory`).
     pub fn new_cpu() -> Device {
-        // CPU launches run to completion: a CPU stream has no state.
-        Device::from_parts(
-            DeviceKind::Cpu,
-            0,
-            Box::new(crate::backend::cpu::CpuBackend::new()),
-            StreamHandle::Host,
-        )
+        Device::open_cpu(&Config::from_env())
     }
 
     /// A new CPU device whose kernels are compiled by `program` (a C++20
     /// compiler command) instead of `$CXX` or the first one on the `PATH`.
     pub fn new_cpu_with_compiler(program: impl Into<String>) -> Device {
+        Device::open_cpu(&Config::from_env().compiler(program))
+    }
+
+    /// A new CPU device with `config`.
+    pub(crate) fn open_cpu(config: &Config) -> Device {
+        // CPU launches run to completion: a CPU stream has no state.
         Device::from_parts(
             DeviceKind::Cpu,
             0,
-            Box::new(crate::backend::cpu::CpuBackend::with_compiler(
-                program.into(),
-            )),
+            Box::new(crate::backend::cpu::CpuBackend::new(&config.cpu)),
             StreamHandle::Host,
+            &config.cache,
         )
     }
 
@@ -250,26 +281,29 @@ impl Device {
     }
 
     /// A new CUDA device object with its own kernel cache (the process-wide
-    /// one is [`Device::cuda`]).
+    /// one is [`Device::cuda`]), configured by the environment
+    /// ([`Config::from_env`]).
     pub fn new_cuda(ordinal: u32) -> Result<Device> {
-        Device::new_cuda_with(ordinal, &crate::options::CudaCompileOptions::default())
+        Device::open_cuda(ordinal, &Config::from_env())
     }
 
-    /// A new CUDA device object whose compiles add `options` (after
+    /// A new CUDA device object whose compiles add `options` (before
     /// `KERNELKIT_NVRTC_FLAGS`, which every CUDA device uses). It has its
     /// own kernel cache; the options are part of every module key.
-    pub fn new_cuda_with(
-        ordinal: u32,
-        options: &crate::options::CudaCompileOptions,
-    ) -> Result<Device> {
+    pub fn new_cuda_with(ordinal: u32, options: &CudaCompileOptions) -> Result<Device> {
+        Device::open_cuda(ordinal, &Config::from_env().cuda_options(options.clone()))
+    }
+
+    /// A new CUDA device object with `config`.
+    pub(crate) fn open_cuda(ordinal: u32, config: &Config) -> Result<Device> {
         #[cfg(feature = "cuda")]
         {
-            let backend = crate::backend::cuda::CudaBackend::open(ordinal, options)?;
-            Device::open(DeviceKind::Cuda, ordinal, backend)
+            let backend = crate::backend::cuda::CudaBackend::open(ordinal, &config.cuda)?;
+            Device::open(DeviceKind::Cuda, ordinal, backend, &config.cache)
         }
         #[cfg(not(feature = "cuda"))]
         {
-            let _ = options;
+            let _ = config;
             Err(DeviceError::NotBuilt {
                 device: format!("cuda:{ordinal}"),
                 feature: "cuda",

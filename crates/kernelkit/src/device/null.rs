@@ -3,16 +3,18 @@
 
 use crate::backend::null::{LaunchRecord, NullBackend, NullOptions};
 use crate::backend::StreamHandle;
+use crate::config::{CacheConfig, Config};
 use crate::device::{Device, DeviceKind};
 
 impl Device {
     /// A device that runs nothing, for tests: of kernelkit, and of programs
     /// that use it. Calls on it are checked, their variants generated (in
     /// the CPU backend's C++) and memoized, their modules "compiled" (the
-    /// source is kept as the artifact: no compiler runs), cached in memory
-    /// and, as on any device, in the artifact store unless
-    /// `KERNELKIT_CACHE=memory`; outputs are allocated and filled; then each
-    /// launch is recorded ([`Device::recorded_launches`]) instead of run.
+    /// source is kept as the artifact: no compiler runs) and cached in
+    /// memory only (whatever the environment says: a null device's
+    /// artifacts have no place in the artifact store; a
+    /// [`DeviceBuilder`](crate::DeviceBuilder) can give one a store);
+    /// outputs are allocated and filled; then each launch is recorded ([`Device::recorded_launches`]) instead of run.
     ///
     /// Arrays live in host memory: uploads and downloads work, outputs hold
     /// zeros (or the call's `init_value`), never what the kernel would
@@ -57,11 +59,17 @@ impl Device {
     /// synchronize a threadgroup, the others accept them), and how long a
     /// compile takes.
     pub fn new_null_with(options: NullOptions) -> Device {
+        Device::open_null(options, &Config::default().cache)
+    }
+
+    /// A null device with `options` and the cache settings `cache`.
+    pub(crate) fn open_null(options: NullOptions, cache: &CacheConfig) -> Device {
         Device::from_parts(
             DeviceKind::Null,
             0,
             Box::new(NullBackend::new(options)),
             StreamHandle::Host,
+            cache,
         )
     }
 

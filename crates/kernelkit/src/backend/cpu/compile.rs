@@ -1,7 +1,7 @@
 //! Runs the system C++ compiler on a variant's source.
 //!
-//! The compiler is `$CXX`, else the first of `c++`, `g++`, `clang++` on the
-//! `PATH`. Its identity (the output of `--version`, run once per process
+//! The compiler is the configured one (`CXX`, see [`CpuConfig`]), else the
+//! first of `c++`, `g++`, `clang++` on the `PATH`. Its identity (the output of `--version`, run once per process
 //! and compiler) and the host's CPU features are part of the module key and
 //! of the artifact store's key, since the library is built with
 //! `-march=native`.
@@ -23,6 +23,7 @@ use super::scratch;
 use crate::backend::{CompileJob, Compiled};
 use crate::codegen::cpu::body_of;
 use crate::codegen::map_log_lines;
+use crate::config::CpuConfig;
 use crate::error::CompileError;
 
 /// Flags every CPU compile uses; part of the module key. Public (as
@@ -36,45 +37,34 @@ pub const FLAGS: &[&str] = &[
     "-fno-exceptions",
 ];
 
-/// How long one compile may run before it is killed (seconds), unless
-/// `KERNELKIT_COMPILE_TIMEOUT` says otherwise.
-const DEFAULT_TIMEOUT_S: u64 = 300;
-
 pub(crate) struct Compiler {
     program: String,
     identity: OnceLock<Arc<str>>,
     artifact_identity: OnceLock<String>,
     timeout: Duration,
+    /// Where the precompiled header goes, as configured (checked when the
+    /// first compile needs it).
+    pch_dir: Option<PathBuf>,
     pch: OnceLock<Pch>,
 }
 
 impl Compiler {
-    pub(crate) fn from_env() -> Compiler {
-        let program = std::env::var("CXX")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| {
-                ["c++", "g++", "clang++"]
-                    .into_iter()
-                    .find(|p| on_path(p))
-                    .unwrap_or("c++")
-                    .to_string()
-            });
-        Compiler::with_program(program)
-    }
-
-    pub(crate) fn with_program(program: String) -> Compiler {
-        let timeout = std::env::var("KERNELKIT_COMPILE_TIMEOUT")
-            .ok()
-            .and_then(|s| s.parse::<f64>().ok())
-            .filter(|s| *s > 0.0)
-            .map(Duration::from_secs_f64)
-            .unwrap_or(Duration::from_secs(DEFAULT_TIMEOUT_S));
+    /// The compiler `config` names, else the first of `c++`, `g++`,
+    /// `clang++` on the `PATH`.
+    pub(crate) fn new(config: &CpuConfig) -> Compiler {
+        let program = config.compiler.clone().unwrap_or_else(|| {
+            ["c++", "g++", "clang++"]
+                .into_iter()
+                .find(|p| on_path(p))
+                .unwrap_or("c++")
+                .to_string()
+        });
         Compiler {
             program,
             identity: OnceLock::new(),
             artifact_identity: OnceLock::new(),
-            timeout,
+            timeout: config.compile_timeout,
+            pch_dir: config.pch_dir.clone(),
             pch: OnceLock::new(),
         }
     }
@@ -177,7 +167,7 @@ impl Compiler {
     fn pch(&self) -> &Pch {
         self.pch.get_or_init(|| {
             Pch::new(
-                super::pch::pch_dir(),
+                super::pch::usable_dir(self.pch_dir.as_deref()),
                 xxhash_rust::xxh3::xxh3_64(
                     format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" "))
                         .as_bytes(),
@@ -275,6 +265,10 @@ fn wait_bounded(
     }
 }
 
+/// Whether `program` is a file in a directory of the `PATH`. This is the
+/// operating system's search for a program, not a setting, so it reads
+/// `PATH` here rather than through [`crate::config::Config`] (as the
+/// `Command` that runs the compiler does).
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| {
         std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(program)))

@@ -21,6 +21,7 @@ use crate::backend::{
     StreamHandle,
 };
 use crate::codegen::Dialect;
+use crate::config::CpuConfig;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Error, Result};
 
@@ -36,17 +37,10 @@ pub(crate) struct CpuBackend {
 }
 
 impl CpuBackend {
-    pub(crate) fn new() -> CpuBackend {
-        CpuBackend::from_compiler(Compiler::from_env())
-    }
-
-    pub(crate) fn with_compiler(program: String) -> CpuBackend {
-        CpuBackend::from_compiler(Compiler::with_program(program))
-    }
-
-    fn from_compiler(compiler: Compiler) -> CpuBackend {
+    /// A backend whose compiler `config` describes.
+    pub(crate) fn new(config: &CpuConfig) -> CpuBackend {
         CpuBackend {
-            compiler,
+            compiler: Compiler::new(config),
             limits: LIMITS,
         }
     }

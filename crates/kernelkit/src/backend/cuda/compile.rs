@@ -6,8 +6,9 @@
 //!   NVRTC is older than the chip, it emits PTX for the newest architecture
 //!   it knows and the driver finishes the job (a slower first load).
 //! - Include directories: `include` and, on CUDA 13, `include/cccl` of the
-//!   first toolkit among `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda` that
-//!   has them, then the user's ([`CudaCompileOptions`]).
+//!   first of the configured toolkits ([`CudaConfig::toolkit_dirs`]: `CUDA_HOME`,
+//!   `CUDA_PATH`, `/usr/local/cuda`) that has them, then the user's
+//!   ([`CudaConfig::option_words`]).
 //! - The identity (part of every module key) names NVRTC's version, the target and
 //!   hash of every option, so a change of any of them compiles anew; the
 //!   artifact store's identity holds every option in full.
@@ -24,17 +25,16 @@
 //! worker process instead (`super::worker`), with the same options and the
 //! same error mapping.
 
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::CString;
 use std::path::PathBuf;
 
-use cudarc::nvrtc::sys;
-
 use super::includes::{self, SearchPath};
+use super::nvrtc::{self, Program};
 use super::worker::{Output, Workers};
 use crate::backend::{CompileJob, Compiled};
 use crate::codegen::{cuda::body_of, map_log_lines};
+use crate::config::CudaConfig;
 use crate::error::CompileError;
-use crate::options::CudaCompileOptions;
 
 /// The file name NVRTC reports errors against.
 const PROGRAM_NAME: &str = "kernel.cu";
@@ -57,34 +57,19 @@ pub(super) struct Nvrtc {
     workers: Option<Workers>,
 }
 
-/// NVRTC's version, after checking that the library and its symbols load.
-pub(super) fn nvrtc_version() -> Result<(i32, i32), String> {
-    super::probe::nvrtc()?;
-    let (mut major, mut minor) = (0 as c_int, 0 as c_int);
-    // SAFETY: writes two ints.
-    nv(
-        unsafe { sys::nvrtcVersion(&mut major, &mut minor) },
-        "nvrtcVersion",
-    )?;
-    Ok((major, minor))
+/// NVRTC's version, after checking that the library and its symbols load
+/// (looking for it in the `toolkit` roots if the loader does not find it).
+pub(super) fn nvrtc_version(toolkit: &[PathBuf]) -> Result<(i32, i32), String> {
+    super::probe::nvrtc(toolkit)?;
+    nvrtc::version().map_err(|e| e.to_string())
 }
 
 impl Nvrtc {
-    /// Reads NVRTC's version and architectures and fixes the options.
-    pub(super) fn new(cc: (i32, i32), user: &CudaCompileOptions) -> Result<Nvrtc, String> {
-        let (major, minor) = nvrtc_version()?;
-        let mut n = 0 as c_int;
-        // SAFETY: writes one int.
-        nv(
-            unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) },
-            "nvrtcGetNumSupportedArchs",
-        )?;
-        let mut archs = vec![0 as c_int; n.max(0) as usize];
-        // SAFETY: `archs` has room for the `n` ints NVRTC writes.
-        nv(
-            unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) },
-            "nvrtcGetSupportedArchs",
-        )?;
+    /// Reads NVRTC's version and architectures and fixes the options of a
+    /// device of compute capability `cc` configured by `config`.
+    pub(super) fn new(cc: (i32, i32), config: &CudaConfig) -> Result<Nvrtc, String> {
+        let (major, minor) = nvrtc_version(&config.toolkit_dirs)?;
+        let archs = nvrtc::supported_archs().map_err(|e| e.to_string())?;
         let want = cc.0 * 10 + cc.1;
         let suffix = if cc.0 >= 9 { "a" } else { "" };
         let (target, cubin) = if archs.contains(&want) {
@@ -107,11 +92,11 @@ impl Nvrtc {
             format!("--gpu-architecture={target}"),
             "--device-as-default-execution-space".to_string(),
         ];
-        let toolkit = toolkit_include_dirs();
+        let toolkit = toolkit_include_dirs(&config.toolkit_dirs);
         for dir in &toolkit {
             words.push(format!("-I{}", dir.display()));
         }
-        words.extend(user.words());
+        words.extend(config.option_words());
         let search = SearchPath::from_options(&words, &toolkit);
         let options = words
             .iter()
@@ -127,7 +112,7 @@ impl Nvrtc {
             options,
             identity,
             search,
-            workers: Workers::find(&user.workers, (major, minor)),
+            workers: Workers::find(config, (major, minor)),
         })
     }
 
@@ -230,22 +215,19 @@ pub(super) fn run_nvrtc(
         names.push(CString::new(n.as_str()).map_err(|_| nul("name"))?);
         texts.push(CString::new(text.as_slice()).map_err(|_| nul("text"))?);
     }
-    let prog = Program::create(&src, &name, &texts, &names).map_err(Failure::Other)?;
-    let opts: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
-    // SAFETY: the program is live; `opts` points at `options`'
-    // NUL-terminated strings, which outlive the call.
-    let result = unsafe { sys::nvrtcCompileProgram(prog.0, opts.len() as c_int, opts.as_ptr()) };
-    if result != sys::nvrtcResult::NVRTC_SUCCESS {
+    let prog =
+        Program::create(&src, &name, &texts, &names).map_err(|e| Failure::Other(e.to_string()))?;
+    if let Err(e) = prog.compile(options) {
         let log = prog.log();
-        return Err(if result == sys::nvrtcResult::NVRTC_ERROR_COMPILATION {
+        return Err(if e.rejected_source() {
             Failure::Rejected(log)
         } else {
-            Failure::Other(format!("nvrtcCompileProgram: {result:?}\n{log}"))
+            Failure::Other(format!("nvrtcCompileProgram: {}\n{log}", e.result()))
         });
     }
     match output {
-        Output::Cubin => prog.output(sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN, "CUBIN"),
-        Output::Ptx => prog.output(sys::nvrtcGetPTXSize, sys::nvrtcGetPTX, "PTX"),
+        Output::Cubin => prog.cubin(),
+        Output::Ptx => prog.ptx(),
     }
     .map_err(Failure::Other)
 }
@@ -267,96 +249,6 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// An NVRTC program, destroyed on drop.
-struct Program(sys::nvrtcProgram);
-
-impl Program {
-    /// A program of `src` (reported as file `name`) whose `#include`s of
-    /// `include_names[i]` read `headers[i]`.
-    fn create(
-        src: &CString,
-        name: &CString,
-        headers: &[CString],
-        include_names: &[CString],
-    ) -> Result<Program, String> {
-        debug_assert_eq!(headers.len(), include_names.len());
-        let count = headers.len().min(include_names.len());
-        let headers: Vec<*const c_char> = headers.iter().map(|h| h.as_ptr()).collect();
-        let include_names: Vec<*const c_char> = include_names.iter().map(|n| n.as_ptr()).collect();
-        let mut raw: sys::nvrtcProgram = std::ptr::null_mut();
-        // SAFETY: every string is NUL-terminated and outlives the program
-        // (the caller keeps them until it is dropped); NVRTC reads the two
-        // arrays, `count` pointers each, during the call.
-        nv(
-            unsafe {
-                sys::nvrtcCreateProgram(
-                    &mut raw,
-                    src.as_ptr(),
-                    name.as_ptr(),
-                    count as c_int,
-                    headers.as_ptr(),
-                    include_names.as_ptr(),
-                )
-            },
-            "nvrtcCreateProgram",
-        )?;
-        Ok(Program(raw))
-    }
-
-    fn log(&self) -> String {
-        let mut size = 0usize;
-        // SAFETY: the program is live; writes one size.
-        if unsafe { sys::nvrtcGetProgramLogSize(self.0, &mut size) }
-            != sys::nvrtcResult::NVRTC_SUCCESS
-        {
-            return String::new();
-        }
-        let mut buf = vec![0u8; size.max(1)];
-        // SAFETY: `buf` holds the `size` bytes NVRTC writes.
-        unsafe { sys::nvrtcGetProgramLog(self.0, buf.as_mut_ptr() as *mut c_char) };
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    }
-
-    fn output(
-        &self,
-        size_of: unsafe fn(sys::nvrtcProgram, *mut usize) -> sys::nvrtcResult,
-        get: unsafe fn(sys::nvrtcProgram, *mut c_char) -> sys::nvrtcResult,
-        what: &str,
-    ) -> Result<Vec<u8>, String> {
-        let mut size = 0usize;
-        // SAFETY: the program compiled; writes one size.
-        nv(unsafe { size_of(self.0, &mut size) }, "nvrtcGet*Size")?;
-        if size == 0 {
-            return Err(format!("NVRTC produced an empty {what}"));
-        }
-        let mut out = vec![0u8; size];
-        // SAFETY: `out` holds the `size` bytes NVRTC writes.
-        nv(
-            unsafe { get(self.0, out.as_mut_ptr() as *mut c_char) },
-            "nvrtcGet*",
-        )?;
-        Ok(out)
-    }
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        // SAFETY: destroys the program this value owns.
-        unsafe {
-            sys::nvrtcDestroyProgram(&mut self.0);
-        }
-    }
-}
-
-fn nv(result: sys::nvrtcResult, call: &str) -> Result<(), String> {
-    if result == sys::nvrtcResult::NVRTC_SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("{call} failed: {result:?}"))
-    }
-}
-
 /// What the artifact store hashes besides the source: NVRTC's version, the
 /// target and every option in full, each with its length (so no two option
 /// lists read the same). Entries live on disk for months and are shared by
@@ -370,9 +262,10 @@ fn store_identity(version: (i32, i32), target: &str, words: &[String]) -> String
     out
 }
 
-/// `include` and `include/cccl` of the first CUDA toolkit that has them.
-fn toolkit_include_dirs() -> Vec<PathBuf> {
-    for home in super::cuda_homes() {
+/// `include` and `include/cccl` of the first CUDA toolkit among `homes`
+/// that has them.
+fn toolkit_include_dirs(homes: &[PathBuf]) -> Vec<PathBuf> {
+    for home in homes {
         let include = home.join("include");
         if include.join("cuda_fp16.h").is_file() {
             let mut out = vec![include.clone()];
@@ -395,11 +288,12 @@ mod tests {
     /// NVRTC for an H200, or `None` (with the reason printed) where NVRTC is
     /// not installed: these tests need no GPU, only the library.
     fn nvrtc() -> Option<Nvrtc> {
-        if let Err(reason) = super::super::probe::nvrtc() {
+        let config = crate::config::Config::from_env().cuda;
+        if let Err(reason) = super::super::probe::nvrtc(&config.toolkit_dirs) {
             println!("skipped: {reason}");
             return None;
         }
-        Some(Nvrtc::new((9, 0), &CudaCompileOptions::default()).expect("NVRTC knows sm_90"))
+        Some(Nvrtc::new((9, 0), &config).expect("NVRTC knows sm_90"))
     }
 
     /// A generated function name and source, as a compile job borrows them.
@@ -505,7 +399,7 @@ mod tests {
             "a cubin is an ELF image"
         );
         assert!(compiled.dependencies.is_ok_and(|d| d.files.is_empty()));
-        let gather = nvrtc.compile_source(super::super::memory::GATHER_SOURCE);
+        let gather = nvrtc.compile_source(super::super::gather::GATHER_SOURCE);
         assert!(
             gather.is_ok(),
             "{}",
