@@ -87,6 +87,8 @@ done
 # KK_MID=another: sent as cuda_perf_mid, measured in the same turns.
 if [ -n "${KK_BASE:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_base" "$KK_BASE"; fi
 if [ -n "${KK_MID:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_mid" "$KK_MID"; fi
+# KK_BASE_CLI=path/to/an/older/kernelkit: sent as kernelkit_base, for `ab_bench`.
+if [ -n "${KK_BASE_CLI:-}" ]; then strip --strip-debug -o "$DEST/kernelkit_base" "$KK_BASE_CLI"; fi
 # The Python package: a release wheel (debug info stripped) and its tests.
 rm -rf "$DEST/wheels" "$DEST/python-tests"
 python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
