@@ -8,7 +8,8 @@
 #   dispatch_loop      a warm dispatch loop (CPU and CUDA), to compare hosts
 #   launch_probe       what host work between raw launches costs there
 #   cuda-tests         tests/cuda.rs (CUDA-specific tests)
-#   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::)
+#   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::;
+#                      with the soak, the hot path and the bad-input matrix)
 #   fault-tests        tests/cuda_fault.rs (faulting kernels; each test its own process)
 #   lifecycle-tests    tests/cuda_lifecycle.rs (devices, contexts, limits; alone in a process)
 #   run-tests, views-tests  `kernelkit run` tests, run there with --device cuda
@@ -86,6 +87,8 @@ done
 # KK_MID=another: sent as cuda_perf_mid, measured in the same turns.
 if [ -n "${KK_BASE:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_base" "$KK_BASE"; fi
 if [ -n "${KK_MID:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_mid" "$KK_MID"; fi
+# KK_BASE_CLI=path/to/an/older/kernelkit: sent as kernelkit_base, for `ab_bench`.
+if [ -n "${KK_BASE_CLI:-}" ]; then strip --strip-debug -o "$DEST/kernelkit_base" "$KK_BASE_CLI"; fi
 # The Python package: a release wheel (debug info stripped) and its tests.
 rm -rf "$DEST/wheels" "$DEST/python-tests"
 python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"

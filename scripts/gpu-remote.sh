@@ -29,6 +29,8 @@ step() { # name, command...
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | tee "$LOGS/gpu.txt"
 step tests "$G/cuda-tests" --test-threads=4
+# The behavioural suite for cuda:: (with the soak, the hot path and the
+# bad-input matrix; `null_cuda_dialect::` does not match the filter).
 step behaviour "$G/behaviour-tests" cuda:: --test-threads=4
 step unit "$G/kernelkit-lib-tests" backend::cuda
 # A fault ruins the process's CUDA context: one process per fault test.
@@ -91,6 +93,20 @@ ab() {
   done
 }
 step ab ab
+# The same turns for `kernelkit bench --quick` of the older CLI (KK_BASE_CLI,
+# sent as kernelkit_base) and this one: memo hits, host dispatch, parallel
+# compiles, side by side.
+ab_bench() {
+  [ -x "$G/kernelkit_base" ] || { echo "no $G/kernelkit_base (KK_BASE_CLI)"; return 0; }
+  local b i
+  for i in $(seq "${KK_AB_BENCH_TURNS:-2}"); do
+    for b in kernelkit_base kernelkit; do
+      timeout 240 "$G/$b" bench --backend cuda --quick --json "$LOGS/bench_${b}_$i.json" >/dev/null 2>&1
+      echo "$b turn $i: $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); f=d.get('figures',d); print(' '.join(f'{k}={f[k]}' for k in sorted(f) if any(w in k for w in ('build_hit','dispatch_hit','hit_lookup','parallel_compile','herd'))))" "$LOGS/bench_${b}_$i.json" 2>&1 | head -c 900)"
+    done
+  done
+}
+step ab_bench ab_bench
 # The same with the per-stream block cache off (every output from the pool).
 step perf_pool env KERNELKIT_CUDA_ALLOC=pool "$G/cuda_perf"
 # Compiles in parallel: in-process against compile workers, then the same
@@ -123,6 +139,7 @@ echo "allocator=pool only: $(grep -h '^dispatch.warm_us =' "$LOGS/perf_pool.log"
 grep -h "^SUMMARY" "$LOGS/perf.log" 2>/dev/null
 grep -h "ns per \|^probe\." "$LOGS/calib.log" 2>/dev/null
 grep -h "^cuda_perf" "$LOGS/ab.log" 2>/dev/null
+grep -h "^kernelkit" "$LOGS/ab_bench.log" 2>/dev/null
 grep -h "^parallel\.\(first_compile_ms\|n[0-9]*\.speedup\)" "$LOGS/parallel.log" 2>/dev/null
 echo "workers off by KERNELKIT_COMPILE_WORKERS=0: $(grep -h '^SUMMARY' "$LOGS/parallel_off.log" 2>/dev/null)"
 grep -h "^SUMMARY" "$LOGS/parallel.log" 2>/dev/null

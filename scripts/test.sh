@@ -18,6 +18,16 @@ cargo test --workspace --all-features --doc
 bash tools/fakecuda/build.sh >/dev/null
 LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
   cargo nextest run -p kernelkit --all-features --test cuda_lifecycle
+# The behavioural suite's CUDA instances that read no kernel results (the
+# stand-in runs no kernel, and its NVRTC rejects nothing): the bad-input
+# matrix with CUDA's expectations, the memo, devices of other kinds.
+LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
+  cargo nextest run -p kernelkit --all-features --test behaviour -E 'test(/^cuda::/) & (
+    test(/::every_bad_input_is_a_typed_error_naming_its_argument$/)
+    | test(/::the_unchanged_call_is_accepted$/)
+    | test(/::arrays_of_another_device_(object_are_accepted|kind_are_refused)$/)
+    | test(/::a_memo_hit_allocates_nothing$/)
+    | test(/::memoized_variant_equals_fresh_generation$/))'
 # (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p kernelkit --features cuda --release --lib loom_ -- --test-threads=2

@@ -1,6 +1,7 @@
-//! The readers of `kernelkit run` on arbitrary input: the spec reader
-//! (`kernelkit_cli::spec`), the inline data encoder (`data`), the `.npy`
-//! reader and writer (`npy`) and the JSON output writer (`output`). They
+//! The readers of `kernelkit run` on arbitrary input: the library's spec
+//! file reader (`kernelkit::spec_file`), its inline data encoder (`data`)
+//! and `.npy` reader and writer (`npy`), and the command's JSON output
+//! writer (`kernelkit_cli::output`). They
 //! read untrusted files, so any bytes must give a value or a one-line
 //! error — never a panic, an unbounded recursion, or an allocation sized
 //! from a declared shape before the data were checked (run it under an
@@ -17,10 +18,10 @@
 
 use std::path::Path;
 
+use kernelkit::spec_file::npy::{self, Descr};
+use kernelkit::spec_file::{data, DataSource, SpecFile, MAX_NDIM};
 use kernelkit::DType;
-use kernelkit_cli::npy::{self, Descr};
-use kernelkit_cli::spec::{DataSource, SpecFile, MAX_NDIM};
-use kernelkit_cli::{data, output};
+use kernelkit_cli::output;
 use libfuzzer_sys::fuzz_target;
 
 fn one_line(e: &impl std::fmt::Display) {
@@ -79,7 +80,7 @@ fn npy_file(bytes: &[u8]) {
 }
 
 fn spec_text(text: &str) {
-    let spec = match SpecFile::parse(text, Path::new("/nonexistent")) {
+    let spec = match SpecFile::from_json(text, Path::new("/nonexistent")) {
         Ok(spec) => spec,
         Err(e) => return one_line(&e),
     };

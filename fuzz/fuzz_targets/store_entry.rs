@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use arbitrary::Arbitrary;
 use kernelkit::cache::entry::{self, Dependencies, FileDigest};
-use kernelkit::cache::key::StoreKey;
+use kernelkit::cache::key::ModuleKey;
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -53,8 +53,8 @@ fuzz_target!(|input: Input<'_>| match input {
         let _ = entry::parse_header(bytes);
     }
     Input::Hex(text) => {
-        if let Some(key) = StoreKey::from_hex(text) {
-            assert_eq!(StoreKey::from_hex(&key.to_string()), Some(key));
+        if let Some(key) = ModuleKey::from_hex(text) {
+            assert_eq!(ModuleKey::from_hex(&key.to_string()), Some(key));
         }
     }
     Input::Encoded {
@@ -66,7 +66,7 @@ fuzz_target!(|input: Input<'_>| match input {
         payload,
         damage,
     } => {
-        let key = StoreKey::from_bytes(key);
+        let key = ModuleKey::from_bytes(key);
         let deps = Dependencies {
             include_dirs: dirs.iter().map(PathBuf::from).collect(),
             cwd: dirs.first().map(PathBuf::from).filter(|p| !p.as_os_str().is_empty()),

@@ -14,6 +14,8 @@ fn main() {
         ("device", &["device", "array"]),
         ("kernel", &["kernel"]),
         ("interop", &["interop"]),
+        // The spec file format: builds kernels, calls and input arrays.
+        ("spec_file", &["spec_file"]),
     ]);
     match floors::check(std::path::Path::new(&src), &floors) {
         Ok(report) => print!("{report}"),

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use kernelkit::cache::config::{self, StoreConfig};
 use kernelkit::cache::store::{ArtifactStore, StoreError};
+use kernelkit::Config;
 
 /// Arguments of `kernelkit cache`.
 #[derive(clap::Args)]
@@ -36,12 +36,13 @@ enum Action {
 
 /// Runs `kernelkit cache`.
 pub fn main(args: Args) -> ExitCode {
-    let Some(dir) = args.dir.or_else(config::default_dir) else {
+    let config = Config::from_env().cache;
+    let Some(dir) = args.dir.or(config.dir) else {
         eprintln!("kernelkit cache: no home directory; pass --dir or set KERNELKIT_CACHE_DIR");
         return ExitCode::from(2);
     };
     let store = match ArtifactStore::open(&dir) {
-        Ok(s) => s.with_max_bytes(StoreConfig::from_env().max_bytes),
+        Ok(s) => s.with_max_bytes(config.max_bytes),
         Err(StoreError::Missing { dir }) => {
             println!("store: {} (does not exist: nothing cached)", dir.display());
             return ExitCode::SUCCESS;

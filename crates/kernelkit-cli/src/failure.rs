@@ -5,9 +5,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use kernelkit_cli::data::DataError;
-use kernelkit_cli::npy::NpyError;
-use kernelkit_cli::spec::SpecError;
+use kernelkit::spec_file::{InputError, SpecError};
 
 /// Anything that stops a `source` or `run` command.
 #[derive(Debug, thiserror::Error)]
@@ -15,12 +13,9 @@ pub enum CommandError {
     /// The spec file is unreadable or invalid.
     #[error(transparent)]
     Spec(#[from] SpecError),
-    /// Inline data does not fit its input.
+    /// An input's data (inline or a `.npy` file) or views do not fit it.
     #[error(transparent)]
-    Data(#[from] DataError),
-    /// A `.npy` file does not fit its input.
-    #[error(transparent)]
-    Npy(#[from] NpyError),
+    Input(#[from] InputError),
     /// The library refused the kernel or the call, or the compile or the
     /// launch failed.
     #[error(transparent)]

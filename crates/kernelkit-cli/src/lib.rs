@@ -1,15 +1,10 @@
-//! The file formats of the `kernelkit` command, apart from its commands:
-//! spec files ([`spec`]), input data written in JSON ([`data`]), `.npy`
-//! files ([`npy`]) and outputs printed as JSON ([`output`]).
+//! The outputs of `kernelkit run` printed as JSON ([`output`]).
 //!
-//! They are a library of their own so that the fuzz targets in `fuzz/`
-//! drive the very readers `kernelkit run` uses. Everything here reads
-//! untrusted text and bytes, so its contract is the command's: a reader
-//! returns a typed error (one line, naming the field or the input) for
-//! any input and never panics, recurses without bound, or allocates from
-//! a size it has not checked against the data in hand.
+//! A library of its own so that the `spec_data` fuzz target in `fuzz/`
+//! drives the very printer `kernelkit run` uses, beside the spec file
+//! readers it drives in the library (`kernelkit::spec_file`). The printer
+//! writes untrusted data, so its contract is the command's: it never
+//! panics, recurses without bound, or writes more than
+//! [`output::text_bound`] says.
 
-pub mod data;
-pub mod npy;
 pub mod output;
-pub mod spec;

@@ -18,6 +18,7 @@ mod failure;
 mod out_dir;
 mod run;
 mod source;
+mod spec_help;
 
 use std::process::ExitCode;
 

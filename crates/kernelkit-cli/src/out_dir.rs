@@ -15,8 +15,8 @@ use std::io::{BufWriter, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use kernelkit::spec_file::npy;
 use kernelkit::DType;
-use kernelkit_cli::npy;
 use tempfile::NamedTempFile;
 
 use crate::failure::CommandError;

@@ -5,7 +5,7 @@
 //!
 //! The spec is the one of `kernelkit source` plus the launch (`grid`,
 //! `threadgroup`, `init_value`), the `data` of every input and optional
-//! `views` (see [`kernelkit_cli::spec`]). Output, on one line of stdout:
+//! `views` (see [`kernelkit::spec_file`]). Output, on one line of stdout:
 //!
 //! ```json
 //! {"device": "cpu", "kernel_name": "custom_kernel_basic_...",
@@ -22,16 +22,16 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use kernelkit::spec_file::{Port, SpecError, SpecFile};
 use kernelkit::{Array, Device};
-use kernelkit_cli::spec::{DataSource, Port, SpecError, SpecFile, View};
-use kernelkit_cli::{data, npy, output};
+use kernelkit_cli::output;
 
 use crate::failure::{print_exact, CommandError};
 use crate::out_dir::Staged;
 
 /// Arguments of `kernelkit run`.
 #[derive(clap::Args)]
-#[command(after_long_help = kernelkit_cli::spec::HELP)]
+#[command(after_long_help = crate::spec_help::HELP)]
 pub struct Args {
     /// The spec file (JSON): name, inputs, outputs, source, [header,
     /// ensure_row_contiguous, atomic_outputs, template], grid, [threadgroup,
@@ -56,7 +56,7 @@ pub fn main(args: Args) -> ExitCode {
 
 /// Runs the call and returns the JSON line to print.
 fn run(args: &Args) -> Result<String, CommandError> {
-    let spec = SpecFile::load(&args.spec)?;
+    let spec = SpecFile::from_path(&args.spec)?;
     let grid = spec.grid.ok_or(SpecError::Missing {
         field: "grid",
         why: " (required by `kernelkit run`)",
@@ -66,11 +66,7 @@ fn run(args: &Args) -> Result<String, CommandError> {
         Some(name) => Device::from_name(name)?,
         None => Device::default_device()?,
     };
-    let inputs = spec
-        .inputs
-        .iter()
-        .map(|port| input(&spec, port, &device))
-        .collect::<Result<Vec<_>, _>>()?;
+    let inputs = spec.input_arrays(&device)?;
     // The inputs were uploaded on the default stream: run there too, so the
     // launch is ordered after the uploads on every backend.
     let mut call = spec
@@ -150,46 +146,4 @@ fn render(
         staged.publish()?;
     }
     Ok(json)
-}
-
-/// The array for one input: its data on `device`, then its views.
-fn input(spec: &SpecFile, port: &Port, device: &Device) -> Result<Array, CommandError> {
-    let bytes = match spec.data_for(&port.name) {
-        None => {
-            return Err(data::DataError {
-                input: port.name.clone(),
-                reason: "no data given (add it to `data`: a value, a list, or a .npy path)".into(),
-            }
-            .into())
-        }
-        Some(DataSource::Inline(value)) => {
-            data::encode(&port.name, value, port.dtype, &port.shape)?
-        }
-        Some(DataSource::Npy(path)) => npy::read(path, &port.name, port.dtype, &port.shape)?,
-    };
-    let mut array = Array::from_bytes(device, &bytes, port.shape.iter().copied(), port.dtype)?;
-    for view in spec.views_for(&port.name) {
-        array = apply(&array, view).map_err(|e| data::DataError {
-            input: port.name.clone(),
-            reason: format!("view {}: {e}", describe(view)),
-        })?;
-    }
-    Ok(array)
-}
-
-/// One view through the library's own view operations.
-fn apply(array: &Array, view: &View) -> kernelkit::Result<Array> {
-    match view {
-        View::Transpose(axes) => array.permute(axes),
-        View::Slice(ranges) => array.slice(ranges),
-        View::Broadcast(shape) => array.broadcast_to(shape),
-    }
-}
-
-fn describe(view: &View) -> String {
-    match view {
-        View::Transpose(axes) => format!("transpose {axes:?}"),
-        View::Slice(ranges) => format!("slice {ranges:?}"),
-        View::Broadcast(shape) => format!("broadcast {shape:?}"),
-    }
 }

@@ -10,14 +10,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use kernelkit::{Array, Device, Dialect};
+use kernelkit::spec_file::SpecFile;
+use kernelkit::{Device, Dialect};
 
 use crate::failure::{print_exact, CommandError};
-use kernelkit_cli::spec::{Port, SpecFile};
 
 /// Arguments of `kernelkit source`.
 #[derive(clap::Args)]
-#[command(after_long_help = kernelkit_cli::spec::HELP)]
+#[command(after_long_help = crate::spec_help::HELP)]
 pub struct Args {
     /// The kernel language: `metal`, `cuda` or `cpu`.
     #[arg(long, value_parser = parse_dialect)]
@@ -50,13 +50,10 @@ pub fn main(args: Args) -> ExitCode {
 
 /// The text to print: the source, or the name and a newline.
 fn generate(args: &Args) -> Result<String, CommandError> {
-    let spec = SpecFile::load(&args.spec)?;
+    let spec = SpecFile::from_path(&args.spec)?;
     let kernel = spec.kernel()?;
-    let inputs = spec
-        .inputs
-        .iter()
-        .map(placeholder)
-        .collect::<Result<Vec<_>, _>>()?;
+    // Stand-ins that generate like the declared inputs, without their data.
+    let inputs = spec.placeholder_inputs(&Device::cpu())?;
     let generated = spec.call(&kernel, &inputs).generate(args.dialect)?;
     if args.compile {
         let device = match args.dialect {
@@ -69,11 +66,7 @@ fn generate(args: &Args) -> Result<String, CommandError> {
                 ))
             }
         };
-        let on_device = spec
-            .inputs
-            .iter()
-            .map(|port| placeholder_on(&device, port))
-            .collect::<Result<Vec<_>, _>>()?;
+        let on_device = spec.placeholder_inputs(&device)?;
         spec.call(&kernel, &on_device)
             .grid([1, 1, 1])
             .prepare()?
@@ -84,17 +77,4 @@ fn generate(args: &Args) -> Result<String, CommandError> {
     } else {
         generated.source
     })
-}
-
-/// A CPU array that generates like the declared input: a variant depends
-/// only on an input's dtype, number of dimensions and element count (which
-/// pick its pass mode), so one zero element broadcast to the declared shape
-/// stands in for it without allocating the whole array.
-fn placeholder(port: &Port) -> Result<Array, CommandError> {
-    placeholder_on(&Device::cpu(), port)
-}
-
-fn placeholder_on(device: &Device, port: &Port) -> Result<Array, CommandError> {
-    let one = Array::zeros(device, vec![1; port.shape.len()], port.dtype)?;
-    Ok(one.broadcast_to(&port.shape)?)
 }

@@ -36,7 +36,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use kernelkit::spec_file::{npy, SpecFile};
+use kernelkit::DType;
+use serde_json::Value;
 
 #[test]
 fn real_kernels_match_their_references() {
@@ -233,22 +235,23 @@ fn run_entry(corpus: &Path, name: &str, device: &str, timeout: Duration) -> Resu
         Value::Null => None,
         ref sha => Some(text(&texts.join("header.metal"), sha)?),
     };
-    let Value::Object(mut spec) = read_json(&dir.join("call.json")) else {
+    // call.json is the spec less its texts: with them, the library's reader
+    // checks it and joins its `.npy` paths to the entry's folder, and its
+    // writer gives the file `kernelkit run` reads from elsewhere.
+    let Value::Object(mut call) = read_json(&dir.join("call.json")) else {
         panic!("{name}/call.json is not an object");
     };
-    spec.insert("source".into(), Value::String(source));
+    call.insert("source".into(), Value::String(source));
     if let Some(h) = header {
-        spec.insert("header".into(), Value::String(h));
+        call.insert("header".into(), Value::String(h));
     }
-    absolute_data(&mut spec, &dir);
+    let entry_dir = std::path::absolute(&dir).expect("an absolute entry folder");
+    let spec = SpecFile::from_json(&Value::Object(call).to_string(), &entry_dir)
+        .unwrap_or_else(|e| panic!("{name}/call.json: {e}"));
 
     let work = tempfile::tempdir().expect("a temporary folder");
     let spec_path = work.path().join("spec.json");
-    std::fs::write(
-        &spec_path,
-        serde_json::to_string(&Value::Object(spec)).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(&spec_path, spec.to_json().expect("UTF-8 paths")).unwrap();
     let out_dir = work.path().join("out");
     run_binary(&spec_path, device, &out_dir, timeout)?;
 
@@ -274,17 +277,6 @@ fn text(path: &Path, sha: &Value) -> Result<String, String> {
         path.display()
     );
     String::from_utf8(bytes).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Makes the `data` paths of a spec absolute (they are relative to the entry).
-fn absolute_data(spec: &mut Map<String, Value>, dir: &Path) {
-    if let Some(Value::Object(data)) = spec.get_mut("data") {
-        for v in data.values_mut() {
-            if let Value::String(rel) = v {
-                *v = Value::String(dir.join(&*rel).to_string_lossy().into_owned());
-            }
-        }
-    }
 }
 
 /// `kernelkit run SPEC --device D --out-dir OUT`, killed after `timeout`.
@@ -379,24 +371,14 @@ fn compare(out: &str, want: &Value, dir: &Path, out_dir: &Path) -> Result<(), St
         .iter()
         .map(|d| d.as_u64().expect("extent") as usize)
         .collect();
-    let expected = npy(&dir.join(want["file"].as_str().expect("file")))?;
-    let got = npy(&out_dir.join(format!("{out}.npy")))?;
-    if got.shape != shape {
-        return Err(format!(
-            "`{out}`: shape {:?}, expected {shape:?}",
-            got.shape
-        ));
-    }
-    let width = dtype_size(dtype);
-    if got.data.len() != expected.data.len() || got.data.len() % width != 0 {
-        return Err(format!(
-            "`{out}`: {} bytes, expected {}",
-            got.data.len(),
-            expected.data.len()
-        ));
-    }
-    let g = decode(&got.data, dtype);
-    let e = decode(&expected.data, dtype);
+    // Both files are read as the declared output: a file of another dtype
+    // or shape is an error that says so.
+    let declared = DType::from_name(dtype).expect("a dtype name");
+    let read = |path: &Path| npy::read(path, out, declared, &shape).map_err(|e| e.to_string());
+    let expected = read(&dir.join(want["file"].as_str().expect("file")))?;
+    let got = read(&out_dir.join(format!("{out}.npy")))?;
+    let g = decode(&got, dtype);
+    let e = decode(&expected, dtype);
     check_rule(&want["rule"], dtype, &g, &e).map_err(|r| format!("`{out}`: {r}"))
 }
 
@@ -542,54 +524,6 @@ fn check_rule(rule: &Value, dtype: &str, got: &[Elem], want: &[Elem]) -> Result<
             want[i]
         )),
     }
-}
-
-/// The shape and raw data of a little-endian, C-order `.npy` file (version
-/// 1 to 3; the dtype is the check file's, the data length is checked there).
-struct Npy {
-    shape: Vec<usize>,
-    data: Vec<u8>,
-}
-
-fn npy(path: &Path) -> Result<Npy, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let bad = |why: &str| format!("{}: {why}", path.display());
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-        return Err(bad("not a .npy file"));
-    }
-    let (len, start) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 => (
-            u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
-            12,
-        ),
-        _ => return Err(bad("unknown .npy version")),
-    };
-    let header = std::str::from_utf8(bytes.get(start..start + len).ok_or_else(|| bad("short"))?)
-        .map_err(|_| bad("header is not text"))?;
-    if header.contains("'fortran_order': True") {
-        return Err(bad("Fortran order"));
-    }
-    if header.contains("'descr': '>") {
-        return Err(bad("big-endian data"));
-    }
-    let shape_text = header
-        .split("'shape':")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .ok_or_else(|| bad("no shape"))?;
-    let shape = shape_text
-        .trim()
-        .trim_start_matches('(')
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<usize>().map_err(|_| bad("bad shape")))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Npy {
-        shape,
-        data: bytes[start + len..].to_vec(),
-    })
 }
 
 // SHA-256 (FIPS 180-4), for the texts' checksums. The round constants are

@@ -221,6 +221,32 @@ impl Element for Complex32 {
     }
 }
 
+/// A fill value (a call's `init_value`) as the bytes of one element of
+/// `dtype`, if the value fits the type exactly (integers in range, bools 0
+/// or 1; floats round as the type does).
+pub(crate) fn fill_pattern(v: f64, dtype: DType) -> Option<smallvec::SmallVec<[u8; 8]>> {
+    let int_ok = |lo: f64, hi: f64| v.fract() == 0.0 && v >= lo && v <= hi;
+    let mut out: smallvec::SmallVec<[u8; 8]> = smallvec::SmallVec::from_elem(0, dtype.size());
+    match dtype {
+        DType::Bool if v == 0.0 || v == 1.0 => (v == 1.0).write_le(&mut out),
+        DType::U8 if int_ok(0.0, u8::MAX as f64) => (v as u8).write_le(&mut out),
+        DType::U16 if int_ok(0.0, u16::MAX as f64) => (v as u16).write_le(&mut out),
+        DType::U32 if int_ok(0.0, u32::MAX as f64) => (v as u32).write_le(&mut out),
+        DType::U64 if int_ok(0.0, u64::MAX as f64) => (v as u64).write_le(&mut out),
+        DType::I8 if int_ok(i8::MIN as f64, i8::MAX as f64) => (v as i8).write_le(&mut out),
+        DType::I16 if int_ok(i16::MIN as f64, i16::MAX as f64) => (v as i16).write_le(&mut out),
+        DType::I32 if int_ok(i32::MIN as f64, i32::MAX as f64) => (v as i32).write_le(&mut out),
+        DType::I64 if int_ok(i64::MIN as f64, i64::MAX as f64) => (v as i64).write_le(&mut out),
+        DType::F16 => half::f16::from_f64(v).write_le(&mut out),
+        DType::BF16 => half::bf16::from_f64(v).write_le(&mut out),
+        DType::F32 => (v as f32).write_le(&mut out),
+        DType::F64 => v.write_le(&mut out),
+        DType::Complex64 => num_complex::Complex32::new(v as f32, 0.0).write_le(&mut out),
+        _ => return None,
+    }
+    Some(out)
+}
+
 /// Encodes a slice of elements as little-endian bytes.
 pub(crate) fn to_bytes<T: Element>(data: &[T]) -> Vec<u8> {
     let size = T::DTYPE.size();

@@ -33,29 +33,46 @@
 //!
 //! ## The path of one call
 //!
-//! 1. [`Kernel`] holds the validated spec; which inputs use `NAME_shape`,
-//!    `NAME_strides`, `NAME_ndim` and which position names the body uses was
-//!    found once, when it was built.
-//! 2. A [`Call`] encodes its variant key on the stack (per input dtype and
-//!    pass mode, per output dtype, per template argument kind, name and
-//!    value) and looks it up in the kernel's variant memo, shared by all
-//!    clones, bounded to [`MAX_CACHED_VARIANTS`] and cleared whole when
-//!    full. A hit takes no lock and allocates nothing; a miss generates the
-//!    name and source and hashes the source once.
-//! 3. The [`Device`]'s kernel cache maps the module key
-//!    (`{name}_{source hash}_{options}`) to a loaded module: one compile per
-//!    key however many threads ask, different keys compiled in parallel, a
-//!    failure delivered to every waiter and never cached. After its first
-//!    lookup a variant keeps its function, so later hits touch no cache at
-//!    all.
-//! 4. Under the kernel cache, the artifact store ([`cache::store`]) keeps
-//!    compiled artifacts on disk, shared by processes, so a restarted
-//!    process compiles nothing; each entry lists the files its compile
-//!    read (what headers `#include`), checked on every load, so an edited
-//!    include is compiled again. `KERNELKIT_CACHE=memory` turns it off;
-//!    `KERNELKIT_CACHE_DIR` and `KERNELKIT_CACHE_MAX_BYTES` place and bound
-//!    it ([`cache::config`]).
-//! 5. The backend binds the buffers and launches on the call's [`Stream`].
+//! A warm call reads top to bottom, in `kernel::call` (`Call::launch`):
+//!
+//! 1. **Check** ([`Call`]'s checks): argument counts, the device and
+//!    stream, each input's device and layout, each output's shape, the
+//!    grid and threadgroup against the device's limits — a short test
+//!    each; the full one, which words the error, only when it fails.
+//! 2. **Key**: the variant key straight from the arguments (per input dtype
+//!    and pass mode, per output dtype, per template argument kind, name and
+//!    value), packed in one word when the call has no template arguments.
+//! 3. **Lookup** in the kernel's variant cache (`kernel::variants`), shared
+//!    by all clones of the [`Kernel`]: this thread's recent variants (a few
+//!    lines it owns, no atomics), then the memo (lock-free reads, bounded to
+//!    [`MAX_CACHED_VARIANTS`] and cleared whole when full), then — once per
+//!    variant — the per-variant checks, the generator (`codegen`) and one
+//!    hash of the source. The answer is a guard that holds no lock and no
+//!    borrow.
+//! 4. **Function**: the one the variant kept for its device (no lock), or
+//!    the device's module resolver (`cache::resolver`): loaded modules in
+//!    memory by their 128-bit [`ModuleKey`](cache::key::ModuleKey) (one
+//!    build per key however many threads ask, different keys in parallel, a
+//!    failure delivered to every waiter and never cached), then the
+//!    artifact tiers (the disk store, [`cache::store`], shared by processes,
+//!    each entry checked against the files its compile read; placed,
+//!    bounded or turned off by the [`Config`], whose environment variables
+//!    are read in one place, [`Config::from_env`]), then the backend's
+//!    compiler.
+//! 5. **Launch** (`device::dispatch`): outputs allocated in the stream's
+//!    order (a thread's spare first), then one borrowed launch description
+//!    to the backend, which marshals the arguments and launches on the
+//!    call's [`Stream`].
+//!
+//! ## The floors
+//!
+//! The library is built in floors that only look down: `dtype`, `error`,
+//! `config` (the base) → `codegen` (pure generators, owning their
+//! vocabulary) → `backend` (compile, load, memory, launch, on borrowed
+//! descriptions) → `cache` (the module resolver and its tiers) → `device`,
+//! `array` → `kernel`. No module names an item of a floor above its own;
+//! `tests/floors.rs` checks it in CI. Each folder's `mod.rs` says what it
+//! holds and what it may import.
 //!
 //! ## Guarantees
 //!
@@ -69,12 +86,23 @@
 //! - No user input makes kernelkit panic: every wrong call is a typed
 //!   [`Error`] naming the kernel and the argument.
 //!
+//! ## Spec files
+//!
+//! [`spec_file`] reads and writes the JSON format of the `kernelkit source`
+//! and `kernelkit run` commands: one call of one kernel, MLX-style, with its
+//! launch and its data (inline or `.npy`). It sits on top of everything
+//! else and nothing imports it.
+//!
 //! ## Backends
 //!
 //! `cpu` is always built: C++20 compiled by the system compiler, threadgroups
 //! run in parallel and the threads of a group in order (so bodies that need
 //! barriers are refused). `cuda` (cargo feature) compiles with NVRTC for the
-//! device's own architecture and launches through the driver API.
+//! device's own architecture and launches through the driver API. `null`
+//! ([`Device::new_null`]) runs nothing: it keeps each source as its
+//! artifact and records each launch ([`LaunchRecord`]), so code that calls
+//! kernels — kernelkit's own core included — can be tested without a
+//! compiler or a GPU.
 
 #![warn(missing_docs)]
 
@@ -82,11 +110,12 @@ pub mod array;
 pub(crate) mod backend;
 pub mod cache;
 pub mod codegen;
+pub mod config;
 pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod kernel;
-pub mod options;
+pub mod spec_file;
 pub(crate) mod stats;
 pub(crate) mod sync;
 
@@ -102,21 +131,23 @@ pub mod compile_worker {
     pub use crate::backend::cuda::worker::{serve, serve_stdio, WORKER_ARG};
 }
 
+pub use array::outputs::Outputs;
 pub use array::Array;
 pub use backend::cpu::FLAGS as CPU_COMPILE_FLAGS;
+pub use backend::null::{ArgRecord, LaunchRecord, NullOptions};
 pub use backend::Limits;
+pub use codegen::spec::{KernelSpec, ShapeInfo};
+pub use codegen::template::{TemplateArg, TemplateParam};
+pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
 pub use codegen::{Dialect, Generated};
-pub use device::{Device, DeviceId, DeviceKind, Stream, WeakDevice};
+pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions};
+pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
 pub use kernel::call::{Call, Launch};
-pub use kernel::memo::MAX_CACHED_VARIANTS;
-pub use kernel::outputs::Outputs;
-pub use kernel::spec::{KernelSpec, ShapeInfo};
-pub use kernel::template::{TemplateArg, TemplateParam};
-pub use kernel::variant::{InputDesc, PassMode, Variant, VariantDesc};
+pub use kernel::variant::Variant;
+pub use kernel::variants::memo::MAX_CACHED_VARIANTS;
 pub use kernel::{Kernel, KernelBuilder};
-pub use options::{CompileWorkers, CudaCompileOptions};
 pub use stats::CacheStats;
 
 pub use half::{bf16, f16};

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::{Arc, Barrier};
 
-use kernelkit::{DType, Device, Kernel};
+use kernelkit::{CacheMode, DType, Device, Kernel};
 
 #[test]
 fn distinct_kernels_compile_in_parallel() {
@@ -26,8 +26,11 @@ fn distinct_kernels_compile_in_parallel() {
     drop(f);
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
 
-    std::env::set_var("KERNELKIT_CACHE", "memory");
-    let device = Device::new_cpu_with_compiler(wrapper.to_str().unwrap());
+    let device = Device::builder()
+        .cache_mode(CacheMode::Memory)
+        .compiler(wrapper.to_str().unwrap())
+        .cpu()
+        .unwrap();
     let n = 4;
     let barrier = Arc::new(Barrier::new(n));
     std::thread::scope(|s| {

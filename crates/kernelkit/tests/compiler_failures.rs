@@ -1,22 +1,27 @@
 //! Compiler failures: a rejected body, a failure shared by every waiting
 //! thread and never cached, and compilers that are missing, broken or hang.
 //!
-//! The CPU device reads `CXX` and `KERNELKIT_COMPILE_TIMEOUT` when it is
+//! A CPU device made by `Device::new_cpu()` reads `CXX` and
+//! `KERNELKIT_COMPILE_TIMEOUT` (through `Config::from_env`) when it is
 //! created, and the environment is global to a process, so the cases that
-//! change it run in a child process (`common::in_child`).
+//! check those variables run in a child process (`common::in_child`); the
+//! same settings given through `Device::builder()` need none.
 
 use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
-use kernelkit::{CompileError, DType, Device, Error, Kernel};
+use kernelkit::{CacheMode, CompileError, Config, DType, Device, Error, Kernel};
 
 mod common;
 use common::{in_child, is_child, script};
 
 /// These tests count compiles: artifacts an earlier run left in the disk
-/// store must not answer for them, so this process uses memory caches only
-/// (every test of this binary sets the same value).
-fn memory_only() {
-    std::env::set_var("KERNELKIT_CACHE", "memory");
+/// store must not answer for them, so their devices have no disk tier.
+fn memory_only() -> Device {
+    Device::builder()
+        .cache_mode(CacheMode::Memory)
+        .cpu()
+        .unwrap()
 }
 
 /// A one-input kernel whose body is `body`.
@@ -47,8 +52,7 @@ const BAD: &str = "uint i = thread_position_in_grid.x;\nint y = ;\nout[i] = inp[
 
 #[test]
 fn a_syntax_error_is_reported_at_its_line_in_the_body() {
-    memory_only();
-    let device = Device::new_cpu();
+    let device = memory_only();
     let err = run(&device, &kernel("bad_line", BAD)).unwrap_err();
     let Error::Compile(CompileError::Rejected {
         kernel,
@@ -98,8 +102,7 @@ fn err_source(err: &Error) -> &str {
 /// results, and the failure is not cached: the next call compiles again.
 #[test]
 fn a_failure_reaches_every_waiter_is_not_cached_and_spares_other_kernels() {
-    memory_only();
-    let device = Device::new_cpu();
+    let device = memory_only();
     let bad = kernel("shared_failure", BAD);
     let good = kernel("bystander", GOOD);
     let threads = 16;
@@ -183,6 +186,34 @@ fn a_missing_compiler_is_a_clear_error() {
         other => panic!("expected CompileError::Compiler, got {other:?}"),
     }
     assert!(err.to_string().contains("/nonexistent/c++"), "{err}");
+}
+
+/// The compiler and its timeout given by the program, in this process: a
+/// compiler that hangs (its `--version` too) is killed after the builder's
+/// timeout, whatever `CXX` and `KERNELKIT_COMPILE_TIMEOUT` say.
+#[test]
+fn a_compiler_and_timeout_given_by_the_program_are_used() {
+    let (_dir, path) = script("exec sleep 60");
+    let program = path.to_str().unwrap().to_string();
+    let config = Config::from_env()
+        .compiler(program.clone())
+        .compile_timeout(Duration::from_secs(1))
+        .pch_dir(None)
+        .cache_mode(CacheMode::Memory);
+    let device = Device::builder().config(config).cpu().unwrap();
+    let err = run(&device, &kernel("given_compiler", GOOD)).unwrap_err();
+    match &err {
+        Error::Compile(CompileError::Compiler {
+            kernel,
+            compiler,
+            reason,
+        }) => {
+            assert_eq!(kernel, "given_compiler");
+            assert_eq!(compiler, &program);
+            assert!(reason.contains("did not finish within 1.0 s"), "{reason}");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
 }
 
 #[test]

@@ -6,20 +6,19 @@
 use std::sync::{Arc, Barrier};
 
 use kernelkit::{
-    bf16, f16, CallError, CompileError, Complex32, DType, Device, DeviceKind, Element, Error,
-    Kernel,
+    bf16, f16, CacheMode, CallError, CompileError, Complex32, DType, Device, DeviceKind, Element,
+    Error, Kernel,
 };
 
 mod common;
 use common::{in_child, is_child};
 
 /// Each test gets its own device object (its own kernel cache), so cache
-/// counts are its own; the disk tier is off in this process (as in the
-/// behavioural suite), so artifacts an earlier run left on the machine
-/// cannot answer for the compiles a test counts.
+/// counts are its own; its disk tier is off (as in the behavioural suite),
+/// so artifacts an earlier run left on the machine cannot answer for the
+/// compiles a test counts.
 fn gpu() -> Option<Device> {
-    std::env::set_var("KERNELKIT_CACHE", "memory");
-    match Device::new_cuda(0) {
+    match Device::builder().cache_mode(CacheMode::Memory).cuda(0) {
         Ok(d) => Some(d),
         Err(e) => {
             println!("skipped: {e}");

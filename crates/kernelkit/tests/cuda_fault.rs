@@ -6,11 +6,11 @@
 //! and each needs a process of its own (nextest gives each test one;
 //! `scripts/gpu-remote.sh` runs them one by one).
 
-use kernelkit::{DType, Device, DeviceError, Error, Kernel};
+use kernelkit::{CacheMode, DType, Device, DeviceError, Error, Kernel};
 
+/// A new CUDA device with no disk tier, or `None` (with the reason printed).
 fn gpu() -> Option<Device> {
-    std::env::set_var("KERNELKIT_CACHE", "memory");
-    match Device::new_cuda(0) {
+    match Device::builder().cache_mode(CacheMode::Memory).cuda(0) {
         Ok(d) => Some(d),
         Err(e) => {
             println!("SKIPPED: no CUDA device: {e}");
@@ -76,7 +76,10 @@ fn a_faulting_kernel_is_an_error_and_the_device_stays_unusable() {
     assert!(gpu.array_from_slice(&[1.0f32], [1]).is_err());
 
     // The CPU is unaffected.
-    let cpu = Device::new_cpu();
+    let cpu = Device::builder()
+        .cache_mode(CacheMode::Memory)
+        .cpu()
+        .unwrap();
     let y = cpu.array_from_slice(&[1.0f32], [1]).unwrap();
     let out = fine
         .call([&y])
@@ -140,7 +143,7 @@ fn a_device_that_faulted_before_its_default_stream_was_used_reports_the_fault() 
     assert!(later.is_err(), "the device is unusable after a fault");
     // A new device object on the faulted GPU: opens with a typed error, or
     // opens and reports errors; either way no panic.
-    match Device::new_cuda(0) {
+    match Device::builder().cache_mode(CacheMode::Memory).cuda(0) {
         Err(e) => println!("a new device after the fault: {e}"),
         Ok(again) => {
             let r = kernelkit::Array::zeros(&again, [4], DType::F32);

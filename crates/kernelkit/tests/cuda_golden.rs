@@ -1,10 +1,18 @@
 //! Golden tests for the CUDA dialect: the generated name and source of a few
 //! specs, compared byte for byte with the files in `tests/golden/cuda/`.
 //!
+//! Every CUDA source holds kernelkit's CUDA prelude (`src/codegen/
+//! cuda_prelude.cuh`, ~320 lines). The golden files hold [`PRELUDE_MARK`]
+//! in its place, and the test checks the prelude apart: each generated
+//! source must hold that file's text exactly once, where the golden file
+//! has the mark. So a change of the prelude touches the prelude alone, not
+//! every golden file.
+//!
 //! To regenerate after an intended change: `KERNELKIT_BLESS=1 cargo test
-//! --test cuda_golden`, then review the diff. The same files are compiled by
-//! NVRTC on the GPU machine (`tests/cuda.rs`), so a golden source that does
-//! not compile cannot stay checked in unnoticed.
+//! --test cuda_golden`, then review the diff. The same files, with the
+//! prelude put back, are compiled by NVRTC on the GPU machine (the library
+//! test `backend::cuda::compile::tests::golden_sources_compile`), so a
+//! golden source that does not compile cannot stay checked in unnoticed.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -197,6 +205,25 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// The prelude every generated CUDA source holds.
+const PRELUDE: &str = include_str!("../src/codegen/cuda_prelude.cuh");
+
+/// What a golden file holds instead of the prelude (the same line in the
+/// library test that compiles the golden files).
+const PRELUDE_MARK: &str = "// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)\n";
+
+/// A generated source as its golden file holds it: the prelude replaced by
+/// [`PRELUDE_MARK`]. An error when the source does not hold the prelude
+/// exactly once.
+fn without_prelude(source: &str) -> Result<String, String> {
+    match source.matches(PRELUDE).count() {
+        1 => Ok(source.replacen(PRELUDE, PRELUDE_MARK, 1)),
+        n => Err(format!(
+            "holds the prelude of src/codegen/cuda_prelude.cuh {n} times, not once"
+        )),
+    }
+}
+
 fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/cuda")
 }
@@ -230,9 +257,16 @@ fn cuda_sources_match_golden_files() {
         let generated = generate(&case);
         let source_path = dir.join(format!("{}.cu", case.file));
         let name_path = dir.join(format!("{}.kernel_name", case.file));
+        let source = match without_prelude(&generated.source) {
+            Ok(source) => source,
+            Err(e) => {
+                mismatches.push(format!("{}: the generated source {e}", case.file));
+                continue;
+            }
+        };
         if bless {
             std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(&source_path, &generated.source).unwrap();
+            std::fs::write(&source_path, &source).unwrap();
             std::fs::write(&name_path, &generated.name).unwrap();
             continue;
         }
@@ -240,7 +274,7 @@ fn cuda_sources_match_golden_files() {
             .unwrap_or_else(|e| panic!("{}: {e}", source_path.display()));
         let want_name = std::fs::read_to_string(&name_path)
             .unwrap_or_else(|e| panic!("{}: {e}", name_path.display()));
-        if generated.source != want_source {
+        if source != want_source {
             mismatches.push(format!("{}: source differs", case.file));
         }
         if generated.name != want_name {

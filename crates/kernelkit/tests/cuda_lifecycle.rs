@@ -19,7 +19,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
-use kernelkit::{CallError, CompileError, DType, Device, DeviceError, Error, Kernel, WeakDevice};
+use kernelkit::{
+    CacheMode, CallError, CompileError, DType, Device, DeviceError, Error, Kernel, WeakDevice,
+};
 
 /// Runs a test alone: one at a time (each needs to be the only holder of
 /// the context), on a thread of its own that has exited before the next
@@ -33,9 +35,9 @@ fn alone(test: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// A new CUDA device with no disk tier, or `None` (with the reason printed).
 fn gpu() -> Option<Device> {
-    std::env::set_var("KERNELKIT_CACHE", "memory");
-    match Device::new_cuda(0) {
+    match Device::builder().cache_mode(CacheMode::Memory).cuda(0) {
         Ok(d) => Some(d),
         Err(e) => {
             println!("skipped: {e}");
@@ -333,8 +335,9 @@ fn a_device_whose_default_stream_fails_does_not_open() {
             return;
         }
         drop(dev);
+        // Read by the stand-in driver, not by kernelkit.
         std::env::set_var("FAKECUDA_FAIL_STREAM_CREATE", "1");
-        let opened = Device::new_cuda(0);
+        let opened = Device::builder().cache_mode(CacheMode::Memory).cuda(0);
         std::env::remove_var("FAKECUDA_FAIL_STREAM_CREATE");
         match opened {
             Err(Error::Device(DeviceError::Driver { operation, .. })) => {

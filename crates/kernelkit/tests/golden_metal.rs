@@ -2,185 +2,35 @@
 //!
 //! Every case in `tests/golden/metal/` (and `quirks/`) is a spec in the
 //! `kernelkit source SPEC.json` format plus what MLX produced for it (see
-//! `tests/golden/metal/RULES.md`, section 0). Each spec is built through the
-//! public API, called with CPU arrays of its shapes and dtypes, and generated
-//! with `Call::generate(Dialect::Metal)`; the name and source must equal
-//! MLX's byte for byte, except:
+//! `tests/golden/metal/RULES.md`, section 0). Each spec is read by the
+//! library's spec file reader, called with CPU stand-ins of its inputs
+//! (`SpecFile::placeholder_inputs`: their shapes and dtypes, no data) and
+//! generated with `Call::generate(Dialect::Metal)`; the name and source must
+//! equal MLX's byte for byte, except:
 //!
 //! * `NAME.mlx_malformed.metal`: MLX's signature is broken (RULES.md
 //!   section 7). Ours must be MLX's with every early `) {` that closes a
 //!   parameter line turned into `,`, and well formed.
 //! * `NAME.mlx_error`: MLX raised. kernelkit must refuse too: in the call
 //!   (`float64` inputs and outputs, no outputs) or, for template values that
-//!   `TemplateArg` cannot hold (`2.5`, `2147483648`), already in the JSON
-//!   loader, as the `kernelkit source` parser does.
+//!   `TemplateArg` cannot hold (`2.5`, `2147483648`), already in the spec
+//!   file reader (`kernelkit::spec_file`, the one `kernelkit source` uses).
 //! * `quirks/`: MLX validates no names; kernelkit refuses invalid, duplicate
 //!   and reserved names. A quirk kernelkit accepts must match MLX.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use kernelkit::{
-    Array, BuildError, CallError, DType, Device, Dialect, Error, Generated, Kernel, TemplateArg,
-};
-use serde_json::Value;
+use kernelkit::spec_file::{SpecError, SpecFile};
+use kernelkit::{BuildError, CallError, DType, Device, Dialect, Error, Generated};
 
-/// One call of one kernel, as a golden JSON file describes it.
-struct SpecCall {
-    name: String,
-    input_names: Vec<String>,
-    inputs: Vec<(DType, Vec<usize>)>,
-    output_names: Vec<String>,
-    outputs: Vec<(DType, Vec<i64>)>,
-    source: String,
-    header: String,
-    ensure_row_contiguous: bool,
-    atomic_outputs: bool,
-    template: Vec<(String, TemplateArg)>,
-}
-
-fn field<'v>(obj: &'v Value, key: &str) -> Result<&'v Value, String> {
-    obj.get(key).ok_or_else(|| format!("missing `{key}`"))
-}
-
-fn string(v: &Value, what: &str) -> Result<String, String> {
-    v.as_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("{what} must be a string"))
-}
-
-fn dtype(v: &Value, what: &str) -> Result<DType, String> {
-    let name = string(v, what)?;
-    DType::from_name(&name).ok_or_else(|| format!("{what}: unknown dtype `{name}`"))
-}
-
-/// `[[name, dtype, shape], ...]`.
-fn args(v: &Value, what: &str) -> Result<Vec<(String, DType, Vec<u64>)>, String> {
-    let list = v
-        .as_array()
-        .ok_or_else(|| format!("`{what}` must be a list"))?;
-    list.iter()
-        .map(|entry| {
-            let parts = entry
-                .as_array()
-                .filter(|p| p.len() == 3)
-                .ok_or_else(|| format!("each of `{what}` must be [name, dtype, shape]"))?;
-            let shape = parts[2]
-                .as_array()
-                .ok_or_else(|| format!("{what}: a shape must be a list"))?
-                .iter()
-                .map(|d| {
-                    d.as_u64()
-                        .ok_or_else(|| format!("{what}: extents are non-negative integers"))
-                })
-                .collect::<Result<Vec<u64>, String>>()?;
-            Ok((string(&parts[0], "a name")?, dtype(&parts[1], what)?, shape))
-        })
-        .collect()
-}
-
-/// A template value: a string is a dtype, a number an `i32`, a bool a bool.
-fn template_value(v: &Value) -> Result<TemplateArg, String> {
-    match v {
-        Value::String(_) => Ok(TemplateArg::DType(dtype(v, "a template dtype")?)),
-        Value::Bool(b) => Ok(TemplateArg::Bool(*b)),
-        Value::Number(n) => n
-            .as_i64()
-            .and_then(|i| i32::try_from(i).ok())
-            .map(TemplateArg::Int)
-            .ok_or_else(|| format!("template value {n} is not a 32-bit int")),
-        other => Err(format!(
-            "template value {other} is not a dtype, an int or a bool"
-        )),
-    }
-}
-
-fn parse(text: &str) -> Result<SpecCall, String> {
-    let json: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let flag = |key: &str, default: bool| -> Result<bool, String> {
-        match json.get(key) {
-            None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| format!("`{key}` must be a bool")),
-        }
-    };
-    let inputs = args(field(&json, "inputs")?, "inputs")?;
-    let outputs = args(field(&json, "outputs")?, "outputs")?;
-    let template = match json.get("template") {
-        None => Vec::new(),
-        Some(v) => v
-            .as_array()
-            .ok_or("`template` must be a list")?
-            .iter()
-            .map(|pair| {
-                let pair = pair
-                    .as_array()
-                    .filter(|p| p.len() == 2)
-                    .ok_or("each template argument must be [name, value]")?;
-                Ok((
-                    string(&pair[0], "a template name")?,
-                    template_value(&pair[1])?,
-                ))
-            })
-            .collect::<Result<_, String>>()?,
-    };
-    let usize_shape = |s: Vec<u64>| -> Result<Vec<usize>, String> {
-        s.into_iter()
-            .map(|d| usize::try_from(d).map_err(|e| e.to_string()))
-            .collect()
-    };
-    let i64_shape = |s: Vec<u64>| -> Result<Vec<i64>, String> {
-        s.into_iter()
-            .map(|d| i64::try_from(d).map_err(|e| e.to_string()))
-            .collect()
-    };
-    Ok(SpecCall {
-        name: string(field(&json, "name")?, "`name`")?,
-        input_names: inputs.iter().map(|(n, _, _)| n.clone()).collect(),
-        output_names: outputs.iter().map(|(n, _, _)| n.clone()).collect(),
-        inputs: inputs
-            .into_iter()
-            .map(|(_, d, s)| Ok((d, usize_shape(s)?)))
-            .collect::<Result<_, String>>()?,
-        outputs: outputs
-            .into_iter()
-            .map(|(_, d, s)| Ok((d, i64_shape(s)?)))
-            .collect::<Result<_, String>>()?,
-        source: string(field(&json, "source")?, "`source`")?,
-        header: match json.get("header") {
-            None => String::new(),
-            Some(v) => string(v, "`header`")?,
-        },
-        ensure_row_contiguous: flag("ensure_row_contiguous", true)?,
-        atomic_outputs: flag("atomic_outputs", false)?,
-        template,
-    })
-}
-
-/// Builds the kernel and generates the Metal source of the call through the
-/// public inspection API.
-fn generate(spec: &SpecCall) -> Result<Generated, Error> {
-    let kernel = Kernel::builder(spec.name.clone())
-        .inputs(spec.input_names.clone())
-        .outputs(spec.output_names.clone())
-        .source(spec.source.clone())
-        .header(spec.header.clone())
-        .ensure_row_contiguous(spec.ensure_row_contiguous)
-        .atomic_outputs(spec.atomic_outputs)
-        .build()?;
-    let cpu = Device::cpu();
-    let arrays = spec
-        .inputs
-        .iter()
-        .map(|(d, shape)| Array::zeros(&cpu, shape.iter().copied(), *d))
-        .collect::<Result<Vec<Array>, Error>>()?;
-    let mut call = kernel.call(arrays.iter());
-    for (d, shape) in &spec.outputs {
-        call = call.output(shape.iter().copied(), *d);
-    }
-    for (name, value) in &spec.template {
-        call = call.template(name.as_str(), *value);
-    }
-    call.generate(Dialect::Metal)
+/// Builds the kernel of a spec and generates the Metal source of its call
+/// through the public inspection API, on CPU stand-ins of its inputs.
+fn generate(spec: &SpecFile) -> Result<Generated, Error> {
+    let kernel = spec.kernel()?;
+    let inputs = spec.placeholder_inputs(&Device::cpu())?;
+    let generated = spec.call(&kernel, &inputs).generate(Dialect::Metal);
+    generated
 }
 
 /// What went wrong, or was skipped, for one case.
@@ -292,18 +142,18 @@ fn check_case(dir: &Path, stem: &str, quirk: bool) -> Result<Outcome, String> {
     let mlx_error = read(&at("mlx_error"));
     let kernel_name = read(&at("kernel_name"));
 
-    let spec = match parse(&json) {
+    let spec = match SpecFile::from_json(&json, dir) {
         Ok(spec) => spec,
-        Err(e) if mlx_error.is_some() => {
-            // `TemplateArg` cannot hold these values: the loader refuses them
-            // as `kernelkit source` does.
-            return if e.contains("template value") {
+        Err(e @ SpecError::Field { .. }) if mlx_error.is_some() => {
+            // `TemplateArg` cannot hold these values: the reader refuses
+            // them, for `kernelkit source` as here.
+            return if e.field().is_some_and(|f| f.starts_with("template[")) {
                 Ok(Outcome::Refused)
             } else {
-                Err(format!("the loader refused it for another reason: {e}"))
+                Err(format!("the reader refused it for another reason: {e}"))
             };
         }
-        Err(e) => return Err(format!("the loader refused a spec MLX accepted: {e}")),
+        Err(e) => return Err(format!("the reader refused a spec MLX accepted: {e}")),
     };
     let result = generate(&spec);
     if let Some(mlx_error) = mlx_error {

@@ -51,7 +51,7 @@ pub(crate) fn bare_compiler_ms(backend: BackendName) -> Result<Option<f64>, Benc
     if backend != BackendName::Cpu {
         return Ok(None);
     }
-    let device = Device::new_cpu();
+    let device = backend.fresh()?;
     let kernel = new_kernel("bare")?;
     let x = workload::input(&device)?;
     let stream = device.new_stream()?;
@@ -81,10 +81,10 @@ pub(crate) fn bare_compiler_ms(backend: BackendName) -> Result<Option<f64>, Benc
     Ok(Some(ms))
 }
 
-/// The compiler the CPU backend picks: `$CXX`, else `c++`, `g++`,
-/// `clang++`, the first on the `PATH`.
+/// The compiler the CPU backend picks: the configured one (`CXX`), else
+/// `c++`, `g++`, `clang++`, the first on the `PATH`.
 fn cxx() -> String {
-    if let Some(cxx) = std::env::var("CXX").ok().filter(|s| !s.trim().is_empty()) {
+    if let Some(cxx) = kernelkit::Config::from_env().cpu.compiler {
         return cxx;
     }
     let on_path = |p: &str| {

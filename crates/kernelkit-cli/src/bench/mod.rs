@@ -14,10 +14,11 @@
 //! 4. process start (`startup`): a child process with an empty, then a warm,
 //!    artifact store.
 //!
-//! The compile figures need nothing cached: the process turns the disk tier
-//! off (`KERNELKIT_CACHE=memory`) before it opens a device, and uses fresh
-//! devices and never-seen bodies. The start figures turn it on for their
-//! children only.
+//! The compile figures need nothing cached: the process opens its devices
+//! without a disk tier (`CacheMode::Memory`, whatever `KERNELKIT_CACHE`
+//! says), and uses fresh devices and never-seen bodies. The start figures
+//! turn it on for their children only (through the environment they are
+//! started with).
 
 mod compile;
 mod contention;
@@ -33,8 +34,6 @@ mod workload;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-
-use kernelkit::Device;
 
 use measure::Plan;
 use report::Report;
@@ -142,19 +141,9 @@ pub fn main(args: Args) -> ExitCode {
     if let Some(task) = args.child {
         return startup::child_main(args.backend.unwrap_or(BackendName::Cpu), task);
     }
-    // Before any device opens: the compile figures must find nothing on
-    // disk. Nothing else runs yet, so no other thread reads the environment.
-    std::env::set_var("KERNELKIT_CACHE", "memory");
-    let backend = match args.backend {
-        Some(b) => b,
-        None => match Device::default_device() {
-            Ok(d) => BackendName::of(&d),
-            Err(e) => {
-                eprintln!("kernelkit bench: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
+    // Every device of the run keeps its caches in memory (see
+    // `BackendName::open`): the compile figures must find nothing on disk.
+    let backend = args.backend.unwrap_or_else(BackendName::detect);
     let report = match run(backend, args.quick) {
         Ok(r) => r,
         Err(e) => {

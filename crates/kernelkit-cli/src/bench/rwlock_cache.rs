@@ -37,10 +37,21 @@ impl RwLockCache {
         }
     }
 
+    /// MLX's library key of a variant: `{name}_{source hash}_{options}`,
+    /// formatted on every call as MLX does.
+    fn key(&self, variant: &Variant) -> String {
+        format!(
+            "{}_{:x}_{}",
+            variant.name(),
+            variant.source_hash(),
+            self.options
+        )
+    }
+
     /// Prepares and runs `call` through the cache.
     pub(crate) fn launch(&self, call: Call<'_>) -> Result<Outputs, BenchError> {
         let launch = call.prepare()?;
-        let key = launch.variant().module_key(&self.options);
+        let key = self.key(launch.variant());
         let hit = self
             .map
             .read()
@@ -69,7 +80,7 @@ impl RwLockCache {
         device: &kernelkit::Device,
     ) -> Result<(), BenchError> {
         let variant = call.variant_on(device)?;
-        let key = variant.module_key(&self.options);
+        let key = self.key(&variant);
         let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
         std::hint::black_box(map.get(&key));
         Ok(())

@@ -82,7 +82,7 @@ pub(crate) fn child_main(backend: BackendName, task: ChildTask) -> ExitCode {
 }
 
 fn child(backend: BackendName, task: ChildTask) -> Result<ChildReport, BenchError> {
-    let device = backend.open()?;
+    let device = backend.open_as_configured()?;
     let stream = device.new_stream()?;
     let x = workload::input(&device)?;
     if task == ChildTask::Kernel {

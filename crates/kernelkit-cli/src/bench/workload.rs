@@ -7,8 +7,9 @@
 //! the figures are about.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
-use kernelkit::{Array, Call, DType, Device, Dialect, Kernel, Stream};
+use kernelkit::{Array, CacheMode, Call, DType, Device, Dialect, Kernel, Stream};
 
 use super::{header, BenchError};
 
@@ -37,28 +38,49 @@ impl BackendName {
         }
     }
 
-    /// The backend of a device.
-    pub(crate) fn of(device: &Device) -> BackendName {
-        match device.kind() {
-            kernelkit::DeviceKind::Cpu => BackendName::Cpu,
-            kernelkit::DeviceKind::Cuda => BackendName::Cuda,
+    /// CUDA if GPU 0 opens, else the CPU.
+    pub(crate) fn detect() -> BackendName {
+        match BackendName::Cuda.open() {
+            Ok(_) => BackendName::Cuda,
+            Err(e) => {
+                tracing::debug!("no CUDA device, measuring the CPU: {e}");
+                BackendName::Cpu
+            }
         }
     }
 
-    /// The process-wide device of this backend (shared caches).
+    /// The bench's device of this backend, shared by every figure that
+    /// wants shared caches (one per backend for the process, as
+    /// `Device::cpu()` is): memory caches only, whatever the environment
+    /// says, so that nothing on disk answers for a compile the bench times.
     pub(crate) fn open(self) -> Result<Device, BenchError> {
+        static SHARED: Mutex<Vec<(BackendName, Device)>> = Mutex::new(Vec::new());
+        let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, device)) = shared.iter().find(|(b, _)| *b == self) {
+            return Ok(device.clone());
+        }
+        let device = self.fresh()?;
+        shared.push((self, device.clone()));
+        Ok(device)
+    }
+
+    /// A new device object with its own empty kernel cache and no disk
+    /// tier, for figures that need nothing cached.
+    pub(crate) fn fresh(self) -> Result<Device, BenchError> {
+        let builder = Device::builder().cache_mode(CacheMode::Memory);
         Ok(match self {
-            BackendName::Cpu => Device::cpu(),
-            BackendName::Cuda => Device::cuda(0)?,
+            BackendName::Cpu => builder.cpu()?,
+            BackendName::Cuda => builder.cuda(0)?,
         })
     }
 
-    /// A new device object with its own empty kernel cache, for figures
-    /// that need nothing cached.
-    pub(crate) fn fresh(self) -> Result<Device, BenchError> {
+    /// The process-wide device of this backend, configured by the
+    /// environment: what a program of the user's would open (the start
+    /// figures' children, whose store the parent sets).
+    pub(crate) fn open_as_configured(self) -> Result<Device, BenchError> {
         Ok(match self {
-            BackendName::Cpu => Device::new_cpu(),
-            BackendName::Cuda => Device::new_cuda(0)?,
+            BackendName::Cpu => Device::cpu(),
+            BackendName::Cuda => Device::cuda(0)?,
         })
     }
 

@@ -1,27 +1,31 @@
 //! The seam between the generic core and a device: compile, load, memory,
 //! launch. Every backend folder has the same files for the same jobs
-//! (`compile.rs`, `load.rs`, `memory.rs`, `launch.rs`).
+//! (`compile.rs`, `load.rs`, `memory.rs`, `launch.rs`). `null/` runs
+//! nothing and records launches: it makes the generic core testable
+//! without a compiler.
+//!
+//! **What this floor may import:** `dtype`, `error`, `config`, `sync`,
+//! `stats` and `codegen` (the generated source's vocabulary: dialects,
+//! the spec's layout flags). Nothing from `cache`, `device`, `array` or
+//! `kernel`: a backend takes *borrowed descriptions* — a compile job
+//! ([`CompileJob`]), memory ([`Memory`]) and the stream it is ordered on
+//! ([`StreamHandle`]), one launch ([`LaunchDesc`]) — and never sees an
+//! `Array`, a `Device` or a `Variant`. The floors above build those
+//! descriptions; `tests/floors.rs` checks the rule.
 
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 pub(crate) mod deps;
+pub(crate) mod null;
 
 use std::any::Any;
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-
-use crate::array::{shape_from_extents, Array, Place};
+use crate::codegen::spec::KernelSpec;
 use crate::codegen::Dialect;
-use crate::device::Stream;
 use crate::dtype::DType;
-use crate::error::{CallError, CompileError, Result};
-use crate::kernel::call::{init_pattern, OutputSpec};
-use crate::kernel::outputs::Outputs;
-use crate::kernel::spec::KernelSpec;
-use crate::kernel::variant::Variant;
+use crate::error::{CompileError, Result};
 
 /// A loaded module (a shared library, a CUDA module). Kept alive by the
 /// device's kernel cache for the device's lifetime (and, on the CPU, by
@@ -53,11 +57,12 @@ pub(crate) enum Function {
     /// A `CUfunction`.
     #[cfg(feature = "cuda")]
     Cuda(Arc<cuda::CudaFunction>),
+    /// A function of a null module: its name, for the launch records.
+    Null(Arc<null::NullFunction>),
 }
 
 impl Function {
     /// The CPU entry point, if this is one.
-    #[allow(unreachable_patterns)] // Without CUDA there is one variant.
     pub(crate) fn cpu(&self) -> Option<&cpu::CpuFunction> {
         match self {
             Function::Cpu(f) => Some(f),
@@ -99,73 +104,17 @@ pub struct Limits {
     pub max_shared_bytes: u64,
 }
 
-/// Device memory: an address in the backend's address space, its size,
-/// where it lives, and the owner that gives it back, in one allocation.
-/// Arrays share it through a [`SharedBuffer`], so a kernel's output costs one
-/// heap allocation and one shared count (its stream's, in `place`), and
-/// views of it none.
-///
-/// The memory was allocated in the order of `place`'s stream
-/// ([`Place::stream`]); an owner that recycles memory per stream finds
-/// that stream there when it is released.
-pub(crate) struct Buffer {
+/// Memory a backend handed out: an address in its address space, a size,
+/// and the owner that gives it back. The floor above wraps it with the
+/// stream whose work writes it (`array::Storage`) in one heap block, so a
+/// kernel's output costs one allocation and one shared count.
+pub(crate) struct Memory {
     /// Host pointer (CPU) or `CUdeviceptr` (CUDA), as an integer.
     pub(crate) addr: u64,
     /// Size in bytes.
     pub(crate) len: usize,
-    /// The device, and the stream whose queued work writes the memory.
-    pub(crate) place: Place,
-    /// Gives the memory back when the buffer dies.
+    /// Gives the memory back; see [`Memory::release`].
     pub(crate) owner: Owner,
-}
-
-/// A buffer shared by arrays.
-///
-/// `triomphe`'s `Arc` keeps no weak count, so the last owner frees a
-/// buffer with one atomic operation instead of two. And when the last owner
-/// of a CUDA output goes, the CUDA backend may keep the whole buffer (heap
-/// block, device block, stream) as its thread's spare, for the thread's
-/// next output of that stream and size, instead of freeing it and
-/// allocating it again a moment later (see `cuda::memory::recycle`).
-pub(crate) struct SharedBuffer(ManuallyDrop<triomphe::Arc<Buffer>>);
-
-impl SharedBuffer {
-    pub(crate) fn new(buffer: Buffer) -> SharedBuffer {
-        SharedBuffer::from_arc(triomphe::Arc::new(buffer))
-    }
-
-    #[inline]
-    pub(crate) fn from_arc(arc: triomphe::Arc<Buffer>) -> SharedBuffer {
-        SharedBuffer(ManuallyDrop::new(arc))
-    }
-}
-
-impl Clone for SharedBuffer {
-    fn clone(&self) -> SharedBuffer {
-        SharedBuffer::from_arc(triomphe::Arc::clone(&self.0))
-    }
-}
-
-impl std::ops::Deref for SharedBuffer {
-    type Target = Buffer;
-    #[inline]
-    fn deref(&self) -> &Buffer {
-        &self.0
-    }
-}
-
-impl Drop for SharedBuffer {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: the `Arc` is taken once, here, and the field is not used
-        // after: this is the value's drop.
-        let arc = unsafe { ManuallyDrop::take(&mut self.0) };
-        #[cfg(feature = "cuda")]
-        if let Owner::Device(_) = arc.owner {
-            return cuda::recycle(arc);
-        }
-        drop(arc)
-    }
 }
 
 /// A backend's owner of one allocation: an enum, so that releasing it and
@@ -174,129 +123,144 @@ pub(crate) enum Owner {
     /// Host memory, freed when dropped.
     #[allow(dead_code)] // Held for its `Drop`, which frees the memory.
     Host(cpu::HostMem),
-    /// A device block, given back to its stream's cache.
+    /// A device block, given back to its home stream's cache.
     #[cfg(feature = "cuda")]
     Device(cuda::DeviceMem),
 }
 
-#[cfg(feature = "cuda")]
-impl Buffer {
-    /// The device block behind this buffer, if it is one.
+impl Memory {
+    /// Gives the memory back, in the order of `home`, the stream it was
+    /// allocated for (a device block returns to that stream's cache once
+    /// every other stream's use of it is ordered before the stream's next
+    /// work). Called once, when the last array of the memory goes.
+    #[inline]
+    pub(crate) fn release(&mut self, home: &StreamHandle) {
+        match &mut self.owner {
+            Owner::Host(_) => {
+                let _ = home;
+            }
+            #[cfg(feature = "cuda")]
+            Owner::Device(mem) => mem.release(self.addr, home),
+        }
+    }
+
+    /// The device block behind this memory, if it is one.
+    #[cfg(feature = "cuda")]
+    #[inline]
     pub(crate) fn device_mem(&self) -> Option<&cuda::DeviceMem> {
         match &self.owner {
             Owner::Device(mem) => Some(mem),
             Owner::Host(_) => None,
         }
     }
-}
 
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        match &mut self.owner {
-            Owner::Host(_) => {}
-            #[cfg(feature = "cuda")]
-            Owner::Device(mem) => mem.release(self.addr, &self.place),
-        }
-    }
-}
-
-/// What a backend needs to launch one prepared call whose outputs exist.
-#[allow(dead_code)] // `variant` and `shared_mem_bytes` are read by the CUDA backend.
-pub(crate) struct LaunchJob<'a> {
-    pub(crate) spec: &'a KernelSpec,
-    pub(crate) variant: &'a Variant,
-    pub(crate) function: &'a Function,
-    /// Inputs as the kernel will see them (already made contiguous where the
-    /// spec asks for it).
-    pub(crate) inputs: &'a [&'a Array],
-    /// Freshly allocated (and, with `init_value`, filled) outputs.
-    pub(crate) outputs: &'a [Array],
-    pub(crate) grid: [u32; 3],
-    pub(crate) threadgroup: [u32; 3],
-    pub(crate) shared_mem_bytes: u32,
-}
-
-/// One call's device work: allocate its outputs (filled with `init_value`
-/// when given) in the order of a stream, then launch. A backend does all of
-/// it in one call ([`Backend::dispatch`]), so a warm call crosses the
-/// `dyn Backend` seam once and finds its stream once.
-pub(crate) struct Dispatch<'a> {
-    pub(crate) spec: &'a KernelSpec,
-    pub(crate) variant: &'a Variant,
-    pub(crate) function: &'a Function,
-    /// As in [`LaunchJob::inputs`].
-    pub(crate) inputs: &'a [&'a Array],
-    /// Shape and dtype of each output, checked.
-    pub(crate) outputs: &'a [OutputSpec],
-    /// Checked to fit every output's dtype.
-    pub(crate) init_value: Option<f64>,
-    pub(crate) grid: [u32; 3],
-    pub(crate) threadgroup: [u32; 3],
-    pub(crate) shared_mem_bytes: u32,
-}
-
-impl<'a> Dispatch<'a> {
-    /// The launch of this call, once its outputs exist.
-    pub(crate) fn job<'b>(&'b self, outputs: &'b [Array]) -> LaunchJob<'b> {
-        LaunchJob {
-            spec: self.spec,
-            variant: self.variant,
-            function: self.function,
-            inputs: self.inputs,
-            outputs,
-            grid: self.grid,
-            threadgroup: self.threadgroup,
-            shared_mem_bytes: self.shared_mem_bytes,
-        }
-    }
-
-    /// Allocates (in the order of `stream`) and fills the outputs, into
-    /// `outputs`, with a backend's own functions; generic over them, so each
-    /// backend's copy calls its own directly. An allocation that fails is
-    /// reported for its output.
+    /// The size class this memory can be reused for whole by the thread
+    /// that drops it (a *spare*: see `array::storage`), if the backend
+    /// allows it: a small device block. Host memory is never kept.
     #[inline]
-    pub(crate) fn new_outputs(
-        &self,
-        stream: &Stream,
-        outputs: &mut Outputs,
-        mut alloc: impl FnMut(usize, &Stream) -> Result<SharedBuffer>,
-        mut fill: impl FnMut(&Buffer, &[u8]) -> Result<()>,
-    ) -> Result<()> {
-        for (i, (extents, dtype)) in self.outputs.iter().enumerate() {
-            let shape = shape_from_extents(extents);
-            let bytes = shape.iter().product::<usize>() * dtype.size();
-            let buffer = match alloc(bytes, stream) {
-                Ok(buffer) => buffer,
-                Err(e) => return Err(self.output_alloc_error(i, bytes, stream, e)),
-            };
-            if let Some(v) = self.init_value {
-                let pattern: SmallVec<[u8; 8]> =
-                    init_pattern(v, *dtype).expect("checked when the call was planned");
-                fill(&buffer, &pattern)?;
-            }
-            outputs.push(Array::contiguous(buffer, shape, *dtype));
+    pub(crate) fn spare_class(&self) -> Option<usize> {
+        match &self.owner {
+            Owner::Host(_) => None,
+            #[cfg(feature = "cuda")]
+            Owner::Device(mem) => mem.spare_class(),
         }
-        Ok(())
     }
 
-    #[cold]
-    #[inline(never)]
-    fn output_alloc_error(
-        &self,
-        output: usize,
-        bytes: usize,
-        stream: &Stream,
-        e: crate::Error,
-    ) -> crate::Error {
-        CallError::OutputAlloc {
-            kernel: self.spec.name.clone(),
-            output: self.spec.output_names[output].clone(),
-            bytes,
-            device: stream.device().label().to_string(),
-            reason: e.to_string(),
+    /// Whether work on a stream other than the memory's home used it.
+    /// Read after the caller found itself the memory's only owner (see
+    /// `array::storage::alone_at_home` for why the order matters).
+    #[inline]
+    pub(crate) fn used_elsewhere(&self) -> bool {
+        match &self.owner {
+            Owner::Host(_) => false,
+            #[cfg(feature = "cuda")]
+            Owner::Device(mem) => mem.used_elsewhere(),
         }
-        .into()
     }
+
+    /// Makes the spare memory fit a new output of `len` bytes (its class
+    /// was checked to match).
+    #[inline]
+    pub(crate) fn reuse(&mut self, len: usize) {
+        self.len = len;
+    }
+}
+
+impl StreamHandle {
+    /// The spare size class of an output of `len` bytes on this stream:
+    /// `None` when outputs of this stream are never kept as spares (host
+    /// streams, streams that cache no blocks, large outputs).
+    #[inline]
+    pub(crate) fn spare_class(&self, len: usize) -> Option<usize> {
+        match self {
+            StreamHandle::Host => {
+                let _ = len;
+                None
+            }
+            #[cfg(feature = "cuda")]
+            StreamHandle::Cuda(s) => s.spare_class(len),
+        }
+    }
+}
+
+/// A source to compile: what a backend's compiler and loader need of a
+/// variant, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CompileJob<'a> {
+    /// The kernel's name, for messages.
+    pub(crate) kernel: &'a str,
+    /// The generated function's name.
+    pub(crate) function: &'a str,
+    /// The complete generated source.
+    pub(crate) source: &'a str,
+    /// The source, shared, for errors that carry it.
+    pub(crate) shared_source: &'a Arc<str>,
+}
+
+/// One argument of a launch as the backend reads it: where element 0 is,
+/// the memory it lies in (a launch records its use on other streams), and
+/// its layout in elements.
+#[derive(Clone, Copy)]
+pub(crate) struct ArgRef<'a> {
+    /// The address of element 0 (the memory's address plus the offset).
+    pub(crate) addr: u64,
+    /// Read by the CUDA backend (uses on other streams).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) mem: &'a Memory,
+    pub(crate) dtype: DType,
+    pub(crate) shape: &'a [usize],
+    pub(crate) strides: &'a [isize],
+}
+
+impl ArgRef<'_> {
+    /// The number of elements.
+    #[inline]
+    pub(crate) fn size(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+/// One launch, borrowed: the function, its arguments in the generator's
+/// order (inputs as the kernel sees them — already made contiguous where
+/// the spec asks — then outputs), the grid in threads and the threadgroup,
+/// checked against the device's limits, and the stream.
+pub(crate) struct LaunchDesc<'a> {
+    /// Which inputs pass their layout, and the names for messages.
+    pub(crate) spec: &'a KernelSpec,
+    pub(crate) function: &'a Function,
+    pub(crate) inputs: &'a [ArgRef<'a>],
+    pub(crate) outputs: &'a [ArgRef<'a>],
+    pub(crate) grid: [u32; 3],
+    pub(crate) threadgroup: [u32; 3],
+    /// Dynamic shared memory per threadgroup (CUDA; the CPU has none).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) shared_mem_bytes: u32,
+    /// Read by the CUDA backend (CPU and null launches order nothing).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) stream: &'a StreamHandle,
+    /// How many times to launch (arguments marshalled once): 1, or more
+    /// for the benchmark of the backend's own floor.
+    pub(crate) iters: u32,
 }
 
 /// What a compile made: the artifact, and what it read besides its source.
@@ -325,30 +289,19 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn supports(&self, dtype: DType) -> bool;
     /// Launch limits.
     fn limits(&self) -> &Limits;
-    /// The compile options part of the module key: compiler identity and
-    /// version, flags, target architecture or CPU features.
-    fn options(&self) -> &str;
     /// Everything besides the source that changes the artifact, in full
-    /// (no short hashes): the artifact store hashes it into its keys, which
+    /// (no short hashes): compiler identity and version, flags, target
+    /// architecture or CPU features. The module key hashes it, and keys
     /// must not collide across compilers, flags or targets for as long as
-    /// entries live on disk. Found once per process. Defaults to
-    /// [`Backend::options`], which is enough only when that already holds
-    /// the full compiler version and target.
-    fn artifact_identity(&self) -> &str {
-        self.options()
-    }
+    /// artifacts live on disk. Found once per process.
+    fn identity(&self) -> &str;
     /// SIMD (warp) width reported to bodies.
     fn simd_width(&self) -> u32;
-    /// Compiles a variant's source into an artifact (shared library bytes,
-    /// cubin), with the list of files the compile read.
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError>;
+    /// Compiles a source into an artifact (shared library bytes, cubin),
+    /// with the list of files the compile read.
+    fn compile(&self, job: &CompileJob<'_>) -> Result<Compiled, CompileError>;
     /// Loads an artifact into a module.
-    fn load(
-        &self,
-        kernel: &str,
-        variant: &Variant,
-        artifact: &[u8],
-    ) -> Result<Module, CompileError>;
+    fn load(&self, job: &CompileJob<'_>, artifact: &[u8]) -> Result<Module, CompileError>;
     /// Resolves a function of a loaded module.
     fn function(&self, kernel: &str, module: &Module, name: &str)
         -> Result<Function, CompileError>;
@@ -358,30 +311,29 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Waits until the stream's work is done.
     fn synchronize(&self, stream: &StreamHandle) -> Result<()>;
     /// Allocates `len` bytes, contents unspecified, for use in the order of
-    /// `place`'s stream (a GPU backend may hand out memory whose last user
-    /// was earlier work on that stream).
-    fn alloc(&self, len: usize, place: Place) -> Result<SharedBuffer>;
-    /// Allocates and fills from host bytes, in the order of `place`'s
-    /// stream; the copy has finished when this returns.
-    fn upload(&self, bytes: &[u8], place: Place) -> Result<SharedBuffer>;
+    /// `home` (a GPU backend may hand out memory whose last user was
+    /// earlier work on that stream).
+    fn alloc(&self, len: usize, home: &StreamHandle) -> Result<Memory>;
+    /// Allocates and fills from host bytes, in the order of `home`; the
+    /// copy has finished when this returns.
+    fn upload(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory>;
     /// Copies `len` bytes at `offset` out to the host (waits for `stream`).
     fn download(
         &self,
-        buf: &Buffer,
+        mem: &Memory,
         offset: usize,
         len: usize,
         stream: &StreamHandle,
     ) -> Result<Vec<u8>>;
-    /// Repeats `pattern` over the whole buffer, in stream order.
-    fn fill(&self, buf: &Buffer, pattern: &[u8], stream: &StreamHandle) -> Result<()>;
-    /// A row-contiguous copy of a strided array, in stream order.
-    fn make_contiguous(&self, src: &Array, dst: &Buffer, stream: &StreamHandle) -> Result<()>;
-    /// Allocates a call's outputs into `outputs` (empty) and launches it
-    /// (on a GPU: enqueues it) on `stream`. The caller owns the outputs'
-    /// slot: `Outputs` holds arrays inline, and returning it by value
-    /// through every layer would copy it at each.
-    fn dispatch(&self, call: &Dispatch<'_>, stream: &Stream, outputs: &mut Outputs) -> Result<()>;
-    /// Launches the same job `iters` times with its arguments marshalled
-    /// once: the backend's own floor, which benchmarks compare dispatch to.
-    fn launch_raw(&self, job: &LaunchJob<'_>, stream: &StreamHandle, iters: u32) -> Result<()>;
+    /// Repeats `pattern` over the whole memory, in stream order.
+    fn fill(&self, mem: &Memory, pattern: &[u8], stream: &StreamHandle) -> Result<()>;
+    /// Copies a strided argument into `dst`, row-major, in stream order.
+    fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()>;
+    /// Launches (on a GPU: enqueues) one call whose outputs exist.
+    fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()>;
+    /// The launches this backend recorded instead of running them: the
+    /// null backend's; `None` for backends that run kernels.
+    fn launch_log(&self) -> Option<&null::LaunchLog> {
+        None
+    }
 }

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_128;
 
 pub use crate::backend::deps::{Dependencies, FileDigest, Stale};
-use crate::cache::key::{StoreKey, ARTIFACT_FORMAT_VERSION};
+use crate::cache::key::{ModuleKey, ARTIFACT_FORMAT_VERSION};
 
 /// The first eight bytes of every artifact file.
 pub const MAGIC: [u8; 8] = *b"KKARTIFC";
@@ -67,7 +67,7 @@ pub struct Header {
     /// The format version written in the file.
     pub version: u32,
     /// The key the entry was stored under.
-    pub key: StoreKey,
+    pub key: ModuleKey,
     /// Length of the payload in bytes.
     pub payload_len: u64,
     /// Length of the dependency list in bytes.
@@ -139,9 +139,9 @@ pub enum EntryError {
     #[error("stored under key {found}, expected {expected}")]
     WrongKey {
         /// The key in the file.
-        found: StoreKey,
+        found: ModuleKey,
         /// The key the file name (or lookup) stands for.
-        expected: StoreKey,
+        expected: ModuleKey,
     },
 }
 
@@ -149,7 +149,7 @@ pub enum EntryError {
 /// dependency list over [`MAX_DEPENDENCY_BYTES`] is an error (the entry is
 /// then not written: a later process could not check it).
 pub fn encode(
-    key: &StoreKey,
+    key: &ModuleKey,
     kernel: &str,
     backend: &str,
     function: &str,
@@ -319,7 +319,7 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Header, usize), EntryError> {
             expected: ARTIFACT_FORMAT_VERSION,
         });
     }
-    let key = StoreKey::from_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
+    let key = ModuleKey::from_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
     let payload_len = u64::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
     let dependencies_len = u32::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
     if dependencies_len as usize > MAX_DEPENDENCY_BYTES {
@@ -393,8 +393,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn key() -> StoreKey {
-        StoreKey::derive("cpu", "c++ 13", "f", "void f() {}")
+    fn key() -> ModuleKey {
+        ModuleKey::derive("cpu", "c++ 13", "f", "void f() {}")
     }
 
     fn deps() -> Dependencies {

@@ -11,11 +11,10 @@
 //! - Modules are never evicted while the device lives: work queued on a
 //!   stream may still run code from any of them.
 
-use std::hash::BuildHasher;
-
 use rustc_hash::FxHashMap;
 
 use crate::backend::Module;
+use crate::cache::key::ModuleKey;
 use crate::error::CompileError;
 use crate::stats::Counter;
 use crate::sync::{lock, Arc, Condvar, Mutex, RwLock};
@@ -85,7 +84,7 @@ pub(crate) enum Outcome {
 
 /// See the module documentation.
 pub(crate) struct KernelCache {
-    shards: Vec<RwLock<FxHashMap<Box<str>, Arc<Slot>>>>,
+    shards: Vec<RwLock<FxHashMap<ModuleKey, Arc<Slot>>>>,
     pub(crate) hits: Counter,
     pub(crate) misses: Counter,
     pub(crate) compiles: Counter,
@@ -112,15 +111,16 @@ impl Default for KernelCache {
 }
 
 impl KernelCache {
-    fn shard(&self, key: &str) -> &RwLock<FxHashMap<Box<str>, Arc<Slot>>> {
-        &self.shards[(rustc_hash::FxBuildHasher.hash_one(key) as usize) % SHARDS]
+    fn shard(&self, key: &ModuleKey) -> &RwLock<FxHashMap<ModuleKey, Arc<Slot>>> {
+        // The key is a uniform hash already: its low bits pick the shard.
+        &self.shards[key.as_bytes()[0] as usize % SHARDS]
     }
 
     /// The module for `key`, building it with `build` if no thread has. At
     /// most one `build` runs per key at a time; see the module docs.
     pub(crate) fn module(
         &self,
-        key: &str,
+        key: &ModuleKey,
         build: impl FnOnce() -> Result<Module, CompileError>,
     ) -> (Result<Module, CompileError>, Outcome) {
         let shard = self.shard(key);
@@ -142,7 +142,7 @@ impl KernelCache {
                     Some(slot) => slot.clone(),
                     None => {
                         let slot = Arc::new(Slot::pending());
-                        map.insert(key.into(), slot.clone());
+                        map.insert(*key, slot.clone());
                         drop(map);
                         return (self.build(key, &slot, build), Outcome::Built);
                     }
@@ -155,14 +155,14 @@ impl KernelCache {
     /// Runs the build for a slot this thread owns and publishes its outcome.
     fn build(
         &self,
-        key: &str,
+        key: &ModuleKey,
         slot: &Arc<Slot>,
         build: impl FnOnce() -> Result<Module, CompileError>,
     ) -> Result<Module, CompileError> {
         /// Publishes a failure if the build panics, so waiters never hang.
         struct Abandon<'a> {
             cache: &'a KernelCache,
-            key: &'a str,
+            key: &'a ModuleKey,
             slot: &'a Arc<Slot>,
             armed: bool,
         }
@@ -196,7 +196,7 @@ impl KernelCache {
         result
     }
 
-    fn fail(&self, key: &str, slot: &Arc<Slot>, error: CompileError) {
+    fn fail(&self, key: &ModuleKey, slot: &Arc<Slot>, error: CompileError) {
         self.failures.incr();
         {
             let mut map = self.shard(key).write().unwrap_or_else(|p| p.into_inner());
@@ -222,6 +222,11 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Barrier;
 
+    /// A key named by `text`, for tests.
+    fn key(text: &str) -> ModuleKey {
+        ModuleKey::derive("test", "", text, "")
+    }
+
     fn module(n: usize) -> Module {
         Arc::new(n)
     }
@@ -237,7 +242,7 @@ mod tests {
                 std::thread::spawn(move || {
                     barrier.wait();
                     cache
-                        .module("k", || {
+                        .module(&key("k"), || {
                             builds.fetch_add(1, Ordering::SeqCst);
                             std::thread::sleep(std::time::Duration::from_millis(20));
                             Ok(module(7))
@@ -259,9 +264,9 @@ mod tests {
             compiler: "c".into(),
             reason: "no".into(),
         };
-        let (r, _) = cache.module("f", || Err(err.clone()));
+        let (r, _) = cache.module(&key("f"), || Err(err.clone()));
         assert!(r.is_err());
-        let (r, outcome) = cache.module("f", || Ok(module(1)));
+        let (r, outcome) = cache.module(&key("f"), || Ok(module(1)));
         assert!(r.is_ok());
         assert_eq!(outcome, Outcome::Built, "a failure is not cached");
     }
@@ -270,10 +275,10 @@ mod tests {
     fn a_panicking_build_releases_waiters() {
         let cache = KernelCache::default();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            cache.module("p", || panic!("boom"))
+            cache.module(&key("p"), || panic!("boom"))
         }));
         assert!(r.is_err());
-        let (r, outcome) = cache.module("p", || Ok(module(2)));
+        let (r, outcome) = cache.module(&key("p"), || Ok(module(2)));
         assert!(r.is_ok());
         assert_eq!(outcome, Outcome::Built);
     }
@@ -286,6 +291,11 @@ mod loom_models {
     use crate::sync::model;
     use loom::sync::atomic::{AtomicUsize, Ordering};
     use loom::thread;
+
+    /// A key named by `text`, for tests.
+    fn key(text: &str) -> ModuleKey {
+        ModuleKey::derive("test", "", text, "")
+    }
 
     fn module(n: usize) -> Module {
         std::sync::Arc::new(n)
@@ -313,7 +323,7 @@ mod loom_models {
             let builds = Arc::new(AtomicUsize::new(0));
             let ask = |cache: &KernelCache, builds: &AtomicUsize| {
                 cache
-                    .module("k", || {
+                    .module(&key("k"), || {
                         builds.fetch_add(1, Ordering::SeqCst);
                         Ok(module(7))
                     })
@@ -346,7 +356,7 @@ mod loom_models {
             let builds = Arc::new(AtomicUsize::new(0));
             let ask = |cache: &KernelCache, builds: &AtomicUsize| {
                 cache
-                    .module("k", || {
+                    .module(&key("k"), || {
                         builds.fetch_add(1, Ordering::SeqCst);
                         Err(failure())
                     })
@@ -367,7 +377,7 @@ mod loom_models {
             assert_eq!(cache.failures.get(), n as u64);
             assert_eq!(cache.len(), 0, "a failed slot is removed");
 
-            let (again, outcome) = cache.module("k", || Ok(module(1)));
+            let (again, outcome) = cache.module(&key("k"), || Ok(module(1)));
             assert_eq!(value(&again.unwrap()), 1);
             assert_eq!(outcome, Outcome::Built);
         });
@@ -381,10 +391,10 @@ mod loom_models {
     fn loom_a_hit_never_waits_for_another_keys_build() {
         model(None, || {
             let cache = Arc::new(KernelCache::default());
-            let building = "building";
+            let building = key("building");
             let ready = (0..)
-                .map(|i| format!("ready{i}"))
-                .find(|k| std::ptr::eq(cache.shard(k), cache.shard(building)))
+                .map(|i| key(&format!("ready{i}")))
+                .find(|k| std::ptr::eq(cache.shard(k), cache.shard(&building)))
                 .unwrap();
             let _ = cache.module(&ready, || Ok(module(2)));
 
@@ -393,7 +403,7 @@ mod loom_models {
                 let (cache, gate) = (cache.clone(), gate.clone());
                 thread::spawn(move || {
                     cache
-                        .module(building, || {
+                        .module(&building, || {
                             let mut open = lock(&gate.0);
                             while !*open {
                                 open = gate.1.wait(open).unwrap();

@@ -27,14 +27,14 @@ pub const ARTIFACT_FORMAT_VERSION: u32 = 2;
 
 /// The 128-bit content key of one artifact.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct StoreKey([u8; 16]);
+pub struct ModuleKey([u8; 16]);
 
-impl StoreKey {
+impl ModuleKey {
     /// The key of the artifact a backend builds from `source`.
     ///
     /// Each field is written with its length first, so no two different
     /// field lists hash the same bytes.
-    pub fn derive(backend: &str, identity: &str, function: &str, source: &str) -> StoreKey {
+    pub fn derive(backend: &str, identity: &str, function: &str, source: &str) -> ModuleKey {
         let mut h = Xxh3::new();
         h.update(b"kernelkit artifact\0");
         h.update(&ARTIFACT_FORMAT_VERSION.to_le_bytes());
@@ -42,12 +42,12 @@ impl StoreKey {
             h.update(&(field.len() as u64).to_le_bytes());
             h.update(field.as_bytes());
         }
-        StoreKey(h.digest128().to_le_bytes())
+        ModuleKey(h.digest128().to_le_bytes())
     }
 
     /// A key from its raw bytes.
-    pub fn from_bytes(bytes: [u8; 16]) -> StoreKey {
-        StoreKey(bytes)
+    pub fn from_bytes(bytes: [u8; 16]) -> ModuleKey {
+        ModuleKey(bytes)
     }
 
     /// The raw bytes.
@@ -58,7 +58,7 @@ impl StoreKey {
     /// Parses exactly 32 lowercase hex digits (the form entry file names use);
     /// anything else is `None`, so a file name that is not a key is never
     /// mistaken for an entry.
-    pub fn from_hex(hex: &str) -> Option<StoreKey> {
+    pub fn from_hex(hex: &str) -> Option<ModuleKey> {
         let digits = hex.as_bytes();
         if digits.len() != 32 {
             return None;
@@ -72,12 +72,12 @@ impl StoreKey {
         for (i, byte) in out.iter_mut().enumerate() {
             *byte = nibble(digits[2 * i])? << 4 | nibble(digits[2 * i + 1])?;
         }
-        Some(StoreKey(out))
+        Some(ModuleKey(out))
     }
 }
 
 /// 32 lowercase hex digits.
-impl fmt::Display for StoreKey {
+impl fmt::Display for ModuleKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for b in &self.0 {
             write!(f, "{b:02x}")?;
@@ -86,9 +86,9 @@ impl fmt::Display for StoreKey {
     }
 }
 
-impl fmt::Debug for StoreKey {
+impl fmt::Debug for ModuleKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "StoreKey({self})")
+        write!(f, "ModuleKey({self})")
     }
 }
 
@@ -98,14 +98,14 @@ mod tests {
 
     #[test]
     fn hex_round_trips_and_rejects_other_names() {
-        let key = StoreKey::derive("cpu", "g++ 13", "f", "src");
+        let key = ModuleKey::derive("cpu", "g++ 13", "f", "src");
         let hex = key.to_string();
         assert_eq!(hex.len(), 32);
-        assert_eq!(StoreKey::from_hex(&hex), Some(key));
-        assert_eq!(StoreKey::from_hex(&hex.to_uppercase()), None);
-        assert_eq!(StoreKey::from_hex(&hex[1..]), None);
-        assert_eq!(StoreKey::from_hex("../../etc/passwd"), None);
-        assert_eq!(StoreKey::from_hex(&format!("{}g", &hex[1..])), None);
+        assert_eq!(ModuleKey::from_hex(&hex), Some(key));
+        assert_eq!(ModuleKey::from_hex(&hex.to_uppercase()), None);
+        assert_eq!(ModuleKey::from_hex(&hex[1..]), None);
+        assert_eq!(ModuleKey::from_hex("../../etc/passwd"), None);
+        assert_eq!(ModuleKey::from_hex(&format!("{}g", &hex[1..])), None);
     }
 
     /// Keys name files that live across kernelkit versions: a change to the
@@ -113,22 +113,22 @@ mod tests {
     /// what this pinned value is there to remind of.
     #[test]
     fn derivation_is_stable() {
-        let key = StoreKey::derive("cpu", "g++ 13", "f", "src");
+        let key = ModuleKey::derive("cpu", "g++ 13", "f", "src");
         assert_eq!(key.to_string(), "a1c0fb209040a6ffb0505005bd084513");
     }
 
     #[test]
     fn every_field_changes_the_key() {
-        let base = StoreKey::derive("cpu", "g++ 13", "f", "src");
-        assert_ne!(base, StoreKey::derive("cuda", "g++ 13", "f", "src"));
-        assert_ne!(base, StoreKey::derive("cpu", "g++ 14", "f", "src"));
-        assert_ne!(base, StoreKey::derive("cpu", "g++ 13", "g", "src"));
-        assert_ne!(base, StoreKey::derive("cpu", "g++ 13", "f", "src "));
+        let base = ModuleKey::derive("cpu", "g++ 13", "f", "src");
+        assert_ne!(base, ModuleKey::derive("cuda", "g++ 13", "f", "src"));
+        assert_ne!(base, ModuleKey::derive("cpu", "g++ 14", "f", "src"));
+        assert_ne!(base, ModuleKey::derive("cpu", "g++ 13", "g", "src"));
+        assert_ne!(base, ModuleKey::derive("cpu", "g++ 13", "f", "src "));
         // Lengths are part of the hash: moving a byte between fields matters.
         assert_ne!(
-            StoreKey::derive("cpu", "ab", "c", "s"),
-            StoreKey::derive("cpu", "a", "bc", "s")
+            ModuleKey::derive("cpu", "ab", "c", "s"),
+            ModuleKey::derive("cpu", "a", "bc", "s")
         );
-        assert_eq!(base, StoreKey::derive("cpu", "g++ 13", "f", "src"));
+        assert_eq!(base, ModuleKey::derive("cpu", "g++ 13", "f", "src"));
     }
 }

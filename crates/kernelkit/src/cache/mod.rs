@@ -1,12 +1,19 @@
-//! The two caches under the variant memo: the per-device kernel cache of
-//! loaded modules (memory) and the artifact store (disk, shared between
-//! processes), with the store's key, file format and settings.
+//! The module resolver under the variant cache: memory → artifact tiers →
+//! compile (`resolver`), with the one 128-bit module key ([`key`]), the
+//! in-memory module cache with single flight (`kernel_cache`), the tier
+//! seam (`tier`) and its first implementation, the disk store ([`store`]
+//! and its file format [`entry`]; its settings are
+//! [`crate::config::CacheConfig`]).
+//!
+//! **What this floor may import:** `backend` (to compile and load) and the
+//! floors below it; nothing from `device`, `array` or `kernel`.
 
-pub mod config;
 pub mod entry;
 pub(crate) mod kernel_cache;
 pub mod key;
 mod lock;
+pub(crate) mod resolver;
 pub mod store;
 mod tally;
+pub(crate) mod tier;
 mod trust;

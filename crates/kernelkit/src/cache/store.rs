@@ -5,7 +5,7 @@
 //! thread per process builds a module key) and above the backend compiler.
 //!
 //! - **Entries.** One file per artifact, `<key>.kka`, named by the 32 hex
-//!   digits of its [`StoreKey`] (a hash of everything that changes the
+//!   digits of its [`ModuleKey`] (a hash of everything that changes the
 //!   binary, see [`crate::cache::key`]); the format is in
 //!   [`crate::cache::entry`]. An entry is written to a temporary file in the
 //!   same directory, synced and renamed into place, so readers see a whole
@@ -39,8 +39,9 @@
 //!   modification time, set when the entry is written and again on each hit
 //!   (entries are never modified in place, so it means nothing else). The
 //!   entry just written is always kept.
-//! - **Settings.** See [`crate::cache::config`]: `KERNELKIT_CACHE`,
-//!   `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`. A directory that
+//! - **Settings.** A [`CacheConfig`] (from `KERNELKIT_CACHE`,
+//!   `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`, or set by the
+//!   program: see [`crate::config`]). A directory that
 //!   cannot be created, trusted or written leaves the device with its memory
 //!   cache only, after one warning per process.
 
@@ -50,15 +51,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use crate::backend::Backend;
-use crate::cache::config::{CacheMode, StoreConfig, DEFAULT_MAX_BYTES};
 use crate::cache::entry::{self, Dependencies, EntryError, Header, MAX_HEADER_BYTES};
-use crate::cache::key::StoreKey;
+use crate::cache::key::ModuleKey;
 use crate::cache::lock::KeyLock;
 use crate::cache::tally;
 use crate::cache::trust;
+use crate::config::{CacheConfig, CacheMode, DEFAULT_MAX_BYTES};
 use crate::error::CompileError;
-use crate::kernel::variant::Variant;
 use crate::stats::{CacheStats, Counter};
 
 pub use crate::cache::tally::Tally;
@@ -176,7 +175,7 @@ impl EntryFault {
 #[derive(Debug)]
 pub struct EntryInfo {
     /// The key (the file name without extension).
-    pub key: StoreKey,
+    pub key: ModuleKey,
     /// The file.
     pub path: PathBuf,
     /// File size in bytes.
@@ -192,7 +191,7 @@ pub struct EntryInfo {
 #[derive(Debug)]
 pub struct BadEntry {
     /// The key its file name stands for.
-    pub key: StoreKey,
+    pub key: ModuleKey,
     /// The file.
     pub path: PathBuf,
     /// What is wrong with it.
@@ -264,26 +263,25 @@ struct Listing {
 }
 
 struct FileInfo {
-    key: Option<StoreKey>,
+    key: Option<ModuleKey>,
     path: PathBuf,
     bytes: u64,
     modified: SystemTime,
 }
 
 impl ArtifactStore {
-    /// The store the environment asks for (see [`crate::cache::config`]),
-    /// or `None` for memory-only, with one warning per process when a disk
-    /// store was asked for but cannot be used.
-    pub(crate) fn from_env() -> Option<ArtifactStore> {
-        let config = StoreConfig::from_env();
+    /// The store `config` asks for, or `None` for memory-only, with one
+    /// warning per process when a disk store was asked for but cannot be
+    /// used.
+    pub(crate) fn for_devices(config: &CacheConfig) -> Option<ArtifactStore> {
         if config.mode != CacheMode::Disk {
             return None;
         }
-        let Some(dir) = config.dir else {
+        let Some(dir) = &config.dir else {
             warn_unusable("no home directory to put it in; set KERNELKIT_CACHE_DIR");
             return None;
         };
-        match ArtifactStore::create(&dir) {
+        match ArtifactStore::create(dir) {
             Ok(store) => Some(store.with_max_bytes(config.max_bytes)),
             Err(e) => {
                 warn_unusable(&e.to_string());
@@ -373,17 +371,7 @@ impl ArtifactStore {
         self.max_bytes
     }
 
-    /// The key of `variant` compiled by `backend`.
-    pub(crate) fn key_for(backend: &dyn Backend, variant: &Variant) -> StoreKey {
-        StoreKey::derive(
-            backend.name(),
-            backend.artifact_identity(),
-            variant.name(),
-            variant.source(),
-        )
-    }
-
-    fn entry_path(&self, key: &StoreKey) -> PathBuf {
+    fn entry_path(&self, key: &ModuleKey) -> PathBuf {
         self.dir.join(format!("{key}.{ENTRY_EXT}"))
     }
 
@@ -391,7 +379,7 @@ impl ArtifactStore {
     /// an error and reported, and removed only when it is proven corrupt
     /// (see [`EntryFault::is_corrupt`]); an entry of another format version
     /// is a plain miss. Either way the compile that follows rewrites it.
-    pub(crate) fn get(&self, key: &StoreKey) -> Lookup {
+    pub(crate) fn lookup(&self, key: &ModuleKey) -> Lookup {
         let path = self.entry_path(key);
         match self.read_entry(&path, key) {
             Ok(Some(good)) => match good.dependencies.check() {
@@ -432,7 +420,7 @@ impl ArtifactStore {
 
     /// Reads and checks one entry; `Ok(None)` when there is none. With
     /// `touch`, a good entry's last use is set to now.
-    fn read_entry(&self, path: &Path, key: &StoreKey) -> Result<Option<Good>, EntryFault> {
+    fn read_entry(&self, path: &Path, key: &ModuleKey) -> Result<Option<Good>, EntryFault> {
         let dir_meta = std::fs::metadata(&self.dir).map_err(EntryFault::Unreadable)?;
         trust::check_dir(&dir_meta)
             .map_err(|reason| EntryFault::Untrusted(format!("the directory: {reason}")))?;
@@ -480,7 +468,7 @@ impl ArtifactStore {
     /// may pass (no memory, no file descriptors, a full or `noexec`
     /// temporary directory, a faulted device, a file not trusted): the
     /// entry is kept, and the compile that follows rewrites it.
-    fn keep_unusable(&self, key: &StoreKey, why: &str) {
+    fn keep_unusable(&self, key: &ModuleKey, why: &str) {
         self.count_error();
         tracing::warn!(
             "kernelkit artifact store: cannot use entry {key} in {} ({why}); compiling it again",
@@ -509,14 +497,14 @@ impl ArtifactStore {
     /// Records an entry that passed its checks but did not load. Nothing
     /// proves the entry bad (the load may fail for want of memory or of a
     /// usable temporary directory), so it is kept.
-    pub(crate) fn record_bad_load(&self, key: &StoreKey, error: &CompileError) {
+    pub(crate) fn record_bad_load(&self, key: &ModuleKey, error: &CompileError) {
         self.keep_unusable(key, &format!("it did not load: {error}"));
     }
 
     /// Waits (bounded) until no other process compiles `key`, and holds it
     /// for this one. `None` when the wait timed out or the lock file could
     /// not be made: the caller then compiles without it.
-    pub(crate) fn lock(&self, key: &StoreKey) -> Option<KeyLock> {
+    pub(crate) fn lock(&self, key: &ModuleKey) -> Option<KeyLock> {
         let path = self.dir.join(format!("{key}.{LOCK_EXT}"));
         match KeyLock::acquire(path, self.lock_timeout) {
             Ok(Some(lock)) => Some(lock),
@@ -537,9 +525,9 @@ impl ArtifactStore {
     /// Publishes an artifact, then evicts to the size limit. A failure is
     /// counted and reported once per store, never returned: the caller has
     /// its artifact either way.
-    pub(crate) fn put(
+    pub(crate) fn write(
         &self,
-        key: &StoreKey,
+        key: &ModuleKey,
         kernel: &str,
         backend: &str,
         function: &str,
@@ -584,7 +572,7 @@ impl ArtifactStore {
 
     /// Writes a temporary file in the store directory, syncs it and renames
     /// it over the entry's path.
-    fn publish(&self, key: &StoreKey, bytes: &[u8]) -> io::Result<()> {
+    fn publish(&self, key: &ModuleKey, bytes: &[u8]) -> io::Result<()> {
         let mut tmp = tempfile::Builder::new()
             .prefix(&format!(".{key}."))
             .suffix(TEMP_SUFFIX)
@@ -610,7 +598,7 @@ impl ArtifactStore {
     /// Removes least recently used entries until the store fits its limit,
     /// never `keep`; also removes temporary files left by crashed writers.
     /// Returns the number of entries removed.
-    pub fn evict(&self, keep: Option<&StoreKey>) -> io::Result<usize> {
+    pub fn evict(&self, keep: Option<&ModuleKey>) -> io::Result<usize> {
         let listing = self.scan()?;
         let now = SystemTime::now();
         for t in &listing.temps {
@@ -762,7 +750,7 @@ impl ArtifactStore {
             let Some(name) = name.to_str() else { continue };
             let path = dirent.path();
             if let Some(stem) = name.strip_suffix(&format!(".{LOCK_EXT}")) {
-                if StoreKey::from_hex(stem).is_some() {
+                if ModuleKey::from_hex(stem).is_some() {
                     listing.locks.push(path);
                 }
                 continue;
@@ -770,7 +758,7 @@ impl ArtifactStore {
             let is_temp = name.starts_with('.') && name.ends_with(TEMP_SUFFIX);
             let key = name
                 .strip_suffix(&format!(".{ENTRY_EXT}"))
-                .and_then(StoreKey::from_hex);
+                .and_then(ModuleKey::from_hex);
             if key.is_none() && !is_temp {
                 continue;
             }
@@ -839,3 +827,38 @@ fn read_prefix(path: &Path) -> io::Result<Vec<u8>> {
 
 #[cfg(all(test, unix))]
 mod tests;
+
+impl crate::cache::tier::ArtifactTier for ArtifactStore {
+    fn get(&self, key: &ModuleKey) -> Option<Vec<u8>> {
+        match self.lookup(key) {
+            Lookup::Hit(bytes) => Some(bytes),
+            Lookup::Miss => None,
+        }
+    }
+    fn record_hit(&self) {
+        ArtifactStore::record_hit(self)
+    }
+    fn record_miss(&self) {
+        ArtifactStore::record_miss(self)
+    }
+    fn record_bad_load(&self, key: &ModuleKey, error: &CompileError) {
+        ArtifactStore::record_bad_load(self, key, error)
+    }
+    fn claim(&self, key: &ModuleKey) -> Option<crate::cache::tier::Claim> {
+        self.lock(key)
+            .map(|lock| Box::new(lock) as crate::cache::tier::Claim)
+    }
+    fn put(&self, key: &ModuleKey, artifact: &crate::cache::tier::Artifact<'_>) {
+        self.write(
+            key,
+            artifact.kernel,
+            artifact.backend,
+            artifact.function,
+            artifact.dependencies,
+            artifact.bytes,
+        )
+    }
+    fn add_stats(&self, stats: &mut CacheStats) {
+        ArtifactStore::add_stats(self, stats)
+    }
+}

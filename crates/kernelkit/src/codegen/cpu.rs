@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use super::attributes::portable_expr;
 use super::{cxx_template_args, cxx_template_decl, portable_name, Generated};
-use crate::kernel::spec::KernelSpec;
-use crate::kernel::variant::{PassMode, VariantDesc};
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::variant::{PassMode, VariantDesc};
 
 /// The prelude every CPU variant starts with.
 pub(crate) const PRELUDE: &str = include_str!("cpu_prelude.hpp");
@@ -131,4 +131,22 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
     );
     src.push_str("        }\n      }\n    }\n  }\n}\n");
     Generated { name, source: src }
+}
+
+/// The user's body inside a generated CPU source: between the `kk_body`
+/// signature line and the closing brace before the entry point (a
+/// compiler's log refers to lines of the whole source; people, to lines of
+/// their body).
+pub(crate) fn body_of(src: &str) -> &str {
+    let Some(start) = src.find("static inline void kk_body(") else {
+        return "";
+    };
+    let Some(open) = src[start..].find(") {\n") else {
+        return "";
+    };
+    let body_start = start + open + 4;
+    let Some(end) = src[body_start..].find("\n}\n\nextern \"C\"") else {
+        return "";
+    };
+    &src[body_start..body_start + end]
 }

@@ -44,10 +44,10 @@ use std::fmt::Write;
 
 use super::attributes::portable_expr;
 use super::{portable_name, Generated};
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::template::TemplateArg;
+use crate::codegen::variant::{PassMode, VariantDesc};
 use crate::dtype::DType;
-use crate::kernel::spec::KernelSpec;
-use crate::kernel::template::TemplateArg;
-use crate::kernel::variant::{PassMode, VariantDesc};
 
 /// The prelude every CUDA variant includes.
 pub(crate) const PRELUDE: &str = include_str!("cuda_prelude.cuh");

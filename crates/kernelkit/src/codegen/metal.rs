@@ -57,10 +57,10 @@
 use std::fmt::Write;
 
 use super::Generated;
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::template::TemplateArg;
+use crate::codegen::variant::{PassMode, VariantDesc};
 use crate::dtype::DType;
-use crate::kernel::spec::KernelSpec;
-use crate::kernel::template::TemplateArg;
-use crate::kernel::variant::{PassMode, VariantDesc};
 
 /// The Metal spelling of a dtype (RULES.md section 2), used for parameter
 /// types, in the kernel name and for dtype template values.
@@ -267,8 +267,9 @@ mod tests {
     use std::borrow::Cow;
 
     use super::*;
-    use crate::kernel::template::TemplateParam;
-    use crate::kernel::variant::{InputDesc, Variant};
+    use crate::cache::key::ModuleKey;
+    use crate::codegen::template::TemplateParam;
+    use crate::codegen::variant::InputDesc;
 
     fn spec(inputs: &[&str], outputs: &[&str], body: &str) -> KernelSpec {
         KernelSpec::new(
@@ -378,8 +379,7 @@ mod tests {
         let boolean = gen(&s, &inputs, &tpl(TemplateArg::Bool(true)));
         assert_eq!(int.name, boolean.name);
         assert_ne!(int.source, boolean.source);
-        let int = Variant::new(crate::Dialect::Metal, int.name, int.source);
-        let boolean = Variant::new(crate::Dialect::Metal, boolean.name, boolean.source);
-        assert_ne!(int.module_key(""), boolean.module_key(""));
+        let key = |g: &Generated| ModuleKey::derive("metal", "", &g.name, &g.source);
+        assert_ne!(key(&int), key(&boolean));
     }
 }

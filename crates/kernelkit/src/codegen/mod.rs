@@ -4,17 +4,25 @@
 //! Nothing here touches a device or a cache, so every dialect can be
 //! generated and inspected on any machine (`Kernel::generate`, `kernelkit
 //! source`).
+//!
+//! It holds its own input vocabulary: the validated kernel definition
+//! ([`spec::KernelSpec`]), template arguments ([`template`]) and the
+//! variant description ([`variant`]: per input dtype and pass mode, per
+//! output dtype). **What this floor may import:** `dtype` and `error` only.
 
 pub mod attributes;
 pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod metal;
+pub mod spec;
+pub mod template;
+pub mod variant;
 
 use std::fmt::Write;
 
-use crate::kernel::spec::KernelSpec;
-use crate::kernel::template::TemplateArg;
-use crate::kernel::variant::{PassMode, VariantDesc};
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::template::TemplateArg;
+use crate::codegen::variant::{PassMode, VariantDesc};
 
 /// The language a variant's source is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

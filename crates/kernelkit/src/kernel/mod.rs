@@ -1,51 +1,36 @@
-//! Kernels: a validated spec plus a variant memo shared by every clone.
+//! Kernels: a validated spec plus a variant cache shared by every clone,
+//! and the calls made on them.
+//!
+//! It holds [`Kernel`] and its builder, [`variant::Variant`] (one kernel
+//! specialised for one call signature, with its generated source and the
+//! function it resolved), the variant cache ([`variants`]: key, memo,
+//! per-thread recent variants) and calls ([`call`]). **What this floor may
+//! import:** everything below it (`device`, `array`, `cache`, `backend`,
+//! `codegen`, the base); the top floor (spec files, interop) builds on it.
 
 pub mod call;
-pub mod memo;
-pub mod outputs;
-#[cfg(not(loom))]
-mod recent;
-/// Under loom the models check the memo itself: no per-thread cache in
-/// front of it.
-#[cfg(loom)]
-mod recent {
-    use super::variant::{PackedKey, Variant};
-    use std::sync::Arc;
-
-    pub(crate) fn lookup<F, R>(_: u64, _: u64, _: &[u8], _: &mut Option<F>) -> Option<R> {
-        None
-    }
-    pub(crate) fn lookup_packed<F, R>(
-        _: u64,
-        _: u64,
-        _: PackedKey,
-        _: &mut Option<F>,
-    ) -> Option<R> {
-        None
-    }
-    pub(crate) fn remember(_: u64, _: u64, _: &[u8], _: &Arc<Variant>) {}
-}
-pub mod spec;
-pub mod template;
 pub mod variant;
+pub mod variants;
 
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::variant::VariantDesc;
 use crate::codegen::{self, Dialect, Generated};
 use crate::error::{CallError, Result};
 use call::Call;
-use memo::VariantMemo;
-use spec::KernelSpec;
-use variant::{encode_key, KeyBytes, PackedKey, Variant, VariantDesc};
+use variant::Variant;
+use variants::key::{encode_key, KeyBytes};
+use variants::VariantCache;
 
 struct KernelShared {
     spec: KernelSpec,
     /// Hash of everything in the spec that feeds the source; with the
     /// variant key it names CPU and CUDA variants uniquely.
     fingerprint: u64,
-    memo: VariantMemo,
+    variants: VariantCache,
 }
 
 /// A custom kernel: a body written inline, its input and output names, and
@@ -154,7 +139,7 @@ impl Kernel {
         Kernel(Arc::new(KernelShared {
             spec,
             fingerprint,
-            memo: VariantMemo::default(),
+            variants: VariantCache::default(),
         }))
     }
 
@@ -184,14 +169,14 @@ impl Kernel {
     }
 
     /// How many variants are memoized now (at most
-    /// [`MAX_CACHED_VARIANTS`](memo::MAX_CACHED_VARIANTS)).
+    /// [`MAX_CACHED_VARIANTS`](variants::memo::MAX_CACHED_VARIANTS)).
     pub fn memoized_variants(&self) -> usize {
-        self.0.memo.len()
+        self.0.variants.len()
     }
 
     /// Forgets every memoized variant. Launches already prepared keep theirs.
     pub fn clear_memo(&self) {
-        self.0.memo.clear()
+        self.0.variants.clear()
     }
 
     /// True when both handles share one memo.
@@ -207,126 +192,10 @@ impl Kernel {
         codegen::generate(dialect, &self.0.spec, desc, self.variant_id(&key))
     }
 
-    /// The memoized variant for `desc` in `dialect`; on a miss, runs the
-    /// once-per-variant `check` and generates it.
-    pub(crate) fn variant_checked(
-        &self,
-        dialect: Dialect,
-        desc: &VariantDesc<'_>,
-        check: impl FnOnce() -> Result<()>,
-    ) -> Result<Arc<Variant>> {
-        self.with_variant(dialect, desc, check, |variant| Ok(variant.clone()))
-    }
-
-    /// Runs `f` on the memoized variant for `desc` (borrowed from the memo on
-    /// a hit, so no reference count moves); on a miss, runs `check`,
-    /// generates and memoizes the variant first.
-    pub(crate) fn with_variant<R>(
-        &self,
-        dialect: Dialect,
-        desc: &VariantDesc<'_>,
-        check: impl FnOnce() -> Result<()>,
-        f: impl FnOnce(&Arc<Variant>) -> Result<R>,
-    ) -> Result<R> {
-        let mut key = KeyBytes::new();
-        encode_key(dialect, desc, &mut key);
-        self.with_variant_keyed(
-            key.as_slice(),
-            |key| {
-                check()?;
-                Ok(self.build_variant(dialect, desc, key))
-            },
-            f,
-        )
-    }
-
-    /// [`Kernel::with_variant`] for a key already encoded; `build` makes the
-    /// variant on a miss (checks included).
-    pub(crate) fn with_variant_keyed<R>(
-        &self,
-        key: &[u8],
-        build: impl FnOnce(&[u8]) -> Result<Variant>,
-        f: impl FnOnce(&Arc<Variant>) -> Result<R>,
-    ) -> Result<R> {
-        self.with_recent(
-            |memo, generation, f| recent::lookup(memo, generation, key, f),
-            |generation, f| self.with_variant_slow(key, generation, build, f),
-            f,
-        )
-    }
-
-    /// [`Kernel::with_variant_keyed`] for a call whose key has a packed
-    /// form: found by it in the per-thread cache, and encoded (by `encode`)
-    /// only on a miss there.
-    pub(crate) fn with_variant_packed<R>(
-        &self,
-        packed: PackedKey,
-        encode: impl FnOnce(&mut KeyBytes),
-        build: impl FnOnce(&[u8]) -> Result<Variant>,
-        f: impl FnOnce(&Arc<Variant>) -> Result<R>,
-    ) -> Result<R> {
-        self.with_recent(
-            |memo, generation, f| recent::lookup_packed(memo, generation, packed, f),
-            |generation, f| {
-                let mut key = KeyBytes::new();
-                encode(&mut key);
-                self.with_variant_slow(&key, generation, build, f)
-            },
-            f,
-        )
-    }
-
-    /// The per-thread cache (`lookup`, given the memo's id and generation),
-    /// then, on a miss, the memo (`miss`).
-    #[inline(always)]
-    fn with_recent<F, R>(
-        &self,
-        lookup: impl FnOnce(u64, u64, &mut Option<F>) -> Option<Result<R>>,
-        miss: impl FnOnce(u64, Option<F>) -> Result<R>,
-        f: F,
-    ) -> Result<R>
-    where
-        F: FnOnce(&Arc<Variant>) -> Result<R>,
-    {
-        let memo = &self.0.memo;
-        // Read before the memo, so that what this call finds is tagged with
-        // a generation current while it was memoized (see `recent`).
-        let generation = memo.generation();
-        let mut f = Some(f);
-        if let Some(result) = lookup(memo.id(), generation, &mut f) {
-            return result;
-        }
-        miss(generation, f)
-    }
-
-    /// The memo's part of [`Kernel::with_variant_keyed`], kept out of line:
-    /// a repeated call never runs it, and its code would only crowd the
-    /// instruction cache of the path that does run.
-    #[inline(never)]
-    fn with_variant_slow<R>(
-        &self,
-        key: &[u8],
-        generation: u64,
-        build: impl FnOnce(&[u8]) -> Result<Variant>,
-        mut f: Option<impl FnOnce(&Arc<Variant>) -> Result<R>>,
-    ) -> Result<R> {
-        let memo = &self.0.memo;
-        let hit = memo.with_hit(key, |variant| {
-            recent::remember(memo.id(), generation, key, variant);
-            match f.take() {
-                Some(f) => f(variant),
-                None => unreachable!("the hit runs `f` at most once"),
-            }
-        });
-        if let Some(result) = hit {
-            return result;
-        }
-        let variant = memo.get_or_build(key, || build(key))?;
-        recent::remember(memo.id(), generation, key, &variant);
-        match f.take() {
-            Some(f) => f(&variant),
-            None => unreachable!("`f` ran only if the memo hit"),
-        }
+    /// The kernel's variant cache (key → variant), shared by its clones.
+    #[inline]
+    pub(crate) fn variants(&self) -> &VariantCache {
+        &self.0.variants
     }
 
     /// Generates the variant for `desc`, whose key is `key`.
@@ -341,6 +210,7 @@ impl Kernel {
     }
 
     /// A variant built without the memo, for benchmarks of the old path.
+    #[cfg(feature = "bench")]
     pub(crate) fn variant_uncached(
         &self,
         dialect: Dialect,

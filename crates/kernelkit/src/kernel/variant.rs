@@ -3,246 +3,11 @@
 
 use std::sync::{Arc, OnceLock};
 
-use smallvec::SmallVec;
-
+use crate::backend::{CompileJob, Function};
 use crate::codegen::Dialect;
+use crate::device::Device;
 use crate::device::DeviceId;
-use crate::dtype::DType;
-use crate::kernel::template::{TemplateArg, TemplateParam};
-
-/// How an input reaches the kernel. The same split as MLX's signature
-/// writer: it changes the generated parameter (Metal address space, or a
-/// value instead of a pointer), so it is part of the variant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum PassMode {
-    /// A 0-d array: passed as a value (`const constant T&`).
-    Scalar = 0,
-    /// Fewer than 8 elements: the `constant` address space.
-    Constant = 1,
-    /// Everything else: a `device` pointer.
-    Device = 2,
-}
-
-impl PassMode {
-    /// The mode MLX picks for an array of `ndim` dimensions and `size` elements.
-    pub fn of(ndim: usize, size: usize) -> PassMode {
-        if ndim == 0 {
-            PassMode::Scalar
-        } else if size < 8 {
-            PassMode::Constant
-        } else {
-            PassMode::Device
-        }
-    }
-}
-
-/// An input as the generators see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct InputDesc {
-    /// Element type.
-    pub dtype: DType,
-    /// Pass mode.
-    pub mode: PassMode,
-}
-
-/// Everything a generator needs from a call beyond the kernel spec.
-#[derive(Clone, Debug)]
-pub struct VariantDesc<'a> {
-    /// Per input, in order.
-    pub inputs: &'a [InputDesc],
-    /// Per output dtype, in order.
-    pub outputs: &'a [DType],
-    /// Template arguments, in order.
-    pub template: &'a [TemplateParam<'a>],
-}
-
-/// Bytes of a key held inline (on the stack, in the memo's entries).
-const KEY_INLINE: usize = 96;
-
-/// The bytes that identify a variant within one kernel: built on the stack
-/// for every call, compared against the memo's keys.
-pub(crate) type KeyBytes = SmallVec<[u8; KEY_INLINE]>;
-
-/// Encodes the raw call arguments the generated name and source depend on:
-/// the dialect, each input's dtype and pass mode, each output's dtype, and
-/// each template argument's kind, name and value. Lengths are written before
-/// every list and name, so two different calls never encode alike.
-pub(crate) fn encode_key(dialect: Dialect, desc: &VariantDesc<'_>, out: &mut KeyBytes) {
-    encode_key_parts(
-        dialect,
-        desc.inputs.iter().copied(),
-        desc.outputs.iter().copied(),
-        desc.template,
-        out,
-    );
-}
-
-/// [`encode_key`] from a call's parts as they come, so the dispatch path
-/// encodes straight from its arrays without building descriptors first.
-///
-/// This runs on every call, so it sizes the key once and then writes bytes
-/// at a running index, into a stack buffer when the key fits inline:
-/// pushing byte by byte, or growing the vector with `resize`, would cost
-/// more than the rest of a memo hit.
-#[inline]
-pub(crate) fn encode_key_parts(
-    dialect: Dialect,
-    inputs: impl ExactSizeIterator<Item = InputDesc>,
-    outputs: impl ExactSizeIterator<Item = DType>,
-    template: &[TemplateParam<'_>],
-    out: &mut KeyBytes,
-) {
-    let template_len: usize = template
-        .iter()
-        .map(|t| {
-            let value = match t.value {
-                TemplateArg::Int(_) => 4,
-                TemplateArg::Bool(_) | TemplateArg::DType(_) => 1,
-            };
-            1 + 4 + t.name.len() + value
-        })
-        .sum();
-    let len = 1 + 4 + inputs.len() + 4 + outputs.len() + 4 + template_len;
-    if out.is_empty() && len <= KEY_INLINE {
-        let mut buf = [0u8; KEY_INLINE];
-        write_key(dialect, inputs, outputs, template, &mut buf[..len]);
-        *out = KeyBytes::from_buf_and_len(buf, len);
-    } else {
-        let start = out.len();
-        out.resize(start + len, 0);
-        write_key(dialect, inputs, outputs, template, &mut out[start..]);
-    }
-}
-
-/// A key of a call without template arguments and with few arguments,
-/// packed into one word: what the per-thread cache in front of the memo
-/// compares first (one comparison, no bytes written or read). Fields of
-/// fixed width: the dialect (2 bits), the input and output counts (4 bits
-/// each), then 7 bits per input (dtype and pass mode, as in the key) and 5
-/// per output, so two keys pack alike only if they are equal.
-pub(crate) type PackedKey = u128;
-
-/// The packed form of the key [`encode_key_parts`] would write, if it has
-/// one.
-#[inline]
-pub(crate) fn pack_key(
-    dialect: Dialect,
-    inputs: impl ExactSizeIterator<Item = InputDesc>,
-    outputs: impl ExactSizeIterator<Item = DType>,
-    template: &[TemplateParam<'_>],
-) -> Option<PackedKey> {
-    if !template.is_empty() {
-        return None;
-    }
-    pack(
-        dialect as u8,
-        inputs.map(|i| i.dtype.key_byte() | ((i.mode as u8) << 5)),
-        outputs.map(DType::key_byte),
-    )
-}
-
-/// Packs a key from its dialect byte and its input and output key bytes
-/// (see [`PackedKey`]); `None` when they do not fit.
-#[inline(always)]
-fn pack(
-    dialect: u8,
-    inputs: impl ExactSizeIterator<Item = u8>,
-    outputs: impl ExactSizeIterator<Item = u8>,
-) -> Option<PackedKey> {
-    let (n_in, n_out) = (inputs.len(), outputs.len());
-    if n_in > 15 || n_out > 15 || 10 + 7 * n_in + 5 * n_out > 128 {
-        return None;
-    }
-    let mut packed = dialect as u128 | (n_in as u128) << 2 | (n_out as u128) << 6;
-    let mut at = 10;
-    for b in inputs {
-        debug_assert!(b < 1 << 7, "an input's key byte has 7 bits");
-        packed |= (b as u128) << at;
-        at += 7;
-    }
-    for b in outputs {
-        debug_assert!(b < 1 << 5, "an output's key byte has 5 bits");
-        packed |= (b as u128) << at;
-        at += 5;
-    }
-    Some(packed)
-}
-
-/// The packed form of an encoded key, if it has one: the same value
-/// [`pack_key`] gives for the parts that encode to `key`.
-pub(crate) fn pack_key_bytes(key: &[u8]) -> Option<PackedKey> {
-    let count = |at: usize| -> Option<usize> {
-        Some(u32::from_le_bytes(key.get(at..at + 4)?.try_into().ok()?) as usize)
-    };
-    let dialect = *key.first()?;
-    if dialect > Dialect::Cpu as u8 {
-        return None;
-    }
-    let n_in = count(1)?;
-    let inputs = key.get(5..5 + n_in)?;
-    let n_out = count(5 + n_in)?;
-    let outputs = key.get(9 + n_in..9 + n_in + n_out)?;
-    let at = 9 + n_in + n_out;
-    if count(at)? != 0 || key.len() != at + 4 {
-        return None;
-    }
-    pack(dialect, inputs.iter().copied(), outputs.iter().copied())
-}
-
-/// Writes a key into `buf`, sized to fit it exactly.
-#[inline(always)]
-fn write_key(
-    dialect: Dialect,
-    inputs: impl ExactSizeIterator<Item = InputDesc>,
-    outputs: impl ExactSizeIterator<Item = DType>,
-    template: &[TemplateParam<'_>],
-    buf: &mut [u8],
-) {
-    let mut w = KeyWriter { buf, at: 0 };
-    w.byte(dialect as u8);
-    w.bytes(&(inputs.len() as u32).to_le_bytes());
-    for i in inputs {
-        w.byte(i.dtype.key_byte() | ((i.mode as u8) << 5));
-    }
-    w.bytes(&(outputs.len() as u32).to_le_bytes());
-    for d in outputs {
-        w.byte(d.key_byte());
-    }
-    w.bytes(&(template.len() as u32).to_le_bytes());
-    for t in template {
-        w.byte(t.value.kind());
-        w.bytes(&(t.name.len() as u32).to_le_bytes());
-        w.bytes(t.name.as_bytes());
-        match t.value {
-            TemplateArg::Int(v) => w.bytes(&v.to_le_bytes()),
-            TemplateArg::Bool(b) => w.byte(b as u8),
-            TemplateArg::DType(d) => w.byte(d.key_byte()),
-        }
-    }
-    debug_assert_eq!(w.at, w.buf.len(), "the key's size was computed wrongly");
-}
-
-/// Writes into a key already sized to fit.
-struct KeyWriter<'a> {
-    buf: &'a mut [u8],
-    at: usize,
-}
-
-impl KeyWriter<'_> {
-    #[inline(always)]
-    fn byte(&mut self, b: u8) {
-        self.buf[self.at] = b;
-        self.at += 1;
-    }
-    #[inline(always)]
-    fn bytes(&mut self, b: &[u8]) {
-        self.buf[self.at..self.at + b.len()].copy_from_slice(b);
-        self.at += b.len();
-    }
-}
-
-pub(crate) use crate::backend::Function;
+use crate::error::CompileError;
 
 /// One kernel specialised for one call signature.
 ///
@@ -294,7 +59,9 @@ impl Variant {
     pub fn shared_source(&self) -> &Arc<str> {
         &self.source
     }
-    /// The hash of the source (xxh3-64), computed once.
+    /// The hash of the source (xxh3-64), computed once: the hash in the
+    /// library key MLX formats for a variant. kernelkit's own caches key
+    /// modules by the 128-bit [`ModuleKey`](crate::cache::key::ModuleKey).
     pub fn source_hash(&self) -> u64 {
         self.source_hash
     }
@@ -302,214 +69,29 @@ impl Variant {
     pub fn dialect(&self) -> Dialect {
         self.dialect
     }
-    /// The module key: `{kernel name}_{source hash as hex}_{options}`, the
-    /// format MLX uses for its library cache.
-    pub fn module_key(&self, options: &str) -> String {
-        format!("{}_{:x}_{}", self.name, self.source_hash, options)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::borrow::Cow;
-
-    fn key(template: &[TemplateParam<'_>]) -> KeyBytes {
-        let mut k = KeyBytes::new();
-        let inputs = [InputDesc {
-            dtype: DType::F32,
-            mode: PassMode::Device,
-        }];
-        encode_key(
-            Dialect::Cpu,
-            &VariantDesc {
-                inputs: &inputs,
-                outputs: &[DType::F32],
-                template,
-            },
-            &mut k,
-        );
-        k
-    }
-
-    #[test]
-    fn int_one_and_bool_true_differ() {
-        let a = key(&[TemplateParam {
-            name: Cow::Borrowed("V"),
-            value: TemplateArg::Int(1),
-        }]);
-        let b = key(&[TemplateParam {
-            name: Cow::Borrowed("V"),
-            value: TemplateArg::Bool(true),
-        }]);
-        assert_ne!(a, b);
-    }
-
-    #[test]
-    fn names_are_length_prefixed() {
-        let a = key(&[TemplateParam {
-            name: Cow::Borrowed("AB"),
-            value: TemplateArg::Bool(true),
-        }]);
-        let b = key(&[TemplateParam {
-            name: Cow::Borrowed("A"),
-            value: TemplateArg::Bool(true),
-        }]);
-        assert_ne!(a, b);
-    }
-
-    /// The byte-at-a-time encoder that `encode_key` replaced, kept as the
-    /// reference for its layout.
-    fn reference_key(dialect: Dialect, desc: &VariantDesc<'_>) -> Vec<u8> {
-        let mut out = vec![dialect as u8];
-        out.extend_from_slice(&(desc.inputs.len() as u32).to_le_bytes());
-        for i in desc.inputs {
-            out.push(i.dtype.key_byte() | ((i.mode as u8) << 5));
-        }
-        out.extend_from_slice(&(desc.outputs.len() as u32).to_le_bytes());
-        out.extend(desc.outputs.iter().map(|d| d.key_byte()));
-        out.extend_from_slice(&(desc.template.len() as u32).to_le_bytes());
-        for t in desc.template {
-            out.push(t.value.kind());
-            out.extend_from_slice(&(t.name.len() as u32).to_le_bytes());
-            out.extend_from_slice(t.name.as_bytes());
-            match t.value {
-                TemplateArg::Int(v) => out.extend_from_slice(&v.to_le_bytes()),
-                TemplateArg::Bool(b) => out.push(b as u8),
-                TemplateArg::DType(d) => out.push(d.key_byte()),
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn sized_encoder_writes_the_reference_layout() {
-        let inputs = [
-            InputDesc {
-                dtype: DType::F16,
-                mode: PassMode::Scalar,
-            },
-            InputDesc {
-                dtype: DType::I64,
-                mode: PassMode::Constant,
-            },
-            InputDesc {
-                dtype: DType::F32,
-                mode: PassMode::Device,
-            },
-        ];
-        let long_name = "T".repeat(120);
-        let template = [
-            TemplateParam {
-                name: Cow::Borrowed("N"),
-                value: TemplateArg::Int(-7),
-            },
-            TemplateParam {
-                name: Cow::Borrowed("FLAG"),
-                value: TemplateArg::Bool(true),
-            },
-            TemplateParam {
-                name: Cow::Borrowed(long_name.as_str()),
-                value: TemplateArg::DType(DType::BF16),
-            },
-        ];
-        for n_in in 0..=inputs.len() {
-            for n_t in 0..=template.len() {
-                for dialect in [Dialect::Metal, Dialect::Cuda, Dialect::Cpu] {
-                    let desc = VariantDesc {
-                        inputs: &inputs[..n_in],
-                        outputs: &[DType::U8, DType::Complex64],
-                        template: &template[..n_t],
-                    };
-                    let mut k = KeyBytes::new();
-                    encode_key(dialect, &desc, &mut k);
-                    assert_eq!(k.as_slice(), reference_key(dialect, &desc).as_slice());
-                }
-            }
+    /// What a backend compiles of this variant, for kernel `kernel`.
+    pub(crate) fn job<'a>(&'a self, kernel: &'a str) -> CompileJob<'a> {
+        CompileJob {
+            kernel,
+            function: &self.name,
+            source: &self.source,
+            shared_source: &self.source,
         }
     }
 
-    #[test]
-    fn packed_keys_agree_with_encoded_keys_and_tell_keys_apart() {
-        let all = [
-            InputDesc {
-                dtype: DType::F16,
-                mode: PassMode::Scalar,
-            },
-            InputDesc {
-                dtype: DType::Complex64,
-                mode: PassMode::Device,
-            },
-            InputDesc {
-                dtype: DType::Bool,
-                mode: PassMode::Constant,
-            },
-        ];
-        let outs = [DType::U8, DType::F64, DType::BF16];
-        let mut seen: Vec<(PackedKey, Vec<u8>)> = Vec::new();
-        for dialect in [Dialect::Metal, Dialect::Cuda, Dialect::Cpu] {
-            for n_in in 0..=3 {
-                for n_out in 0..=3 {
-                    for first in [0, 1] {
-                        let inputs: Vec<InputDesc> =
-                            (0..n_in).map(|i| all[(i + first) % 3]).collect();
-                        let outputs: Vec<DType> =
-                            (0..n_out).map(|i| outs[(i + first) % 3]).collect();
-                        let desc = VariantDesc {
-                            inputs: &inputs,
-                            outputs: &outputs,
-                            template: &[],
-                        };
-                        let mut k = KeyBytes::new();
-                        encode_key(dialect, &desc, &mut k);
-                        let packed = pack_key(
-                            dialect,
-                            inputs.iter().copied(),
-                            outputs.iter().copied(),
-                            &[],
-                        )
-                        .unwrap();
-                        assert_eq!(pack_key_bytes(&k), Some(packed));
-                        for (p, other) in &seen {
-                            assert_eq!(*p == packed, other.as_slice() == k.as_slice());
-                        }
-                        seen.push((packed, k.to_vec()));
-                    }
-                }
-            }
+    /// This variant's function on `device`, for kernel `kernel`: the one it
+    /// kept for its first device (no lock), or the device's, resolved once
+    /// and kept if it is the first.
+    #[inline]
+    pub(crate) fn function_on<'v>(
+        &'v self,
+        device: &Device,
+        kernel: &'v str,
+    ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
+        let f = device.function(|| self.job(kernel), self.function.get())?;
+        if let std::borrow::Cow::Owned(f) = &f {
+            let _ = self.function.set((device.id(), f.clone()));
         }
-        // Template arguments, and too many arguments, have no packed form.
-        let t = [TemplateParam {
-            name: Cow::Borrowed("N"),
-            value: TemplateArg::Int(1),
-        }];
-        let inputs = [all[0]; 16];
-        assert_eq!(
-            pack_key(Dialect::Cuda, all.iter().copied(), [].into_iter(), &t),
-            None
-        );
-        assert_eq!(
-            pack_key(Dialect::Cuda, inputs.iter().copied(), [].into_iter(), &[]),
-            None
-        );
-        let mut k = KeyBytes::new();
-        encode_key(
-            Dialect::Cuda,
-            &VariantDesc {
-                inputs: &all,
-                outputs: &outs,
-                template: &t,
-            },
-            &mut k,
-        );
-        assert_eq!(pack_key_bytes(&k), None);
-        assert_eq!(pack_key_bytes(&k[..3]), None);
-    }
-
-    #[test]
-    fn pass_modes_follow_mlx() {
-        assert_eq!(PassMode::of(0, 1), PassMode::Scalar);
-        assert_eq!(PassMode::of(1, 7), PassMode::Constant);
-        assert_eq!(PassMode::of(2, 8), PassMode::Device);
+        Ok(f)
     }
 }

@@ -1,15 +1,70 @@
 //! The behavioural suite: written once, run against every backend present
 //! (see `behaviour.rs`, which instantiates it per backend). Each test takes
 //! a fresh device, so cache counters start at zero.
+//!
+//! Besides the tests here: the soak ([`soak`]), the hot path ([`hot_path`])
+//! and the bad-input matrix ([`bad_input`]).
+//!
+//! The null device runs the tests whose checks do not depend on what a
+//! kernel computes: compile counts, single flight, the memo and its bounds,
+//! errors. Where such a test also reads an output, it reads it through
+//! [`assert_output`], which on the null device checks what can be known
+//! there (length, dtype, zeros).
 
 #![allow(dead_code)]
 
+pub mod bad_input;
+pub mod hot_path;
+pub mod soak;
+
+pub use bad_input::{
+    arrays_of_another_device_kind_are_refused, arrays_of_another_device_object_are_accepted,
+    every_bad_input_is_a_typed_error_naming_its_argument, the_unchanged_call_is_accepted,
+};
+pub use hot_path::a_memo_hit_allocates_nothing;
+pub use soak::soak_random_kernels_on_many_threads;
+
+use std::fmt::Debug;
 use std::sync::{Arc, Barrier};
 
 use kernelkit::{
-    bf16, f16, Array, CompileError, Complex32, DType, Device, Element, Error, Kernel,
+    bf16, f16, Array, CompileError, Complex32, DType, Device, DeviceKind, Element, Error, Kernel,
     MAX_CACHED_VARIANTS,
 };
+
+/// Whether `device` runs kernels. The null device records them instead: its
+/// outputs hold zeros (or the call's `init_value`), and its compiles reject
+/// only `#error` lines.
+pub fn runs_kernels(device: &Device) -> bool {
+    device.kind() != DeviceKind::Null
+}
+
+/// Checks what a kernel wrote into `out`: `expected`, on a device that runs
+/// kernels. The null device runs none; there `out` must still be an output
+/// of `expected`'s length and `T`'s dtype that reads back, holding zeros.
+#[track_caller]
+pub fn assert_output<T: Element + PartialEq + Debug>(out: &Array, expected: &[T], context: &str) {
+    let got: Vec<T> = out.to_vec().unwrap();
+    if runs_kernels(out.device()) {
+        assert_eq!(got, expected, "{context}");
+    } else {
+        assert_eq!(got.len(), expected.len(), "{context}: the output's length");
+        assert!(
+            out.to_bytes().unwrap().iter().all(|&b| b == 0),
+            "{context}: an output of the null device holds more than zeros"
+        );
+    }
+}
+
+/// A line of a body that the device's compiler rejects: a syntax error,
+/// or, for the null device, which checks nothing else, an `#error` line.
+pub fn rejected_line(device: &Device) -> &'static str {
+    if runs_kernels(device) {
+        "out[i] = inp[i] +* 2;"
+    } else {
+        "#error broken on purpose"
+    }
+}
 
 fn iota_f32(n: usize) -> Vec<f32> {
     (0..n).map(|i| i as f32).collect()
@@ -25,7 +80,8 @@ fn sizeof_kernel() -> Kernel {
         .unwrap()
 }
 
-fn run_sizeof(kernel: &Kernel, device: &Device, v: kernelkit::TemplateArg) -> (Vec<i32>, String) {
+/// Runs `sizeof_kernel` with `V = v`: its output and its variant's source.
+fn run_sizeof(kernel: &Kernel, device: &Device, v: kernelkit::TemplateArg) -> (Array, String) {
     let x = device.array_from_slice(&[0i32; 8], [8]).unwrap();
     let call = kernel
         .call([&x])
@@ -35,7 +91,7 @@ fn run_sizeof(kernel: &Kernel, device: &Device, v: kernelkit::TemplateArg) -> (V
         .threadgroup([8, 1, 1]);
     let launch = call.prepare().unwrap();
     let source = launch.variant().source().to_string();
-    (launch.run().unwrap()[0].to_vec().unwrap(), source)
+    (launch.run().unwrap()[0].clone(), source)
 }
 
 /// The seed's int-vs-bool case: `1` and `true` print alike but are
@@ -45,8 +101,8 @@ pub fn int_one_and_bool_true_are_different_variants(device: Device) {
     for _ in 0..3 {
         let (int_out, int_src) = run_sizeof(&kernel, &device, 1.into());
         let (bool_out, bool_src) = run_sizeof(&kernel, &device, true.into());
-        assert_eq!(int_out, vec![4; 8]);
-        assert_eq!(bool_out, vec![1; 8]);
+        assert_output(&int_out, &[4; 8], "sizeof(int)");
+        assert_output(&bool_out, &[1; 8], "sizeof(bool)");
         assert_ne!(int_src, bool_src);
     }
     assert_eq!(kernel.memoized_variants(), 2);
@@ -115,7 +171,7 @@ pub fn clones_share_one_memo_across_threads(device: Device) {
                     let use_bool = (t + call) % 2 == 0;
                     let v = if use_bool { true.into() } else { 1.into() };
                     let (out, _) = run_sizeof(&kernel, &device, v);
-                    assert_eq!(out, vec![if use_bool { 1 } else { 4 }; 8]);
+                    assert_output(&out, &[if use_bool { 1 } else { 4 }; 8], "sizeof");
                 }
             });
         }
@@ -148,10 +204,7 @@ pub fn bounded_memo_evicts_without_breaking_launches(device: Device) {
     for v in 0..196 {
         let launch = call(v).prepare().unwrap();
         weak.push(Arc::downgrade(launch.variant().shared_source()));
-        assert_eq!(
-            launch.run().unwrap()[0].to_vec::<i32>().unwrap(),
-            vec![10 + v; 8]
-        );
+        assert_output(&launch.run().unwrap()[0], &[10 + v; 8], "V + 10");
         assert!(kernel.memoized_variants() <= MAX_CACHED_VARIANTS);
     }
     let alive = weak.iter().filter(|w| w.upgrade().is_some()).count();
@@ -162,10 +215,7 @@ pub fn bounded_memo_evicts_without_breaking_launches(device: Device) {
     assert!(!Arc::ptr_eq(again.variant(), pending.variant()));
     assert_eq!(again.variant().source(), first_source);
     // The launch prepared before the eviction still runs correctly.
-    assert_eq!(
-        pending.run().unwrap()[0].to_vec::<i32>().unwrap(),
-        vec![10; 8]
-    );
+    assert_output(&pending.run().unwrap()[0], &[10; 8], "the pending launch");
 }
 
 /// The seed's reproduction: 16 threads at a barrier, each its own kernel,
@@ -197,11 +247,7 @@ pub fn concurrent_distinct_kernels(device: Device) {
                         .on(&stream)
                         .launch()
                         .unwrap();
-                    assert_eq!(
-                        out[0].to_vec::<f32>().unwrap(),
-                        vec![index as f32],
-                        "round {round}"
-                    );
+                    assert_output(&out[0], &[index as f32], &format!("round {round}"));
                 });
             }
         });
@@ -233,7 +279,7 @@ pub fn single_flight_compiles_once(device: Device) {
                     .launch()
                     .unwrap();
                 let expected: Vec<f32> = iota_f32(64).iter().map(|v| v * 3.0).collect();
-                assert_eq!(out[0].to_vec::<f32>().unwrap(), expected);
+                assert_output(&out[0], &expected, "inp * 3");
             });
         }
     });
@@ -244,10 +290,11 @@ pub fn single_flight_compiles_once(device: Device) {
 /// A compile error is typed, carries the log with the line in the body, is
 /// not cached, and leaves other kernels alone.
 pub fn compile_errors_are_reported_and_not_cached(device: Device) {
+    let rejected = rejected_line(&device);
     let bad = Kernel::builder("broken")
         .inputs(["inp"])
         .outputs(["out"])
-        .source("uint i = thread_position_in_grid.x;\nout[i] = inp[i] +* 2;\n")
+        .source(format!("uint i = thread_position_in_grid.x;\n{rejected}\n"))
         .build()
         .unwrap();
     let good = Kernel::builder("fine")
@@ -269,7 +316,7 @@ pub fn compile_errors_are_reported_and_not_cached(device: Device) {
                 let log = e.log().unwrap();
                 assert!(log.contains("body line 2"), "log: {log}");
                 assert!(e.to_string().contains("broken"));
-                assert!(e.source_code().unwrap().contains("+* 2"));
+                assert!(e.source_code().unwrap().contains(rejected));
             }
             other => panic!("expected a compile error, got {other:?}"),
         }
@@ -283,7 +330,7 @@ pub fn compile_errors_are_reported_and_not_cached(device: Device) {
         .grid([4, 1, 1])
         .launch()
         .unwrap();
-    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    assert_output(&out[0], &[1.0f32, 2.0, 3.0, 4.0], "inp + 1");
 }
 
 fn strided_kernel(ensure_row_contiguous: bool) -> Kernel {

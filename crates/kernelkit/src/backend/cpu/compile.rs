@@ -1,7 +1,7 @@
 //! Runs the system C++ compiler on a variant's source.
 //!
-//! The compiler is `$CXX`, else the first of `c++`, `g++`, `clang++` on the
-//! `PATH`. Its identity (the output of `--version`, run once per process
+//! The compiler is the configured one (`CXX`, see [`CpuConfig`]), else the
+//! first of `c++`, `g++`, `clang++` on the `PATH`. Its identity (the output of `--version`, run once per process
 //! and compiler) and the host's CPU features are part of the module key and
 //! of the artifact store's key, since the library is built with
 //! `-march=native`.
@@ -20,10 +20,11 @@ use std::time::{Duration, Instant, SystemTime};
 use super::depfile;
 use super::pch::Pch;
 use super::scratch;
-use crate::backend::Compiled;
+use crate::backend::{CompileJob, Compiled};
+use crate::codegen::cpu::body_of;
 use crate::codegen::map_log_lines;
+use crate::config::CpuConfig;
 use crate::error::CompileError;
-use crate::kernel::variant::Variant;
 
 /// Flags every CPU compile uses; part of the module key. Public (as
 /// `kernelkit::CPU_COMPILE_FLAGS`) so a compile can be reproduced by hand.
@@ -36,47 +37,34 @@ pub const FLAGS: &[&str] = &[
     "-fno-exceptions",
 ];
 
-/// How long one compile may run before it is killed (seconds), unless
-/// `KERNELKIT_COMPILE_TIMEOUT` says otherwise.
-const DEFAULT_TIMEOUT_S: u64 = 300;
-
 pub(crate) struct Compiler {
     program: String,
     identity: OnceLock<Arc<str>>,
-    options: OnceLock<String>,
     artifact_identity: OnceLock<String>,
     timeout: Duration,
+    /// Where the precompiled header goes, as configured (checked when the
+    /// first compile needs it).
+    pch_dir: Option<PathBuf>,
     pch: OnceLock<Pch>,
 }
 
 impl Compiler {
-    pub(crate) fn from_env() -> Compiler {
-        let program = std::env::var("CXX")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| {
-                ["c++", "g++", "clang++"]
-                    .into_iter()
-                    .find(|p| on_path(p))
-                    .unwrap_or("c++")
-                    .to_string()
-            });
-        Compiler::with_program(program)
-    }
-
-    pub(crate) fn with_program(program: String) -> Compiler {
-        let timeout = std::env::var("KERNELKIT_COMPILE_TIMEOUT")
-            .ok()
-            .and_then(|s| s.parse::<f64>().ok())
-            .filter(|s| *s > 0.0)
-            .map(Duration::from_secs_f64)
-            .unwrap_or(Duration::from_secs(DEFAULT_TIMEOUT_S));
+    /// The compiler `config` names, else the first of `c++`, `g++`,
+    /// `clang++` on the `PATH`.
+    pub(crate) fn new(config: &CpuConfig) -> Compiler {
+        let program = config.compiler.clone().unwrap_or_else(|| {
+            ["c++", "g++", "clang++"]
+                .into_iter()
+                .find(|p| on_path(p))
+                .unwrap_or("c++")
+                .to_string()
+        });
         Compiler {
             program,
             identity: OnceLock::new(),
-            options: OnceLock::new(),
             artifact_identity: OnceLock::new(),
-            timeout,
+            timeout: config.compile_timeout,
+            pch_dir: config.pch_dir.clone(),
             pch: OnceLock::new(),
         }
     }
@@ -107,25 +95,10 @@ impl Compiler {
         })
     }
 
-    /// `cpu-{compiler}-{flags}-{cpu features}` as short hashes, for the
-    /// module key (which also names the artifact).
-    pub(crate) fn options(&self) -> &str {
-        self.options.get_or_init(|| {
-            let id = xxhash_rust::xxh3::xxh3_64(
-                format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" ")).as_bytes(),
-            );
-            let features = xxhash_rust::xxh3::xxh3_64(cpu_features().as_bytes());
-            format!("cpu{:08x}{:08x}", id as u32, features as u32)
-        })
-    }
-
     /// Compiles a variant into a shared library, with the list of files
     /// the compile read (the compiler's `-MMD` output, see `depfile`).
-    pub(crate) fn compile(
-        &self,
-        kernel: &str,
-        variant: &Variant,
-    ) -> Result<Compiled, CompileError> {
+    pub(crate) fn compile(&self, job: &CompileJob<'_>) -> Result<Compiled, CompileError> {
+        let kernel = job.kernel;
         let fail = |reason: String| CompileError::Compiler {
             kernel: kernel.to_string(),
             compiler: self.program.clone(),
@@ -136,7 +109,7 @@ impl Compiler {
         let src = dir.path().join("kernel.cpp");
         let lib = dir.path().join("kernel.so");
         let (program, timeout) = (self.program.clone(), self.timeout);
-        let input = self.pch().input_for(variant.source(), move |header, gch| {
+        let input = self.pch().input_for(job.source, move |header, gch| {
             let dir = header.parent().unwrap_or(header);
             let mut args: Vec<OsString> = FLAGS
                 .iter()
@@ -163,23 +136,23 @@ impl Compiler {
                 .map_err(|e| format!("cannot write the source: {e}"))?;
             run(&self.program, &args, dir.path(), self.timeout)
         };
-        let mut outcome = compile(input.as_deref().unwrap_or(variant.source()));
+        let mut outcome = compile(input.as_deref().unwrap_or(job.source));
         if input.is_some() && matches!(outcome, Ok((false, _))) && !self.pch().present() {
             // The header vanished between the check and the compile.
             tracing::debug!(
                 "the precompiled header vanished during a compile; compiling again without it"
             );
-            outcome = compile(variant.source());
+            outcome = compile(job.source);
         }
         self.pch().finish_build();
         let (ok, log) = outcome.map_err(fail)?;
         if !ok {
             return Err(CompileError::Rejected {
                 kernel: kernel.to_string(),
-                function: variant.name().to_string(),
+                function: job.function.to_string(),
                 compiler: self.describe(),
-                log: map_log_lines(&log, variant.source(), body_of(variant), "kernel.cpp:"),
-                generated: variant.shared_source().clone(),
+                log: map_log_lines(&log, job.source, body_of(job.source), "kernel.cpp:"),
+                generated: job.shared_source.clone(),
             });
         }
         let artifact =
@@ -194,7 +167,7 @@ impl Compiler {
     fn pch(&self) -> &Pch {
         self.pch.get_or_init(|| {
             Pch::new(
-                super::pch::pch_dir(),
+                super::pch::usable_dir(self.pch_dir.as_deref()),
                 xxhash_rust::xxh3::xxh3_64(
                     format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" "))
                         .as_bytes(),
@@ -292,23 +265,10 @@ fn wait_bounded(
     }
 }
 
-/// The user's body inside a generated CPU source: between the `kk_body`
-/// signature line and the closing brace before the entry point.
-fn body_of(variant: &Variant) -> &str {
-    let src = variant.source();
-    let Some(start) = src.find("static inline void kk_body(") else {
-        return "";
-    };
-    let Some(open) = src[start..].find(") {\n") else {
-        return "";
-    };
-    let body_start = start + open + 4;
-    let Some(end) = src[body_start..].find("\n}\n\nextern \"C\"") else {
-        return "";
-    };
-    &src[body_start..body_start + end]
-}
-
+/// Whether `program` is a file in a directory of the `PATH`. This is the
+/// operating system's search for a program, not a setting, so it reads
+/// `PATH` here rather than through [`crate::config::Config`] (as the
+/// `Command` that runs the compiler does).
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| {
         std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(program)))

@@ -6,8 +6,8 @@ use std::ffi::c_void;
 use rayon::prelude::*;
 
 use super::load::KkLaunch;
-use crate::backend::LaunchJob;
-use crate::kernel::variant::PassMode;
+use crate::backend::LaunchDesc;
+use crate::codegen::variant::PassMode;
 
 /// Argument pointers for one launch: what the generated entry unpacks.
 struct Args {
@@ -26,9 +26,10 @@ impl Args {
     }
 }
 
-/// Launches `iters` times (arguments marshalled once); the caller has
+/// Launches `job.iters` times (arguments marshalled once); the caller has
 /// checked dims against the limits.
-pub(super) fn launch(job: &LaunchJob<'_>, simd: u32, iters: u32) {
+pub(super) fn launch(job: &LaunchDesc<'_>, simd: u32) {
+    let iters = job.iters;
     let function = job.function.cpu().expect("CPU launches get CPU functions");
     let mut shapes: Vec<Vec<i32>> = Vec::new();
     let mut strides: Vec<Vec<i64>> = Vec::new();
@@ -37,13 +38,13 @@ pub(super) fn launch(job: &LaunchJob<'_>, simd: u32, iters: u32) {
     for (input, info) in job.inputs.iter().zip(&job.spec.shape_infos) {
         shapes.push(input.shape.iter().map(|&d| d as i32).collect());
         strides.push(input.strides.iter().map(|&s| s as i64).collect());
-        ndims.push(Box::new(input.ndim() as i32));
+        ndims.push(Box::new(input.shape.len() as i32));
         let _ = info;
     }
     let mut ptrs: Vec<*mut c_void> = Vec::new();
     for (i, (input, info)) in job.inputs.iter().zip(&job.spec.shape_infos).enumerate() {
-        ptrs.push(input.data_addr() as *mut c_void);
-        let mode = PassMode::of(input.ndim(), input.size());
+        ptrs.push(input.addr as *mut c_void);
+        let mode = PassMode::of(input.shape.len(), input.size());
         if mode == PassMode::Scalar {
             // 0-d inputs have no layout parameters to pass.
             continue;
@@ -59,7 +60,7 @@ pub(super) fn launch(job: &LaunchJob<'_>, simd: u32, iters: u32) {
         }
     }
     for output in job.outputs {
-        ptrs.push(output.data_addr() as *mut c_void);
+        ptrs.push(output.addr as *mut c_void);
     }
     let args = &Args { ptrs };
 

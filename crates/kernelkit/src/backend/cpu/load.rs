@@ -3,9 +3,8 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::backend::Module;
+use crate::backend::{CompileJob, Function, Module};
 use crate::error::CompileError;
-use crate::kernel::variant::{Function, Variant};
 
 /// The launch description the generated entry point reads (`kk_launch` in
 /// the prelude; the layouts must match).
@@ -33,14 +32,10 @@ pub(crate) struct CpuFunction {
     _module: Module,
 }
 
-pub(super) fn load(
-    kernel: &str,
-    variant: &Variant,
-    artifact: &[u8],
-) -> Result<Module, CompileError> {
+pub(super) fn load(job: &CompileJob<'_>, artifact: &[u8]) -> Result<Module, CompileError> {
     let fail = |reason: String| CompileError::Load {
-        kernel: kernel.to_string(),
-        function: variant.name().to_string(),
+        kernel: job.kernel.to_string(),
+        function: job.function.to_string(),
         reason,
     };
     // dlopen needs a file: write the bytes to a private temporary file (mode

@@ -2,8 +2,7 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
-use crate::array::{Array, Place};
-use crate::backend::{Buffer, Owner, SharedBuffer};
+use crate::backend::{ArgRef, Memory, Owner};
 
 /// Owns one host allocation.
 pub(crate) struct HostMem {
@@ -12,7 +11,7 @@ pub(crate) struct HostMem {
 }
 
 // SAFETY: the allocation is plain bytes owned by this value; kernels and
-// copies access it through the `Buffer`'s address, and callers order those
+// copies access it through the `Memory`'s address, and callers order those
 // accesses (launches run to completion before returning).
 unsafe impl Send for HostMem {}
 // SAFETY: as above; `HostMem` itself exposes no interior access.
@@ -28,26 +27,25 @@ impl Drop for HostMem {
 /// `len` zeroed bytes, or `None` when the allocator cannot provide them (a
 /// size over what the address space or the system allows is a user's
 /// mistake to report, not a reason to abort the process).
-pub(super) fn alloc(len: usize, place: Place) -> Option<SharedBuffer> {
+pub(in crate::backend) fn alloc(len: usize) -> Option<Memory> {
     let layout = Layout::from_size_align(len.max(1), 64).ok()?;
     // SAFETY: the layout has a non-zero size.
     let ptr = unsafe { alloc_zeroed(layout) };
     if ptr.is_null() {
         return None;
     }
-    Some(SharedBuffer::new(Buffer {
+    Some(Memory {
         addr: ptr as u64,
         len,
-        place,
         owner: Owner::Host(HostMem { ptr, layout }),
-    }))
+    })
 }
 
-fn bytes(buf: &Buffer) -> *mut u8 {
+fn bytes(buf: &Memory) -> *mut u8 {
     buf.addr as *mut u8
 }
 
-pub(super) fn write(buf: &Buffer, offset: usize, data: &[u8]) {
+pub(in crate::backend) fn write(buf: &Memory, offset: usize, data: &[u8]) {
     assert!(offset + data.len() <= buf.len);
     // SAFETY: in bounds (checked above); the source is a distinct host slice.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), bytes(buf).add(offset), data.len()) }
@@ -55,7 +53,7 @@ pub(super) fn write(buf: &Buffer, offset: usize, data: &[u8]) {
 
 /// A copy of `len` bytes at `offset`, or `None` when the system cannot
 /// provide the memory for it (a huge output is an error, not an abort).
-pub(super) fn read(buf: &Buffer, offset: usize, len: usize) -> Option<Vec<u8>> {
+pub(in crate::backend) fn read(buf: &Memory, offset: usize, len: usize) -> Option<Vec<u8>> {
     assert!(offset + len <= buf.len);
     let mut out = Vec::new();
     out.try_reserve_exact(len).ok()?;
@@ -66,7 +64,7 @@ pub(super) fn read(buf: &Buffer, offset: usize, len: usize) -> Option<Vec<u8>> {
     Some(out)
 }
 
-pub(super) fn fill(buf: &Buffer, pattern: &[u8]) {
+pub(in crate::backend) fn fill(buf: &Memory, pattern: &[u8]) {
     if pattern.is_empty() {
         return;
     }
@@ -78,13 +76,13 @@ pub(super) fn fill(buf: &Buffer, pattern: &[u8]) {
 }
 
 /// Copies a strided view into `dst`, row-major.
-pub(super) fn gather(src: &Array, dst: &Buffer) {
+pub(in crate::backend) fn gather(src: &ArgRef<'_>, dst: &Memory) {
     let size = src.dtype.size();
     let n = src.size();
     assert!(n * size <= dst.len);
-    let ndim = src.ndim();
+    let ndim = src.shape.len();
     let mut index = vec![0usize; ndim];
-    let base = src.data_addr() as *const u8;
+    let base = src.addr as *const u8;
     for i in 0..n {
         let pos: isize = index
             .iter()

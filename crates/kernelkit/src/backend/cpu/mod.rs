@@ -4,25 +4,26 @@
 //!
 //! It is always built, so the whole generic path — memo, caches, codegen,
 //! validation — runs and is tested on machines without a GPU.
+//!
+//! The same files as every backend folder: `compile.rs`, `load.rs`,
+//! `memory.rs`, `launch.rs`; imports as the `backend` floor allows.
 
 mod compile;
 mod depfile;
 mod launch;
 mod load;
-mod memory;
+pub(in crate::backend) mod memory;
 mod pch;
 mod scratch;
 
-use crate::array::{Array, Place};
 use crate::backend::{
-    Backend, Buffer, Compiled, Dispatch, LaunchJob, Limits, Module, SharedBuffer, StreamHandle,
+    ArgRef, Backend, CompileJob, Compiled, Function, LaunchDesc, Limits, Memory, Module,
+    StreamHandle,
 };
 use crate::codegen::Dialect;
-use crate::device::Stream;
+use crate::config::CpuConfig;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Error, Result};
-use crate::kernel::outputs::Outputs;
-use crate::kernel::variant::{Function, Variant};
 
 pub(crate) use compile::Compiler;
 pub use compile::FLAGS;
@@ -36,26 +37,23 @@ pub(crate) struct CpuBackend {
 }
 
 impl CpuBackend {
-    pub(crate) fn new() -> CpuBackend {
-        CpuBackend::from_compiler(Compiler::from_env())
-    }
-
-    pub(crate) fn with_compiler(program: String) -> CpuBackend {
-        CpuBackend::from_compiler(Compiler::with_program(program))
-    }
-
-    fn from_compiler(compiler: Compiler) -> CpuBackend {
+    /// A backend whose compiler `config` describes.
+    pub(crate) fn new(config: &CpuConfig) -> CpuBackend {
         CpuBackend {
-            compiler,
-            limits: Limits {
-                max_threads_per_group: 1024,
-                max_group_dims: [1024, 1024, 1024],
-                max_groups: [u32::MAX as u64; 3],
-                max_shared_bytes: 0,
-            },
+            compiler: Compiler::new(config),
+            limits: LIMITS,
         }
     }
 }
+
+/// The CPU backend's launch limits (also the null device's in the CPU
+/// dialect): threadgroups of up to 1024 threads, no dynamic shared memory.
+pub(in crate::backend) const LIMITS: Limits = Limits {
+    max_threads_per_group: 1024,
+    max_group_dims: [1024, 1024, 1024],
+    max_groups: [u32::MAX as u64; 3],
+    max_shared_bytes: 0,
+};
 
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
@@ -80,25 +78,17 @@ impl Backend for CpuBackend {
     fn limits(&self) -> &Limits {
         &self.limits
     }
-    fn options(&self) -> &str {
-        self.compiler.options()
-    }
-    fn artifact_identity(&self) -> &str {
+    fn identity(&self) -> &str {
         self.compiler.artifact_identity()
     }
     fn simd_width(&self) -> u32 {
         32
     }
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError> {
-        self.compiler.compile(kernel, variant)
+    fn compile(&self, job: &CompileJob<'_>) -> Result<Compiled, CompileError> {
+        self.compiler.compile(job)
     }
-    fn load(
-        &self,
-        kernel: &str,
-        variant: &Variant,
-        artifact: &[u8],
-    ) -> Result<Module, CompileError> {
-        load::load(kernel, variant, artifact)
+    fn load(&self, job: &CompileJob<'_>, artifact: &[u8]) -> Result<Module, CompileError> {
+        load::load(job, artifact)
     }
     fn function(
         &self,
@@ -114,48 +104,33 @@ impl Backend for CpuBackend {
     fn synchronize(&self, _stream: &StreamHandle) -> Result<()> {
         Ok(())
     }
-    fn alloc(&self, len: usize, place: Place) -> Result<SharedBuffer> {
-        memory::alloc(len, place).ok_or_else(|| out_of_memory(len))
+    fn alloc(&self, len: usize, _home: &StreamHandle) -> Result<Memory> {
+        memory::alloc(len).ok_or_else(|| out_of_memory(len))
     }
-    fn upload(&self, bytes: &[u8], place: Place) -> Result<SharedBuffer> {
-        let buf = memory::alloc(bytes.len(), place).ok_or_else(|| out_of_memory(bytes.len()))?;
-        memory::write(&buf, 0, bytes);
-        Ok(buf)
+    fn upload(&self, bytes: &[u8], _home: &StreamHandle) -> Result<Memory> {
+        let mem = memory::alloc(bytes.len()).ok_or_else(|| out_of_memory(bytes.len()))?;
+        memory::write(&mem, 0, bytes);
+        Ok(mem)
     }
     fn download(
         &self,
-        buf: &Buffer,
+        mem: &Memory,
         offset: usize,
         len: usize,
         _stream: &StreamHandle,
     ) -> Result<Vec<u8>> {
-        memory::read(buf, offset, len).ok_or_else(|| out_of_memory(len))
+        memory::read(mem, offset, len).ok_or_else(|| out_of_memory(len))
     }
-    fn fill(&self, buf: &Buffer, pattern: &[u8], _stream: &StreamHandle) -> Result<()> {
-        memory::fill(buf, pattern);
+    fn fill(&self, mem: &Memory, pattern: &[u8], _stream: &StreamHandle) -> Result<()> {
+        memory::fill(mem, pattern);
         Ok(())
     }
-    fn make_contiguous(&self, src: &Array, dst: &Buffer, _stream: &StreamHandle) -> Result<()> {
+    fn gather(&self, src: &ArgRef<'_>, dst: &Memory, _stream: &StreamHandle) -> Result<()> {
         memory::gather(src, dst);
         Ok(())
     }
-    fn dispatch(&self, call: &Dispatch<'_>, stream: &Stream, outputs: &mut Outputs) -> Result<()> {
-        call.new_outputs(
-            stream,
-            outputs,
-            |len, stream| {
-                memory::alloc(len, Place::Queued(stream.clone())).ok_or_else(|| out_of_memory(len))
-            },
-            |buf, pattern| {
-                memory::fill(buf, pattern);
-                Ok(())
-            },
-        )?;
-        launch::launch(&call.job(outputs), self.simd_width(), 1);
-        Ok(())
-    }
-    fn launch_raw(&self, job: &LaunchJob<'_>, _stream: &StreamHandle, iters: u32) -> Result<()> {
-        launch::launch(job, self.simd_width(), iters);
+    fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()> {
+        launch::launch(launch, self.simd_width());
         Ok(())
     }
 }

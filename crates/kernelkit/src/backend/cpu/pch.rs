@@ -2,8 +2,9 @@
 //! cheaper (here: 0.38 s → 0.10 s for a trivial kernel, since parsing
 //! `<cmath>`, `<atomic>` and friends dominates).
 //!
-//! The header is built once per machine and compiler into
-//! `$KERNELKIT_PCH_DIR` (default: `kernelkit-pch-<uid>` in the temp dir,
+//! The header is built once per machine and compiler into the configured
+//! directory (`KERNELKIT_PCH_DIR`, see [`crate::config::CpuConfig`];
+//! default: `kernelkit-pch-<uid>` in the temp dir,
 //! mode 0700, owned by the user — anything else and no PCH is used), named
 //! by a hash of the compiler identity, the flags and the prelude text, and
 //! published with an atomic rename from a temporary file of its own (so two
@@ -186,21 +187,17 @@ fn temporary_next_to(header: &Path) -> std::io::Result<tempfile::NamedTempFile> 
         .tempfile_in(dir)
 }
 
-/// The PCH directory, created 0700 and checked to be ours and private.
-pub(super) fn pch_dir() -> Option<PathBuf> {
+/// The configured PCH directory `dir`, created 0700 if missing, if it is
+/// ours and private; `None` (no PCH) otherwise.
+pub(super) fn usable_dir(dir: Option<&Path>) -> Option<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    // SAFETY: `geteuid` has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    let dir = match std::env::var_os("KERNELKIT_PCH_DIR") {
-        Some(d) if d.is_empty() => return None,
-        Some(d) => PathBuf::from(d),
-        None => std::env::temp_dir().join(format!("kernelkit-pch-{uid}")),
-    };
+    let dir = dir?;
+    let uid = rustix::process::geteuid().as_raw();
     let _ = std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(&dir);
-    let meta = std::fs::symlink_metadata(&dir).ok()?;
+        .create(dir);
+    let meta = std::fs::symlink_metadata(dir).ok()?;
     if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
         tracing::debug!(
             "not using {} for precompiled headers: not a private directory",
@@ -208,7 +205,7 @@ pub(super) fn pch_dir() -> Option<PathBuf> {
         );
         return None;
     }
-    Some(dir)
+    Some(dir.to_path_buf())
 }
 
 #[cfg(test)]

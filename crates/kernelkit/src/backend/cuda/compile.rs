@@ -6,9 +6,10 @@
 //!   NVRTC is older than the chip, it emits PTX for the newest architecture
 //!   it knows and the driver finishes the job (a slower first load).
 //! - Include directories: `include` and, on CUDA 13, `include/cccl` of the
-//!   first toolkit among `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda` that
-//!   has them, then the user's ([`CudaCompileOptions`]).
-//! - The module key's options part names NVRTC's version, the target and a
+//!   first of the configured toolkits ([`CudaConfig::toolkit_dirs`]: `CUDA_HOME`,
+//!   `CUDA_PATH`, `/usr/local/cuda`) that has them, then the user's
+//!   ([`CudaConfig::option_words`]).
+//! - The identity (part of every module key) names NVRTC's version, the target and
 //!   hash of every option, so a change of any of them compiles anew; the
 //!   artifact store's identity holds every option in full.
 //! - Errors carry NVRTC's log with lines inside the body marked
@@ -24,18 +25,16 @@
 //! worker process instead (`super::worker`), with the same options and the
 //! same error mapping.
 
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::CString;
 use std::path::PathBuf;
 
-use cudarc::nvrtc::sys;
-
 use super::includes::{self, SearchPath};
+use super::nvrtc::{self, Program};
 use super::worker::{Output, Workers};
-use crate::backend::Compiled;
+use crate::backend::{CompileJob, Compiled};
 use crate::codegen::{cuda::body_of, map_log_lines};
+use crate::config::CudaConfig;
 use crate::error::CompileError;
-use crate::kernel::variant::Variant;
-use crate::options::CudaCompileOptions;
 
 /// The file name NVRTC reports errors against.
 const PROGRAM_NAME: &str = "kernel.cu";
@@ -50,7 +49,6 @@ pub(super) struct Nvrtc {
     /// Every option, as given to NVRTC and sent to workers.
     words: Vec<String>,
     options: Vec<CString>,
-    key: String,
     /// Everything besides the source that changes the artifact, in full.
     identity: String,
     /// Where `#include`s are searched (see `includes`).
@@ -59,34 +57,19 @@ pub(super) struct Nvrtc {
     workers: Option<Workers>,
 }
 
-/// NVRTC's version, after checking that the library and its symbols load.
-pub(super) fn nvrtc_version() -> Result<(i32, i32), String> {
-    super::probe::nvrtc()?;
-    let (mut major, mut minor) = (0 as c_int, 0 as c_int);
-    // SAFETY: writes two ints.
-    nv(
-        unsafe { sys::nvrtcVersion(&mut major, &mut minor) },
-        "nvrtcVersion",
-    )?;
-    Ok((major, minor))
+/// NVRTC's version, after checking that the library and its symbols load
+/// (looking for it in the `toolkit` roots if the loader does not find it).
+pub(super) fn nvrtc_version(toolkit: &[PathBuf]) -> Result<(i32, i32), String> {
+    super::probe::nvrtc(toolkit)?;
+    nvrtc::version().map_err(|e| e.to_string())
 }
 
 impl Nvrtc {
-    /// Reads NVRTC's version and architectures and fixes the options.
-    pub(super) fn new(cc: (i32, i32), user: &CudaCompileOptions) -> Result<Nvrtc, String> {
-        let (major, minor) = nvrtc_version()?;
-        let mut n = 0 as c_int;
-        // SAFETY: writes one int.
-        nv(
-            unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) },
-            "nvrtcGetNumSupportedArchs",
-        )?;
-        let mut archs = vec![0 as c_int; n.max(0) as usize];
-        // SAFETY: `archs` has room for the `n` ints NVRTC writes.
-        nv(
-            unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) },
-            "nvrtcGetSupportedArchs",
-        )?;
+    /// Reads NVRTC's version and architectures and fixes the options of a
+    /// device of compute capability `cc` configured by `config`.
+    pub(super) fn new(cc: (i32, i32), config: &CudaConfig) -> Result<Nvrtc, String> {
+        let (major, minor) = nvrtc_version(&config.toolkit_dirs)?;
+        let archs = nvrtc::supported_archs().map_err(|e| e.to_string())?;
         let want = cc.0 * 10 + cc.1;
         let suffix = if cc.0 >= 9 { "a" } else { "" };
         let (target, cubin) = if archs.contains(&want) {
@@ -109,18 +92,17 @@ impl Nvrtc {
             format!("--gpu-architecture={target}"),
             "--device-as-default-execution-space".to_string(),
         ];
-        let toolkit = toolkit_include_dirs();
+        let toolkit = toolkit_include_dirs(&config.toolkit_dirs);
         for dir in &toolkit {
             words.push(format!("-I{}", dir.display()));
         }
-        words.extend(user.words());
+        words.extend(config.option_words());
         let search = SearchPath::from_options(&words, &toolkit);
         let options = words
             .iter()
             .map(|w| CString::new(w.as_str()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
-        let key = module_key((major, minor), &target, &words);
         let identity = store_identity((major, minor), &target, &words);
         Ok(Nvrtc {
             version: (major, minor),
@@ -128,16 +110,10 @@ impl Nvrtc {
             output: if cubin { Output::Cubin } else { Output::Ptx },
             words,
             options,
-            key,
             identity,
             search,
-            workers: Workers::find(&user.workers, (major, minor)),
+            workers: Workers::find(config, (major, minor)),
         })
-    }
-
-    /// The options part of module keys.
-    pub(super) fn key(&self) -> &str {
-        &self.key
     }
 
     /// The artifact store's identity of this configuration (see
@@ -172,12 +148,8 @@ impl Nvrtc {
     /// The files its `#include`s reach are read here first (see
     /// `includes`) and handed to NVRTC, so the dependency list holds
     /// exactly what was compiled.
-    pub(super) fn compile(
-        &self,
-        kernel: &str,
-        variant: &Variant,
-    ) -> Result<Compiled, CompileError> {
-        let source = variant.source();
+    pub(super) fn compile(&self, job: &CompileJob<'_>) -> Result<Compiled, CompileError> {
+        let (kernel, source) = (job.kernel, job.source);
         let other = |reason: String| CompileError::Compiler {
             kernel: kernel.to_string(),
             compiler: self.describe(),
@@ -200,15 +172,10 @@ impl Nvrtc {
         let artifact = outcome.map_err(|failure| match failure {
             Failure::Rejected(log) => CompileError::Rejected {
                 kernel: kernel.to_string(),
-                function: variant.name().to_string(),
+                function: job.function.to_string(),
                 compiler: self.describe(),
-                log: map_log_lines(
-                    &log,
-                    variant.source(),
-                    body_of(variant.source()),
-                    &format!("{PROGRAM_NAME}("),
-                ),
-                generated: variant.shared_source().clone(),
+                log: map_log_lines(&log, source, body_of(source), &format!("{PROGRAM_NAME}(")),
+                generated: job.shared_source.clone(),
             },
             Failure::Other(reason) => other(reason),
         })?;
@@ -248,22 +215,19 @@ pub(super) fn run_nvrtc(
         names.push(CString::new(n.as_str()).map_err(|_| nul("name"))?);
         texts.push(CString::new(text.as_slice()).map_err(|_| nul("text"))?);
     }
-    let prog = Program::create(&src, &name, &texts, &names).map_err(Failure::Other)?;
-    let opts: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
-    // SAFETY: the program is live; `opts` points at `options`'
-    // NUL-terminated strings, which outlive the call.
-    let result = unsafe { sys::nvrtcCompileProgram(prog.0, opts.len() as c_int, opts.as_ptr()) };
-    if result != sys::nvrtcResult::NVRTC_SUCCESS {
+    let prog =
+        Program::create(&src, &name, &texts, &names).map_err(|e| Failure::Other(e.to_string()))?;
+    if let Err(e) = prog.compile(options) {
         let log = prog.log();
-        return Err(if result == sys::nvrtcResult::NVRTC_ERROR_COMPILATION {
+        return Err(if e.rejected_source() {
             Failure::Rejected(log)
         } else {
-            Failure::Other(format!("nvrtcCompileProgram: {result:?}\n{log}"))
+            Failure::Other(format!("nvrtcCompileProgram: {}\n{log}", e.result()))
         });
     }
     match output {
-        Output::Cubin => prog.output(sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN, "CUBIN"),
-        Output::Ptx => prog.output(sys::nvrtcGetPTXSize, sys::nvrtcGetPTX, "PTX"),
+        Output::Cubin => prog.cubin(),
+        Output::Ptx => prog.ptx(),
     }
     .map_err(Failure::Other)
 }
@@ -285,110 +249,6 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// An NVRTC program, destroyed on drop.
-struct Program(sys::nvrtcProgram);
-
-impl Program {
-    /// A program of `src` (reported as file `name`) whose `#include`s of
-    /// `include_names[i]` read `headers[i]`.
-    fn create(
-        src: &CString,
-        name: &CString,
-        headers: &[CString],
-        include_names: &[CString],
-    ) -> Result<Program, String> {
-        debug_assert_eq!(headers.len(), include_names.len());
-        let count = headers.len().min(include_names.len());
-        let headers: Vec<*const c_char> = headers.iter().map(|h| h.as_ptr()).collect();
-        let include_names: Vec<*const c_char> = include_names.iter().map(|n| n.as_ptr()).collect();
-        let mut raw: sys::nvrtcProgram = std::ptr::null_mut();
-        // SAFETY: every string is NUL-terminated and outlives the program
-        // (the caller keeps them until it is dropped); NVRTC reads the two
-        // arrays, `count` pointers each, during the call.
-        nv(
-            unsafe {
-                sys::nvrtcCreateProgram(
-                    &mut raw,
-                    src.as_ptr(),
-                    name.as_ptr(),
-                    count as c_int,
-                    headers.as_ptr(),
-                    include_names.as_ptr(),
-                )
-            },
-            "nvrtcCreateProgram",
-        )?;
-        Ok(Program(raw))
-    }
-
-    fn log(&self) -> String {
-        let mut size = 0usize;
-        // SAFETY: the program is live; writes one size.
-        if unsafe { sys::nvrtcGetProgramLogSize(self.0, &mut size) }
-            != sys::nvrtcResult::NVRTC_SUCCESS
-        {
-            return String::new();
-        }
-        let mut buf = vec![0u8; size.max(1)];
-        // SAFETY: `buf` holds the `size` bytes NVRTC writes.
-        unsafe { sys::nvrtcGetProgramLog(self.0, buf.as_mut_ptr() as *mut c_char) };
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    }
-
-    fn output(
-        &self,
-        size_of: unsafe fn(sys::nvrtcProgram, *mut usize) -> sys::nvrtcResult,
-        get: unsafe fn(sys::nvrtcProgram, *mut c_char) -> sys::nvrtcResult,
-        what: &str,
-    ) -> Result<Vec<u8>, String> {
-        let mut size = 0usize;
-        // SAFETY: the program compiled; writes one size.
-        nv(unsafe { size_of(self.0, &mut size) }, "nvrtcGet*Size")?;
-        if size == 0 {
-            return Err(format!("NVRTC produced an empty {what}"));
-        }
-        let mut out = vec![0u8; size];
-        // SAFETY: `out` holds the `size` bytes NVRTC writes.
-        nv(
-            unsafe { get(self.0, out.as_mut_ptr() as *mut c_char) },
-            "nvrtcGet*",
-        )?;
-        Ok(out)
-    }
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        // SAFETY: destroys the program this value owns.
-        unsafe {
-            sys::nvrtcDestroyProgram(&mut self.0);
-        }
-    }
-}
-
-fn nv(result: sys::nvrtcResult, call: &str) -> Result<(), String> {
-    if result == sys::nvrtcResult::NVRTC_SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("{call} failed: {result:?}"))
-    }
-}
-
-/// The options part of module keys: NVRTC's version, the target and a
-/// short hash of every option. One device's options never change, so in its
-/// kernel cache the short hash only has to tell nothing apart.
-fn module_key(version: (i32, i32), target: &str, words: &[String]) -> String {
-    let hash = xxhash_rust::xxh3::xxh3_64(words.join("\0").as_bytes());
-    format!(
-        "nvrtc{}.{}-{}-{:08x}",
-        version.0,
-        version.1,
-        target.replace('_', ""),
-        hash as u32
-    )
-}
-
 /// What the artifact store hashes besides the source: NVRTC's version, the
 /// target and every option in full, each with its length (so no two option
 /// lists read the same). Entries live on disk for months and are shared by
@@ -402,9 +262,10 @@ fn store_identity(version: (i32, i32), target: &str, words: &[String]) -> String
     out
 }
 
-/// `include` and `include/cccl` of the first CUDA toolkit that has them.
-fn toolkit_include_dirs() -> Vec<PathBuf> {
-    for home in super::cuda_homes() {
+/// `include` and `include/cccl` of the first CUDA toolkit among `homes`
+/// that has them.
+fn toolkit_include_dirs(homes: &[PathBuf]) -> Vec<PathBuf> {
+    for home in homes {
         let include = home.join("include");
         if include.join("cuda_fp16.h").is_file() {
             let mut out = vec![include.clone()];
@@ -427,18 +288,36 @@ mod tests {
     /// NVRTC for an H200, or `None` (with the reason printed) where NVRTC is
     /// not installed: these tests need no GPU, only the library.
     fn nvrtc() -> Option<Nvrtc> {
-        if let Err(reason) = super::super::probe::nvrtc() {
+        let config = crate::config::Config::from_env().cuda;
+        if let Err(reason) = super::super::probe::nvrtc(&config.toolkit_dirs) {
             println!("skipped: {reason}");
             return None;
         }
-        Some(Nvrtc::new((9, 0), &CudaCompileOptions::default()).expect("NVRTC knows sm_90"))
+        Some(Nvrtc::new((9, 0), &config).expect("NVRTC knows sm_90"))
     }
 
-    fn variant(body: &str) -> Variant {
+    /// A generated function name and source, as a compile job borrows them.
+    struct Source {
+        name: String,
+        source: std::sync::Arc<str>,
+    }
+
+    impl Source {
+        fn job(&self) -> CompileJob<'_> {
+            CompileJob {
+                kernel: "k",
+                function: &self.name,
+                source: &self.source,
+                shared_source: &self.source,
+            }
+        }
+    }
+
+    fn variant(body: &str) -> Source {
         variant_with_header("", body)
     }
 
-    fn variant_with_header(header: &str, body: &str) -> Variant {
+    fn variant_with_header(header: &str, body: &str) -> Source {
         let kernel = Kernel::builder("k")
             .inputs(["inp", "s"])
             .outputs(["out"])
@@ -468,11 +347,15 @@ mod tests {
                 template: &template,
             },
         );
-        Variant::new(Dialect::Cuda, g.name, g.source)
+        Source {
+            name: g.name,
+            source: g.source.into(),
+        }
     }
 
-    /// The store's identity holds every option in full: two option lists
-    /// whose short module-key hashes collide still get different store keys.
+    /// The identity holds every option in full: two option lists whose
+    /// short hashes (of the module key this backend once had) collide still
+    /// get different module keys.
     #[test]
     fn option_lists_with_colliding_short_hashes_have_different_identities() {
         let words = |i: u32| {
@@ -481,20 +364,15 @@ mod tests {
                 format!("-DTILE={i}"),
             ]
         };
+        let short = |i: u32| xxhash_rust::xxh3::xxh3_64(words(i).join("\0").as_bytes()) as u32;
         let mut seen = std::collections::HashMap::new();
         let (a, b) = (0u32..1 << 22)
-            .find_map(|i| {
-                let key = module_key((13, 0), "sm_90a", &words(i));
-                seen.insert(key, i).map(|j| (j, i))
-            })
+            .find_map(|i| seen.insert(short(i), i).map(|j| (j, i)))
             .expect("a 32-bit hash collides within 2^22 option lists");
-        assert_eq!(
-            module_key((13, 0), "sm_90a", &words(a)),
-            module_key((13, 0), "sm_90a", &words(b))
-        );
+        assert_eq!(short(a), short(b));
         let identity = |i| store_identity((13, 0), "sm_90a", &words(i));
         assert_ne!(identity(a), identity(b), "-DTILE={a} and -DTILE={b}");
-        let key = |i| crate::cache::key::StoreKey::derive("cuda", &identity(i), "f", "src");
+        let key = |i| crate::cache::key::ModuleKey::derive("cuda", &identity(i), "f", "src");
         assert_ne!(key(a), key(b));
         // Words are delimited: moving a character between two is a change.
         assert_ne!(
@@ -506,18 +384,22 @@ mod tests {
     #[test]
     fn compiles_a_cubin_for_sm_90a() {
         let Some(nvrtc) = nvrtc() else { return };
-        assert!(nvrtc.key().contains("sm90a"), "{}", nvrtc.key());
+        assert!(
+            nvrtc.identity().contains("target sm_90a"),
+            "{}",
+            nvrtc.identity()
+        );
         let v = variant(
             "uint i = thread_position_in_grid.x;\nT t = T(float(inp[i]) * s);\nout[i] = float(t) + inp_shape[0];",
         );
-        let compiled = nvrtc.compile("k", &v).unwrap();
+        let compiled = nvrtc.compile(&v.job()).unwrap();
         assert_eq!(
             &compiled.artifact[..4],
             b"\x7fELF",
             "a cubin is an ELF image"
         );
         assert!(compiled.dependencies.is_ok_and(|d| d.files.is_empty()));
-        let gather = nvrtc.compile_source(super::super::memory::GATHER_SOURCE);
+        let gather = nvrtc.compile_source(super::super::gather::GATHER_SOURCE);
         assert!(
             gather.is_ok(),
             "{}",
@@ -543,7 +425,7 @@ mod tests {
             &format!("#include \"{}\"\n", params.display()),
             "uint i = thread_position_in_grid.x;\nout[i] = float(inp[i]) * s + VAL;",
         );
-        let compiled = nvrtc.compile("k", &v).unwrap();
+        let compiled = nvrtc.compile(&v.job()).unwrap();
         assert_eq!(&compiled.artifact[..4], b"\x7fELF");
         let deps = compiled.dependencies.unwrap();
         let files: Vec<&std::path::Path> = deps.files.iter().map(|f| f.path.as_path()).collect();
@@ -553,7 +435,7 @@ mod tests {
         );
         assert_eq!(deps.check(), Ok(()));
         std::fs::remove_file(dir.path().join("scale.h")).unwrap();
-        let Err(err) = nvrtc.compile("k", &v) else {
+        let Err(err) = nvrtc.compile(&v.job()) else {
             panic!("compiled without scale.h");
         };
         let log = err.log().unwrap_or_default().to_string();
@@ -605,7 +487,7 @@ mod tests {
     fn errors_point_into_the_body() {
         let Some(nvrtc) = nvrtc() else { return };
         let v = variant("uint i = thread_position_in_grid.x;\nout[i] = undefined_name;");
-        let Err(err) = nvrtc.compile("k", &v) else {
+        let Err(err) = nvrtc.compile(&v.job()) else {
             panic!("an undefined name compiled");
         };
         let log = err.log().expect("a rejected compile has a log").to_string();
@@ -631,8 +513,17 @@ mod tests {
             "strided_elem_to_loc",
             "threadgroup_reduce"
         );
-        for (name, source) in sources {
-            if let Err(e) = nvrtc.compile_source(source) {
+        // The golden files hold a mark where the prelude goes (so a change
+        // of the prelude touches one file): put it back.
+        let mark = "// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)\n";
+        for (name, golden) in sources {
+            assert_eq!(
+                golden.matches(mark).count(),
+                1,
+                "golden {name}: the prelude mark"
+            );
+            let source = golden.replace(mark, crate::codegen::cuda::PRELUDE);
+            if let Err(e) = nvrtc.compile_source(&source) {
                 panic!("golden {name} does not compile: {e}");
             }
         }

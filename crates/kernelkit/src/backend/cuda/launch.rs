@@ -1,4 +1,9 @@
-//! Marshals a launch's arguments on the stack and calls `cuLaunchKernel`.
+//! Marshals a launch's arguments on the stack and calls `cuLaunchKernel`:
+//! the one place where kernel parameters reach the driver ([`submit`]),
+//! and so the one `unsafe` block of the backend outside `driver`. Nothing
+//! can check a parameter list against a compiled kernel, so this file
+//! builds both lists it launches with: a variant's (from the generated
+//! signature) and the built-in strided copy's ([`launch_gather`]).
 //!
 //! The parameter order is the generator's (`codegen::cuda`): per input its
 //! pointer (a 0-d input's `kk_scalar<T>` is a pointer too), then
@@ -18,15 +23,15 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use arrayvec::ArrayVec;
-use cudarc::driver::sys;
 
+use super::blocks::CudaStream;
+use super::driver::{self, DevicePtr, RawFunction};
 use super::load::{CudaFunction, DEFAULT_DYNAMIC_SHARED};
-use super::memory::CudaStream;
-use super::{check, driver_error, Context};
-use crate::backend::LaunchJob;
+use super::Context;
+use crate::backend::LaunchDesc;
 use crate::codegen::cuda::MAX_NDIM;
-use crate::error::{CallError, Result};
-use crate::kernel::variant::PassMode;
+use crate::codegen::variant::PassMode;
+use crate::error::{CallError, DeviceError, Result};
 
 /// Argument words kept on the stack (larger launches use the heap).
 const STACK_WORDS: usize = 64;
@@ -54,13 +59,10 @@ impl<T> Slots<T> for Vec<T> {
     }
 }
 
-/// Launches `job` `iters` times on `stream` (arguments marshalled once).
-pub(super) fn launch(
-    ctx: &Context,
-    job: &LaunchJob<'_>,
-    stream: &Arc<CudaStream>,
-    iters: u32,
-) -> Result<()> {
+/// Launches `job` `job.iters` times on `stream`, the job's stream
+/// (arguments marshalled once).
+pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStream>) -> Result<()> {
+    let iters = job.iters;
     let function = job
         .function
         .cuda()
@@ -81,7 +83,7 @@ pub(super) fn launch(
 #[inline(never)]
 fn launch_large(
     ctx: &Context,
-    job: &LaunchJob<'_>,
+    job: &LaunchDesc<'_>,
     function: &CudaFunction,
     stream: &Arc<CudaStream>,
     iters: u32,
@@ -94,13 +96,14 @@ fn launch_large(
 
 /// Appends to `params` a pointer to each parameter's first word (`words`
 /// is written and no longer changes: the pointers all derive from one base;
-/// `params` has room for one per offset, as `marshal` filled both).
+/// `params` has room for one per offset, as `marshal` filled both). Every
+/// offset is inside `words`, so every pointer points into it.
 #[inline]
 fn point(words: &mut [u64], offsets: &[u32], params: &mut impl Slots<*mut c_void>) {
     let base = words.as_mut_ptr();
     for &o in offsets {
-        // SAFETY: every offset is inside `words` (written by `marshal`).
-        let fits = params.put(unsafe { base.add(o as usize) }.cast::<c_void>());
+        debug_assert!((o as usize) < words.len());
+        let fits = params.put(base.wrapping_add(o as usize).cast::<c_void>());
         debug_assert!(fits, "as many parameter slots as offsets");
     }
 }
@@ -111,7 +114,7 @@ fn point(words: &mut [u64], offsets: &[u32], params: &mut impl Slots<*mut c_void
 /// input whose layout does not fit the generated parameters.
 #[inline]
 fn marshal(
-    job: &LaunchJob<'_>,
+    job: &LaunchDesc<'_>,
     stream: &Arc<CudaStream>,
     words: &mut (impl Slots<u64> + std::ops::Deref<Target = [u64]>),
     offsets: &mut impl Slots<u32>,
@@ -132,16 +135,17 @@ fn marshal(
         };
     }
     for (i, (input, info)) in job.inputs.iter().zip(&job.spec.shape_infos).enumerate() {
-        if let Some(mem) = input.buffer.device_mem() {
+        if let Some(mem) = input.mem.device_mem() {
             mem.used_on(stream);
         }
         param!();
-        word!(input.data_addr());
+        word!(input.addr);
         // Most bodies read no layout: their launches pass pointers only.
-        if !job.spec.any_layout || PassMode::of(input.ndim(), input.size()) == PassMode::Scalar {
+        let ndim = input.shape.len();
+        if !job.spec.any_layout || PassMode::of(ndim, input.size()) == PassMode::Scalar {
             continue;
         }
-        if (info.shape || info.strides) && input.ndim() > MAX_NDIM {
+        if (info.shape || info.strides) && ndim > MAX_NDIM {
             return Err(too_many_axes(job, i));
         }
         if info.shape {
@@ -160,12 +164,12 @@ fn marshal(
         }
         if info.ndim {
             param!();
-            word!(input.ndim() as u32 as u64);
+            word!(ndim as u32 as u64);
         }
     }
     for output in job.outputs {
         param!();
-        word!(output.data_addr());
+        word!(output.addr);
     }
     let [gx, gy, gz] = job.grid;
     param!();
@@ -177,7 +181,7 @@ fn marshal(
 /// The error for input `i`, whose axes do not fit `NAME_shape`/`NAME_strides`.
 #[cold]
 #[inline(never)]
-fn too_many_axes(job: &LaunchJob<'_>, i: usize) -> crate::Error {
+fn too_many_axes(job: &LaunchDesc<'_>, i: usize) -> crate::Error {
     let spec = job.spec;
     let name = &spec.input_names[i];
     CallError::Unsupported {
@@ -186,7 +190,7 @@ fn too_many_axes(job: &LaunchJob<'_>, i: usize) -> crate::Error {
         reason: format!(
             "input `{name}` has {} axes, but `{name}_shape`/`{name}_strides` hold at most \
              {MAX_NDIM}",
-            job.inputs[i].ndim()
+            job.inputs[i].shape.len()
         ),
     }
     .into()
@@ -208,7 +212,7 @@ fn blocks(grid: u32, threadgroup: u32) -> u32 {
 /// shared memory limit if this launch needs more than it allows.
 fn enqueue(
     ctx: &Context,
-    job: &LaunchJob<'_>,
+    job: &LaunchDesc<'_>,
     function: &CudaFunction,
     stream: &CudaStream,
     params: &mut [*mut c_void],
@@ -225,43 +229,133 @@ fn enqueue(
     if shared > DEFAULT_DYNAMIC_SHARED && !function.dynamic_shared.allows(shared) {
         raise_dynamic_shared(ctx, function, shared)?;
     }
+    // Reads only what is live anyway (`job`, `function`): nothing of the
+    // message is kept across the launch.
+    let what = || launch_context(job, function);
     for _ in 0..iters {
-        // SAFETY: `params` holds one pointer per kernel parameter, in the
-        // generated signature's order, each to a value of the parameter's
-        // size; the buffers they address are kept alive by the caller's
-        // arrays (and, after return, by stream-ordered freeing).
-        let r = unsafe {
-            sys::cuLaunchKernel(
-                function.raw,
-                blocks[0],
-                blocks[1],
-                blocks[2],
-                tg[0],
-                tg[1],
-                tg[2],
-                shared,
-                stream.raw,
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(driver_error(
-                r,
-                &ctx.label,
-                "cuLaunchKernel",
-                format!(
-                    "kernel `{}` (`{}`, grid {:?}, threadgroup {:?}, {} bytes of shared memory): ",
-                    spec.name,
-                    job.variant.name(),
-                    job.grid,
-                    tg,
-                    shared
-                ),
-            )
-            .into());
-        }
+        submit(
+            ctx,
+            function.raw,
+            blocks,
+            tg,
+            shared,
+            stream,
+            params,
+            "cuLaunchKernel",
+            what,
+        )?;
     }
+    Ok(())
+}
+
+/// What a failed launch names: the kernel, its function, grid,
+/// threadgroup and shared memory.
+#[cold]
+#[inline(never)]
+fn launch_context(job: &LaunchDesc<'_>, function: &CudaFunction) -> String {
+    format!(
+        "kernel `{}` (`{}`, grid {:?}, threadgroup {:?}, {} bytes of shared memory): ",
+        job.spec.name, function.name, job.grid, job.threadgroup, job.shared_mem_bytes
+    )
+}
+
+/// `cuLaunchKernel` with `params`: the one place kernel parameters reach
+/// the driver. Only this file calls it, with `params` from [`point`] over
+/// words that [`marshal`] laid out in the generated signature's order (a
+/// variant's function, resolved by its generated name) or that
+/// [`launch_gather`] laid out in `kk_gather_N`'s.
+/// A failure is `operation`'s error on `ctx`'s device with `what()` in
+/// front of the driver's reason; neither is read unless the launch fails.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn submit(
+    ctx: &Context,
+    function: RawFunction,
+    blocks: [u32; 3],
+    threads: [u32; 3],
+    shared: u32,
+    stream: &CudaStream,
+    params: &mut [*mut c_void],
+    operation: &'static str,
+    what: impl FnOnce() -> String,
+) -> Result<(), DeviceError> {
+    // SAFETY: `params` holds one pointer per kernel parameter, in the
+    // signature's order, each to a value of the parameter's size, in words
+    // the caller keeps until this returns (see above); the device buffers
+    // they address are kept alive by the caller's arrays (and, after
+    // return, by stream-ordered freeing).
+    unsafe { driver::launch_kernel(function, blocks, threads, shared, stream.raw, params) }
+        .map_err(|failed| launch_error(failed, ctx, operation, what))
+}
+
+/// The error of a launch the driver refused (out of line: the launch
+/// path reads nothing of `ctx` for it).
+#[cold]
+#[inline(never)]
+fn launch_error(
+    failed: driver::LaunchFailed,
+    ctx: &Context,
+    operation: &'static str,
+    what: impl FnOnce() -> String,
+) -> DeviceError {
+    failed.into_error(&ctx.label, operation, what())
+}
+
+/// The arguments of the built-in strided copy, `kk_gather_N(const T* src,
+/// T* dst, kk_layout l, unsigned long long n)` (see `gather`), whose
+/// `kk_layout` is `{ long long shape[10]; long long strides[10]; int ndim; }`.
+pub(super) struct GatherArgs {
+    pub(super) src: DevicePtr,
+    pub(super) dst: DevicePtr,
+    pub(super) shape: [i64; MAX_NDIM],
+    pub(super) strides: [i64; MAX_NDIM],
+    pub(super) ndim: i32,
+    /// Elements to copy.
+    pub(super) n: u64,
+}
+
+/// Words of a `kk_layout` by value: 10 + 10 `long long`s and an `int`,
+/// padded to the struct's 8-byte alignment.
+const LAYOUT_WORDS: usize = 2 * MAX_NDIM + 1;
+
+/// The words of `kk_gather_N`'s four parameters and the index of each
+/// one's first word.
+fn gather_words(args: &GatherArgs) -> (ArrayVec<u64, { 3 + LAYOUT_WORDS }>, [u32; 4]) {
+    let mut words = ArrayVec::new();
+    words.push(args.src);
+    words.push(args.dst);
+    words.extend(args.shape.iter().map(|&d| d as u64));
+    words.extend(args.strides.iter().map(|&s| s as u64));
+    // The `int` in the low half (little endian), the padding after it 0.
+    words.push(args.ndim as u32 as u64);
+    words.push(args.n);
+    (words, [0, 1, 2, 2 + LAYOUT_WORDS as u32])
+}
+
+/// Launches `function`, one of `gather`'s `kk_gather_N` (resolved by that
+/// name from the module of `GATHER_SOURCE`), on `blocks` blocks of 256
+/// threads.
+pub(super) fn launch_gather(
+    ctx: &Context,
+    function: RawFunction,
+    stream: &CudaStream,
+    blocks: u32,
+    args: &GatherArgs,
+) -> Result<()> {
+    let (mut words, offsets) = gather_words(args);
+    let mut params = ArrayVec::<*mut c_void, 4>::new();
+    point(&mut words, &offsets, &mut params);
+    submit(
+        ctx,
+        function,
+        [blocks, 1, 1],
+        [256, 1, 1],
+        0,
+        stream,
+        &mut params,
+        "cuLaunchKernel (strided copy)",
+        String::new,
+    )?;
     Ok(())
 }
 
@@ -271,20 +365,9 @@ fn enqueue(
 #[cold]
 #[inline(never)]
 fn raise_dynamic_shared(ctx: &Context, function: &CudaFunction, shared: u32) -> Result<()> {
+    // The call checked `shared` against the device's opt-in maximum.
     function.dynamic_shared.raise(shared, |bytes| {
-        // SAFETY: raises the function's dynamic shared memory limit; the
-        // call checked `bytes` against the device's opt-in maximum.
-        check(
-            unsafe {
-                sys::cuFuncSetAttribute(
-                    function.raw,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    bytes as i32,
-                )
-            },
-            &ctx.label,
-            "cuFuncSetAttribute",
-        )?;
+        driver::set_max_dynamic_shared(function.raw, bytes, &ctx.label)?;
         Ok(())
     })
 }
@@ -296,7 +379,7 @@ fn raise_dynamic_shared(ctx: &Context, function: &CudaFunction, shared: u32) -> 
 /// repeat.
 #[cold]
 #[inline(never)]
-fn check_unguarded(ctx: &Context, job: &LaunchJob<'_>) -> Result<()> {
+fn check_unguarded(ctx: &Context, job: &LaunchDesc<'_>) -> Result<()> {
     for axis in 0..3 {
         let tg = job.threadgroup[axis];
         let padded = blocks(job.grid[axis], tg) as u64 * tg as u64;
@@ -324,7 +407,46 @@ fn check_unguarded(ctx: &Context, job: &LaunchJob<'_>) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::blocks;
+    use super::{blocks, gather_words, GatherArgs, LAYOUT_WORDS, MAX_NDIM};
+
+    /// `kk_layout` as C lays it out.
+    #[repr(C)]
+    struct KkLayout {
+        shape: [i64; MAX_NDIM],
+        strides: [i64; MAX_NDIM],
+        ndim: i32,
+    }
+
+    /// The gather kernel's parameters as words: the two pointers, the
+    /// layout struct by value (each field at its C offset, the struct's
+    /// whole size), the count.
+    #[test]
+    fn gather_words_follow_the_c_layout() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<KkLayout>(), LAYOUT_WORDS * 8);
+        let args = GatherArgs {
+            src: 0x1000,
+            dst: 0x2000,
+            shape: std::array::from_fn(|i| 100 + i as i64),
+            strides: std::array::from_fn(|i| -(i as i64) - 1),
+            ndim: 7,
+            n: 99,
+        };
+        let (words, offsets) = gather_words(&args);
+        assert_eq!(words.len(), 3 + LAYOUT_WORDS);
+        let [src, dst, layout, n] = offsets.map(|o| o as usize);
+        assert_eq!((words[src], words[dst], words[n]), (0x1000, 0x2000, 99));
+        assert_eq!(n - layout, LAYOUT_WORDS, "the layout is passed whole");
+        let at = |offset: usize| words[layout + offset / 8];
+        for i in 0..MAX_NDIM {
+            assert_eq!(at(offset_of!(KkLayout, shape) + 8 * i), 100 + i as u64);
+            assert_eq!(
+                at(offset_of!(KkLayout, strides) + 8 * i) as i64,
+                -(i as i64) - 1
+            );
+        }
+        assert_eq!(at(offset_of!(KkLayout, ndim)), 7);
+    }
 
     #[test]
     fn blocks_round_up_with_or_without_a_division() {

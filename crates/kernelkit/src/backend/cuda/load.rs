@@ -14,12 +14,11 @@
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::sys;
-
-use super::{driver_error, Context};
+use super::driver::{self, RawFunction, RawModule};
+use super::Context;
+use crate::backend::Function;
 use crate::backend::Module;
 use crate::error::CompileError;
-use crate::kernel::variant::Function;
 use crate::sync::RaisedLimit;
 
 /// Dynamic shared memory a block may use without raising a function's
@@ -28,7 +27,7 @@ pub(super) const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 /// A loaded CUDA module.
 pub(super) struct CudaModule {
-    pub(super) raw: sys::CUmodule,
+    pub(super) raw: RawModule,
     ctx: Arc<Context>,
     /// The dynamic shared memory limit of each function resolved from this
     /// module, by `CUfunction`: the attribute belongs to the driver's
@@ -38,21 +37,14 @@ pub(super) struct CudaModule {
     limits: Mutex<Vec<(usize, Arc<RaisedLimit>)>>,
 }
 
-// SAFETY: module handles may be used from any thread of the process.
-unsafe impl Send for CudaModule {}
-// SAFETY: as above; the handle is never mutated.
-unsafe impl Sync for CudaModule {}
-
 impl Drop for CudaModule {
     fn drop(&mut self) {
         if self.ctx.bind().is_ok() {
-            // SAFETY: the last owner is gone (no function of it remains), so
+            // The last owner is gone (no function of it remains), so
             // nothing can launch it any more; waiting for the context makes
             // sure nothing already queued still runs it.
-            unsafe {
-                sys::cuCtxSynchronize();
-                sys::cuModuleUnload(self.raw);
-            }
+            let _ = driver::ctx_synchronize(&self.ctx.label);
+            driver::module_unload(self.raw);
         }
     }
 }
@@ -62,15 +54,12 @@ impl Drop for CudaModule {
 /// `CUfunction`; see `launch`). Valid while its device lives (see the
 /// module documentation).
 pub(crate) struct CudaFunction {
-    pub(super) raw: sys::CUfunction,
+    pub(super) raw: RawFunction,
+    /// Raised by any thread, one raise at a time.
     pub(super) dynamic_shared: Arc<RaisedLimit>,
+    /// The generated function's name, for messages.
+    pub(super) name: Box<str>,
 }
-
-// SAFETY: function handles may be used from any thread; the attribute
-// setting is serialized by its `RaisedLimit`.
-unsafe impl Send for CudaFunction {}
-// SAFETY: as above.
-unsafe impl Sync for CudaFunction {}
 
 /// Loads a cubin (or NUL-terminated PTX).
 pub(super) fn load(
@@ -85,16 +74,7 @@ pub(super) fn load(
         reason,
     };
     ctx.bind().map_err(|e| fail(e.to_string()))?;
-    let mut raw: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: `artifact` is a cubin or NUL-terminated PTX image that NVRTC
-    // produced (or the artifact store returned after its checks); the driver
-    // copies it.
-    let r = unsafe { sys::cuModuleLoadData(&mut raw, artifact.as_ptr().cast()) };
-    if r != sys::CUresult::CUDA_SUCCESS {
-        return Err(fail(
-            driver_error(r, &ctx.label, "cuModuleLoadData", String::new()).to_string(),
-        ));
-    }
+    let raw = driver::module_load(artifact, &ctx.label).map_err(|e| fail(e.to_string()))?;
     Ok(Arc::new(CudaModule {
         raw,
         ctx: ctx.clone(),
@@ -121,14 +101,15 @@ pub(super) fn function(
     Ok(Function::Cuda(Arc::new(CudaFunction {
         raw,
         dynamic_shared: cuda.limit_of(raw),
+        name: name.into(),
     })))
 }
 
 impl CudaModule {
     /// The dynamic shared memory limit of `function`, one per `CUfunction`.
-    fn limit_of(&self, function: sys::CUfunction) -> Arc<RaisedLimit> {
+    fn limit_of(&self, function: RawFunction) -> Arc<RaisedLimit> {
         let mut limits = self.limits.lock().unwrap_or_else(|p| p.into_inner());
-        let key = function as usize;
+        let key = function.addr();
         if let Some((_, limit)) = limits.iter().find(|(k, _)| *k == key) {
             return limit.clone();
         }
@@ -139,17 +120,13 @@ impl CudaModule {
 }
 
 /// A function handle not yet tied to a shared module.
-pub(super) struct Resolved(pub(super) sys::CUfunction);
+pub(super) struct Resolved(pub(super) RawFunction);
 
 /// `cuModuleGetFunction`, as a message on failure.
 pub(super) fn resolve(ctx: &Context, module: &CudaModule, name: &str) -> Result<Resolved, String> {
     ctx.bind().map_err(|e| e.to_string())?;
     let cname = CString::new(name).map_err(|_| "the name contains a NUL byte".to_string())?;
-    let mut raw: sys::CUfunction = std::ptr::null_mut();
-    // SAFETY: the module is loaded; `cname` is NUL-terminated.
-    let r = unsafe { sys::cuModuleGetFunction(&mut raw, module.raw, cname.as_ptr()) };
-    if r != sys::CUresult::CUDA_SUCCESS {
-        return Err(driver_error(r, &ctx.label, "cuModuleGetFunction", String::new()).to_string());
-    }
-    Ok(Resolved(raw))
+    driver::module_function(module.raw, &cname, &ctx.label)
+        .map(Resolved)
+        .map_err(|e| e.to_string())
 }

@@ -2,116 +2,60 @@
 //! own architecture, the driver API (through cudarc's raw bindings, loaded
 //! at run time) loads and launches it.
 //!
-//! - `probe`: the libraries and symbols are checked before any call, so a
-//!   machine without CUDA gets a typed error, never a panic.
-//! - `compile`: NVRTC options, the architecture, the module-key options.
-//! - `includes`: kernelkit's own `#include` search, so NVRTC compiles the
+//! The jobs every backend has, in the files the CPU backend has for them:
+//! - `compile`: NVRTC options, the architecture, the module-key options;
+//!   `includes`: kernelkit's own `#include` search, so NVRTC compiles the
 //!   very header bytes the artifact store's dependency list hashed.
 //! - `load`: modules and functions (resolved once, kept by the variant).
-//! - `memory`: streams, device memory with a per-stream cache, copies,
-//!   fills and the built-in gather kernel.
+//! - `memory`: allocations, uploads, downloads, fills.
 //! - `launch`: arguments marshalled on the stack, one `cuLaunchKernel`.
+//!
+//! And the CUDA backend's own:
+//! - `driver`: every driver API call, each a small safe function with a
+//!   typed result; `nvrtc`: every NVRTC call, likewise. Together with the
+//!   kernel parameters of `launch`, the backend's only `unsafe` code.
+//! - `probe`: the libraries and symbols are checked before any call, so a
+//!   machine without CUDA gets a typed error, never a panic.
+//! - `pool`: where device blocks come from (a stream-ordered pool);
+//!   `blocks`: streams and their per-stream caches of freed blocks;
+//!   `gather`: the built-in strided → contiguous copy kernel.
 //! - `worker`: compile worker processes, so that compiles of distinct
 //!   kernels from many threads run in parallel (NVRTC serializes them
 //!   inside one process).
 //!
-//! Unsafe code is confined to FFI calls, each with a `// SAFETY:` comment.
 //! Every driver call is made with the device's primary context current on
 //! the calling thread ([`Context::bind`], a thread-local check).
 
+mod blocks;
 mod compile;
+mod driver;
+mod gather;
 mod includes;
 mod launch;
 mod load;
 mod memory;
+mod nvrtc;
+mod pool;
 mod probe;
 pub(crate) mod worker;
 
 use std::cell::Cell;
-use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use cudarc::driver::sys;
+use driver::{DeviceAttribute as A, RawContext, RawDevice};
 
-use crate::array::{Array, Place};
 use crate::backend::{
-    Backend, Buffer, Compiled, Dispatch, LaunchJob, Limits, Module, SharedBuffer, StreamHandle,
+    ArgRef, Backend, CompileJob, Compiled, Function, LaunchDesc, Limits, Memory, Module,
+    StreamHandle,
 };
 use crate::codegen::Dialect;
-use crate::device::Stream;
+use crate::config::CudaConfig;
 use crate::dtype::DType;
 use crate::error::{CompileError, DeviceError, Result};
-use crate::kernel::outputs::Outputs;
-use crate::kernel::variant::{Function, Variant};
-use crate::options::CudaCompileOptions;
 
+pub(crate) use blocks::{CudaStream, DeviceMem};
 pub(crate) use load::CudaFunction;
-pub(crate) use memory::{recycle, CudaStream, DeviceMem};
-pub(crate) use probe::cuda_homes;
-
-/// A driver call's result as a typed error naming the device and call.
-pub(super) fn check(
-    result: sys::CUresult,
-    device: &str,
-    operation: &'static str,
-) -> Result<(), DeviceError> {
-    if result == sys::CUresult::CUDA_SUCCESS {
-        return Ok(());
-    }
-    Err(driver_error(result, device, operation, String::new()))
-}
-
-/// The error for a failed driver call; `what` adds context (a kernel name).
-pub(super) fn driver_error(
-    result: sys::CUresult,
-    device: &str,
-    operation: &'static str,
-    what: String,
-) -> DeviceError {
-    use sys::CUresult as R;
-    let reason = format!("{what}{}", describe(result));
-    match result {
-        R::CUDA_ERROR_ILLEGAL_ADDRESS
-        | R::CUDA_ERROR_LAUNCH_FAILED
-        | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
-        | R::CUDA_ERROR_MISALIGNED_ADDRESS
-        | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
-        | R::CUDA_ERROR_INVALID_PC
-        | R::CUDA_ERROR_HARDWARE_STACK_ERROR
-        | R::CUDA_ERROR_ASSERT => DeviceError::Faulted {
-            device: device.to_string(),
-            reason: format!("{operation}: {reason}"),
-        },
-        _ => DeviceError::Driver {
-            device: device.to_string(),
-            operation,
-            reason,
-        },
-    }
-}
-
-/// `CUDA_ERROR_X (text)` for a driver result.
-fn describe(result: sys::CUresult) -> String {
-    let text = |f: unsafe fn(sys::CUresult, *mut *const c_char) -> sys::CUresult| {
-        let mut ptr: *const c_char = std::ptr::null();
-        // SAFETY: the driver writes a pointer to a static string, or fails.
-        let ok = unsafe { f(result, &mut ptr) } == sys::CUresult::CUDA_SUCCESS;
-        if ok && !ptr.is_null() {
-            // SAFETY: a NUL-terminated static string owned by the driver.
-            unsafe { CStr::from_ptr(ptr) }
-                .to_string_lossy()
-                .into_owned()
-        } else {
-            format!("{result:?}")
-        }
-    };
-    format!(
-        "{} ({})",
-        text(sys::cuGetErrorName),
-        text(sys::cuGetErrorString)
-    )
-}
 
 thread_local! {
     /// The context kernelkit last made current on this thread.
@@ -153,18 +97,13 @@ fn next_context_instance() -> u64 {
 
 /// A device's primary context, retained for the backend's life.
 pub(super) struct Context {
-    raw: sys::CUcontext,
-    device: sys::CUdevice,
+    raw: RawContext,
+    device: RawDevice,
     /// Unique to this object in the process (see [`Binding`]).
     instance: u64,
     /// `cuda:N`.
     pub(super) label: String,
 }
-
-// SAFETY: a CUcontext is a handle the driver lets any thread use.
-unsafe impl Send for Context {}
-// SAFETY: as above; the handle is never mutated.
-unsafe impl Sync for Context {}
 
 impl Context {
     /// Makes this context current on the calling thread, unless kernelkit
@@ -175,12 +114,7 @@ impl Context {
     pub(super) fn bind(&self) -> Result<(), DeviceError> {
         CURRENT.with(|current| {
             current.make_current(self.instance, || {
-                // SAFETY: `raw` is a retained primary context.
-                check(
-                    unsafe { sys::cuCtxSetCurrent(self.raw) },
-                    &self.label,
-                    "cuCtxSetCurrent",
-                )
+                driver::ctx_set_current(self.raw, &self.label)
             })
         })
     }
@@ -188,33 +122,19 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
-        // SAFETY: releases the retain taken in `open`. Threads that made
-        // this context current keep its instance number in their record,
-        // which no later context has.
-        unsafe {
-            sys::cuDevicePrimaryCtxRelease_v2(self.device);
-        }
+        // Releases the retain taken in `open`. Threads that made this
+        // context current keep its instance number in their record, which
+        // no later context has.
+        driver::primary_ctx_release(self.device);
     }
-}
-
-/// One device attribute.
-fn attribute(device: sys::CUdevice, attr: sys::CUdevice_attribute, label: &str) -> Result<i32> {
-    let mut v = 0i32;
-    // SAFETY: writes one int.
-    check(
-        unsafe { sys::cuDeviceGetAttribute(&mut v, attr, device) },
-        label,
-        "cuDeviceGetAttribute",
-    )?;
-    Ok(v)
 }
 
 /// See the module documentation.
 pub(crate) struct CudaBackend {
     ctx: Arc<Context>,
     nvrtc: compile::Nvrtc,
-    allocator: Arc<memory::Allocator>,
-    gather: OnceLock<Result<memory::Gather, String>>,
+    allocator: Arc<pool::Allocator>,
+    gather: OnceLock<Result<gather::Gather, String>>,
     limits: Limits,
     description: String,
     warp: u32,
@@ -244,17 +164,18 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
-    /// Opens GPU `ordinal`: checks the libraries, initializes the driver,
-    /// retains the primary context, reads the limits, prepares NVRTC.
-    pub(crate) fn open(ordinal: u32, options: &CudaCompileOptions) -> Result<Box<dyn Backend>> {
+    /// Opens GPU `ordinal` configured by `config`: checks the libraries,
+    /// initializes the driver, retains the primary context, reads the
+    /// limits, prepares NVRTC.
+    pub(crate) fn open(ordinal: u32, config: &CudaConfig) -> Result<Box<dyn Backend>> {
         let label = format!("cuda:{ordinal}");
         let unavailable = |reason: String| DeviceError::Unavailable {
             device: label.clone(),
             reason,
         };
-        let libs = probe::libraries().map_err(unavailable)?;
+        let libs = probe::libraries(&config.toolkit_dirs).map_err(unavailable)?;
         // A second guard: the probe should leave nothing that panics.
-        match std::panic::catch_unwind(|| CudaBackend::open_checked(ordinal, options, libs)) {
+        match std::panic::catch_unwind(|| CudaBackend::open_checked(ordinal, config, libs)) {
             Ok(r) => r.map(|b| Box::new(b) as Box<dyn Backend>),
             Err(_) => {
                 Err(unavailable("the CUDA libraries failed while opening the device".into()).into())
@@ -264,45 +185,22 @@ impl CudaBackend {
 
     fn open_checked(
         ordinal: u32,
-        options: &CudaCompileOptions,
+        config: &CudaConfig,
         libs: &probe::Libraries,
     ) -> Result<CudaBackend> {
-        use sys::CUdevice_attribute as A;
         let label = format!("cuda:{ordinal}");
         let unavailable = |reason: String| DeviceError::Unavailable {
             device: label.clone(),
             reason,
         };
-        // SAFETY: plain driver initialization, idempotent.
-        let init = unsafe { sys::cuInit(0) };
-        if init != sys::CUresult::CUDA_SUCCESS {
-            return Err(unavailable(format!("cuInit failed: {}", describe(init))).into());
-        }
-        let mut count = 0i32;
-        // SAFETY: writes one int.
-        check(
-            unsafe { sys::cuDeviceGetCount(&mut count) },
-            &label,
-            "cuDeviceGetCount",
-        )?;
+        driver::init(&label)?;
+        let count = driver::device_count(&label)?;
         if ordinal as i64 >= count as i64 {
             return Err(unavailable(format!("the driver sees {count} GPU(s)")).into());
         }
-        let mut device: sys::CUdevice = 0;
-        // SAFETY: writes one device handle.
-        check(
-            unsafe { sys::cuDeviceGet(&mut device, ordinal as i32) },
-            &label,
-            "cuDeviceGet",
-        )?;
-        let mut raw: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: retains (creating if needed) the device's primary context;
-        // released by `Context::drop`.
-        check(
-            unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device) },
-            &label,
-            "cuDevicePrimaryCtxRetain",
-        )?;
+        let device = driver::device_get(ordinal, &label)?;
+        // Released by `Context::drop`.
+        let raw = driver::primary_ctx_retain(device, &label)?;
         let ctx = Arc::new(Context {
             raw,
             device,
@@ -311,7 +209,7 @@ impl CudaBackend {
         });
         ctx.bind()?;
 
-        let get = |a| attribute(device, a, &label);
+        let get = |a| driver::device_attribute(device, a, &label);
         let cc = (
             get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
             get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
@@ -334,41 +232,24 @@ impl CudaBackend {
         let sms = get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         let pools = libs.has_pools && get(A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0;
 
-        let mut name = [0 as c_char; 256];
-        // SAFETY: writes at most 256 bytes, NUL-terminated.
-        check(
-            unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device) },
-            &label,
-            "cuDeviceGetName",
-        )?;
-        // SAFETY: NUL-terminated by the driver (and the buffer was zeroed).
-        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
-        let mut total = 0usize;
-        // SAFETY: writes one size.
-        check(
-            unsafe { sys::cuDeviceTotalMem_v2(&mut total, device) },
-            &label,
-            "cuDeviceTotalMem",
-        )?;
-        let mut driver = 0i32;
-        // SAFETY: writes one int.
-        check(
-            unsafe { sys::cuDriverGetVersion(&mut driver) },
-            &label,
-            "cuDriverGetVersion",
-        )?;
+        let name = driver::device_name(device, &label)?;
+        let total = driver::device_total_mem(device, &label)?;
+        let version = driver::driver_version(&label)?;
 
-        let nvrtc = compile::Nvrtc::new(cc, &options.with_env()).map_err(unavailable)?;
-        let allocator = Arc::new(memory::Allocator::new(ctx.clone(), ordinal, pools)?);
+        let nvrtc = compile::Nvrtc::new(cc, config).map_err(unavailable)?;
+        let allocator = Arc::new(pool::Allocator::new(
+            ctx.clone(),
+            ordinal,
+            pools,
+            config.block_cache,
+        )?);
         let description = format!(
             "{name} (sm_{}{}, {sms} SMs, {:.0} GiB), driver {}.{}, {}, allocator: {}, {}",
             cc.0,
             cc.1,
             total as f64 / (1u64 << 30) as f64,
-            driver / 1000,
-            (driver % 1000) / 10,
+            version / 1000,
+            (version % 1000) / 10,
             nvrtc.describe(),
             allocator.describe(),
             nvrtc.describe_workers(),
@@ -385,7 +266,7 @@ impl CudaBackend {
         })
     }
 
-    fn stream<'a>(&self, handle: &'a StreamHandle) -> &'a Arc<memory::CudaStream> {
+    fn stream<'a>(&self, handle: &'a StreamHandle) -> &'a Arc<CudaStream> {
         handle.cuda().expect("CUDA calls get CUDA streams")
     }
 }
@@ -409,25 +290,17 @@ impl Backend for CudaBackend {
     fn limits(&self) -> &Limits {
         &self.limits
     }
-    fn options(&self) -> &str {
-        self.nvrtc.key()
-    }
-    fn artifact_identity(&self) -> &str {
+    fn identity(&self) -> &str {
         self.nvrtc.identity()
     }
     fn simd_width(&self) -> u32 {
         self.warp
     }
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError> {
-        self.nvrtc.compile(kernel, variant)
+    fn compile(&self, job: &CompileJob<'_>) -> Result<Compiled, CompileError> {
+        self.nvrtc.compile(job)
     }
-    fn load(
-        &self,
-        kernel: &str,
-        variant: &Variant,
-        artifact: &[u8],
-    ) -> Result<Module, CompileError> {
-        load::load(&self.ctx, kernel, variant.name(), artifact)
+    fn load(&self, job: &CompileJob<'_>, artifact: &[u8]) -> Result<Module, CompileError> {
+        load::load(&self.ctx, job.kernel, job.function, artifact)
     }
     fn function(
         &self,
@@ -438,37 +311,33 @@ impl Backend for CudaBackend {
         load::function(&self.ctx, kernel, module, name)
     }
     fn new_stream(&self) -> Result<StreamHandle> {
-        self.guarded(|| {
-            Ok(StreamHandle::Cuda(memory::CudaStream::new(
-                self.allocator.clone(),
-            )?))
-        })
+        self.guarded(|| Ok(StreamHandle::Cuda(CudaStream::new(self.allocator.clone())?)))
     }
     fn synchronize(&self, stream: &StreamHandle) -> Result<()> {
         self.guarded(|| self.stream(stream).synchronize())
     }
-    fn alloc(&self, len: usize, place: Place) -> Result<SharedBuffer> {
-        self.guarded(|| memory::alloc(len, place))
+    fn alloc(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
+        self.guarded(|| memory::alloc(len, home))
     }
-    fn upload(&self, bytes: &[u8], place: Place) -> Result<SharedBuffer> {
-        self.guarded(|| memory::upload(bytes, place))
+    fn upload(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
+        self.guarded(|| memory::upload(bytes, home))
     }
     fn download(
         &self,
-        buf: &Buffer,
+        mem: &Memory,
         offset: usize,
         len: usize,
         stream: &StreamHandle,
     ) -> Result<Vec<u8>> {
-        self.guarded(|| memory::download(self.stream(stream), buf, offset, len))
+        self.guarded(|| memory::download(self.stream(stream), mem, offset, len))
     }
-    fn fill(&self, buf: &Buffer, pattern: &[u8], stream: &StreamHandle) -> Result<()> {
-        self.guarded(|| memory::fill(self.stream(stream), buf, pattern))
+    fn fill(&self, mem: &Memory, pattern: &[u8], stream: &StreamHandle) -> Result<()> {
+        self.guarded(|| memory::fill(self.stream(stream), mem, pattern))
     }
-    fn make_contiguous(&self, src: &Array, dst: &Buffer, stream: &StreamHandle) -> Result<()> {
+    fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()> {
         let gather = self
             .gather
-            .get_or_init(|| memory::Gather::build(&self.ctx, &self.nvrtc));
+            .get_or_init(|| gather::Gather::build(&self.ctx, &self.nvrtc));
         let gather = gather.as_ref().map_err(|reason| DeviceError::Driver {
             device: self.ctx.label.clone(),
             operation: "building the strided-copy kernel",
@@ -476,20 +345,8 @@ impl Backend for CudaBackend {
         })?;
         self.guarded(|| gather.run(self.stream(stream), src, dst))
     }
-    fn dispatch(&self, call: &Dispatch<'_>, stream: &Stream, outputs: &mut Outputs) -> Result<()> {
-        self.guarded(|| {
-            let cuda = self.stream(stream.handle());
-            call.new_outputs(
-                stream,
-                outputs,
-                |len, stream| memory::alloc_output(cuda, len, stream),
-                |buf, pattern| memory::fill(cuda, buf, pattern),
-            )?;
-            launch::launch(&self.ctx, &call.job(outputs), cuda, 1)
-        })
-    }
-    fn launch_raw(&self, job: &LaunchJob<'_>, stream: &StreamHandle, iters: u32) -> Result<()> {
-        self.guarded(|| launch::launch(&self.ctx, job, self.stream(stream), iters))
+    fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()> {
+        self.guarded(|| launch::launch(&self.ctx, launch, self.stream(launch.stream)))
     }
 }
 

@@ -10,12 +10,18 @@
 //! library or symbol. `CudaBackend::open` also runs inside `catch_unwind` as
 //! a second guard.
 //!
-//! When NVRTC is not on the loader's path, it is preloaded from the CUDA
-//! toolkit (`CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda`): the dynamic
-//! loader then finds it by its soname when cudarc asks for it by name.
+//! When NVRTC is not on the loader's path, it is preloaded from the
+//! configured CUDA toolkits ([`CudaConfig::toolkit_dirs`]: `CUDA_HOME`,
+//! `CUDA_PATH`, `/usr/local/cuda`): the dynamic loader then finds it by its
+//! soname when cudarc asks for it by name. Libraries are loaded once per
+//! process, so the first caller's toolkits are the ones searched.
+//!
+//! [`CudaConfig::toolkit_dirs`]: crate::config::CudaConfig::toolkit_dirs
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
+
+use super::{driver, nvrtc};
 
 /// Driver symbols kernelkit calls (through `cudarc::driver::sys`).
 const DRIVER_SYMBOLS: &[&str] = &[
@@ -89,89 +95,62 @@ pub(super) struct Libraries {
     pub(super) has_pools: bool,
 }
 
-/// Checks the driver and NVRTC once per process; the answer is cached.
-pub(super) fn libraries() -> Result<&'static Libraries, String> {
+/// Checks the driver and NVRTC (found in `toolkit` if the loader does not
+/// find it) once per process; the answer is cached.
+pub(super) fn libraries(toolkit: &[PathBuf]) -> Result<&'static Libraries, String> {
     static ANSWER: OnceLock<Result<Libraries, String>> = OnceLock::new();
-    ANSWER.get_or_init(probe).as_ref().map_err(Clone::clone)
+    ANSWER
+        .get_or_init(|| probe(toolkit))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
-fn probe() -> Result<Libraries, String> {
-    // SAFETY: `is_culib_present` only tries to dlopen the driver library by
-    // its usual names and drops the handle; it calls nothing in it.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+fn probe(toolkit: &[PathBuf]) -> Result<Libraries, String> {
+    if !driver::library_present() {
         return Err("the CUDA driver library (libcuda.so.1) could not be loaded".into());
     }
-    // SAFETY: the library is present (checked above), so `culib` loads it
-    // without panicking; looking up symbols runs no code.
-    let driver = unsafe { cudarc::driver::sys::culib() };
-    for name in DRIVER_SYMBOLS {
-        // SAFETY: a symbol lookup only; the pointer is not called here.
-        if unsafe { driver.get::<*const ()>(name.as_bytes()) }.is_err() {
-            return Err(format!(
-                "the CUDA driver is too old: it has no `{name}` (update the NVIDIA driver)"
-            ));
-        }
+    if let Some(name) = driver::missing_symbol(DRIVER_SYMBOLS) {
+        return Err(format!(
+            "the CUDA driver is too old: it has no `{name}` (update the NVIDIA driver)"
+        ));
     }
-    // SAFETY: as above, lookups only.
-    let has_pools = POOL_SYMBOLS
-        .iter()
-        .all(|name| unsafe { driver.get::<*const ()>(name.as_bytes()) }.is_ok());
+    let has_pools = driver::missing_symbol(POOL_SYMBOLS).is_none();
 
-    nvrtc()?;
+    nvrtc(toolkit)?;
     Ok(Libraries { has_pools })
 }
 
 /// Checks (once) that NVRTC and every symbol kernelkit calls in it load,
-/// preloading it from the toolkit if needed. Needs no driver or GPU.
-pub(super) fn nvrtc() -> Result<(), String> {
+/// preloading it from the first of the `toolkit` roots that has it if
+/// needed. Needs no driver or GPU.
+pub(super) fn nvrtc(toolkit: &[PathBuf]) -> Result<(), String> {
     static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
-    ANSWER.get_or_init(probe_nvrtc).clone()
+    ANSWER.get_or_init(|| probe_nvrtc(toolkit)).clone()
 }
 
-fn probe_nvrtc() -> Result<(), String> {
-    // SAFETY: as for the driver: a dlopen by name, nothing called.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        preload_nvrtc();
-        // SAFETY: as above.
-        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+fn probe_nvrtc(toolkit: &[PathBuf]) -> Result<(), String> {
+    if !nvrtc::library_present() {
+        preload_nvrtc(toolkit);
+        if !nvrtc::library_present() {
             return Err(format!(
                 "NVRTC (libnvrtc.so) could not be loaded: put the CUDA toolkit's library \
                  directory on LD_LIBRARY_PATH or set CUDA_HOME (looked in {:?})",
-                cuda_homes()
+                toolkit
             ));
         }
     }
-    // SAFETY: present (checked above), so no panic; lookups only.
-    let nvrtc = unsafe { cudarc::nvrtc::sys::culib() };
-    for name in NVRTC_SYMBOLS {
-        // SAFETY: a symbol lookup only.
-        if unsafe { nvrtc.get::<*const ()>(name.as_bytes()) }.is_err() {
-            return Err(format!("NVRTC is too old: it has no `{name}`"));
-        }
+    match nvrtc::missing_symbol(NVRTC_SYMBOLS) {
+        Some(name) => Err(format!("NVRTC is too old: it has no `{name}`")),
+        None => Ok(()),
     }
-    Ok(())
-}
-
-/// The CUDA toolkit roots to look in, in order: `CUDA_HOME`, `CUDA_PATH`,
-/// `/usr/local/cuda`.
-pub(crate) fn cuda_homes() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .collect();
-    out.push(PathBuf::from("/usr/local/cuda"));
-    out.dedup();
-    out
 }
 
 /// Loads `libnvrtc-builtins` and `libnvrtc` from the first toolkit that has
 /// them and keeps them loaded for the life of the process.
-fn preload_nvrtc() {
+fn preload_nvrtc(toolkit: &[PathBuf]) {
     static KEPT: OnceLock<Vec<libloading::Library>> = OnceLock::new();
     KEPT.get_or_init(|| {
-        for home in cuda_homes() {
+        for home in toolkit {
             for sub in ["lib64", "lib"] {
                 let dir = home.join(sub);
                 let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -190,14 +169,7 @@ fn preload_nvrtc() {
                     let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
                     (!n.contains("builtins"), n.len())
                 });
-                let mut kept = Vec::new();
-                for f in files {
-                    // SAFETY: loading NVIDIA's NVRTC libraries runs only their
-                    // own initializers.
-                    if let Ok(lib) = unsafe { libloading::Library::new(&f) } {
-                        kept.push(lib);
-                    }
-                }
+                let kept: Vec<_> = files.iter().filter_map(|f| nvrtc::preload(f)).collect();
                 if !kept.is_empty() {
                     return kept;
                 }
@@ -205,4 +177,65 @@ fn preload_nvrtc() {
         }
         Vec::new()
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The functions `source` names as `sys::PREFIXName` (an upper-case
+    /// letter after the prefix: `cuInit`, not `culib`), less `types`.
+    fn calls<'a>(source: &'a str, prefix: &str, types: &[&str]) -> Vec<&'a str> {
+        let needle = format!("sys::{prefix}");
+        source
+            .match_indices(&needle)
+            .map(|(at, _)| {
+                let name = &source[at + "sys::".len()..];
+                let end = name
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(name.len());
+                &name[..end]
+            })
+            .filter(|name| {
+                name[prefix.len()..].starts_with(|c: char| c.is_ascii_uppercase())
+                    && !types.contains(name)
+            })
+            .collect()
+    }
+
+    /// Every driver and NVRTC function the wrappers call is checked by the
+    /// probe, so none of them can reach cudarc's panicking loader.
+    #[test]
+    fn every_call_of_the_wrappers_is_probed() {
+        let sources = [
+            include_str!("driver/mod.rs"),
+            include_str!("driver/context.rs"),
+            include_str!("driver/stream.rs"),
+            include_str!("driver/memory.rs"),
+            include_str!("driver/module.rs"),
+        ];
+        let driver: Vec<&str> = sources
+            .iter()
+            .flat_map(|source| calls(source, "cu", &[]))
+            .collect();
+        assert!(driver.contains(&"cuLaunchKernel"), "{driver:?}");
+        for name in driver {
+            assert!(
+                DRIVER_SYMBOLS.contains(&name) || POOL_SYMBOLS.contains(&name),
+                "driver/ calls `{name}`, which the probe does not check"
+            );
+        }
+        let nvrtc = calls(
+            include_str!("nvrtc.rs"),
+            "nvrtc",
+            &["nvrtcResult", "nvrtcProgram"],
+        );
+        assert!(nvrtc.contains(&"nvrtcCompileProgram"), "{nvrtc:?}");
+        for name in nvrtc {
+            assert!(
+                NVRTC_SYMBOLS.contains(&name),
+                "nvrtc.rs calls `{name}`, which the probe does not check"
+            );
+        }
+    }
 }

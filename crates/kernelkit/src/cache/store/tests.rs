@@ -13,8 +13,8 @@ fn new_store() -> (tempfile::TempDir, ArtifactStore) {
     (tmp, store)
 }
 
-fn key(n: u32) -> StoreKey {
-    StoreKey::derive("cpu", "test compiler", &format!("f{n}"), "source")
+fn key(n: u32) -> ModuleKey {
+    ModuleKey::derive("cpu", "test compiler", &format!("f{n}"), "source")
 }
 
 fn payload(n: u32) -> Vec<u8> {
@@ -23,11 +23,11 @@ fn payload(n: u32) -> Vec<u8> {
 
 fn put(store: &ArtifactStore, n: u32) {
     let none = Dependencies::default();
-    store.put(&key(n), "kern", "cpu", &format!("f{n}"), &none, &payload(n));
+    store.write(&key(n), "kern", "cpu", &format!("f{n}"), &none, &payload(n));
 }
 
 fn hit(store: &ArtifactStore, n: u32) -> bool {
-    match store.get(&key(n)) {
+    match store.lookup(&key(n)) {
         Lookup::Hit(bytes) => {
             assert_eq!(bytes, payload(n), "a hit returns the payload it stored");
             true
@@ -416,7 +416,7 @@ fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
             .unwrap(),
             ..Dependencies::default()
         };
-        store.put(&key(1), "kern", "cpu", "f1", &deps, &payload(1));
+        store.write(&key(1), "kern", "cpu", "f1", &deps, &payload(1));
     };
     write("#define VAL 1.0f\n");
     put_with_deps();

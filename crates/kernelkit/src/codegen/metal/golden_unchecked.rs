@@ -16,10 +16,10 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::generate;
+use crate::codegen::spec::KernelSpec;
+use crate::codegen::template::{TemplateArg, TemplateParam};
+use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
 use crate::dtype::DType;
-use crate::kernel::spec::KernelSpec;
-use crate::kernel::template::{TemplateArg, TemplateParam};
-use crate::kernel::variant::{InputDesc, PassMode, VariantDesc};
 
 fn text(v: &Value) -> String {
     v.as_str().expect("a string").to_string()

@@ -2,8 +2,8 @@
 //! program for the whole process, and compile jobs through it.
 //!
 //! The program is, first found first: the one a [`CompileWorkers::Program`]
-//! setting names; `KERNELKIT_WORKER`; a `kernelkit` executable next to the
-//! running program. It is run as `PROGRAM compile-worker`. A worker must
+//! setting names; the configuration's worker (`KERNELKIT_WORKER`, see
+//! [`CudaConfig`]); a `kernelkit` executable next to the running program. It is run as `PROGRAM compile-worker`. A worker must
 //! report the NVRTC version this process uses (the version is part of every
 //! module key), else the pool turns off.
 //!
@@ -19,14 +19,7 @@ use super::frame::{Message, Output};
 use super::pool::{Launcher, Pool};
 use super::{PROTOCOL, WORKER_ARG};
 use crate::backend::cuda::compile::Failure;
-use crate::options::CompileWorkers;
-
-/// The worker program's variable.
-pub(crate) const ENV_PROGRAM: &str = "KERNELKIT_WORKER";
-/// The variable for the most workers per program (`0`: none).
-pub(crate) const ENV_COUNT: &str = "KERNELKIT_COMPILE_WORKERS";
-/// Workers at most by default, whatever the core count.
-const DEFAULT_MAX: usize = 16;
+use crate::config::{CompileWorkers, CudaConfig};
 
 /// A handle on the process-wide pool of one worker program.
 pub(crate) struct Workers {
@@ -36,12 +29,15 @@ pub(crate) struct Workers {
 }
 
 impl Workers {
-    /// The workers for a device's setting, or `None` to compile in this
-    /// process (no program found, or `KERNELKIT_COMPILE_WORKERS=0`).
-    /// Starts no process.
-    pub(crate) fn find(setting: &CompileWorkers, nvrtc: (i32, i32)) -> Option<Workers> {
-        let max = max_workers()?;
-        let program = program(setting)?;
+    /// The workers for a device's configuration, or `None` to compile in
+    /// this process (no program found, or at most 0 workers). Starts no
+    /// process.
+    pub(crate) fn find(config: &CudaConfig, nvrtc: (i32, i32)) -> Option<Workers> {
+        let max = config.max_workers;
+        if max == 0 {
+            return None;
+        }
+        let program = program(&config.options.workers, config.worker.as_deref())?;
         static POOLS: Mutex<Vec<(PathBuf, Arc<Pool>)>> = Mutex::new(Vec::new());
         let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
         let pool = match pools.iter().find(|(p, _)| *p == program) {
@@ -137,40 +133,15 @@ fn launcher(program: &Path, nvrtc: (i32, i32)) -> Launcher {
     }
 }
 
-/// `KERNELKIT_COMPILE_WORKERS`, else the core count capped at 16; `None`
-/// for 0.
-fn max_workers() -> Option<usize> {
-    let default = || {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(DEFAULT_MAX)
-    };
-    let max = match std::env::var(ENV_COUNT) {
-        Err(_) => default(),
-        Ok(v) if v.trim().is_empty() => default(),
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) => n,
-            Err(_) => {
-                warn_once(&format!(
-                    "{ENV_COUNT}={v:?} is not a number of workers; using {}",
-                    default()
-                ));
-                default()
-            }
-        },
-    };
-    (max > 0).then_some(max)
-}
-
-/// The worker program for a setting; see the module documentation.
-fn program(setting: &CompileWorkers) -> Option<PathBuf> {
+/// The worker program for a setting, where `auto` is the configured
+/// program for [`CompileWorkers::Auto`]; see the module documentation.
+fn program(setting: &CompileWorkers, auto: Option<&Path>) -> Option<PathBuf> {
     match setting {
         CompileWorkers::InProcess => None,
         CompileWorkers::Program(p) => Some(p.clone()),
         CompileWorkers::Auto => {
-            if let Some(p) = std::env::var_os(ENV_PROGRAM).filter(|p| !p.is_empty()) {
-                return Some(PathBuf::from(p));
+            if let Some(p) = auto {
+                return Some(p.to_path_buf());
             }
             let exe = std::env::current_exe().ok()?;
             let sibling = exe
@@ -181,35 +152,41 @@ fn program(setting: &CompileWorkers) -> Option<PathBuf> {
     }
 }
 
-fn warn_once(message: &str) {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static WARNED: AtomicBool = AtomicBool::new(false);
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        tracing::warn!("{message}");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_setting_picks_the_program() {
-        assert_eq!(program(&CompileWorkers::InProcess), None);
+        let configured = Some(Path::new("/opt/configured"));
+        assert_eq!(program(&CompileWorkers::InProcess, configured), None);
         assert_eq!(
-            program(&CompileWorkers::Program("/opt/w".into())),
+            program(&CompileWorkers::Program("/opt/w".into()), configured),
             Some(PathBuf::from("/opt/w"))
         );
-        // Auto: a test binary lives in target/*/deps, where no `kernelkit`
-        // executable is (unless the variable names one).
-        if std::env::var_os(ENV_PROGRAM).is_none() {
-            let found = program(&CompileWorkers::Auto);
-            let exe = std::env::current_exe().unwrap();
-            assert_eq!(
-                found.is_some(),
-                exe.parent().unwrap().join("kernelkit").is_file()
-            );
-        }
+        assert_eq!(
+            program(&CompileWorkers::Auto, configured),
+            Some(PathBuf::from("/opt/configured"))
+        );
+        // Auto without a configured program: a test binary lives in
+        // target/*/deps, where no `kernelkit` executable is.
+        let found = program(&CompileWorkers::Auto, None);
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(
+            found.is_some(),
+            exe.parent().unwrap().join("kernelkit").is_file()
+        );
+    }
+
+    #[test]
+    fn no_workers_when_the_count_is_zero() {
+        let mut config = CudaConfig {
+            worker: Some("/opt/w".into()),
+            ..CudaConfig::default()
+        };
+        assert!(Workers::find(&config, (13, 0)).is_some());
+        config.max_workers = 0;
+        assert!(Workers::find(&config, (13, 0)).is_none());
     }
 
     #[test]
@@ -259,11 +236,12 @@ mod tests {
     #[test]
     fn a_worker_compiles_like_this_process() {
         use crate::backend::cuda::compile::run_nvrtc;
-        let Ok(nvrtc) = crate::backend::cuda::compile::nvrtc_version() else {
+        let config = crate::config::Config::from_env().cuda;
+        let Ok(nvrtc) = crate::backend::cuda::compile::nvrtc_version(&config.toolkit_dirs) else {
             println!("skipped: no NVRTC");
             return;
         };
-        let Some(workers) = Workers::find(&CompileWorkers::Auto, nvrtc) else {
+        let Some(workers) = Workers::find(&config, nvrtc) else {
             println!("skipped: no worker program next to the test binary");
             return;
         };

@@ -11,8 +11,9 @@
 //!   can run through `kernelkit::compile_worker`.
 //!
 //! A worker is started when a compile finds this process compiling already
-//! and no worker idle, up to `KERNELKIT_COMPILE_WORKERS` (default: the
-//! number of cores, at most 16) per program; it lives until the process
+//! and no worker idle, up to the configured most
+//! ([`crate::config::CudaConfig::max_workers`], `KERNELKIT_COMPILE_WORKERS`;
+//! default: the number of cores, at most 16) per program; it lives until the process
 //! ends, paying NVRTC's start-up once. A compile never fails because of the
 //! workers: whatever goes wrong with one, the job runs in this process.
 

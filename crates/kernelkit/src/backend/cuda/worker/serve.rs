@@ -32,7 +32,10 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
         other => return Err(unexpected(&other)),
     }
     let loading = std::time::Instant::now();
-    let nvrtc = match nvrtc_version() {
+    // A worker is a process's entry point, as opening a device is: it
+    // reads its configuration (where the CUDA toolkit is) the same way.
+    let toolkit = crate::config::Config::from_env().cuda.toolkit_dirs;
+    let nvrtc = match nvrtc_version(&toolkit) {
         Ok((major, minor)) => (major as u32, minor as u32),
         Err(reason) => return refuse(&mut output, reason),
     };
@@ -96,22 +99,12 @@ pub fn serve_stdio() -> io::Result<()> {
     let input = io::stdin().lock();
     #[cfg(unix)]
     {
-        use std::os::fd::FromRawFd;
-        // SAFETY: duplicates fd 1 to a new descriptor (close-on-exec) that
-        // this function owns from here on; no memory is involved.
-        let frames = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
-        if frames < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: makes fd 1 a copy of fd 2; fd 1 stays open and valid for
-        // whatever else writes to it, the frames go to `frames`.
-        if unsafe { libc::dup2(2, 1) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `frames` is a descriptor just created and owned by nobody
-        // else; the `File` closes it.
-        let file = unsafe { std::fs::File::from_raw_fd(frames) };
-        serve(input, io::BufWriter::new(file))
+        // A new descriptor (close-on-exec) for what fd 1 is now, owned by
+        // the `File`; then fd 1 becomes a copy of fd 2, still open for
+        // whatever else writes to it.
+        let frames = rustix::io::fcntl_dupfd_cloexec(io::stdout(), 3)?;
+        rustix::stdio::dup2_stdout(io::stderr())?;
+        serve(input, io::BufWriter::new(std::fs::File::from(frames)))
     }
     #[cfg(not(unix))]
     {
@@ -170,7 +163,7 @@ mod tests {
         let mut output = Vec::new();
         serve(input.as_slice(), &mut output).unwrap();
         let got = answers(&output);
-        match nvrtc_version() {
+        match nvrtc_version(&crate::config::Config::from_env().cuda.toolkit_dirs) {
             Err(reason) => {
                 println!("no NVRTC here: {reason}");
                 assert_eq!(got, vec![Message::Refused { reason }]);

@@ -32,9 +32,9 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::Path;
 
-use kernelkit::DType;
-
-use crate::spec::{short, MAX_NDIM};
+use super::message::short;
+use super::MAX_NDIM;
+use crate::dtype::DType;
 
 /// The longest header read. NumPy itself refuses headers over 10,000
 /// bytes by default (`max_header_size`); a header of [`MAX_NDIM`] axes
@@ -663,7 +663,9 @@ pub fn write_to(w: &mut impl Write, bytes: &[u8], dtype: DType, shape: &[usize])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kernelkit::{bf16, f16, Complex32, Element};
+    use crate::dtype::Element;
+    use half::{bf16, f16};
+    use num_complex::Complex32;
 
     /// Distinct, non-trivial bytes for `n` elements of `dtype`, valid for it.
     fn sample(dtype: DType, n: usize) -> Vec<u8> {

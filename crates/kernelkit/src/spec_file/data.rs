@@ -18,10 +18,13 @@
 //! their number is bounded by the value in hand), and a declared shape of
 //! 10^12 elements with one value given is a mismatch, not an allocation.
 
-use kernelkit::{bf16, f16, Complex32, DType, Element};
+use half::{bf16, f16};
+use num_complex::Complex32;
 use serde_json::Value;
 
-use crate::spec::{brief, float_value, kind, MAX_NDIM};
+use super::message::{brief, kind};
+use super::MAX_NDIM;
+use crate::dtype::{DType, Element};
 
 /// Data that does not fit its input.
 #[derive(Debug, thiserror::Error)]
@@ -231,6 +234,21 @@ fn write_value(v: &Value, dtype: DType, out: &mut [u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// A float written as a JSON number or as `"nan"`, `"inf"`, `"-inf"`
+/// (JSON has no literal for those): data and `init_value` read them alike.
+pub(crate) fn float_value(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.as_str() {
+            "nan" | "NaN" => Some(f64::NAN),
+            "inf" | "+inf" | "infinity" | "Infinity" => Some(f64::INFINITY),
+            "-inf" | "-infinity" | "-Infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn float(v: &Value) -> Result<f64, String> {
     float_value(v).ok_or_else(|| "is not a number (or \"nan\", \"inf\", \"-inf\")".to_string())
 }
@@ -399,6 +417,16 @@ mod tests {
                 && specials[1] == f32::INFINITY
                 && specials[2] == f32::NEG_INFINITY
         );
+    }
+
+    #[test]
+    fn numbers_read_as_the_nearest_double() {
+        // The shortest text of this double (as Rust, Python and the output
+        // writer print it); serde_json's default parser reads it one ulp
+        // low, as 2.666666666666666e84.
+        let value: Value = serde_json::from_str("[2.6666666666666665e84]").unwrap();
+        let got = read::<f64>(&encode("x", &value, DType::F64, &[1]).unwrap());
+        assert_eq!(got[0].to_bits(), 2.6666666666666665e84f64.to_bits());
     }
 
     fn error(value: Value, dtype: DType, shape: &[usize]) -> String {

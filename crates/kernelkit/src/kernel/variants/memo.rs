@@ -1,7 +1,7 @@
 //! The variant memo: per kernel, shared by its clones, bounded.
 //!
 //! Readers take no lock: the map is an immutable snapshot behind
-//! [`Snapshot`], replaced whole by writers (copy on write). Inserts are rare —
+//! `Snapshot`, replaced whole by writers (copy on write). Inserts are rare —
 //! one per distinct variant, at most [`MAX_CACHED_VARIANTS`] before the map is
 //! cleared — so copying a map of at most 64 entries on insert costs nothing
 //! that matters, while every hit stays free of shared writes to a lock word.
@@ -78,13 +78,6 @@ impl VariantMemo {
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Option<Arc<Variant>> {
         self.map.with(|m| m.get(key).cloned())
-    }
-
-    /// Runs `f` on the variant for `key` if memoized, borrowing it from the
-    /// current snapshot (no lock, no reference count update).
-    #[inline]
-    pub(crate) fn with_hit<R>(&self, key: &[u8], f: impl FnOnce(&Arc<Variant>) -> R) -> Option<R> {
-        self.map.with(|m| m.get(key).map(f))
     }
 
     /// The variant for `key`, building it with `build` on a miss.

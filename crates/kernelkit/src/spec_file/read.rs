@@ -1,85 +1,26 @@
-//! Kernel spec files (JSON), shared by `kernelkit source` and `kernelkit run`.
+//! The checking reader: a spec file's JSON value, field by field, into a
+//! [`SpecFile`], with the one-line errors of [`SpecError`].
 //!
-//! A spec file describes one call of one kernel the way MLX's
-//! `mx.fast.metal_kernel` does, so a kernel written for MLX can be described
-//! without translation:
-//!
-//! ```json
-//! {"name": "basic",
-//!  "inputs": [["a", "float32", [2, 2]], ["b", "int32", [3]], ["d", "float32", []]],
-//!  "outputs": [["out1", "float32", [2, 2]]],
-//!  "source": "uint elem = thread_position_in_grid.x; out1[elem] = a[elem] + b[0] + d;",
-//!  "header": "",
-//!  "ensure_row_contiguous": true,
-//!  "atomic_outputs": false,
-//!  "template": [["T", "float16"], ["f", 3], ["e", true]],
-//!  "grid": [4, 1, 1],
-//!  "threadgroup": [2, 1, 1],
-//!  "init_value": null,
-//!  "data": {"a": [[1.0, 2.0], [3.0, 4.0]], "b": "b.npy", "d": 7.3},
-//!  "views": {"a": {"transpose": [1, 0]}}}
-//! ```
-//!
-//! - Required: `name`, `inputs`, `outputs`, `source`. Inputs and outputs are
-//!   `[name, dtype, shape]`, dtype names as in MLX ([`DType::from_name`]).
-//! - Optional: `header` (default `""`), `ensure_row_contiguous` (default
-//!   true), `atomic_outputs` (default false), `template` (a list of
-//!   `[name, value]`: a JSON string is a dtype, an integer an `int` (it must
-//!   fit in 32 bits), `true`/`false` a `bool`).
-//! - For `kernelkit run` (validated by `source` too, so one file serves both):
-//!   `grid` (required by `run`; 1 to 3 extents, missing ones are 1),
-//!   `threadgroup`, `init_value` (a number, `"inf"`, `"-inf"`, `"nan"` or
-//!   null), `data` (per input: a JSON value, or a path to a `.npy` file
-//!   relative to the spec file) and `views` (per input: one view, or a list
-//!   applied in order; see [`View`]).
-//!
-//! **Unknown fields are rejected**, at every level, with the closest known
-//! name when there is one: a misspelt `ensure_row_contigous` silently
-//! ignored would run a different kernel than the one the user meant.
-//!
-//! **Limits**, checked before anything is sized from them: a spec file is
-//! at most [`MAX_SPEC_BYTES`] (larger data belong in `.npy` files); a
-//! shape, a broadcast target, a transpose or a slice has at most
-//! [`MAX_NDIM`] axes; a shape's bytes must be addressable; JSON nests at
-//! most 128 deep (`serde_json`'s limit). Messages quote at most a few
-//! dozen characters of a value or name, whatever its size.
+//! The text is parsed whole into a [`serde_json::Value`] first (so a syntax
+//! error anywhere is reported before any field, and `serde_json` bounds the
+//! nesting at 128), then every field is checked in a fixed order: unknown
+//! fields first, then `name`, `inputs`, `outputs`, `source` and the rest as
+//! the format lists them. Why not `#[derive(Deserialize)]`: its messages are
+//! serde's (``unknown field `x`, expected one of `name`, ...`` plus a line
+//! and column), they come in the order of the document, and a field's
+//! error cannot name its entry (``inputs[1]` (`b`)``) or quote the value it
+//! found; the messages are part of the format's contract.
 
-use std::borrow::Cow;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use kernelkit::{Array, Call, DType, Kernel, TemplateArg};
 use serde_json::{Map, Value};
 
-/// The most axes a shape (or a view's axis list) may have: NumPy's own
-/// limit (`NPY_MAXDIMS`), so any array NumPy can hold fits, and every
-/// walk over axes is bounded.
-pub const MAX_NDIM: usize = 64;
-
-/// The largest spec file read: inline data are for small inputs, a file
-/// that never ends (`/dev/zero`, a pipe) must not fill memory, and parsing
-/// a whole file of this size as JSON peaks near 0.6 GB (a 64 MiB file of
-/// numbers took 2.1 GB).
-pub const MAX_SPEC_BYTES: u64 = 16 << 20;
-
-/// The spec format in brief, for `kernelkit run --help` and `kernelkit source --help`.
-pub const HELP: &str = "\
-Spec file (JSON), e.g. examples/specs/basic.json:
-  name, source                 strings (required)
-  inputs, outputs              [[name, dtype, shape], ...] (required); dtypes as in MLX:
-                               bool uint8..uint64 int8..int64 float16 bfloat16 float32 float64 complex64
-  header                       string (default \"\")
-  ensure_row_contiguous        bool (default true)
-  atomic_outputs               bool (default false)
-  template                     [[name, value], ...]: string = dtype, integer = int, true/false = bool
-  grid, threadgroup            [x, y, z] in threads (grid required by `run`)
-  init_value                   number, \"inf\", \"-inf\", \"nan\" or null: fills the outputs first
-  data                         {input: number | flat list | nested list | \"file.npy\" (relative to the spec)}
-  views                        {input: {\"transpose\": axes} | {\"slice\": [[start, stop, step], ...]}
-                                       | {\"broadcast\": shape} | a list of these, applied in order}
-Unknown fields are errors. Floats may be written \"nan\", \"inf\", \"-inf\" in data; complex values as [re, im].
-Limits: at most 64 axes per shape; a spec file of at most 16 MiB (larger data go in .npy files).
-bfloat16 .npy files use the ml_dtypes convention: raw 2-byte '<V2' (np.load(f).view(ml_dtypes.bfloat16)).";
+use super::data::float_value;
+use super::error::{bad, bad_named, unknown_field, SpecError};
+use super::message::{brief, kind, short};
+use super::{DataSource, Port, SpecFile, View, MAX_NDIM};
+use crate::codegen::template::TemplateArg;
+use crate::dtype::DType;
 
 /// The fields a spec file may have.
 const FIELDS: &[&str] = &[
@@ -101,351 +42,55 @@ const FIELDS: &[&str] = &[
 /// The kinds of view an input may have.
 const VIEW_KINDS: &[&str] = &["transpose", "slice", "broadcast"];
 
-/// A spec file that cannot be used. Each message is one line and names the
-/// field (and the input, output or template argument) at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    /// The file could not be read.
-    #[error("cannot read spec {path}: {source}")]
-    Read {
-        /// The spec's path.
-        path: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The file is not JSON.
-    #[error("spec is not valid JSON: {0}")]
-    Json(serde_json::Error),
-    /// A field this format does not have (most likely a typo).
-    #[error("spec: unknown field `{field}`{hint}")]
-    UnknownField {
-        /// Where the field is, e.g. `ensure_row_contigous` or `views.a.tranpose`.
-        field: String,
-        /// " (did you mean `...`?)" or the list of known fields.
-        hint: String,
-    },
-    /// A required field is absent.
-    #[error("spec: missing field `{field}`{why}")]
-    Missing {
-        /// The field.
-        field: &'static str,
-        /// Why it is needed, when only one command needs it.
-        why: &'static str,
-    },
-    /// A field has the wrong type or value.
-    #[error("spec: {field}: {reason}")]
-    Field {
-        /// Where, quoted, e.g. "`inputs[1]` (`b`)" or "`grid`".
-        field: String,
-        /// What is wrong and what was expected.
-        reason: String,
-    },
-}
-
-fn bad(field: impl std::fmt::Display, reason: impl Into<String>) -> SpecError {
-    SpecError::Field {
-        field: format!("`{field}`"),
-        reason: reason.into(),
-    }
-}
-
-/// As [`bad`], for an entry that has a name (an input, output or template
-/// argument): "`inputs[1]` (`b`)".
-fn bad_named(field: &str, name: &str, reason: impl Into<String>) -> SpecError {
-    SpecError::Field {
-        field: format!("`{field}` (`{}`)", short(name)),
-        reason: reason.into(),
-    }
-}
-
-/// An input or output: name, dtype, shape.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Port {
-    /// The name the body uses.
-    pub name: String,
-    /// The element type.
-    pub dtype: DType,
-    /// The shape (for an input: the shape of its data, before any view).
-    pub shape: Vec<usize>,
-}
-
-/// One view applied to an input's data before the call, making the input a
-/// real strided array (this is what exercises `ensure_row_contiguous` and
-/// `NAME_strides` from a spec file).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum View {
-    /// `{"transpose": [1, 0]}`: an axis permutation (axis `i` of the result
-    /// is axis `axes[i]` of the data).
-    Transpose(Vec<usize>),
-    /// `{"slice": [[start, stop, step], ...]}`: per leading axis (step 1
-    /// when only `[start, stop]` is given); axes not listed are kept whole.
-    Slice(Vec<[usize; 3]>),
-    /// `{"broadcast": [2, 3]}`: a target shape, NumPy rules.
-    Broadcast(Vec<usize>),
-}
-
-/// Where an input's data comes from.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DataSource {
-    /// A JSON number, flat list or nested list.
-    Inline(Value),
-    /// A `.npy` file (already resolved against the spec's folder).
-    Npy(PathBuf),
-}
-
-/// A parsed, validated spec file.
-#[derive(Clone, Debug)]
-pub struct SpecFile {
-    /// The kernel's name.
-    pub name: String,
-    /// Inputs, in call order.
-    pub inputs: Vec<Port>,
-    /// Outputs, in call order.
-    pub outputs: Vec<Port>,
-    /// The body.
-    pub source: String,
-    /// Code placed before the kernel function.
-    pub header: String,
-    /// Copy strided inputs to row-contiguous ones (default true).
-    pub ensure_row_contiguous: bool,
-    /// Declare outputs `atomic<T>` (default false).
-    pub atomic_outputs: bool,
-    /// Template arguments, in order.
-    pub template: Vec<(String, TemplateArg)>,
-    /// The grid in threads, if given.
-    pub grid: Option<[u64; 3]>,
-    /// The threadgroup, if given.
-    pub threadgroup: Option<[u64; 3]>,
-    /// The value outputs are filled with before the launch.
-    pub init_value: Option<f64>,
-    /// Data per input name, in the order of `inputs` (absent ones omitted).
-    pub data: Vec<(String, DataSource)>,
-    /// Views per input name, applied in order.
-    pub views: Vec<(String, Vec<View>)>,
-}
-
-impl SpecFile {
-    /// Reads and validates a spec file; `.npy` paths are resolved against
-    /// its folder.
-    pub fn load(path: &Path) -> Result<SpecFile, SpecError> {
-        let read_error = |source| SpecError::Read {
-            path: path.display().to_string(),
-            source,
-        };
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_SPEC_BYTES + 1).read_to_string(&mut text))
-            .map_err(read_error)?;
-        if text.len() as u64 > MAX_SPEC_BYTES {
-            return Err(read_error(std::io::Error::other(format!(
-                "it is larger than {} MiB (put large data in .npy files)",
-                MAX_SPEC_BYTES >> 20
-            ))));
-        }
-        let base = path.parent().unwrap_or(Path::new(""));
-        SpecFile::parse(&text, base)
-    }
-
-    /// Parses and validates spec text; `.npy` paths are resolved against
-    /// `base`.
-    pub fn parse(text: &str, base: &Path) -> Result<SpecFile, SpecError> {
-        let value: Value = serde_json::from_str(text).map_err(SpecError::Json)?;
-        let Value::Object(map) = value else {
-            return Err(bad("(top level)", "expected a JSON object"));
-        };
-        check_fields(&map, FIELDS, "")?;
-        let name = string(&map, "name")?.ok_or(SpecError::Missing {
-            field: "name",
-            why: "",
-        })?;
-        let inputs = ports(&map, "inputs")?;
-        let outputs = ports(&map, "outputs")?;
-        let source = string(&map, "source")?.ok_or(SpecError::Missing {
-            field: "source",
-            why: "",
-        })?;
-        let header = string(&map, "header")?.unwrap_or_default();
-        let ensure_row_contiguous = boolean(&map, "ensure_row_contiguous")?.unwrap_or(true);
-        let atomic_outputs = boolean(&map, "atomic_outputs")?.unwrap_or(false);
-        let template = template(map.get("template"))?;
-        let grid = dims(&map, "grid")?;
-        let threadgroup = dims(&map, "threadgroup")?;
-        let init_value = init_value(map.get("init_value"))?;
-        let data = data(map.get("data"), &inputs, base)?;
-        let views = views(map.get("views"), &inputs)?;
-        Ok(SpecFile {
-            name,
-            inputs,
-            outputs,
-            source,
-            header,
-            ensure_row_contiguous,
-            atomic_outputs,
-            template,
-            grid,
-            threadgroup,
-            init_value,
-            data,
-            views,
-        })
-    }
-
-    /// Builds the kernel (the library validates the names).
-    pub fn kernel(&self) -> kernelkit::Result<Kernel> {
-        Kernel::builder(self.name.as_str())
-            .inputs(self.inputs.iter().map(|p| p.name.as_str()))
-            .outputs(self.outputs.iter().map(|p| p.name.as_str()))
-            .source(self.source.as_str())
-            .header(self.header.as_str())
-            .ensure_row_contiguous(self.ensure_row_contiguous)
-            .atomic_outputs(self.atomic_outputs)
-            .build()
-    }
-
-    /// A call of `kernel` on `inputs` with this spec's outputs and template
-    /// arguments (the launch settings are the caller's to add).
-    pub fn call<'a>(&'a self, kernel: &'a Kernel, inputs: &'a [Array]) -> Call<'a> {
-        let mut call = kernel.call(inputs);
-        for out in &self.outputs {
-            call = call.output(out.shape.iter().map(|&d| d as i64), out.dtype);
-        }
-        for (name, value) in &self.template {
-            call = call.template(Cow::Borrowed(name.as_str()), *value);
-        }
-        call
-    }
-
-    /// The data given for an input, if any.
-    pub fn data_for(&self, input: &str) -> Option<&DataSource> {
-        self.data.iter().find(|(n, _)| n == input).map(|(_, d)| d)
-    }
-
-    /// The views given for an input (empty if none).
-    pub fn views_for(&self, input: &str) -> &[View] {
-        self.views
-            .iter()
-            .find(|(n, _)| n == input)
-            .map_or(&[], |(_, v)| v.as_slice())
-    }
+/// Checks a parsed spec file; `.npy` paths in `data` are joined to `base`.
+pub(super) fn spec_file(value: Value, base: &Path) -> Result<SpecFile, SpecError> {
+    let Value::Object(mut map) = value else {
+        return Err(bad("(top level)", "expected a JSON object"));
+    };
+    check_fields(&map, FIELDS, "")?;
+    let name = string(&map, "name")?.ok_or(SpecError::Missing {
+        field: "name",
+        why: "",
+    })?;
+    let inputs = ports(&map, "inputs")?;
+    let outputs = ports(&map, "outputs")?;
+    let source = string(&map, "source")?.ok_or(SpecError::Missing {
+        field: "source",
+        why: "",
+    })?;
+    let header = string(&map, "header")?.unwrap_or_default();
+    let ensure_row_contiguous = boolean(&map, "ensure_row_contiguous")?.unwrap_or(true);
+    let atomic_outputs = boolean(&map, "atomic_outputs")?.unwrap_or(false);
+    let template = template(map.get("template"))?;
+    let grid = dims(&map, "grid")?;
+    let threadgroup = dims(&map, "threadgroup")?;
+    let init_value = init_value(map.get("init_value"))?;
+    // The data are moved out of the value, not copied: they may be most
+    // of the file.
+    let data = data(map.get_mut("data").map(Value::take), &inputs, base)?;
+    let views = views(map.get("views"), &inputs)?;
+    Ok(SpecFile {
+        name,
+        inputs,
+        outputs,
+        source,
+        header,
+        ensure_row_contiguous,
+        atomic_outputs,
+        template,
+        grid,
+        threadgroup,
+        init_value,
+        data,
+        views,
+    })
 }
 
 /// Rejects keys of `map` not in `known`; `prefix` locates the map.
 fn check_fields(map: &Map<String, Value>, known: &[&str], prefix: &str) -> Result<(), SpecError> {
-    for key in map.keys() {
-        if !known.contains(&key.as_str()) {
-            let hint = match closest(key, known) {
-                Some(k) => format!(" (did you mean `{k}`?)"),
-                None => format!(" (expected one of: {})", known.join(", ")),
-            };
-            return Err(SpecError::UnknownField {
-                field: format!("{prefix}{}", short(key)),
-                hint,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The known name within edit distance 2 of `key`, if any.
-fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
-    known
-        .iter()
-        // The distance is at least the difference in length: skip the
-        // quadratic count for keys that cannot be close (a huge key).
-        .filter(|k| key.len() <= k.len() + 2)
-        .map(|k| (edit_distance(key, k), *k))
-        .filter(|(d, _)| *d <= 2)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
-}
-
-/// How many characters of a name or a value a message quotes.
-const QUOTED_CHARS: usize = 64;
-
-/// `s` for a one-line message: cut to [`QUOTED_CHARS`] characters, with
-/// control characters (a newline, say) escaped.
-pub(crate) fn short(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    for c in chars.by_ref().take(QUOTED_CHARS) {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    if chars.next().is_some() {
-        out.push('…');
-    }
-    out
-}
-
-/// A JSON value as text for a message, cut to [`QUOTED_CHARS`] bytes
-/// (serialization stops there: a huge value costs no more than a small one).
-pub(crate) fn brief(v: &Value) -> String {
-    /// Keeps the first `room` bytes, then refuses more (which stops serde).
-    struct Prefix {
-        text: Vec<u8>,
-        room: usize,
-    }
-    impl std::io::Write for Prefix {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            if self.room == 0 {
-                return Err(std::io::Error::other("enough"));
-            }
-            let n = buf.len().min(self.room);
-            self.text.extend_from_slice(&buf[..n]);
-            self.room -= n;
-            Ok(n)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut w = Prefix {
-        text: Vec::new(),
-        room: QUOTED_CHARS + 1,
-    };
-    let whole = serde_json::to_writer(&mut w, v).is_ok() && w.room > 0;
-    let mut text = String::from_utf8_lossy(&w.text).into_owned();
-    if !whole {
-        // Cut at a character boundary, below the byte that was one too many.
-        let mut end = text.len().min(QUOTED_CHARS);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push('…');
-    }
-    text
-}
-
-/// A short description of a JSON value's type, for messages.
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a bool",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
+    match map.keys().find(|key| !known.contains(&key.as_str())) {
+        Some(key) => Err(unknown_field(key, known, prefix)),
+        None => Ok(()),
     }
 }
 
@@ -672,21 +317,6 @@ fn dims(map: &Map<String, Value>, field: &'static str) -> Result<Option<[u64; 3]
     Ok(Some(out))
 }
 
-/// A float written as a JSON number or as `"nan"`, `"inf"`, `"-inf"`
-/// (JSON has no literal for those).
-pub(crate) fn float_value(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => match s.as_str() {
-            "nan" | "NaN" => Some(f64::NAN),
-            "inf" | "+inf" | "infinity" | "Infinity" => Some(f64::INFINITY),
-            "-inf" | "-infinity" | "-Infinity" => Some(f64::NEG_INFINITY),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 fn init_value(v: Option<&Value>) -> Result<Option<f64>, SpecError> {
     match v {
         None | Some(Value::Null) => Ok(None),
@@ -725,8 +355,10 @@ fn input_index(key: &str, inputs: &[Port], field: &str) -> Result<usize, SpecErr
     })
 }
 
+/// `data`: per input, inline data or a `.npy` path (joined to `base`),
+/// in the order of the inputs.
 fn data(
-    v: Option<&Value>,
+    v: Option<Value>,
     inputs: &[Port],
     base: &Path,
 ) -> Result<Vec<(String, DataSource)>, SpecError> {
@@ -736,18 +368,18 @@ fn data(
             "data",
             format!(
                 "expected an object of input name to data, found {}",
-                kind(v)
+                kind(&v)
             ),
         ));
     };
     let mut out: Vec<(usize, String, DataSource)> = Vec::with_capacity(map.len());
     for (key, value) in map {
-        let i = input_index(key, inputs, "data")?;
+        let i = input_index(&key, inputs, "data")?;
         let source = match value {
             Value::String(path) => DataSource::Npy(base.join(path)),
-            other => DataSource::Inline(other.clone()),
+            other => DataSource::Inline(other),
         };
-        out.push((i, key.clone(), source));
+        out.push((i, key, source));
     }
     out.sort_by_key(|(i, _, _)| *i);
     Ok(out.into_iter().map(|(_, k, s)| (k, s)).collect())
@@ -844,9 +476,10 @@ fn view(v: &Value, at: &str) -> Result<View, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn parse(text: &str) -> Result<SpecFile, SpecError> {
-        SpecFile::parse(text, Path::new("/specs"))
+        SpecFile::from_json(text, Path::new("/specs"))
     }
 
     const MINIMAL: &str = r#""name": "k", "inputs": [["a", "float32", [4]]],
@@ -986,13 +619,5 @@ mod tests {
         assert!(with(r#""views": {"a": {"slice": [[0, 4, 1, 1]]}}"#)
             .contains("`views.a.slice`: expected [start, stop, step]"));
         assert!(with(r#""views": {"a": {"slice": [[0, -4]]}}"#).contains("`views.a.slice`"));
-    }
-
-    #[test]
-    fn edit_distance_counts_edits() {
-        assert_eq!(edit_distance("grid", "grid"), 0);
-        assert_eq!(edit_distance("gird", "grid"), 2);
-        assert_eq!(edit_distance("input", "inputs"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
     }
 }

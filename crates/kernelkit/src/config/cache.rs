@@ -1,18 +1,13 @@
-//! The artifact store's settings, read from the environment.
-//!
-//! | variable | meaning | default |
-//! |---|---|---|
-//! | `KERNELKIT_CACHE` | `disk`: memory and disk tiers; `memory` or `off`: no disk tier | `disk` |
-//! | `KERNELKIT_CACHE_DIR` | the store directory | `$XDG_CACHE_HOME/kernelkit`, else `~/.cache/kernelkit` (`~/Library/Caches/kernelkit` on macOS) |
-//! | `KERNELKIT_CACHE_MAX_BYTES` | size limit, bytes, or with a `K`, `M`, `G` suffix (powers of 1024) | 1 GiB |
+//! The artifact store's settings.
 //!
 //! `off` means the same as `memory`: the device's in-memory kernel cache
 //! cannot be switched off, since loaded modules must stay alive while work
-//! queued on a stream may still run their code. A value that cannot be
-//! parsed is reported once (a warning) and the default is used.
+//! queued on a stream may still run their code.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+
+use super::{warn_once, Vars};
 
 /// Default size limit of the store: 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
@@ -29,69 +24,80 @@ pub enum CacheMode {
 
 /// The settings of the disk tier.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoreConfig {
-    /// Whether there is a disk tier.
+#[non_exhaustive]
+pub struct CacheConfig {
+    /// Whether there is a disk tier (`KERNELKIT_CACHE`).
     pub mode: CacheMode,
-    /// The directory, if one could be found.
+    /// The store directory (`KERNELKIT_CACHE_DIR`, else the user's cache
+    /// directory), if one is known: without one there is no disk tier.
     pub dir: Option<PathBuf>,
-    /// The size limit in bytes.
+    /// The size limit in bytes (`KERNELKIT_CACHE_MAX_BYTES`); least
+    /// recently used entries go first.
     pub max_bytes: u64,
 }
 
-impl StoreConfig {
-    /// Reads `KERNELKIT_CACHE`, `KERNELKIT_CACHE_DIR` and
-    /// `KERNELKIT_CACHE_MAX_BYTES`.
-    pub fn from_env() -> StoreConfig {
-        let var = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
+/// No disk tier (no directory is known without the environment), the
+/// default size limit.
+impl Default for CacheConfig {
+    fn default() -> CacheConfig {
+        CacheConfig {
+            mode: CacheMode::Memory,
+            dir: None,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+/// Set once the store's settings were warned about.
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+impl CacheConfig {
+    /// `KERNELKIT_CACHE`, `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`
+    /// (and `HOME`, `XDG_CACHE_HOME` for the default directory).
+    pub(super) fn from_vars(vars: &Vars<'_>) -> CacheConfig {
+        let warn = |message: String| {
+            warn_once(&WARNED, &format!("kernelkit artifact store: {message}"));
         };
-        let mode = match var("KERNELKIT_CACHE").as_deref() {
+        let mode = match vars.trimmed("KERNELKIT_CACHE").as_deref() {
             None | Some("disk") => CacheMode::Disk,
             Some("memory") | Some("off") => CacheMode::Memory,
             Some(other) => {
-                warn_once(&format!(
+                warn(format!(
                     "KERNELKIT_CACHE={other:?} is not one of off, memory, disk; using disk"
                 ));
                 CacheMode::Disk
             }
         };
-        let max_bytes = match var("KERNELKIT_CACHE_MAX_BYTES") {
+        let max_bytes = match vars.trimmed("KERNELKIT_CACHE_MAX_BYTES") {
             None => DEFAULT_MAX_BYTES,
             Some(v) => parse_size(&v).unwrap_or_else(|| {
-                warn_once(&format!(
-                    "KERNELKIT_CACHE_MAX_BYTES={v:?} is not a size (e.g. 1073741824, 512M, 2G); using 1 GiB"
+                warn(format!(
+                    "KERNELKIT_CACHE_MAX_BYTES={v:?} is not a size (e.g. 1073741824, 512M, 2G); \
+                     using 1 GiB"
                 ));
                 DEFAULT_MAX_BYTES
             }),
         };
-        StoreConfig {
+        let dir = match vars.os_nonempty("KERNELKIT_CACHE_DIR") {
+            Some(dir) => Some(PathBuf::from(dir)),
+            None => user_cache_dir(vars).map(|d| d.join("kernelkit")),
+        };
+        CacheConfig {
             mode,
-            dir: default_dir(),
+            dir,
             max_bytes,
         }
     }
 }
 
-/// `KERNELKIT_CACHE_DIR`, else the user's cache directory joined with
-/// `kernelkit`; `None` when there is no home directory to put it in.
-pub fn default_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("KERNELKIT_CACHE_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    user_cache_dir().map(|d| d.join("kernelkit"))
-}
-
 /// What the XDG base directory spec (Linux) or the platform says.
-fn user_cache_dir() -> Option<PathBuf> {
+fn user_cache_dir(vars: &Vars<'_>) -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
-    let home = std::env::var_os("HOME").and_then(absolute);
+    let home = vars.os("HOME").and_then(absolute);
     if cfg!(target_os = "macos") {
         return home.map(|h| h.join("Library/Caches"));
     }
-    std::env::var_os("XDG_CACHE_HOME")
+    vars.os("XDG_CACHE_HOME")
         .and_then(absolute)
         .or_else(|| home.map(|h| h.join(".cache")))
 }
@@ -110,14 +116,6 @@ pub fn parse_size(text: &str) -> Option<u64> {
         _ => return None,
     };
     n.checked_mul(1u64 << shift)
-}
-
-/// Logs a configuration problem once per process.
-fn warn_once(message: &str) {
-    static WARNED: AtomicBool = AtomicBool::new(false);
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        tracing::warn!("kernelkit artifact store: {message}");
-    }
 }
 
 #[cfg(test)]

@@ -3,12 +3,20 @@
 //! Views (permute, slice, broadcast) share the buffer and change only the
 //! layout, so `ensure_row_contiguous = false` and the `_strides` parameters
 //! mean what they mean in MLX: the kernel sees the real strides.
+//!
+//! It holds [`Array`], its storage (`storage`: a backend's memory and
+//! the stream that writes it, and each thread's spare output) and the
+//! [`outputs::Outputs`] a call returns. **What this floor may import:**
+//! `backend` and the floors below, and `device` (the same floor).
+
+pub mod outputs;
+pub(crate) mod storage;
 
 use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::backend::SharedBuffer;
+use crate::backend::ArgRef;
 use crate::device::{Device, Stream};
 use crate::dtype::{self, DType, Element};
 use crate::error::{ArrayError, Result};
@@ -21,8 +29,8 @@ pub type Strides = SmallVec<[isize; 4]>;
 /// An n-dimensional array on a device. Cheap to clone (the buffer is shared).
 #[derive(Clone)]
 pub struct Array {
-    /// The memory, with its device and producing stream (`Buffer::place`).
-    pub(crate) buffer: SharedBuffer,
+    /// The memory, with its device and producing stream.
+    pub(crate) storage: SharedStorage,
     pub(crate) shape: Shape,
     pub(crate) strides: Strides,
     /// Offset of element 0, in elements.
@@ -30,43 +38,7 @@ pub struct Array {
     pub(crate) dtype: DType,
 }
 
-/// Where a buffer lives and what a reader must wait for. A buffer written
-/// by queued work holds that stream, and reaches its device through it: one
-/// shared count taken per kernel output instead of two (the device's count
-/// is one that every thread calling on the device would touch).
-#[derive(Clone)]
-pub(crate) enum Place {
-    /// Complete when created (an upload waits for its copy).
-    Ready(Device),
-    /// Written by work queued on this stream: reads wait for it.
-    Queued(Stream),
-}
-
-impl Place {
-    pub(crate) fn device(&self) -> &Device {
-        match self {
-            Place::Ready(device) => device,
-            Place::Queued(stream) => stream.device(),
-        }
-    }
-
-    pub(crate) fn producer(&self) -> Option<&Stream> {
-        match self {
-            Place::Ready(_) => None,
-            Place::Queued(stream) => Some(stream),
-        }
-    }
-
-    /// The stream in whose order the memory was allocated: the producer,
-    /// or the device's default stream (where uploads run).
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // Read by the CUDA memory.
-    pub(crate) fn stream(&self) -> &Stream {
-        match self {
-            Place::Ready(device) => device.default_stream(),
-            Place::Queued(stream) => stream,
-        }
-    }
-}
+pub(crate) use storage::{Place, SharedStorage};
 
 impl fmt::Debug for Array {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -163,10 +135,11 @@ impl Array {
             .into());
         }
         device.check_dtype(dtype)?;
-        let buffer = device
+        let mem = device
             .backend()
-            .upload(bytes, Place::Ready(device.clone()))?;
-        Ok(Array::contiguous(buffer, shape, dtype))
+            .upload(bytes, device.default_stream().handle())?;
+        let storage = SharedStorage::new(mem, Place::Ready(device.clone()));
+        Ok(Array::contiguous(storage, shape, dtype))
     }
 
     /// An array of zeros.
@@ -184,16 +157,17 @@ impl Array {
         // array's producer: work on other streams waits for it.
         let backend = device.backend();
         let stream = device.default_stream();
-        let buffer = backend.alloc(n * dtype.size(), Place::Queued(stream.clone()))?;
+        let mem = backend.alloc(n * dtype.size(), stream.handle())?;
         let zero = [0u8; 16];
-        backend.fill(&buffer, &zero[..dtype.size()], stream.handle())?;
-        Ok(Array::contiguous(buffer, shape, dtype))
+        backend.fill(&mem, &zero[..dtype.size()], stream.handle())?;
+        let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
+        Ok(Array::contiguous(storage, shape, dtype))
     }
 
-    pub(crate) fn contiguous(buffer: SharedBuffer, shape: Shape, dtype: DType) -> Array {
+    pub(crate) fn contiguous(storage: SharedStorage, shape: Shape, dtype: DType) -> Array {
         let strides = row_major_strides(&shape);
         Array {
-            buffer,
+            storage,
             shape,
             strides,
             offset: 0,
@@ -203,12 +177,12 @@ impl Array {
 
     /// The device the buffer lives on.
     pub fn device(&self) -> &Device {
-        self.buffer.place.device()
+        self.storage.place.device()
     }
 
     /// The stream whose queued work writes this array, if any.
     pub(crate) fn producer(&self) -> Option<&Stream> {
-        self.buffer.place.producer()
+        self.storage.place.producer()
     }
     /// The element type.
     pub fn dtype(&self) -> DType {
@@ -252,7 +226,19 @@ impl Array {
 
     /// The address of element 0 in the backend's address space.
     pub(crate) fn data_addr(&self) -> u64 {
-        self.buffer.addr + (self.offset * self.dtype.size()) as u64
+        self.storage.mem.addr + (self.offset * self.dtype.size()) as u64
+    }
+
+    /// The array as a launch argument: what a backend reads of it.
+    #[inline]
+    pub(crate) fn arg(&self) -> ArgRef<'_> {
+        ArgRef {
+            addr: self.data_addr(),
+            mem: &self.storage.mem,
+            dtype: self.dtype,
+            shape: &self.shape,
+            strides: &self.strides,
+        }
     }
 
     /// Reverses the axes.
@@ -394,7 +380,7 @@ impl Array {
         let device = self.device();
         let stream = self.producer().unwrap_or_else(|| device.default_stream());
         let mut raw = device.backend().download(
-            &self.buffer,
+            &self.storage.mem,
             lo as usize * size,
             (hi - lo + 1) as usize * size,
             stream.handle(),

@@ -5,20 +5,28 @@
 //!
 //! All rows fail before anything is compiled except `huge output`, which
 //! compiles the fixture kernel once (its memory is only asked for at launch).
+//!
+//! The matrix runs on every backend (`behaviour.rs`). Most rows expect the
+//! same everywhere; a row that depends on the backend says on which ones it
+//! runs (wgpu's per-backend expectations), and its words may name the
+//! device (`{device}`: `cpu`, `cuda:0`, `null`) or the backend
+//! (`{backend}`: `cpu`, `cuda`, `null`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use kernelkit::{
-    ArrayError, BuildError, CallError, DType, Device, DeviceError, Dialect, Error, Kernel, Stream,
+    ArrayError, BuildError, CallError, DType, Device, DeviceError, DeviceKind, Dialect, Error,
+    Kernel, Stream,
 };
 
-/// What every row may use: a private CPU device, a valid kernel and arrays.
+/// What every row may use: a private device of the backend under test, a
+/// valid kernel and arrays.
 struct Fx {
     device: Device,
     stream: Stream,
     /// `add_one(inp) -> out`, body `out[i] = inp[i] + OFFSET`.
     add: Kernel,
-    /// Same body with a threadgroup barrier: the CPU backend cannot run it.
+    /// Same body with a threadgroup barrier: the CPU dialect cannot run it.
     barrier: Kernel,
     /// Same body with `__syncthreads()`.
     syncthreads: Kernel,
@@ -34,8 +42,7 @@ struct Fx {
 
 const BODY: &str = "uint i = thread_position_in_grid.x; out[i] = inp[i] + OFFSET;";
 
-fn fixture() -> Fx {
-    let device = Device::new_cpu();
+fn fixture(device: Device) -> Fx {
     let stream = device.new_stream().unwrap();
     let add = Kernel::builder("add_one")
         .inputs(["inp"])
@@ -82,6 +89,21 @@ fn fixture() -> Fx {
 }
 
 impl Fx {
+    /// The backend's name, as errors give it.
+    fn backend(&self) -> &'static str {
+        match self.device.kind() {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Cuda => "cuda",
+            DeviceKind::Null => "null",
+        }
+    }
+
+    /// A row's word with `{device}` and `{backend}` filled in.
+    fn word(&self, word: &str) -> String {
+        word.replace("{device}", self.device.label())
+            .replace("{backend}", self.backend())
+    }
+
     /// The valid call every call row changes one thing of.
     fn good<'a>(&'a self, k: &'a Kernel) -> kernelkit::Call<'a> {
         k.call([&self.x])
@@ -112,6 +134,8 @@ fn build(
 
 struct Row {
     what: &'static str,
+    /// Whether the row is for the fixture's backend.
+    on: fn(&Fx) -> bool,
     run: fn(&Fx) -> Result<(), Error>,
     matches: fn(&Error) -> bool,
     variant: &'static str,
@@ -119,9 +143,10 @@ struct Row {
 }
 
 macro_rules! row {
-    ($what:literal, $f:ident => $run:expr, $pat:pat, [$($word:expr),* $(,)?]) => {
+    ([$on:ident] $what:literal, $f:ident => $run:expr, $pat:pat, [$($word:expr),* $(,)?]) => {
         Row {
             what: $what,
+            on: $on,
             run: |$f: &Fx| -> Result<(), Error> {
                 #[allow(unused_variables)]
                 let $f = $f;
@@ -132,6 +157,38 @@ macro_rules! row {
             contains: &[$($word),*],
         }
     };
+    ($what:literal, $($rest:tt)*) => {
+        row!([every_backend] $what, $($rest)*)
+    };
+}
+
+// Which backends a row is for.
+
+fn every_backend(_: &Fx) -> bool {
+    true
+}
+
+/// Dialects that run the threads of a group one after another (the CPU's)
+/// refuse bodies that synchronize them.
+fn refuses_group_sync(f: &Fx) -> bool {
+    f.device.dialect() == Dialect::Cpu
+}
+
+fn no_shared_memory(f: &Fx) -> bool {
+    f.device.limits().max_shared_bytes == 0
+}
+
+fn has_shared_memory(f: &Fx) -> bool {
+    (1..u32::MAX as u64).contains(&f.device.limits().max_shared_bytes)
+}
+
+/// Arrays in host memory (the CPU's, the null device's).
+fn host_memory(f: &Fx) -> bool {
+    matches!(f.device.kind(), DeviceKind::Cpu | DeviceKind::Null)
+}
+
+fn cuda(f: &Fx) -> bool {
+    f.device.kind() == DeviceKind::Cuda
 }
 
 fn rows() -> Vec<Row> {
@@ -240,8 +297,10 @@ fn rows() -> Vec<Row> {
             Error::Call(CallError::Dims { what: "threadgroup", .. }), ["kernel `add_one`", "threadgroup [2048, 1, 1]", "at most 1024"]),
         row!("threadgroup product over the limit", f => f.good(&f.add).threadgroup([32, 32, 2]).prepare(),
             Error::Call(CallError::Dims { what: "threadgroup", .. }), ["kernel `add_one`", "threadgroup [32, 32, 2]"]),
-        row!("shared memory on the CPU", f => f.good(&f.add).shared_memory(1024).prepare(),
-            Error::Call(CallError::Dims { what: "shared memory", .. }), ["kernel `add_one`", "shared memory", "on cpu", "no dynamic shared memory"]),
+        row!([no_shared_memory] "shared memory on the CPU", f => f.good(&f.add).shared_memory(1024).prepare(),
+            Error::Call(CallError::Dims { what: "shared memory", .. }), ["kernel `add_one`", "shared memory", "on {device}", "no dynamic shared memory"]),
+        row!([has_shared_memory] "shared memory over the device's limit", f => f.good(&f.add).shared_memory(f.device.limits().max_shared_bytes as u32 + 1).prepare(),
+            Error::Call(CallError::Dims { what: "shared memory", .. }), ["kernel `add_one`", "shared memory", "on {device}", "at most"]),
         row!("input extent over 32 bits where the body reads its shape", f => f.x.slice(&[[0, 1, 1]])
                 .and_then(|one| one.broadcast_to(&[1 << 31]))
                 .and_then(|big| f.shape_user.call([&big]).output([8], DType::F32).grid([8, 1, 1]).on(&f.stream).prepare()),
@@ -281,10 +340,10 @@ fn rows() -> Vec<Row> {
         row!("init_value over int32", f => f.add.call([&f.x]).template("OFFSET", 1).output([8], DType::I32).grid([8, 1, 1]).init_value(1e10).on(&f.stream).prepare(),
             Error::Call(CallError::InitValue { .. }), ["kernel `add_one`", "output `out`", "int32"]),
         // ---- what the backend or dialect lacks ----
-        row!("barrier body on the CPU", f => f.good(&f.barrier).prepare(),
-            Error::Call(CallError::Unsupported { backend: "cpu", .. }), ["kernel `with_barrier`", "threadgroup_barrier"]),
-        row!("__syncthreads body on the CPU", f => f.good(&f.syncthreads).prepare(),
-            Error::Call(CallError::Unsupported { backend: "cpu", .. }), ["kernel `with_syncthreads`", "__syncthreads"]),
+        row!([refuses_group_sync] "barrier body on the CPU", f => f.good(&f.barrier).prepare(),
+            Error::Call(CallError::Unsupported { .. }), ["kernel `with_barrier`", "the {backend} backend", "threadgroup_barrier"]),
+        row!([refuses_group_sync] "__syncthreads body on the CPU", f => f.good(&f.syncthreads).prepare(),
+            Error::Call(CallError::Unsupported { .. }), ["kernel `with_syncthreads`", "the {backend} backend", "__syncthreads"]),
         row!("float64 input in Metal", f => f.add.call([&f.x64]).template("OFFSET", 1).output([8], DType::F32).generate(Dialect::Metal),
             Error::Call(CallError::UnsupportedDType { dtype: DType::F64, .. }), ["kernel `add_one`", "input `inp`", "float64", "metal"]),
         row!("float64 output in Metal", f => f.add.call([&f.x]).template("OFFSET", 1).output([8], DType::F64).generate(Dialect::Metal),
@@ -301,8 +360,10 @@ fn rows() -> Vec<Row> {
             Error::Array(ArrayError::Overflow(_)), ["too large"]),
         row!("zeros with an overflowing shape", f => kernelkit::Array::zeros(&f.device, [1 << 40, 1 << 40], DType::F32),
             Error::Array(ArrayError::Overflow(_)), ["too large"]),
-        row!("zeros larger than the address space", f => kernelkit::Array::zeros(&f.device, [1 << 48], DType::F32),
-            Error::Device(DeviceError::Driver { operation: "allocate", .. }), ["cpu", "allocate"]),
+        row!([host_memory] "zeros larger than the address space", f => kernelkit::Array::zeros(&f.device, [1 << 48], DType::F32),
+            Error::Device(DeviceError::Driver { operation: "allocate", .. }), ["{device}", "allocate"]),
+        row!([cuda] "zeros larger than the device's memory", f => kernelkit::Array::zeros(&f.device, [1 << 48], DType::F32),
+            Error::Device(DeviceError::Driver { .. }), ["{device}", "cuMemAlloc"]),
         row!("to_vec with the wrong element type", f => f.x.to_vec::<i32>(),
             Error::Array(ArrayError::DType { asked: DType::I32, actual: DType::F32 }), ["int32", "float32"]),
         row!("permute with a repeated axis", f => f.m.permute(&[0, 0]),
@@ -333,10 +394,11 @@ fn rows() -> Vec<Row> {
     ]
 }
 
-#[test]
-fn every_bad_input_is_a_typed_error_naming_its_argument() {
-    let fx = fixture();
-    let rows = rows();
+/// Every row for the device's backend fails with its typed error, whose
+/// message holds the row's words.
+pub fn every_bad_input_is_a_typed_error_naming_its_argument(device: Device) {
+    let fx = fixture(device);
+    let rows: Vec<Row> = rows().into_iter().filter(|row| (row.on)(&fx)).collect();
     assert!(rows.len() >= 40, "the matrix has {} rows", rows.len());
     let mut failures = Vec::new();
     for row in &rows {
@@ -360,8 +422,8 @@ fn every_bad_input_is_a_typed_error_naming_its_argument() {
                         row.what, row.variant
                     ));
                 }
-                for word in row.contains {
-                    if !text.contains(word) {
+                for word in row.contains.iter().map(|w| fx.word(w)) {
+                    if !text.contains(&word) {
                         failures.push(format!("{}: message lacks {word:?}: {text}", row.what));
                     }
                 }
@@ -379,9 +441,8 @@ fn every_bad_input_is_a_typed_error_naming_its_argument() {
 
 /// The rows change one thing of a valid call: that call must pass, so the
 /// errors above come from the change and not from the fixture.
-#[test]
-fn the_unchanged_call_is_accepted() {
-    let fx = fixture();
+pub fn the_unchanged_call_is_accepted(device: Device) {
+    let fx = fixture(device);
     let launch = fx
         .good(&fx.add)
         .prepare()
@@ -393,14 +454,19 @@ fn the_unchanged_call_is_accepted() {
     build("k_ok", &["inp", "inp2"], &["out"], BODY, "#define X 1\n").expect("valid names");
 }
 
-/// No call can put an array on the wrong device without a GPU: every CPU
-/// device object shares host memory, so an array of one CPU device is a
-/// valid input on another (the `WrongDevice` error needs a CUDA device, and
-/// is tested with the CUDA backend).
-#[test]
-fn arrays_of_another_cpu_device_object_are_accepted() {
-    let fx = fixture();
-    let other = Device::new_cpu();
+/// An array of another device object of the same kind and ordinal (its
+/// own caches, the same memory) is a valid input: every CPU device object
+/// shares host memory, every device object of one GPU that GPU's memory,
+/// every null device host memory.
+pub fn arrays_of_another_device_object_are_accepted(device: Device) {
+    let fx = fixture(device);
+    let other = match fx.device.kind() {
+        DeviceKind::Cpu => Device::new_cpu(),
+        DeviceKind::Cuda => Device::new_cuda(fx.device.id().ordinal).unwrap(),
+        DeviceKind::Null => {
+            Device::new_null_with(kernelkit::NullOptions::default().dialect(fx.device.dialect()))
+        }
+    };
     assert_ne!(other.id(), fx.device.id());
     assert!(other.id().same_memory(&fx.device.id()));
     let y = other.array_from_slice(&[2.0f32; 8], [8]).unwrap();
@@ -411,5 +477,44 @@ fn arrays_of_another_cpu_device_object_are_accepted() {
         .grid([8, 1, 1])
         .on(&fx.stream)
         .prepare()
-        .expect("CPU devices share memory");
+        .expect("device objects of one kind and ordinal share memory");
+}
+
+/// An array of a device of another kind is refused with `WrongDevice`,
+/// naming both devices, before anything is compiled. (Before the null
+/// device, this needed a GPU: a CPU array on a CUDA device.)
+pub fn arrays_of_another_device_kind_are_refused(device: Device) {
+    let fx = fixture(device);
+    let other = match fx.device.kind() {
+        DeviceKind::Null => Device::new_cpu(),
+        _ => Device::new_null(),
+    };
+    assert!(!other.id().same_memory(&fx.device.id()));
+    let y = other.array_from_slice(&[2.0f32; 8], [8]).unwrap();
+    let call = || {
+        fx.add
+            .call([&y])
+            .template("OFFSET", 1)
+            .output([8], DType::F32)
+            .grid([8, 1, 1])
+            .on(&fx.stream)
+    };
+    for result in [call().prepare().map(drop), call().launch().map(drop)] {
+        match result {
+            Err(Error::Call(e @ CallError::WrongDevice { .. })) => {
+                let text = e.to_string();
+                for word in [
+                    "kernel `add_one`".to_string(),
+                    "input `inp`".to_string(),
+                    format!("on device {}", other.label()),
+                    format!("runs on {}", fx.device.label()),
+                ] {
+                    assert!(text.contains(&word), "{text} lacks {word:?}");
+                }
+            }
+            other => panic!("expected WrongDevice, got {other:?}"),
+        }
+    }
+    assert_eq!(fx.device.cache_stats().compiles, 0);
+    assert!(fx.device.recorded_launches().is_empty());
 }

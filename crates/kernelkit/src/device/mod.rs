@@ -1,26 +1,39 @@
-//! Devices and streams.
+//! Devices and streams, and one call's device work (`dispatch`).
 //!
-//! A [`Device`] owns one backend and that backend's kernel cache: modules are
-//! compiled and loaded once per device, whatever kernel object or thread asks.
-//! `Device::cpu()` and `Device::cuda(n)` return process-wide devices, so
-//! every part of a program shares their caches.
+//! A [`Device`] owns one backend and that backend's module resolver (loaded
+//! modules, artifact tiers): modules are compiled and loaded once per
+//! device, whatever kernel object or thread asks. `Device::cpu()` and
+//! `Device::cuda(n)` return process-wide devices, so every part of a program
+//! shares their caches. [`Device::new_null`] is a device that runs nothing
+//! and records launches, for tests. Every device is opened with a
+//! [`Config`]: the constructors read [`Config::from_env`] when they create
+//! one, a [`DeviceBuilder`] takes one from the program.
+//!
+//! **What this floor may import:** `cache`, `backend`, `codegen` and the
+//! base, and `array` (on the same floor: arrays live on devices, devices
+//! make arrays); nothing from `kernel`.
+
+mod builder;
+pub(crate) mod dispatch;
+mod null;
 
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Instant;
 
 use crate::array::Array;
-use crate::backend::{Backend, Compiled, Limits, Module, StreamHandle};
-use crate::cache::kernel_cache::{KernelCache, Outcome};
-use crate::cache::key::StoreKey;
-use crate::cache::store::{ArtifactStore, Lookup};
+use crate::backend::{Backend, CompileJob, Function, Limits, StreamHandle};
+use crate::cache::resolver::ModuleResolver;
+use crate::cache::store::ArtifactStore;
+use crate::cache::tier::ArtifactTier;
 use crate::codegen::Dialect;
+use crate::config::{CacheConfig, Config, CudaCompileOptions};
 use crate::dtype::{DType, Element};
 use crate::error::{CompileError, DeviceError, Result};
-use crate::kernel::variant::{Function, Variant};
 use crate::stats::CacheStats;
+
+pub use builder::DeviceBuilder;
 
 /// The kind of a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,6 +42,9 @@ pub enum DeviceKind {
     Cpu,
     /// An NVIDIA GPU, through NVRTC and the CUDA driver.
     Cuda,
+    /// No device: kernels are generated and "compiled" but never run; each
+    /// launch is recorded ([`Device::new_null`]).
+    Null,
 }
 
 /// Identifies one device object: its kind, its ordinal and, since a program
@@ -72,8 +88,8 @@ pub(crate) struct DeviceShared {
     backend: Box<dyn Backend>,
     /// The backend's limits, copied: every call checks against them.
     limits: Limits,
-    cache: KernelCache,
-    store: Option<ArtifactStore>,
+    /// Memory → artifact tiers → compile.
+    modules: ModuleResolver,
     /// The default stream's number (see [`Stream`]'s `Debug`).
     default_id: u64,
     /// The default stream as a [`Stream`] to lend: `Link::Default` of
@@ -122,15 +138,20 @@ fn next_stream_id() -> u64 {
 impl Device {
     /// A device over `backend`, whose default stream's state is
     /// `default_handle` (created by the caller, so that a failure to create
-    /// it is the caller's typed error, never a panic later).
+    /// it is the caller's typed error, never a panic later), with the
+    /// artifact tiers `cache` asks for.
     pub(crate) fn from_parts(
         kind: DeviceKind,
         ordinal: u32,
         backend: Box<dyn Backend>,
         default_handle: StreamHandle,
+        cache: &CacheConfig,
     ) -> Device {
         let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-        let store = ArtifactStore::from_env();
+        let tiers: Vec<Box<dyn ArtifactTier>> = ArtifactStore::for_devices(cache)
+            .into_iter()
+            .map(|store| Box::new(store) as Box<dyn ArtifactTier>)
+            .collect();
         let mut shared = Arc::new(DeviceShared {
             default_handle,
             this: MaybeUninit::uninit(),
@@ -142,8 +163,7 @@ impl Device {
             dialect: backend.dialect(),
             limits: *backend.limits(),
             backend,
-            cache: KernelCache::default(),
-            store,
+            modules: ModuleResolver::new(tiers),
             default_id: next_stream_id(),
             default_stream: MaybeUninit::uninit(),
         });
@@ -179,9 +199,31 @@ impl Device {
         kind: DeviceKind,
         ordinal: u32,
         backend: Box<dyn Backend>,
+        cache: &CacheConfig,
     ) -> Result<Device> {
         let default_handle = backend.new_stream()?;
-        Ok(Device::from_parts(kind, ordinal, backend, default_handle))
+        Ok(Device::from_parts(
+            kind,
+            ordinal,
+            backend,
+            default_handle,
+            cache,
+        ))
+    }
+
+    /// A builder for a device with settings given by the program rather
+    /// than read from the environment: it starts from
+    /// [`Config::from_env`], and each setting given replaces that one.
+    ///
+    /// ```no_run
+    /// use kernelkit::{CacheMode, Device};
+    /// # fn main() -> kernelkit::Result<()> {
+    /// // A CPU device that keeps nothing on disk, whatever KERNELKIT_CACHE says.
+    /// let device = Device::builder().cache_mode(CacheMode::Memory).cpu()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder() -> DeviceBuilder {
+        DeviceBuilder::new()
     }
 
     /// A reference to this device that does not keep it alive.
@@ -195,30 +237,31 @@ impl Device {
         CPU.get_or_init(Device::new_cpu).clone()
     }
 
-    /// A new, independent CPU device with its own (empty) kernel cache.
-    /// Useful to measure compiles, or to isolate tests; it still shares the
-    /// artifact store on disk, so to measure compiles set
-    /// `KERNELKIT_CACHE=memory`.
+    /// A new, independent CPU device with its own (empty) kernel cache,
+    /// configured by the environment ([`Config::from_env`]). Useful to
+    /// measure compiles, or to isolate tests; it still shares the artifact
+    /// store on disk, so to measure compiles turn that off
+    /// (`Device::builder().cache_mode(CacheMode::Memory).cpu()`, or
+    /// `KERNELKIT_CACHE=memory`).
     pub fn new_cpu() -> Device {
-        // CPU launches run to completion: a CPU stream has no state.
-        Device::from_parts(
-            DeviceKind::Cpu,
-            0,
-            Box::new(crate::backend::cpu::CpuBackend::new()),
-            StreamHandle::Host,
-        )
+        Device::open_cpu(&Config::from_env())
     }
 
     /// A new CPU device whose kernels are compiled by `program` (a C++20
     /// compiler command) instead of `$CXX` or the first one on the `PATH`.
     pub fn new_cpu_with_compiler(program: impl Into<String>) -> Device {
+        Device::open_cpu(&Config::from_env().compiler(program))
+    }
+
+    /// A new CPU device with `config`.
+    pub(crate) fn open_cpu(config: &Config) -> Device {
+        // CPU launches run to completion: a CPU stream has no state.
         Device::from_parts(
             DeviceKind::Cpu,
             0,
-            Box::new(crate::backend::cpu::CpuBackend::with_compiler(
-                program.into(),
-            )),
+            Box::new(crate::backend::cpu::CpuBackend::new(&config.cpu)),
             StreamHandle::Host,
+            &config.cache,
         )
     }
 
@@ -238,26 +281,29 @@ impl Device {
     }
 
     /// A new CUDA device object with its own kernel cache (the process-wide
-    /// one is [`Device::cuda`]).
+    /// one is [`Device::cuda`]), configured by the environment
+    /// ([`Config::from_env`]).
     pub fn new_cuda(ordinal: u32) -> Result<Device> {
-        Device::new_cuda_with(ordinal, &crate::options::CudaCompileOptions::default())
+        Device::open_cuda(ordinal, &Config::from_env())
     }
 
-    /// A new CUDA device object whose compiles add `options` (after
+    /// A new CUDA device object whose compiles add `options` (before
     /// `KERNELKIT_NVRTC_FLAGS`, which every CUDA device uses). It has its
     /// own kernel cache; the options are part of every module key.
-    pub fn new_cuda_with(
-        ordinal: u32,
-        options: &crate::options::CudaCompileOptions,
-    ) -> Result<Device> {
+    pub fn new_cuda_with(ordinal: u32, options: &CudaCompileOptions) -> Result<Device> {
+        Device::open_cuda(ordinal, &Config::from_env().cuda_options(options.clone()))
+    }
+
+    /// A new CUDA device object with `config`.
+    pub(crate) fn open_cuda(ordinal: u32, config: &Config) -> Result<Device> {
         #[cfg(feature = "cuda")]
         {
-            let backend = crate::backend::cuda::CudaBackend::open(ordinal, options)?;
-            Device::open(DeviceKind::Cuda, ordinal, backend)
+            let backend = crate::backend::cuda::CudaBackend::open(ordinal, &config.cuda)?;
+            Device::open(DeviceKind::Cuda, ordinal, backend, &config.cache)
         }
         #[cfg(not(feature = "cuda"))]
         {
-            let _ = options;
+            let _ = config;
             Err(DeviceError::NotBuilt {
                 device: format!("cuda:{ordinal}"),
                 feature: "cuda",
@@ -376,147 +422,47 @@ impl Device {
 
     /// What the kernel cache and artifact store have done so far.
     pub fn cache_stats(&self) -> CacheStats {
-        let c = &self.0.cache;
-        let mut stats = CacheStats {
-            hits: c.hits.get(),
-            misses: c.misses.get(),
-            compiles: c.compiles.get(),
-            failures: c.failures.get(),
-            compile_ns: c.compile_ns.get(),
-            ..CacheStats::default()
-        };
-        if let Some(store) = &self.0.store {
-            store.add_stats(&mut stats);
-        }
-        stats
+        self.0.modules.stats()
     }
 
     /// Number of modules this device has loaded (or is compiling).
     pub fn loaded_modules(&self) -> usize {
-        self.0.cache.len()
+        self.0.modules.loaded()
     }
 
-    /// The function of `variant` on this device: from the variant itself on
-    /// a hit (no lock), else from the kernel cache, compiling or loading the
-    /// module once however many threads ask.
+    /// The function `function` of the module compiled from `job`: from
+    /// `cached` when this device resolved it before (no lock: the caller
+    /// keeps it, e.g. a variant for its first device), else from the
+    /// module resolver, compiling or loading the module once however many
+    /// threads ask. The second value is the function to keep, when one was
+    /// resolved here.
     ///
-    /// On that hit the function is borrowed from the variant: cloning the
-    /// `Arc` would be two atomic updates, per call, on a count that every
-    /// thread calling the kernel shares.
+    /// On a hit the function is borrowed from the caller: cloning its `Arc`
+    /// would be two atomic updates, per call, on a count that every thread
+    /// calling the kernel shares.
+    #[inline]
     pub(crate) fn function<'v>(
         &self,
-        kernel: &str,
-        variant: &'v Variant,
+        job: impl FnOnce() -> CompileJob<'v>,
+        cached: Option<&'v (DeviceId, Function)>,
     ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
-        if let Some((id, f)) = variant.function.get() {
+        if let Some((id, f)) = cached {
             // Instance numbers are unique to a device object.
             if id.instance == self.0.id.instance {
-                self.0.cache.hits.incr();
+                self.0.modules.record_fast_hit();
                 return Ok(std::borrow::Cow::Borrowed(f));
             }
         }
+        self.resolve(&job()).map(std::borrow::Cow::Owned)
+    }
+
+    /// Resolves `job`'s function through the module resolver.
+    #[inline(never)]
+    fn resolve(&self, job: &CompileJob<'_>) -> Result<Function, CompileError> {
         let backend = &*self.0.backend;
-        let key = variant.module_key(backend.options());
-        let (module, outcome) = self
-            .0
-            .cache
-            .module(&key, || self.build_module(kernel, variant));
-        match outcome {
-            Outcome::Hit => self.0.cache.hits.incr(),
-            Outcome::Built | Outcome::Waited => self.0.cache.misses.incr(),
-        }
-        let function = backend.function(kernel, &module?, &variant.name)?;
-        let _ = variant.function.set((self.0.id, function.clone()));
-        Ok(std::borrow::Cow::Owned(function))
+        let module = self.0.modules.module(backend, job)?;
+        backend.function(job.kernel, &module, job.function)
     }
-
-    /// Loads a module from the artifact store, or compiles (and stores) it.
-    ///
-    /// The kernel cache runs this once per module key in this process; the
-    /// store's per-key lock makes other processes that miss the same key
-    /// wait for this one's entry instead of compiling it again. Nothing the
-    /// store does can fail the call: a bad entry is a miss.
-    fn build_module(&self, kernel: &str, variant: &Variant) -> Result<Module, CompileError> {
-        let backend = &*self.0.backend;
-        let Some(store) = self.0.store.as_ref() else {
-            let compiled = self.compile(kernel, variant)?;
-            return backend.load(kernel, variant, &compiled.artifact);
-        };
-        let key = ArtifactStore::key_for(backend, variant);
-        let first = self.load_stored(store, &key, kernel, variant);
-        if let Stored::Loaded(module) = first {
-            return Ok(module);
-        }
-        let lock = store.lock(&key);
-        // Another process may have published it while this one waited (an
-        // entry that was there but did not load is not tried twice).
-        if lock.is_some() && matches!(first, Stored::Missing) {
-            if let Stored::Loaded(module) = self.load_stored(store, &key, kernel, variant) {
-                return Ok(module);
-            }
-        }
-        store.record_miss();
-        let compiled = self.compile(kernel, variant)?;
-        match &compiled.dependencies {
-            Ok(deps) => store.put(
-                &key,
-                kernel,
-                backend.name(),
-                variant.name(),
-                deps,
-                &compiled.artifact,
-            ),
-            Err(why) => {
-                tracing::debug!("kernelkit artifact store: kernel `{kernel}` is not stored: {why}")
-            }
-        }
-        drop(lock);
-        backend.load(kernel, variant, &compiled.artifact)
-    }
-
-    /// Runs the backend compiler, counting the run and its wall time.
-    fn compile(&self, kernel: &str, variant: &Variant) -> Result<Compiled, CompileError> {
-        let cache = &self.0.cache;
-        cache.compiles.incr();
-        let started = Instant::now();
-        let artifact = self.0.backend.compile(kernel, variant);
-        cache.compile_ns.add(started.elapsed().as_nanos() as u64);
-        artifact
-    }
-
-    /// The module from the store's entry for `key`, if there is a good one
-    /// that loads.
-    fn load_stored(
-        &self,
-        store: &ArtifactStore,
-        key: &StoreKey,
-        kernel: &str,
-        variant: &Variant,
-    ) -> Stored {
-        let Lookup::Hit(bytes) = store.get(key) else {
-            return Stored::Missing;
-        };
-        match self.0.backend.load(kernel, variant, &bytes) {
-            Ok(module) => {
-                store.record_hit();
-                Stored::Loaded(module)
-            }
-            Err(e) => {
-                store.record_bad_load(key, &e);
-                Stored::NotLoaded
-            }
-        }
-    }
-}
-
-/// What the artifact store gave a device for one key.
-enum Stored {
-    /// A good entry, loaded.
-    Loaded(Module),
-    /// No usable entry.
-    Missing,
-    /// A good entry that did not load (already counted).
-    NotLoaded,
 }
 
 /// A stream made by [`Device::new_stream`]. Its first two fields are laid

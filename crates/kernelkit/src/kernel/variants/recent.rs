@@ -25,11 +25,20 @@
 //! **Memory.** Each thread holds at most `SETS * WAYS` variants here, which
 //! may outlive a clear of their memo until this thread's next calls replace
 //! them.
+//!
+//! **Lending.** A hit lends its variant as a [`Pin`]: no reference count
+//! moves and no borrow of the cache is held while the call runs (a launch
+//! never runs inside a `RefCell` borrow). While a pin lives its entry is
+//! not replaced; a pin is created and dropped within one call on one thread
+//! (it is neither `Send` nor `Sync`), so at most a call's worth of entries
+//! are ever pinned.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::kernel::variant::{pack_key_bytes, KeyBytes, PackedKey, Variant};
+use super::key::{pack_key_bytes, KeyBytes, PackedKey};
+use crate::kernel::variant::Variant;
 
 /// Sets per thread.
 pub(crate) const SETS: usize = 8;
@@ -63,54 +72,79 @@ thread_local! {
             }; SETS],
         )
     };
+    /// Live pins per entry (`set * WAYS + way`): an entry with pins is not
+    /// replaced. Apart from `RECENT`, so that pinning needs no borrow of it;
+    /// plain `Cell`s with no destructor, reachable until the thread ends.
+    static PINS: [Cell<u32>; SETS * WAYS] = const { [const { Cell::new(0) }; SETS * WAYS] };
 }
 
-/// Runs `f` on this thread's variant for (`memo`, `generation`, `key`), if
-/// it has one. `f` is taken only on a hit. Re-entrant calls (none are
-/// expected) simply miss.
+/// A variant lent by this thread's cache: see the module documentation.
+pub(crate) struct Pin {
+    variant: *const Variant,
+    slot: usize,
+    /// Neither `Send` nor `Sync`: the pin count is this thread's.
+    _thread: PhantomData<*const ()>,
+}
+
+impl Pin {
+    #[inline]
+    pub(crate) fn variant(&self) -> &Variant {
+        // SAFETY: `variant` points into the heap block of the `Arc` held by
+        // entry `slot` of this thread's cache, which is not replaced while
+        // the pin lives (see `remember`) and not dropped before the thread
+        // ends (the pin, being neither `Send` nor `Sync`, cannot outlive
+        // this thread's calls).
+        unsafe { &*self.variant }
+    }
+
+    /// The variant as an owned `Arc` (a count taken on the shared block).
+    pub(crate) fn to_arc(&self) -> Arc<Variant> {
+        // SAFETY: `variant` came from `Arc::as_ptr` of an `Arc` that is
+        // alive (see `variant`); the count taken here is the new `Arc`'s.
+        unsafe {
+            Arc::increment_strong_count(self.variant);
+            Arc::from_raw(self.variant)
+        }
+    }
+}
+
+impl Drop for Pin {
+    #[inline]
+    fn drop(&mut self) {
+        let _ = PINS.try_with(|pins| {
+            let pin = &pins[self.slot];
+            pin.set(pin.get() - 1);
+        });
+    }
+}
+
+/// This thread's variant for (`memo`, `generation`, `key`), if it has one.
+/// Re-entrant use (none is expected) simply misses.
 #[inline]
-pub(crate) fn lookup<F, R>(memo: u64, generation: u64, key: &[u8], f: &mut Option<F>) -> Option<R>
-where
-    F: FnOnce(&Arc<Variant>) -> R,
-{
-    find(memo, generation, |entry| entry.key.as_slice() == key, f)
+pub(crate) fn lookup(memo: u64, generation: u64, key: &[u8]) -> Option<Pin> {
+    find(memo, generation, |entry| entry.key.as_slice() == key)
 }
 
 /// [`lookup`] for a key in its packed form: one comparison per entry.
 #[inline]
-pub(crate) fn lookup_packed<F, R>(
-    memo: u64,
-    generation: u64,
-    key: PackedKey,
-    f: &mut Option<F>,
-) -> Option<R>
-where
-    F: FnOnce(&Arc<Variant>) -> R,
-{
-    find(memo, generation, |entry| entry.packed == Some(key), f)
+pub(crate) fn lookup_packed(memo: u64, generation: u64, key: PackedKey) -> Option<Pin> {
+    find(memo, generation, |entry| entry.packed == Some(key))
 }
 
 #[inline(always)]
-fn find<F, R>(
-    memo: u64,
-    generation: u64,
-    same: impl Fn(&Entry) -> bool,
-    f: &mut Option<F>,
-) -> Option<R>
-where
-    F: FnOnce(&Arc<Variant>) -> R,
-{
+fn find(memo: u64, generation: u64, same: impl Fn(&Entry) -> bool) -> Option<Pin> {
     RECENT
         .try_with(|recent| {
             let recent = recent.try_borrow().ok()?;
-            let set = &recent[memo as usize % SETS];
+            let s = memo as usize % SETS;
+            let set = &recent[s];
             for w in 0..WAYS {
                 if set.tags[w] != (memo, generation) {
                     continue;
                 }
                 if let Some(entry) = &set.entries[w] {
                     if same(entry) {
-                        return f.take().map(|f| f(&entry.variant));
+                        return Some(pin(s * WAYS + w, &entry.variant));
                     }
                 }
             }
@@ -120,15 +154,35 @@ where
         .flatten()
 }
 
+/// Pins entry `slot`, which holds `variant`.
+#[inline(always)]
+fn pin(slot: usize, variant: &Arc<Variant>) -> Pin {
+    let _ = PINS.try_with(|pins| {
+        let pin = &pins[slot];
+        pin.set(pin.get() + 1);
+    });
+    Pin {
+        variant: Arc::as_ptr(variant),
+        slot,
+        _thread: PhantomData,
+    }
+}
+
 /// Remembers `variant` as this thread's for (`memo`, `generation`, `key`):
 /// in the way of its set that holds a stale entry of the same memo and key,
-/// or else the set's next way in turn.
+/// or else the set's next way in turn; never in a pinned way (then it is
+/// not remembered).
 pub(crate) fn remember(memo: u64, generation: u64, key: &[u8], variant: &Arc<Variant>) {
     let _ = RECENT.try_with(|recent| {
         let Ok(mut recent) = recent.try_borrow_mut() else {
             return;
         };
-        let set = &mut recent[memo as usize % SETS];
+        let s = memo as usize % SETS;
+        let set = &mut recent[s];
+        let pinned = |w: usize| {
+            PINS.try_with(|pins| pins[s * WAYS + w].get() > 0)
+                .unwrap_or(true)
+        };
         let way = (0..WAYS)
             .find(|&w| {
                 set.tags[w].0 == memo
@@ -136,11 +190,15 @@ pub(crate) fn remember(memo: u64, generation: u64, key: &[u8], variant: &Arc<Var
                         .as_ref()
                         .is_some_and(|e| e.key.as_slice() == key)
             })
-            .unwrap_or_else(|| {
-                let w = set.next;
-                set.next = (w + 1) % WAYS;
-                w
+            .or_else(|| {
+                (0..WAYS)
+                    .map(|i| (set.next + i) % WAYS)
+                    .find(|&w| !pinned(w))
             });
+        let Some(way) = way.filter(|&w| !pinned(w)) else {
+            return;
+        };
+        set.next = (way + 1) % WAYS;
         set.tags[way] = (memo, generation);
         set.entries[way] = Some(Entry {
             key: KeyBytes::from_slice(key),
@@ -164,12 +222,7 @@ mod tests {
     }
 
     fn get(memo: u64, generation: u64, key: &[u8]) -> Option<Arc<Variant>> {
-        lookup(
-            memo,
-            generation,
-            key,
-            &mut Some(|v: &Arc<Variant>| v.clone()),
-        )
+        lookup(memo, generation, key).map(|pin| pin.to_arc())
     }
 
     #[test]
@@ -187,8 +240,9 @@ mod tests {
 
     #[test]
     fn packed_keys_find_the_entry_of_their_bytes() {
+        use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
         use crate::dtype::DType;
-        use crate::kernel::variant::{encode_key, pack_key, InputDesc, PassMode, VariantDesc};
+        use crate::kernel::variants::key::{encode_key, pack_key};
         let inputs = [InputDesc {
             dtype: DType::F32,
             mode: PassMode::Device,
@@ -209,9 +263,8 @@ mod tests {
         .unwrap();
         let v = variant(7);
         remember(931, 2, &key, &v);
-        let get_packed = |memo, generation, p| {
-            lookup_packed(memo, generation, p, &mut Some(|v: &Arc<Variant>| v.clone()))
-        };
+        let get_packed =
+            |memo, generation, p| lookup_packed(memo, generation, p).map(|pin| pin.to_arc());
         assert!(Arc::ptr_eq(&get_packed(931, 2, packed).unwrap(), &v));
         assert!(get_packed(931, 3, packed).is_none(), "stale generation");
         assert!(get_packed(931, 2, packed + 1).is_none(), "another key");
@@ -254,5 +307,31 @@ mod tests {
         }
         let held = many.iter().filter(|v| Arc::strong_count(v) > 1).count();
         assert_eq!(held, SETS * WAYS);
+    }
+
+    #[test]
+    fn a_pinned_entry_is_not_replaced_and_lends_its_variant() {
+        let a = variant(1);
+        remember(941, 0, b"a", &a);
+        let pin = lookup(941, 0, b"a").unwrap();
+        // Fill the set with other keys: the pinned way stays.
+        for n in 0..4 * WAYS {
+            remember(941, 0, &[b'x', n as u8], &variant(100 + n));
+        }
+        assert_eq!(pin.variant().name(), "k1");
+        assert!(
+            get(941, 0, b"a").is_some(),
+            "the pinned entry is still there"
+        );
+        // A second pin of the same entry, then both released.
+        let again = lookup(941, 0, b"a").unwrap();
+        drop(pin);
+        assert!(Arc::ptr_eq(&again.to_arc(), &a));
+        drop(again);
+        for n in 0..2 * WAYS {
+            remember(941, 0, &[b'y', n as u8], &variant(200 + n));
+        }
+        assert!(get(941, 0, b"a").is_none(), "unpinned, it was replaced");
+        assert_eq!(Arc::strong_count(&a), 1);
     }
 }

@@ -1,0 +1,360 @@
+//! Streams and their block caches: stream-ordered allocation, cached per
+//! stream.
+//!
+//! A kernel's outputs are allocated on the launch's stream. When an array
+//! dies, its block goes back to the cache of the stream it was allocated
+//! on (its *home*); the next allocation of that size class on that stream
+//! reuses it with no driver call at all, which is safe because every
+//! earlier use of the block was queued on that same stream, before. Blocks
+//! used on another stream too (an input uploaded on the default stream,
+//! read by a launch on a thread's stream) record those streams; when such a
+//! block dies, its home stream is made to wait for them (an event each)
+//! before the block is reused. Beyond the cache ([`CACHE_BYTES`],
+//! [`CACHE_BLOCKS`] per stream), blocks go back to the device's
+//! [`Allocator`] (`pool`). The configuration's `block_cache` setting
+//! (`KERNELKIT_CUDA_ALLOC=pool`) turns the per-stream cache off (every
+//! allocation asks the allocator), for comparison.
+//!
+//! **A thread's spare.** Before any of that, the last small output a
+//! thread dropped stays with the thread whole (heap block, device block,
+//! stream), for the thread's next output of that stream and size: that is
+//! `array::storage`'s; this module says which blocks qualify
+//! ([`DeviceMem::spare_class`], [`CudaStream::spare_class`]).
+//!
+//! **Locks.** Each stream keeps the small block it freed last in one atomic
+//! word, taken and given back without a lock (a loop of calls that drops its
+//! outputs never goes further); the rest of its cache has its own mutex,
+//! taken by allocations and frees of that stream only; a block's list of
+//! foreign streams has its own mutex, taken only the first time another
+//! stream uses it. No lock is held across a driver call that waits.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::driver::{self, DevicePtr, RawStream};
+use super::pool::Allocator;
+use super::Context;
+use crate::backend::{Memory, Owner, StreamHandle};
+use crate::error::Result;
+
+/// Most bytes one stream keeps cached.
+pub(super) const CACHE_BYTES: usize = 4 << 30;
+/// Most blocks one stream keeps cached.
+pub(super) const CACHE_BLOCKS: usize = 64;
+
+/// The largest size class a thread keeps as its spare output memory (see
+/// `array::storage`).
+const SPARE_CLASS: usize = 1 << 20;
+
+/// The size class of an allocation: 512-byte steps up to 1 MiB, 2 MiB
+/// steps above (so a block is reused only for nearly its own size).
+fn size_class(len: usize) -> usize {
+    let len = len.max(1);
+    if len <= 1 << 20 {
+        len.div_ceil(512) * 512
+    } else {
+        len.div_ceil(2 << 20) * (2 << 20)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A CUDA stream and its cache of free blocks.
+pub(crate) struct CudaStream {
+    pub(super) raw: RawStream,
+    pub(super) ctx: Arc<Context>,
+    allocator: Arc<Allocator>,
+    /// `allocator.cache`, copied here (the allocator's line stays cold).
+    caching: bool,
+    /// The block this stream freed last, if small ([`pack`]): taken and
+    /// given back with one atomic operation each, no lock. A call that
+    /// frees its output before the next call allocates one (the common
+    /// loop) never reaches `cache`.
+    recent: AtomicU64,
+    /// (size class, address) of blocks free in this stream's order.
+    cache: Mutex<(Vec<(usize, DevicePtr)>, usize)>,
+}
+
+/// Bits of a packed [`CudaStream::recent`] entry that hold the address.
+const ADDRESS_BITS: u32 = 52;
+
+/// A free block as one word: its size class (in 512-byte steps, at most
+/// 1 MiB: 12 bits) above a 52-bit address. `None` for blocks that do not
+/// fit (larger classes, addresses beyond 52 bits): those use the locked
+/// cache.
+fn pack(class: usize, ptr: DevicePtr) -> Option<u64> {
+    (class <= 1 << 20 && ptr != 0 && ptr >> ADDRESS_BITS == 0)
+        .then_some(((class / 512) as u64) << ADDRESS_BITS | ptr)
+}
+
+fn unpack(word: u64) -> (usize, DevicePtr) {
+    (
+        (word >> ADDRESS_BITS) as usize * 512,
+        word & ((1 << ADDRESS_BITS) - 1),
+    )
+}
+
+impl CudaStream {
+    /// A new stream of `allocator`'s device, with an empty cache.
+    pub(super) fn new(allocator: Arc<Allocator>) -> Result<Arc<CudaStream>> {
+        let ctx = allocator.ctx.clone();
+        ctx.bind()?;
+        // Destroyed on drop.
+        let raw = driver::stream_create(&ctx.label)?;
+        Ok(Arc::new(CudaStream {
+            raw,
+            ctx,
+            caching: allocator.cache,
+            allocator,
+            recent: AtomicU64::new(0),
+            cache: Mutex::new((Vec::new(), 0)),
+        }))
+    }
+
+    /// Waits until the stream's work is done.
+    pub(super) fn synchronize(&self) -> Result<()> {
+        self.ctx.bind()?;
+        driver::stream_synchronize(self.raw, &self.ctx.label)?;
+        Ok(())
+    }
+
+    #[inline]
+    fn take(&self, class: usize) -> Option<DevicePtr> {
+        if !self.caching {
+            return None;
+        }
+        let word = self.recent.load(Ordering::Acquire);
+        if word != 0
+            && unpack(word).0 == class
+            && self
+                .recent
+                .compare_exchange(word, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Some(unpack(word).1);
+        }
+        self.take_cached(class)
+    }
+
+    /// [`CudaStream::take`] from the locked cache.
+    #[cold]
+    #[inline(never)]
+    fn take_cached(&self, class: usize) -> Option<DevicePtr> {
+        let mut cache = lock(&self.cache);
+        let at = cache.0.iter().rposition(|&(c, _)| c == class)?;
+        let (_, ptr) = cache.0.swap_remove(at);
+        cache.1 -= class;
+        Some(ptr)
+    }
+
+    #[inline]
+    fn give_back(&self, class: usize, ptr: DevicePtr) {
+        if self.caching {
+            if let Some(word) = pack(class, ptr) {
+                if self
+                    .recent
+                    .compare_exchange(0, word, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return;
+                }
+            }
+        }
+        self.give_back_slow(class, ptr);
+    }
+
+    /// [`CudaStream::give_back`] to the locked cache, or to the driver.
+    #[cold]
+    #[inline(never)]
+    fn give_back_slow(&self, class: usize, ptr: DevicePtr) {
+        if self.caching {
+            let mut cache = lock(&self.cache);
+            if cache.0.len() < CACHE_BLOCKS && cache.1 + class <= CACHE_BYTES {
+                cache.0.push((class, ptr));
+                cache.1 += class;
+                return;
+            }
+        }
+        if self.ctx.bind().is_ok() {
+            self.allocator.free(ptr, self.raw);
+        }
+    }
+
+    /// The spare size class of an output of `len` bytes on this stream:
+    /// `None` for streams that cache no blocks (the block cache is off)
+    /// and for outputs larger than [`SPARE_CLASS`].
+    #[inline]
+    pub(crate) fn spare_class(&self, len: usize) -> Option<usize> {
+        let class = size_class(len);
+        (self.caching && class <= SPARE_CLASS).then_some(class)
+    }
+}
+
+impl Drop for CudaStream {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_err() {
+            return;
+        }
+        let mut blocks = std::mem::take(&mut lock(&self.cache).0);
+        let recent = *self.recent.get_mut();
+        if recent != 0 {
+            blocks.push(unpack(recent));
+        }
+        for (_, ptr) in blocks {
+            self.allocator.free(ptr, self.raw);
+        }
+        // No block refers to this stream any more (each holds an `Arc` of
+        // it); queued work still completes after the destroy.
+        driver::stream_destroy(self.raw);
+    }
+}
+
+/// Owns one device block; gives it back to the cache of the stream it was
+/// allocated on (its *home*) when its memory is released. It holds no
+/// count on that stream: the array storage around it does (its place).
+pub(crate) struct DeviceMem {
+    class: usize,
+    /// The home stream's address, to tell it from others (never followed).
+    home: usize,
+    /// The last foreign stream recorded (fast check, no lock).
+    last_foreign: AtomicUsize,
+    /// Every other stream that used the block.
+    foreign: Mutex<Vec<Arc<CudaStream>>>,
+}
+
+impl DeviceMem {
+    /// Records that work on `stream` uses this block.
+    #[inline]
+    pub(super) fn used_on(&self, stream: &Arc<CudaStream>) {
+        let key = Arc::as_ptr(stream) as usize;
+        if key == self.home || self.last_foreign.load(Ordering::Relaxed) == key {
+            return;
+        }
+        let mut foreign = lock(&self.foreign);
+        if !foreign.iter().any(|s| Arc::ptr_eq(s, stream)) {
+            foreign.push(stream.clone());
+        }
+        self.last_foreign.store(key, Ordering::Relaxed);
+    }
+
+    /// Whether a stream other than the home one has used the block. Read
+    /// without a lock: an owner's record of its use is ordered before its
+    /// drop (a Release decrement), so it is seen by whoever then finds the
+    /// buffer unique (an Acquire load); see `array::storage::alone_at_home`.
+    #[inline]
+    pub(crate) fn used_elsewhere(&self) -> bool {
+        self.last_foreign.load(Ordering::Relaxed) != 0
+    }
+
+    /// Gives the block back to its home stream's cache, once every foreign
+    /// stream's use of it is ordered before the home stream's next work.
+    /// Called once, by the dying buffer.
+    #[inline]
+    pub(crate) fn release(&mut self, addr: DevicePtr, home: &StreamHandle) {
+        let Some(home) = home.cuda() else {
+            return; // Not reached: CUDA memory is allocated on CUDA streams.
+        };
+        // No foreign stream ever used the block (the common case): nothing
+        // to order, and (holding the block alone) no atomic to read.
+        if *self.last_foreign.get_mut() != 0 {
+            self.order_after_foreign(home);
+        }
+        home.give_back(self.class, addr);
+    }
+
+    /// Makes `home` wait for every foreign stream's use of the block: an
+    /// event recorded on the other stream and waited for by the home
+    /// stream, so work queued on the home stream from now on (the block's
+    /// next user) runs after the other stream's uses (or, without an
+    /// event, a wait for the other stream). Destroying a recorded event is
+    /// allowed; its resources go when it completes.
+    #[cold]
+    #[inline(never)]
+    fn order_after_foreign(&mut self, home: &CudaStream) {
+        let foreign = std::mem::take(self.foreign.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if foreign.is_empty() || home.ctx.bind().is_err() {
+            return;
+        }
+        let label = &home.ctx.label;
+        for other in foreign {
+            match driver::event_create(label) {
+                Ok(event) => {
+                    let _ = driver::event_record(event, other.raw, label);
+                    let _ = driver::stream_wait_event(home.raw, event, label);
+                    driver::event_destroy(event);
+                }
+                Err(_) => {
+                    let _ = driver::stream_synchronize(other.raw, label);
+                }
+            }
+        }
+    }
+
+    /// This block's size class, if a thread may keep it whole as its spare
+    /// (a small block; the caller checks it is alone at home).
+    #[inline]
+    pub(crate) fn spare_class(&self) -> Option<usize> {
+        (self.class <= SPARE_CLASS).then_some(self.class)
+    }
+}
+
+/// `len` bytes in the order of `stream`: a block from the stream's cache
+/// (or the allocator).
+#[inline]
+pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize) -> Result<Memory> {
+    let class = size_class(len);
+    let ptr = match stream.take(class) {
+        Some(p) => p,
+        None => {
+            stream.ctx.bind()?;
+            stream.allocator.allocate(class, stream.raw)?
+        }
+    };
+    let home = Arc::as_ptr(stream) as usize;
+    Ok(Memory {
+        addr: ptr,
+        len,
+        owner: Owner::Device(DeviceMem {
+            class,
+            home,
+            last_foreign: AtomicUsize::new(0),
+            foreign: Mutex::new(Vec::new()),
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_blocks_pack_into_one_word() {
+        for class in [512, 1024, 64 << 10, 1 << 20] {
+            let ptr = 0x7f12_3456_7800u64;
+            assert_eq!(unpack(pack(class, ptr).unwrap()), (class, ptr));
+        }
+        assert_eq!(
+            pack(2 << 20, 0x1000),
+            None,
+            "large classes use the locked cache"
+        );
+        assert_eq!(
+            pack(512, 1 << 52),
+            None,
+            "wide addresses use the locked cache"
+        );
+        assert_eq!(pack(512, 0), None, "0 means empty");
+    }
+
+    #[test]
+    fn size_classes() {
+        assert_eq!(size_class(0), 512);
+        assert_eq!(size_class(512), 512);
+        assert_eq!(size_class(513), 1024);
+        assert_eq!(size_class(1 << 20), 1 << 20);
+        assert_eq!(size_class((1 << 20) + 1), 2 << 20);
+        assert_eq!(size_class(1 << 30), 1 << 30);
+    }
+}

@@ -1,0 +1,81 @@
+//! Streams and events.
+
+use cudarc::driver::sys;
+
+use super::{check, out, RawEvent, RawStream};
+use crate::error::DeviceError;
+
+/// `cuStreamCreate` of a stream that does not synchronize with the legacy
+/// default stream.
+pub(in crate::backend::cuda) fn stream_create(label: &str) -> Result<RawStream, DeviceError> {
+    let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+    // SAFETY: writes one stream handle.
+    unsafe { out(label, "cuStreamCreate", |s| sys::cuStreamCreate(s, flags)) }.map(RawStream)
+}
+
+/// `cuStreamDestroy`; work already queued still completes. Its result is
+/// ignored (it runs in a `Drop`).
+pub(in crate::backend::cuda) fn stream_destroy(stream: RawStream) {
+    // SAFETY: destroys a stream; the caller uses the handle no more.
+    unsafe {
+        sys::cuStreamDestroy_v2(stream.0);
+    }
+}
+
+/// `cuStreamSynchronize`.
+pub(in crate::backend::cuda) fn stream_synchronize(
+    stream: RawStream,
+    label: &str,
+) -> Result<(), DeviceError> {
+    // SAFETY: waits for the stream's work; no memory is involved.
+    check(
+        unsafe { sys::cuStreamSynchronize(stream.0) },
+        label,
+        "cuStreamSynchronize",
+    )
+}
+
+/// `cuEventCreate` of an event without timing.
+pub(in crate::backend::cuda) fn event_create(label: &str) -> Result<RawEvent, DeviceError> {
+    let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+    // SAFETY: writes one event handle.
+    unsafe { out(label, "cuEventCreate", |e| sys::cuEventCreate(e, flags)) }.map(RawEvent)
+}
+
+/// `cuEventRecord` on `stream`.
+pub(in crate::backend::cuda) fn event_record(
+    event: RawEvent,
+    stream: RawStream,
+    label: &str,
+) -> Result<(), DeviceError> {
+    // SAFETY: records an event; no memory is involved.
+    check(
+        unsafe { sys::cuEventRecord(event.0, stream.0) },
+        label,
+        "cuEventRecord",
+    )
+}
+
+/// `cuStreamWaitEvent`: work queued on `stream` from now on waits for
+/// `event`.
+pub(in crate::backend::cuda) fn stream_wait_event(
+    stream: RawStream,
+    event: RawEvent,
+    label: &str,
+) -> Result<(), DeviceError> {
+    // SAFETY: orders two streams; no memory is involved.
+    check(
+        unsafe { sys::cuStreamWaitEvent(stream.0, event.0, 0) },
+        label,
+        "cuStreamWaitEvent",
+    )
+}
+
+/// `cuEventDestroy`: a recorded event's resources go when it completes.
+/// Its result is ignored.
+pub(in crate::backend::cuda) fn event_destroy(event: RawEvent) {
+    // SAFETY: destroys an event; the caller uses the handle no more.
+    unsafe {
+        sys::cuEventDestroy_v2(event.0);
+    }
+}

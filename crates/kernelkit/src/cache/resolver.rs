@@ -1,0 +1,190 @@
+//! The module resolver of one device: memory → artifact tiers → compile.
+//!
+//! - **Memory** ([`KernelCache`]): loaded modules by [`ModuleKey`], one
+//!   build per key however many threads ask, different keys in parallel.
+//! - **Tiers** ([`ArtifactTier`]; the disk store when the configuration
+//!   has one): asked in order; the first good artifact that loads wins.
+//!   Before compiling, the resolver claims the key in the first tier that
+//!   offers claims (the store's per-key file lock), so other processes that
+//!   miss it wait for this one's artifact, and asks once more after the
+//!   claim (another process may have published it meanwhile).
+//! - **Compile**: the backend's compiler; the artifact goes into every tier
+//!   (when its dependency list is known), then is loaded.
+//!
+//! A tier's trouble is a miss and a counter in that tier, never a failed
+//! call; a compile error is reported to every waiter and never cached.
+//!
+//! The key is derived once per resolution from the backend's identity and
+//! the job's function name and source ([`ModuleKey::derive`]): the same
+//! 128 bits name the module in memory and the artifact in every tier.
+
+use std::time::Instant;
+
+use crate::backend::{Backend, CompileJob, Compiled, Module};
+use crate::cache::kernel_cache::{KernelCache, Outcome};
+use crate::cache::key::ModuleKey;
+use crate::cache::tier::{Artifact, ArtifactTier};
+use crate::error::CompileError;
+use crate::stats::CacheStats;
+
+/// See the module documentation.
+pub(crate) struct ModuleResolver {
+    memory: KernelCache,
+    tiers: Vec<Box<dyn ArtifactTier>>,
+}
+
+/// What one tier gave for a key.
+enum Stored {
+    /// A good artifact, loaded.
+    Loaded(Module),
+    /// No usable artifact.
+    Missing,
+    /// A good artifact that did not load (already counted).
+    NotLoaded,
+}
+
+impl ModuleResolver {
+    /// A resolver with an empty memory over `tiers`, asked in order.
+    pub(crate) fn new(tiers: Vec<Box<dyn ArtifactTier>>) -> ModuleResolver {
+        ModuleResolver {
+            memory: KernelCache::default(),
+            tiers,
+        }
+    }
+
+    /// The loaded module of `job` on `backend`, from memory, a tier, or a
+    /// compile (see the module documentation).
+    pub(crate) fn module(
+        &self,
+        backend: &dyn Backend,
+        job: &CompileJob<'_>,
+    ) -> Result<Module, CompileError> {
+        let key = ModuleKey::derive(backend.name(), backend.identity(), job.function, job.source);
+        let (module, outcome) = self.memory.module(&key, || self.build(backend, job, &key));
+        match outcome {
+            Outcome::Hit => self.memory.hits.incr(),
+            Outcome::Built | Outcome::Waited => self.memory.misses.incr(),
+        }
+        module
+    }
+
+    /// Counts a hit answered without asking the resolver (a variant that
+    /// kept its function: see `kernel::variant`).
+    #[inline]
+    pub(crate) fn record_fast_hit(&self) {
+        self.memory.hits.incr();
+    }
+
+    /// Loads the module from a tier, or compiles it (and keeps it in every
+    /// tier). The memory runs this once per key in this process.
+    fn build(
+        &self,
+        backend: &dyn Backend,
+        job: &CompileJob<'_>,
+        key: &ModuleKey,
+    ) -> Result<Module, CompileError> {
+        let mut missing = Vec::with_capacity(self.tiers.len());
+        for tier in &self.tiers {
+            match load_stored(backend, &**tier, key, job) {
+                Stored::Loaded(module) => return Ok(module),
+                stored => missing.push(matches!(stored, Stored::Missing)),
+            }
+        }
+        let claim = self.tiers.iter().find_map(|tier| tier.claim(key));
+        // Another process may have published it while this one waited (an
+        // artifact that was there but did not load is not tried twice).
+        if claim.is_some() {
+            for (tier, was_missing) in self.tiers.iter().zip(&missing) {
+                if *was_missing {
+                    if let Stored::Loaded(module) = load_stored(backend, &**tier, key, job) {
+                        return Ok(module);
+                    }
+                }
+            }
+        }
+        for tier in &self.tiers {
+            tier.record_miss();
+        }
+        let compiled = self.compile(backend, job)?;
+        match &compiled.dependencies {
+            Ok(dependencies) => {
+                let artifact = Artifact {
+                    kernel: job.kernel,
+                    backend: backend.name(),
+                    function: job.function,
+                    dependencies,
+                    bytes: &compiled.artifact,
+                };
+                for tier in &self.tiers {
+                    tier.put(key, &artifact);
+                }
+            }
+            Err(why) => tracing::debug!(
+                "kernelkit artifact store: kernel `{}` is not stored: {why}",
+                job.kernel
+            ),
+        }
+        drop(claim);
+        backend.load(job, &compiled.artifact)
+    }
+
+    /// Runs the backend compiler, counting the run and its wall time.
+    fn compile(
+        &self,
+        backend: &dyn Backend,
+        job: &CompileJob<'_>,
+    ) -> Result<Compiled, CompileError> {
+        self.memory.compiles.incr();
+        let started = Instant::now();
+        let compiled = backend.compile(job);
+        self.memory
+            .compile_ns
+            .add(started.elapsed().as_nanos() as u64);
+        compiled
+    }
+
+    /// What the memory and every tier have done so far.
+    pub(crate) fn stats(&self) -> CacheStats {
+        let c = &self.memory;
+        let mut stats = CacheStats {
+            hits: c.hits.get(),
+            misses: c.misses.get(),
+            compiles: c.compiles.get(),
+            failures: c.failures.get(),
+            compile_ns: c.compile_ns.get(),
+            ..CacheStats::default()
+        };
+        for tier in &self.tiers {
+            tier.add_stats(&mut stats);
+        }
+        stats
+    }
+
+    /// Modules loaded (or being built).
+    pub(crate) fn loaded(&self) -> usize {
+        self.memory.len()
+    }
+}
+
+/// The module from `tier`'s artifact for `key`, if it has a good one that
+/// loads.
+fn load_stored(
+    backend: &dyn Backend,
+    tier: &dyn ArtifactTier,
+    key: &ModuleKey,
+    job: &CompileJob<'_>,
+) -> Stored {
+    let Some(bytes) = tier.get(key) else {
+        return Stored::Missing;
+    };
+    match backend.load(job, &bytes) {
+        Ok(module) => {
+            tier.record_hit();
+            Stored::Loaded(module)
+        }
+        Err(e) => {
+            tier.record_bad_load(key, &e);
+            Stored::NotLoaded
+        }
+    }
+}

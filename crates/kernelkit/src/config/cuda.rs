@@ -1,0 +1,239 @@
+//! The CUDA backend's settings, and the compile options a user can give a
+//! CUDA device.
+//!
+//! NVRTC options come from two places, both applied: the configuration's
+//! [`CudaConfig::nvrtc_flags`] (`KERNELKIT_NVRTC_FLAGS`, for every CUDA
+//! device a configuration opens) and a device's own [`CudaCompileOptions`]
+//! ([`Device::new_cuda_with`](crate::Device::new_cuda_with),
+//! [`DeviceBuilder::cuda_options`](crate::device::DeviceBuilder::cuda_options)).
+//! Every option is part of the module key, so kernels compiled with
+//! different options never share a module.
+//!
+//! The types are always built, so code that sets options compiles with or
+//! without the `cuda` feature.
+//!
+//! [`CompileWorkers`] says where compiles run. NVRTC compiles one program
+//! at a time inside a process, so distinct kernels compiled from many
+//! threads would queue; the CUDA backend therefore hands a compile to a
+//! worker process when this process is already compiling.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use super::{warn_once, Vars};
+
+/// Workers at most by default, whatever the core count.
+const DEFAULT_MAX_WORKERS: usize = 16;
+
+/// The CUDA backend's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CudaConfig {
+    /// The device's own compile options.
+    pub options: CudaCompileOptions,
+    /// NVRTC options for every device this configuration opens, after the
+    /// device's own (`KERNELKIT_NVRTC_FLAGS`, whitespace-separated).
+    pub nvrtc_flags: Vec<String>,
+    /// CUDA toolkit roots, searched in order for NVRTC (when the loader
+    /// does not find it) and for `include` (`CUDA_HOME`, `CUDA_PATH`, then
+    /// `/usr/local/cuda`). NVRTC is loaded once per process: the first
+    /// CUDA device's list finds it.
+    pub toolkit_dirs: Vec<PathBuf>,
+    /// The worker program [`CompileWorkers::Auto`] uses
+    /// (`KERNELKIT_WORKER`); `None`: a `kernelkit` executable next to the
+    /// running program, if there is one.
+    pub worker: Option<PathBuf>,
+    /// The most compile worker processes per worker program
+    /// (`KERNELKIT_COMPILE_WORKERS`); 0: none, every compile runs in this
+    /// process.
+    pub max_workers: usize,
+    /// Whether each stream keeps the device blocks its arrays freed, for
+    /// its next allocations (`KERNELKIT_CUDA_ALLOC=pool` turns it off:
+    /// every allocation then asks the driver's pool, for comparison).
+    pub block_cache: bool,
+}
+
+/// No extra options, `/usr/local/cuda`, a worker found next to the
+/// program, workers up to the core count (at most 16), the block cache on.
+impl Default for CudaConfig {
+    fn default() -> CudaConfig {
+        CudaConfig {
+            options: CudaCompileOptions::default(),
+            nvrtc_flags: Vec::new(),
+            toolkit_dirs: vec![PathBuf::from("/usr/local/cuda")],
+            worker: None,
+            max_workers: default_max_workers(),
+            block_cache: true,
+        }
+    }
+}
+
+/// The core count, at most [`DEFAULT_MAX_WORKERS`].
+fn default_max_workers() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(DEFAULT_MAX_WORKERS)
+}
+
+/// Set once the workers' count was warned about.
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+impl CudaConfig {
+    /// `KERNELKIT_NVRTC_FLAGS`, `CUDA_HOME`, `CUDA_PATH`,
+    /// `KERNELKIT_WORKER`, `KERNELKIT_COMPILE_WORKERS`,
+    /// `KERNELKIT_CUDA_ALLOC`.
+    pub(super) fn from_vars(vars: &Vars<'_>) -> CudaConfig {
+        let defaults = CudaConfig::default();
+        let nvrtc_flags = vars
+            .text("KERNELKIT_NVRTC_FLAGS")
+            .map(|s| s.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
+        let mut toolkit_dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+            .iter()
+            .filter_map(|name| vars.os_nonempty(name))
+            .map(PathBuf::from)
+            .collect();
+        toolkit_dirs.extend(defaults.toolkit_dirs);
+        toolkit_dirs.dedup();
+        let max_workers = match vars.trimmed("KERNELKIT_COMPILE_WORKERS") {
+            None => defaults.max_workers,
+            Some(v) => v.parse::<usize>().unwrap_or_else(|_| {
+                warn_once(
+                    &WARNED,
+                    &format!(
+                        "KERNELKIT_COMPILE_WORKERS={v:?} is not a number of workers; using {}",
+                        defaults.max_workers
+                    ),
+                );
+                defaults.max_workers
+            }),
+        };
+        CudaConfig {
+            options: CudaCompileOptions::default(),
+            nvrtc_flags,
+            toolkit_dirs,
+            worker: vars.os_nonempty("KERNELKIT_WORKER").map(PathBuf::from),
+            max_workers,
+            block_cache: vars.text("KERNELKIT_CUDA_ALLOC").as_deref() != Some("pool"),
+        }
+    }
+
+    /// Every NVRTC option of a device besides kernelkit's own
+    /// (`--gpu-architecture`, the toolkit's include directories), in
+    /// order: the device's options, then [`CudaConfig::nvrtc_flags`].
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn option_words(&self) -> Vec<String> {
+        let mut out = self.options.words();
+        out.extend(self.nvrtc_flags.iter().cloned());
+        out
+    }
+}
+
+/// NVRTC options beyond kernelkit's own (`--gpu-architecture`, the CUDA
+/// include directories).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CudaCompileOptions {
+    /// Adds `--use_fast_math` (approximate division, square root and
+    /// transcendentals; flush denormals to zero).
+    pub fast_math: bool,
+    /// More include directories (`-I`), searched after kernelkit's.
+    pub include_dirs: Vec<PathBuf>,
+    /// Any other NVRTC options, passed as given (e.g. `-lineinfo`,
+    /// `--maxrregcount=64`, `-DTILE=32`).
+    pub flags: Vec<String>,
+    /// Where compiles run (not part of the module key: a worker produces
+    /// the same artifact as this process).
+    pub workers: CompileWorkers,
+}
+
+/// Where the CUDA backend's compiles run.
+///
+/// A worker is a program run as `PROGRAM compile-worker` that serves
+/// compile jobs on its standard input and output: the `kernelkit` command
+/// is one, and any program can be one by calling
+/// `kernelkit::compile_worker::serve_stdio()` when it gets that argument.
+/// Whatever the setting, a compile never fails because of the workers: a
+/// worker that cannot start or dies leaves the job to this process.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CompileWorkers {
+    /// The configuration's [`CudaConfig::worker`] (`KERNELKIT_WORKER`),
+    /// else a `kernelkit` executable next to the running program, else
+    /// none (compile in this process).
+    #[default]
+    Auto,
+    /// Always compile in this process.
+    InProcess,
+    /// This worker program.
+    Program(PathBuf),
+}
+
+impl CudaCompileOptions {
+    /// Turns fast math on or off.
+    pub fn fast_math(mut self, yes: bool) -> Self {
+        self.fast_math = yes;
+        self
+    }
+
+    /// Adds an include directory.
+    pub fn include_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.include_dirs.push(dir.into());
+        self
+    }
+
+    /// Adds an NVRTC option.
+    pub fn flag(mut self, flag: impl Into<String>) -> Self {
+        self.flags.push(flag.into());
+        self
+    }
+
+    /// Sets where compiles run.
+    pub fn workers(mut self, workers: CompileWorkers) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// The NVRTC option words, in order.
+    fn words(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.fast_math {
+            out.push("--use_fast_math".to_string());
+        }
+        for dir in &self.include_dirs {
+            out.push(format!("-I{}", dir.display()));
+        }
+        out.extend(self.flags.iter().cloned());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_in_order() {
+        let o = CudaCompileOptions::default()
+            .fast_math(true)
+            .include_dir("/opt/inc")
+            .flag("-lineinfo");
+        assert_eq!(
+            o.words(),
+            vec!["--use_fast_math", "-I/opt/inc", "-lineinfo"]
+        );
+    }
+
+    /// The environment's flags come after the device's own, as they did
+    /// when the device's options were joined with the environment's.
+    #[test]
+    fn the_environment_flags_follow_the_device_options() {
+        let mut c = crate::config::tests::config_of(&[("KERNELKIT_NVRTC_FLAGS", "-DENV=1")]).cuda;
+        c.options = CudaCompileOptions::default()
+            .fast_math(true)
+            .flag("-DOWN=1");
+        assert_eq!(
+            c.option_words(),
+            vec!["--use_fast_math", "-DOWN=1", "-DENV=1"]
+        );
+    }
+}

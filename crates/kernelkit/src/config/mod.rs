@@ -1,0 +1,347 @@
+//! Configuration: every setting of a device in one value, read from the
+//! environment in one place.
+//!
+//! A [`Config`] holds the artifact store's settings ([`CacheConfig`]), the
+//! CPU compiler's ([`CpuConfig`]) and the CUDA backend's ([`CudaConfig`]).
+//! [`Config::from_env`] is the only code of the library that reads
+//! environment variables; everything below the device floor (backends, the
+//! store) takes its part of a `Config` as an argument. A device reads
+//! `Config::from_env()` when it is created by the plain constructors
+//! ([`Device::cpu`](crate::Device::cpu), [`Device::new_cuda`](crate::Device::new_cuda), ...),
+//! so a program that sets variables before opening a device behaves as it
+//! always did; a program or a test that wants to set things directly gives
+//! a `Config` (or single settings) to [`Device::builder`](crate::Device::builder).
+//!
+//! | variable | setting | default |
+//! |---|---|---|
+//! | `KERNELKIT_CACHE` | [`CacheConfig::mode`]: `disk` (memory and disk tiers); `memory` or `off` (no disk tier) | `disk` |
+//! | `KERNELKIT_CACHE_DIR` | [`CacheConfig::dir`] | `$XDG_CACHE_HOME/kernelkit`, else `$HOME/.cache/kernelkit` (`~/Library/Caches/kernelkit` on macOS) |
+//! | `KERNELKIT_CACHE_MAX_BYTES` | [`CacheConfig::max_bytes`]: bytes, or with a `K`, `M`, `G` suffix (powers of 1024) | 1 GiB |
+//! | `CXX` | [`CpuConfig::compiler`] | the first of `c++`, `g++`, `clang++` on the `PATH` |
+//! | `KERNELKIT_COMPILE_TIMEOUT` | [`CpuConfig::compile_timeout`], seconds | 300 |
+//! | `KERNELKIT_PCH_DIR` | [`CpuConfig::pch_dir`]; empty: no precompiled header | `kernelkit-pch-<uid>` in `$TMPDIR` (else `/tmp`) |
+//! | `KERNELKIT_NVRTC_FLAGS` | [`CudaConfig::nvrtc_flags`], whitespace-separated | none |
+//! | `CUDA_HOME`, `CUDA_PATH` | [`CudaConfig::toolkit_dirs`], before `/usr/local/cuda` | `/usr/local/cuda` |
+//! | `KERNELKIT_WORKER` | [`CudaConfig::worker`] | a `kernelkit` executable next to the running program |
+//! | `KERNELKIT_COMPILE_WORKERS` | [`CudaConfig::max_workers`]; `0`: none | the core count, at most 16 |
+//! | `KERNELKIT_CUDA_ALLOC` | `pool`: [`CudaConfig::block_cache`] off | on |
+//!
+//! A value that cannot be parsed is reported once (a `tracing` warning) and
+//! the default is used. Two things the operating system decides are not
+//! settings and are looked up where they are used: the `PATH` search for
+//! a compiler program that names no directory, and the temporary directory
+//! that compiles work in.
+
+mod cache;
+mod cpu;
+mod cuda;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use cache::{parse_size, CacheConfig, CacheMode, DEFAULT_MAX_BYTES};
+pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
+pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig};
+
+/// Every setting of a device. `Config::default()` is the settings of an
+/// empty environment, less what only the environment can tell (a home
+/// directory, a temporary directory): it has no disk tier and no
+/// precompiled header until they are given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    /// The artifact store (the disk tier under each device's kernel cache).
+    pub cache: CacheConfig,
+    /// The CPU backend's compiler.
+    pub cpu: CpuConfig,
+    /// The CUDA backend: NVRTC options, the toolkit, compile workers,
+    /// memory.
+    pub cuda: CudaConfig,
+}
+
+impl Config {
+    /// The settings the environment gives (see the module documentation
+    /// for the variables). This is the one place where the library reads
+    /// environment variables.
+    pub fn from_env() -> Config {
+        Config::from_vars(&Vars(&|name| std::env::var_os(name)))
+    }
+
+    /// The settings that `vars` give: [`Config::from_env`] without the
+    /// process (the tests give a map).
+    pub(crate) fn from_vars(vars: &Vars<'_>) -> Config {
+        Config {
+            cache: CacheConfig::from_vars(vars),
+            cpu: CpuConfig::from_vars(vars),
+            cuda: CudaConfig::from_vars(vars),
+        }
+    }
+
+    /// Sets which cache tiers are used.
+    pub fn cache_mode(mut self, mode: CacheMode) -> Config {
+        self.cache.mode = mode;
+        self
+    }
+
+    /// Keeps the artifact store in `dir` (and turns the disk tier on).
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Config {
+        self.cache.dir = Some(dir.into());
+        self.cache.mode = CacheMode::Disk;
+        self
+    }
+
+    /// Sets the artifact store's size limit, in bytes.
+    pub fn cache_max_bytes(mut self, bytes: u64) -> Config {
+        self.cache.max_bytes = bytes;
+        self
+    }
+
+    /// Compiles CPU kernels with `program` (a C++20 compiler command).
+    pub fn compiler(mut self, program: impl Into<String>) -> Config {
+        self.cpu.compiler = Some(program.into());
+        self
+    }
+
+    /// Kills a CPU compile (and every process it started) after `timeout`.
+    pub fn compile_timeout(mut self, timeout: Duration) -> Config {
+        self.cpu.compile_timeout = timeout;
+        self
+    }
+
+    /// Keeps the CPU prelude's precompiled header in `dir` (`None`: no
+    /// precompiled header).
+    pub fn pch_dir(mut self, dir: Option<PathBuf>) -> Config {
+        self.cpu.pch_dir = dir;
+        self
+    }
+
+    /// Sets a CUDA device's own compile options (see [`CudaCompileOptions`]).
+    pub fn cuda_options(mut self, options: CudaCompileOptions) -> Config {
+        self.cuda.options = options;
+        self
+    }
+
+    /// Turns the CUDA per-stream block cache on or off.
+    pub fn block_cache(mut self, on: bool) -> Config {
+        self.cuda.block_cache = on;
+        self
+    }
+
+    /// Sets the most CUDA compile worker processes (0: none).
+    pub fn max_workers(mut self, count: usize) -> Config {
+        self.cuda.max_workers = count;
+        self
+    }
+}
+
+/// Environment variables, looked up by name: the process's in
+/// [`Config::from_env`], a map in tests.
+pub(crate) struct Vars<'a>(pub(crate) &'a dyn Fn(&str) -> Option<OsString>);
+
+impl Vars<'_> {
+    /// The value, if set.
+    fn os(&self, name: &str) -> Option<OsString> {
+        (self.0)(name)
+    }
+
+    /// The value, if set and not empty.
+    fn os_nonempty(&self, name: &str) -> Option<OsString> {
+        self.os(name).filter(|v| !v.is_empty())
+    }
+
+    /// The value as text, if set and valid UTF-8 (a value that is not is
+    /// treated as unset, as `std::env::var` does).
+    fn text(&self, name: &str) -> Option<String> {
+        self.os(name).and_then(|v| v.into_string().ok())
+    }
+
+    /// The value as text, trimmed, if set and not blank.
+    fn trimmed(&self, name: &str) -> Option<String> {
+        self.text(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// Logs a configuration problem once per process and `kind` of problem.
+fn warn_once(flag: &std::sync::atomic::AtomicBool, message: &str) {
+    if !flag.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!("{message}");
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// The config that `pairs` (name, value) give as the whole environment.
+    pub(crate) fn config_of(pairs: &[(&str, &str)]) -> Config {
+        let map: HashMap<String, OsString> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        Config::from_vars(&Vars(&|name| map.get(name).cloned()))
+    }
+
+    #[test]
+    fn an_empty_environment_gives_the_documented_defaults() {
+        let c = config_of(&[]);
+        assert_eq!(c.cache.mode, CacheMode::Disk);
+        assert_eq!(c.cache.dir, None, "no HOME: no directory");
+        assert_eq!(c.cache.max_bytes, DEFAULT_MAX_BYTES);
+        assert_eq!(c.cpu.compiler, None);
+        assert_eq!(c.cpu.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
+        let uid = rustix::process::geteuid().as_raw();
+        assert_eq!(
+            c.cpu.pch_dir,
+            Some(PathBuf::from(format!("/tmp/kernelkit-pch-{uid}")))
+        );
+        assert!(c.cuda.nvrtc_flags.is_empty());
+        assert_eq!(c.cuda.toolkit_dirs, vec![PathBuf::from("/usr/local/cuda")]);
+        assert_eq!(c.cuda.worker, None);
+        assert!(c.cuda.max_workers >= 1 && c.cuda.max_workers <= 16);
+        assert!(c.cuda.block_cache);
+        assert_eq!(c.cuda.options, CudaCompileOptions::default());
+    }
+
+    #[test]
+    fn every_variable_lands_in_its_field() {
+        let c = config_of(&[
+            ("KERNELKIT_CACHE", " memory "),
+            ("KERNELKIT_CACHE_DIR", "/store"),
+            ("KERNELKIT_CACHE_MAX_BYTES", "512M"),
+            ("CXX", "clang++-18"),
+            ("KERNELKIT_COMPILE_TIMEOUT", "2.5"),
+            ("KERNELKIT_PCH_DIR", "/pch"),
+            ("KERNELKIT_NVRTC_FLAGS", " -lineinfo  --maxrregcount=64 "),
+            ("CUDA_HOME", "/opt/cuda-13"),
+            ("CUDA_PATH", "/opt/cuda-12"),
+            ("KERNELKIT_WORKER", "/bin/worker"),
+            ("KERNELKIT_COMPILE_WORKERS", " 3 "),
+            ("KERNELKIT_CUDA_ALLOC", "pool"),
+        ]);
+        assert_eq!(c.cache.mode, CacheMode::Memory);
+        assert_eq!(c.cache.dir, Some(PathBuf::from("/store")));
+        assert_eq!(c.cache.max_bytes, 512 << 20);
+        assert_eq!(c.cpu.compiler.as_deref(), Some("clang++-18"));
+        assert_eq!(c.cpu.compile_timeout, Duration::from_millis(2500));
+        assert_eq!(c.cpu.pch_dir, Some(PathBuf::from("/pch")));
+        assert_eq!(c.cuda.nvrtc_flags, vec!["-lineinfo", "--maxrregcount=64"]);
+        assert_eq!(
+            c.cuda.toolkit_dirs,
+            ["/opt/cuda-13", "/opt/cuda-12", "/usr/local/cuda"]
+                .map(PathBuf::from)
+                .to_vec()
+        );
+        assert_eq!(c.cuda.worker, Some(PathBuf::from("/bin/worker")));
+        assert_eq!(c.cuda.max_workers, 3);
+        assert!(!c.cuda.block_cache);
+    }
+
+    #[test]
+    fn the_cache_directory_follows_xdg_then_home() {
+        let home = config_of(&[("HOME", "/home/u")]);
+        let xdg = config_of(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/xdg")]);
+        let relative = config_of(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "rel")]);
+        if cfg!(target_os = "macos") {
+            let want = Some(PathBuf::from("/home/u/Library/Caches/kernelkit"));
+            assert_eq!(home.cache.dir, want);
+            assert_eq!(xdg.cache.dir, want);
+        } else {
+            assert_eq!(
+                home.cache.dir,
+                Some(PathBuf::from("/home/u/.cache/kernelkit"))
+            );
+            assert_eq!(xdg.cache.dir, Some(PathBuf::from("/xdg/kernelkit")));
+            assert_eq!(
+                relative.cache.dir,
+                Some(PathBuf::from("/home/u/.cache/kernelkit")),
+                "a relative XDG_CACHE_HOME is ignored"
+            );
+        }
+        let own = config_of(&[("HOME", "/home/u"), ("KERNELKIT_CACHE_DIR", "/mine")]);
+        assert_eq!(own.cache.dir, Some(PathBuf::from("/mine")));
+    }
+
+    #[test]
+    fn values_that_do_not_parse_give_the_defaults() {
+        let c = config_of(&[
+            ("KERNELKIT_CACHE", "sometimes"),
+            ("KERNELKIT_CACHE_MAX_BYTES", "1T"),
+            ("KERNELKIT_COMPILE_TIMEOUT", "-1"),
+            ("KERNELKIT_COMPILE_WORKERS", "many"),
+            ("KERNELKIT_CUDA_ALLOC", "cache"),
+        ]);
+        let d = config_of(&[]);
+        assert_eq!(c.cache.mode, CacheMode::Disk);
+        assert_eq!(c.cache.max_bytes, DEFAULT_MAX_BYTES);
+        assert_eq!(c.cpu.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
+        assert_eq!(c.cuda.max_workers, d.cuda.max_workers);
+        assert!(c.cuda.block_cache);
+    }
+
+    /// A timeout too large for a `Duration` (or infinite) is the default,
+    /// not a panic (`Duration::from_secs_f64` panics on them).
+    #[test]
+    fn a_timeout_beyond_any_duration_is_the_default() {
+        for v in ["inf", "1e300", "NaN", "0"] {
+            let c = config_of(&[("KERNELKIT_COMPILE_TIMEOUT", v)]);
+            assert_eq!(c.cpu.compile_timeout, DEFAULT_COMPILE_TIMEOUT, "{v}");
+        }
+    }
+
+    #[test]
+    fn empty_values_mean_unset_except_for_the_pch_dir() {
+        let c = config_of(&[
+            ("KERNELKIT_CACHE", ""),
+            ("KERNELKIT_CACHE_DIR", ""),
+            ("CXX", "  "),
+            ("KERNELKIT_WORKER", ""),
+            ("CUDA_HOME", ""),
+            ("KERNELKIT_COMPILE_WORKERS", ""),
+            ("KERNELKIT_PCH_DIR", ""),
+        ]);
+        let d = config_of(&[]);
+        assert_eq!(c.cache, d.cache);
+        assert_eq!(c.cpu.compiler, None);
+        assert_eq!(c.cuda, d.cuda);
+        assert_eq!(
+            c.cpu.pch_dir, None,
+            "empty turns the precompiled header off"
+        );
+    }
+
+    #[test]
+    fn off_is_memory_and_the_variable_is_trimmed() {
+        for v in ["off", "memory", " off"] {
+            assert_eq!(
+                config_of(&[("KERNELKIT_CACHE", v)]).cache.mode,
+                CacheMode::Memory
+            );
+        }
+        assert_eq!(
+            config_of(&[("KERNELKIT_CACHE", "disk")]).cache.mode,
+            CacheMode::Disk
+        );
+    }
+
+    #[test]
+    fn the_default_reads_nothing_and_has_no_disk_tier() {
+        let c = Config::default();
+        assert_eq!(c.cache.mode, CacheMode::Memory);
+        assert_eq!(c.cache.dir, None);
+        assert_eq!(c.cpu.pch_dir, None);
+        let with_dir = Config::default().cache_dir("/store");
+        assert_eq!(
+            with_dir.cache.mode,
+            CacheMode::Disk,
+            "a directory turns it on"
+        );
+        assert_eq!(
+            with_dir.cache_mode(CacheMode::Memory).cache.mode,
+            CacheMode::Memory
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! [`DeviceBuilder`]: a device whose settings the program gives.
+
+use std::path::PathBuf;
+
+use super::Device;
+use crate::config::{CacheMode, Config, CudaCompileOptions};
+use crate::error::Result;
+
+/// Opens a device with settings given by the program (or a test) rather
+/// than read from the environment, from [`Device::builder`].
+///
+/// It starts from [`Config::from_env`]; [`DeviceBuilder::config`] replaces
+/// the whole configuration, the other methods one setting. Every device it
+/// opens is new, with its own kernel cache (the process-wide ones are
+/// [`Device::cpu`] and [`Device::cuda`]).
+#[derive(Clone, Debug)]
+#[must_use = "a builder opens nothing until `cpu()` or `cuda()`"]
+pub struct DeviceBuilder {
+    config: Config,
+}
+
+impl DeviceBuilder {
+    pub(super) fn new() -> DeviceBuilder {
+        DeviceBuilder {
+            config: Config::from_env(),
+        }
+    }
+
+    /// Uses `config` for everything (the environment is then not
+    /// consulted at all, if `config` did not come from it).
+    pub fn config(mut self, config: Config) -> DeviceBuilder {
+        self.config = config;
+        self
+    }
+
+    /// Which cache tiers the device uses: [`CacheMode::Memory`] keeps
+    /// nothing on disk (tests that count compiles want it).
+    pub fn cache_mode(mut self, mode: CacheMode) -> DeviceBuilder {
+        self.config = self.config.cache_mode(mode);
+        self
+    }
+
+    /// Keeps the artifact store in `dir` (and turns the disk tier on).
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> DeviceBuilder {
+        self.config = self.config.cache_dir(dir);
+        self
+    }
+
+    /// Compiles CPU kernels with `program` (a C++20 compiler command).
+    pub fn compiler(mut self, program: impl Into<String>) -> DeviceBuilder {
+        self.config = self.config.compiler(program);
+        self
+    }
+
+    /// A CUDA device's own compile options (the configuration's
+    /// `nvrtc_flags` still follow them).
+    pub fn cuda_options(mut self, options: CudaCompileOptions) -> DeviceBuilder {
+        self.config = self.config.cuda_options(options);
+        self
+    }
+
+    /// Opens a new CPU device.
+    pub fn cpu(self) -> Result<Device> {
+        Ok(Device::open_cpu(&self.config))
+    }
+
+    /// Opens a new null device (see [`Device::new_null`]) with `options`.
+    pub fn null(self, options: crate::NullOptions) -> Device {
+        Device::open_null(options, &self.config.cache)
+    }
+
+    /// Opens a new device for CUDA GPU `ordinal`: an error, never a panic,
+    /// without the `cuda` feature or when the driver, NVRTC or the GPU is
+    /// missing.
+    pub fn cuda(self, ordinal: u32) -> Result<Device> {
+        Device::open_cuda(ordinal, &self.config)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A builder's settings reach the device: a memory-only device writes
+    /// nothing to the directory the environment names, one given a store
+    /// directory compiles into it.
+    #[test]
+    fn the_cache_settings_reach_the_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let kernel = crate::Kernel::builder("builder_store")
+            .inputs(["inp"])
+            .outputs(["out"])
+            .source("uint i = thread_position_in_grid.x; out[i] = inp[i] + 1;")
+            .build()
+            .unwrap();
+        let run = |device: &Device| {
+            let x = device.array_from_slice(&[1.0f32; 4], [4]).unwrap();
+            let out = kernel
+                .call([&x])
+                .output([4], crate::DType::F32)
+                .grid([4, 1, 1])
+                .on(device.default_stream())
+                .launch()
+                .unwrap();
+            assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.0; 4]);
+            device.cache_stats()
+        };
+        let memory = Device::builder()
+            .cache_dir(&store)
+            .cache_mode(CacheMode::Memory)
+            .cpu()
+            .unwrap();
+        let s = run(&memory);
+        assert_eq!((s.compiles, s.disk_writes), (1, 0));
+        assert!(!store.exists(), "a memory-only device made the store");
+        let disk = Device::builder().cache_dir(&store).cpu().unwrap();
+        let s = run(&disk);
+        assert_eq!((s.compiles, s.disk_writes), (1, 1));
+        let again = Device::builder().cache_dir(&store).cpu().unwrap();
+        let s = run(&again);
+        assert_eq!((s.compiles, s.disk_hits), (0, 1), "the store answers");
+    }
+}

@@ -1,0 +1,221 @@
+//! One call's device work: wait for inputs made on other streams, make
+//! strided inputs contiguous where the spec asks, allocate (and fill) the
+//! outputs in the stream's order, and hand the backend one borrowed
+//! launch description.
+//!
+//! A call whose inputs need nothing done first (the common case) goes
+//! straight from here to the backend; the rest is out of line
+//! ([`dispatch_in_full`]), so that its code does not crowd the
+//! instruction cache of the calls that never run it (on a GPU host every
+//! launch leaves that cache cold: `tools/fakecuda` measures the lines a
+//! warm call runs).
+
+use arrayvec::ArrayVec;
+use smallvec::SmallVec;
+
+use crate::array::outputs::Outputs;
+use crate::array::{shape_from_extents, Array, Place, SharedStorage};
+use crate::backend::{ArgRef, Function, LaunchDesc};
+use crate::codegen::spec::KernelSpec;
+use crate::device::Stream;
+use crate::dtype::{fill_pattern, DType};
+use crate::error::{CallError, Result};
+
+/// An output's shape, as given (checked before any use), and dtype.
+pub(crate) type OutputSpec = (SmallVec<[i64; 4]>, DType);
+
+/// Arguments kept on the stack (more use the heap).
+const STACK_ARGS: usize = 8;
+
+/// One call, checked, with its function: what [`dispatch`] needs,
+/// borrowed from a call or a prepared launch.
+pub(crate) struct Dispatch<'a> {
+    pub(crate) spec: &'a KernelSpec,
+    pub(crate) function: &'a Function,
+    pub(crate) inputs: &'a [&'a Array],
+    /// Shape and dtype of each output, checked.
+    pub(crate) outputs: &'a [OutputSpec],
+    /// Checked to fit every output's dtype.
+    pub(crate) init_value: Option<f64>,
+    pub(crate) grid: [u32; 3],
+    pub(crate) threadgroup: [u32; 3],
+    pub(crate) shared_mem_bytes: u32,
+    pub(crate) stream: &'a Stream,
+}
+
+/// Runs `call`, its outputs allocated into `outputs` (empty): the caller
+/// owns their slot, since [`Outputs`] holds arrays inline and returning it
+/// by value through every layer would copy it at each. With `raw`, also
+/// times `iters` launches of the same arguments by the backend alone (the
+/// floor benchmarks compare dispatch to).
+#[inline]
+pub(crate) fn dispatch(
+    call: &Dispatch<'_>,
+    outputs: &mut Outputs,
+    raw: Option<(u32, &mut std::time::Duration)>,
+) -> Result<()> {
+    let stream = call.stream;
+    let contiguous = call.spec.ensure_row_contiguous;
+    let ready = call.inputs.iter().all(|a| {
+        a.producer().is_none_or(|p| p == stream) && (!contiguous || a.is_row_contiguous())
+    });
+    if !ready || raw.is_some() {
+        return dispatch_in_full(call, outputs, raw);
+    }
+    new_outputs(call, outputs)?;
+    launch(call, call.inputs, outputs, 1)
+}
+
+/// Allocates (in the order of the call's stream) and fills the outputs.
+#[inline]
+fn new_outputs(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
+    let stream = call.stream;
+    for (i, (extents, dtype)) in call.outputs.iter().enumerate() {
+        let shape = shape_from_extents(extents);
+        let bytes = shape.iter().product::<usize>() * dtype.size();
+        let storage = match SharedStorage::output(stream, bytes) {
+            Ok(storage) => storage,
+            Err(e) => return Err(output_alloc_error(call, i, bytes, e)),
+        };
+        if let Some(v) = call.init_value {
+            let pattern = fill_pattern(v, *dtype).expect("checked when the call was planned");
+            stream
+                .device()
+                .backend()
+                .fill(&storage.mem, &pattern, stream.handle())?;
+        }
+        outputs.push(Array::contiguous(storage, shape, *dtype));
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn output_alloc_error(
+    call: &Dispatch<'_>,
+    output: usize,
+    bytes: usize,
+    e: crate::Error,
+) -> crate::Error {
+    CallError::OutputAlloc {
+        kernel: call.spec.name.clone(),
+        output: call.spec.output_names[output].clone(),
+        bytes,
+        device: call.stream.device().label().to_string(),
+        reason: e.to_string(),
+    }
+    .into()
+}
+
+/// Hands the backend the launch of `call` with `inputs` as the kernel sees
+/// them and its outputs, `iters` times. The arguments' descriptions sit on
+/// the stack for up to [`STACK_ARGS`] of each.
+#[inline]
+fn launch(call: &Dispatch<'_>, inputs: &[&Array], outputs: &Outputs, iters: u32) -> Result<()> {
+    let mut ins = ArrayVec::<ArgRef<'_>, STACK_ARGS>::new();
+    let mut outs = ArrayVec::<ArgRef<'_>, STACK_ARGS>::new();
+    if inputs.len() > STACK_ARGS || outputs.len() > STACK_ARGS {
+        return launch_many(call, inputs, outputs, iters);
+    }
+    for a in inputs {
+        ins.push(a.arg());
+    }
+    for a in outputs.iter() {
+        outs.push(a.arg());
+    }
+    backend_launch(call, &ins, &outs, iters)
+}
+
+/// [`launch`] for more arguments than its stack arrays hold.
+#[cold]
+#[inline(never)]
+fn launch_many(
+    call: &Dispatch<'_>,
+    inputs: &[&Array],
+    outputs: &Outputs,
+    iters: u32,
+) -> Result<()> {
+    let ins: Vec<ArgRef<'_>> = inputs.iter().map(|a| a.arg()).collect();
+    let outs: Vec<ArgRef<'_>> = outputs.iter().map(|a| a.arg()).collect();
+    backend_launch(call, &ins, &outs, iters)
+}
+
+#[inline]
+fn backend_launch(
+    call: &Dispatch<'_>,
+    inputs: &[ArgRef<'_>],
+    outputs: &[ArgRef<'_>],
+    iters: u32,
+) -> Result<()> {
+    let stream = call.stream;
+    stream.device().backend().launch(&LaunchDesc {
+        spec: call.spec,
+        function: call.function,
+        inputs,
+        outputs,
+        grid: call.grid,
+        threadgroup: call.threadgroup,
+        shared_mem_bytes: call.shared_mem_bytes,
+        stream: stream.handle(),
+        iters,
+    })
+}
+
+/// [`dispatch`] for inputs produced on another stream (waited for) or
+/// strided where the spec wants them contiguous (copied), and for timing.
+#[cold]
+#[inline(never)]
+fn dispatch_in_full(
+    call: &Dispatch<'_>,
+    outputs: &mut Outputs,
+    raw: Option<(u32, &mut std::time::Duration)>,
+) -> Result<()> {
+    let stream = call.stream;
+    let backend = stream.device().backend();
+    let handle = stream.handle();
+
+    // Contiguous copies of strided inputs (kept alive until the launch).
+    let mut copies: SmallVec<[(usize, Array); 2]> = SmallVec::new();
+    for (i, input) in call.inputs.iter().enumerate() {
+        if let Some(p) = input.producer() {
+            if p != stream {
+                p.synchronize()?;
+            }
+        }
+        if call.spec.ensure_row_contiguous && !input.is_row_contiguous() {
+            let n = input.size() * input.dtype.size();
+            let mem = backend.alloc(n, handle)?;
+            backend.gather(&input.arg(), &mem, handle)?;
+            let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
+            copies.push((
+                i,
+                Array::contiguous(storage, input.shape.clone(), input.dtype),
+            ));
+        }
+    }
+    let replaced: SmallVec<[&Array; 8]>;
+    let inputs: &[&Array] = if copies.is_empty() {
+        call.inputs
+    } else {
+        replaced = call
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match copies.iter().find(|(j, _)| *j == i) {
+                Some((_, copy)) => copy,
+                None => *a,
+            })
+            .collect();
+        &replaced
+    };
+    new_outputs(call, outputs)?;
+    launch(call, inputs, outputs, 1)?;
+    if let Some((iters, elapsed)) = raw {
+        stream.synchronize()?;
+        let started = std::time::Instant::now();
+        launch(call, inputs, outputs, iters)?;
+        *elapsed = started.elapsed();
+        stream.synchronize()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,459 @@
+//! The checks of a call, against its kernel's spec and its device.
+//!
+//! Checks that depend only on the variant key (template names, dtypes the
+//! dialect lacks, bodies the backend cannot run) run when the variant is
+//! built ([`Call::check_variant`]), not on every call: a hit of the variant
+//! cache proves they passed. The rest run on every call, each as a short
+//! test with the full one — which finds and words the problem — out of line
+//! (`*_in_full`), so that a call that passes runs little code.
+
+use std::borrow::Cow;
+
+use super::{Call, Descs};
+use crate::array::{checked_count, Array};
+use crate::codegen::attributes::ATTRIBUTES;
+use crate::codegen::spec::{check_identifier, KernelSpec};
+use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
+use crate::codegen::Dialect;
+use crate::device::{Device, Stream};
+use crate::dtype::DType;
+use crate::error::{shown, CallError, Result};
+
+/// A call that passed every per-call check: where it runs, and its grid and
+/// threadgroup as the device takes them.
+pub(crate) struct Checked<'a> {
+    /// Borrowed where the call names it (a clone would bump a count every
+    /// thread calling on the device shares).
+    pub(crate) device: Cow<'a, Device>,
+    pub(crate) stream: Cow<'a, Stream>,
+    pub(crate) grid: [u32; 3],
+    pub(crate) threadgroup: [u32; 3],
+}
+
+impl<'a> Call<'a> {
+    pub(super) fn spec(&self) -> &KernelSpec {
+        self.kernel.spec()
+    }
+
+    pub(super) fn err_kernel(&self) -> String {
+        self.spec().name.clone()
+    }
+
+    /// Every per-call check: counts, device and stream, inputs, outputs,
+    /// grid and threadgroup, the fill value, shared memory.
+    #[inline(always)]
+    pub(super) fn check(&self) -> Result<Checked<'a>> {
+        let device = self.device()?;
+        self.check_counts()?;
+        // Borrowed where possible, for the same reason as the device.
+        let stream: Cow<'a, Stream> = match (self.stream, &device) {
+            (Some(s), _) => Cow::Borrowed(s),
+            (None, Cow::Borrowed(d)) => Cow::Borrowed((*d).default_stream()),
+            (None, Cow::Owned(d)) => Cow::Owned(d.default_stream().clone()),
+        };
+        self.check_inputs(&device)?;
+        for (i, (shape, dtype)) in self.outputs.iter().enumerate() {
+            self.check_output(i, shape, *dtype)?;
+        }
+        let (grid, threadgroup) = self.check_dims(&device)?;
+        if let Some(v) = self.init_value {
+            for ((_, dtype), name) in self.outputs.iter().zip(&self.spec().output_names) {
+                crate::dtype::fill_pattern(v, *dtype).ok_or_else(|| CallError::InitValue {
+                    kernel: self.err_kernel(),
+                    output: name.clone(),
+                    dtype: *dtype,
+                    value: v,
+                })?;
+            }
+        }
+        let limits = device.limits_ref();
+        if self.shared_mem_bytes as u64 > limits.max_shared_bytes && self.shared_mem_bytes > 0 {
+            return Err(CallError::Dims {
+                kernel: self.err_kernel(),
+                what: "shared memory",
+                dims: [self.shared_mem_bytes as u64, 0, 0],
+                device: device.label().to_string(),
+                reason: if limits.max_shared_bytes == 0 {
+                    "this device has no dynamic shared memory".to_string()
+                } else {
+                    format!("at most {} bytes per threadgroup", limits.max_shared_bytes)
+                },
+            }
+            .into());
+        }
+        Ok(Checked {
+            device,
+            stream,
+            grid,
+            threadgroup,
+        })
+    }
+
+    /// The argument counts against the spec's names.
+    #[inline]
+    pub(super) fn check_counts(&self) -> Result<()> {
+        let spec = self.spec();
+        if self.inputs.len() == spec.input_names.len()
+            && self.outputs.len() == spec.output_names.len()
+        {
+            return Ok(());
+        }
+        self.count_error()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_error(&self) -> Result<()> {
+        let spec = self.spec();
+        if self.inputs.len() != spec.input_names.len() {
+            return Err(CallError::InputCount {
+                kernel: self.err_kernel(),
+                expected: spec.input_names.len(),
+                got: self.inputs.len(),
+                names: KernelSpec::list(&spec.input_names),
+            }
+            .into());
+        }
+        if self.outputs.len() != spec.output_names.len() {
+            return Err(CallError::OutputCount {
+                kernel: self.err_kernel(),
+                expected: spec.output_names.len(),
+                got: self.outputs.len(),
+                names: KernelSpec::list(&spec.output_names),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// This call's input descriptors, in order.
+    #[inline]
+    pub(super) fn input_descs(&self) -> impl ExactSizeIterator<Item = InputDesc> + '_ {
+        self.inputs.iter().map(|a| InputDesc {
+            dtype: a.dtype,
+            mode: PassMode::of(a.ndim(), a.size()),
+        })
+    }
+
+    /// Input and output descriptors, after the device-independent checks.
+    pub(super) fn descs(&self) -> Result<Descs> {
+        self.check_counts()?;
+        let inputs = self.input_descs().collect();
+        let outputs = self.outputs.iter().map(|(_, d)| *d).collect();
+        Ok((inputs, outputs))
+    }
+
+    /// Checks that run once per variant (see the module docs).
+    pub(super) fn check_variant(
+        &self,
+        dialect: Dialect,
+        backend: &'static str,
+        desc: &VariantDesc<'_>,
+    ) -> Result<()> {
+        let spec = self.spec();
+        for (i, t) in desc.template.iter().enumerate() {
+            let reject = |reason: String| CallError::TemplateName {
+                kernel: spec.name.clone(),
+                name: shown(&t.name),
+                reason,
+            };
+            if let Err(e) = check_identifier(&spec.name, &t.name, "template") {
+                let reason = match e {
+                    crate::error::BuildError::InvalidName { reason, .. } => reason.to_string(),
+                    other => other.to_string(),
+                };
+                return Err(reject(format!("is not usable: {reason}")).into());
+            }
+            if let Some(n) = spec.input_names.iter().find(|n| **n == t.name) {
+                return Err(reject(format!("has the name of input `{n}`")).into());
+            }
+            if let Some(n) = spec.output_names.iter().find(|n| **n == t.name) {
+                return Err(reject(format!("has the name of output `{n}`")).into());
+            }
+            if desc.template[..i].iter().any(|o| o.name == t.name) {
+                return Err(reject("is given twice".into()).into());
+            }
+            if let Some(inp) = spec.input_names.iter().find(|n| {
+                ["_shape", "_strides", "_ndim"]
+                    .iter()
+                    .any(|s| t.name.strip_prefix(n.as_str()) == Some(*s))
+            }) {
+                return Err(reject(format!(
+                    "collides with a generated layout parameter of input `{inp}`"
+                ))
+                .into());
+            }
+            if ATTRIBUTES.iter().any(|a| a.name == t.name) {
+                return Err(reject("is a position attribute name".into()).into());
+            }
+        }
+        let lacks = |dtype: DType| dialect == Dialect::Metal && dtype == DType::F64;
+        let named = |role: &str, names: &[String], i: usize| format!("{role} `{}`", names[i]);
+        for (i, d) in desc.inputs.iter().enumerate() {
+            if lacks(d.dtype) {
+                return Err(CallError::UnsupportedDType {
+                    kernel: spec.name.clone(),
+                    arg: named("input", &spec.input_names, i),
+                    dtype: d.dtype,
+                    backend,
+                }
+                .into());
+            }
+        }
+        for (i, d) in desc.outputs.iter().enumerate() {
+            if lacks(*d) {
+                return Err(CallError::UnsupportedDType {
+                    kernel: spec.name.clone(),
+                    arg: named("output", &spec.output_names, i),
+                    dtype: *d,
+                    backend,
+                }
+                .into());
+            }
+        }
+        if dialect == Dialect::Cpu {
+            if let Some(word) = spec.group_sync {
+                return Err(self
+                    .kernel
+                    .unsupported(
+                        backend,
+                        format!(
+                            "the body uses `{word}`, which needs the threads of a threadgroup to run \
+                             together; the CPU backend runs them one after another (use a GPU device)"
+                        ),
+                    )
+                    .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The device the call runs on, borrowed where the call names it: a
+    /// clone would bump the device's shared reference count on every call,
+    /// a cache line that all threads calling on the device would fight over.
+    pub(super) fn device(&self) -> Result<Cow<'a, Device>> {
+        if let Some(s) = self.stream {
+            return Ok(Cow::Borrowed(s.device()));
+        }
+        if let Some(a) = self.inputs.first() {
+            let a: &'a Array = a;
+            return Ok(Cow::Borrowed(a.device()));
+        }
+        Device::default_device().map(Cow::Owned)
+    }
+
+    /// Every input is on the call's device, and fits `NAME_shape` where the
+    /// body reads it: a short test first, the full one (which words the
+    /// error) only when it fails. Names are read only for errors.
+    #[inline]
+    fn check_inputs(&self, device: &Device) -> Result<()> {
+        let id = device.id();
+        let spec = self.spec();
+        let ok = self
+            .inputs
+            .iter()
+            .zip(&spec.shape_infos)
+            .all(|(array, info)| {
+                array.device().id().same_memory(&id)
+                    && !(info.shape && array.shape().iter().any(|&d| d > i32::MAX as usize))
+            });
+        if ok {
+            return Ok(());
+        }
+        self.check_inputs_in_full(device)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_inputs_in_full(&self, device: &Device) -> Result<()> {
+        let spec = self.spec();
+        for (i, array) in self.inputs.iter().enumerate() {
+            if !array.device().id().same_memory(&device.id()) {
+                return Err(CallError::WrongDevice {
+                    kernel: self.err_kernel(),
+                    input: spec.input_names[i].clone(),
+                    dtype: array.dtype,
+                    array_device: array.device().label().to_string(),
+                    call_device: device.label().to_string(),
+                }
+                .into());
+            }
+        }
+        for (i, (array, info)) in self.inputs.iter().zip(&spec.shape_infos).enumerate() {
+            // `NAME_shape` is an array of 32-bit ints, as in MLX: a larger
+            // extent (a broadcast view can have one) would reach the body
+            // wrapped around.
+            if info.shape && array.shape().iter().any(|&d| d > i32::MAX as usize) {
+                return Err(CallError::InputShape {
+                    kernel: self.err_kernel(),
+                    input: spec.input_names[i].clone(),
+                    shape: array.shape().to_vec(),
+                    reason: "the body reads its `_shape`, whose extents are 32-bit ints \
+                             (at most 2147483647)",
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks an output's shape: a short test first, the full one (which
+    /// words the error) only when it fails.
+    #[inline]
+    fn check_output(&self, index: usize, shape: &[i64], dtype: DType) -> Result<()> {
+        if shape.iter().all(|&d| d >= 1)
+            && checked_count(shape.iter().map(|&d| d as usize), dtype).is_some()
+        {
+            return Ok(());
+        }
+        self.check_output_in_full(index, shape, dtype)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_output_in_full(&self, index: usize, shape: &[i64], dtype: DType) -> Result<()> {
+        let bad = |reason| CallError::OutputShape {
+            kernel: self.err_kernel(),
+            output: self.spec().output_names[index].clone(),
+            shape: shape.to_vec(),
+            reason,
+        };
+        if shape.iter().any(|&d| d < 0) {
+            return Err(bad("extents must not be negative").into());
+        }
+        if shape.contains(&0) {
+            return Err(bad("extents must be at least 1").into());
+        }
+        if checked_count(shape.iter().map(|&d| d as usize), dtype).is_none() {
+            return Err(bad("its size overflows").into());
+        }
+        Ok(())
+    }
+
+    /// The grid and the clamped threadgroup, when they fit the device: a
+    /// short test that every call runs. Anything else goes to
+    /// [`Call::check_dims_in_full`], which finds and words the problem.
+    #[inline]
+    fn check_dims(&self, device: &Device) -> Result<([u32; 3], [u32; 3])> {
+        if let Some(grid) = self.grid {
+            let limits = device.limits_ref();
+            let requested = self.threadgroup.unwrap_or([256, 1, 1]);
+            let total = grid[0]
+                .checked_mul(grid[1])
+                .and_then(|t| t.checked_mul(grid[2]));
+            // A total in 1..=u32::MAX also puts every extent there.
+            let mut ok = total.is_some_and(|t| t >= 1 && t <= u32::MAX as u64);
+            let tg = [
+                requested[0].min(grid[0]).max(1),
+                requested[1].min(grid[1]).max(1),
+                requested[2].min(grid[2]).max(1),
+            ];
+            for axis in 0..3 {
+                ok &= requested[axis] >= 1;
+                // ceil(grid / tg) <= max, without a division (a division is
+                // tens of cycles; the product cannot overflow: both factors
+                // are below 2^32).
+                ok &= grid[axis] <= limits.max_groups[axis].min(u32::MAX as u64) * tg[axis];
+                if self.threadgroup.is_some() {
+                    ok &= requested[axis] <= limits.max_group_dims[axis];
+                }
+            }
+            if self.threadgroup.is_some() && ok {
+                // Extents are within the per-axis limits here: no overflow.
+                ok &= requested[0] * requested[1] * requested[2] <= limits.max_threads_per_group;
+            }
+            if ok {
+                return Ok((grid.map(|g| g as u32), tg.map(|t| t as u32)));
+            }
+        }
+        self.check_dims_in_full(device)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_dims_in_full(&self, device: &Device) -> Result<([u32; 3], [u32; 3])> {
+        let grid = self.grid.ok_or_else(|| CallError::MissingGrid {
+            kernel: self.err_kernel(),
+        })?;
+        let limits = device.limits();
+        let bad = |what, dims, reason: String| CallError::Dims {
+            kernel: self.err_kernel(),
+            what,
+            dims,
+            device: device.label().to_string(),
+            reason,
+        };
+        if grid.contains(&0) {
+            return Err(bad("grid", grid, "every extent must be at least 1".into()).into());
+        }
+        if grid.iter().any(|&g| g > u32::MAX as u64) {
+            return Err(bad(
+                "grid",
+                grid,
+                format!("each extent must be at most {}", u32::MAX),
+            )
+            .into());
+        }
+        let total = grid.iter().try_fold(1u64, |a, &g| a.checked_mul(g));
+        if total.is_none_or(|t| t > u32::MAX as u64) {
+            return Err(bad(
+                "grid",
+                grid,
+                format!(
+                    "the thread count overflows 32 bits (at most {} threads)",
+                    u32::MAX
+                ),
+            )
+            .into());
+        }
+        let requested = self.threadgroup.unwrap_or([256, 1, 1]);
+        if requested.contains(&0) {
+            return Err(bad(
+                "threadgroup",
+                requested,
+                "every extent must be at least 1".into(),
+            )
+            .into());
+        }
+        let tg = [
+            requested[0].min(grid[0]),
+            requested[1].min(grid[1]),
+            requested[2].min(grid[2]),
+        ];
+        if self.threadgroup.is_some() {
+            let per_group = requested.iter().try_fold(1u64, |a, &r| a.checked_mul(r));
+            if per_group.is_none_or(|p| p > limits.max_threads_per_group) {
+                return Err(bad(
+                    "threadgroup",
+                    requested,
+                    format!(
+                        "at most {} threads per threadgroup",
+                        limits.max_threads_per_group
+                    ),
+                )
+                .into());
+            }
+            for axis in 0..3 {
+                if requested[axis] > limits.max_group_dims[axis] {
+                    return Err(bad(
+                        "threadgroup",
+                        requested,
+                        format!("extents are limited to {:?}", limits.max_group_dims),
+                    )
+                    .into());
+                }
+            }
+        }
+        for axis in 0..3 {
+            if grid[axis].div_ceil(tg[axis]) > limits.max_groups[axis] {
+                return Err(bad(
+                    "grid",
+                    grid,
+                    format!("at most {:?} threadgroups per axis", limits.max_groups),
+                )
+                .into());
+            }
+        }
+        Ok((grid.map(|g| g as u32), tg.map(|t| t as u32)))
+    }
+}

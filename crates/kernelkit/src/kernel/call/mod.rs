@@ -1,0 +1,320 @@
+//! Calls: one call's arguments, borrowed ([`Call`]), and a prepared call
+//! that owns them ([`Launch`]).
+//!
+//! A call reads top to bottom (`Call::launch`):
+//!
+//! 1. **check** (`check.rs`): counts, device and stream, inputs, outputs,
+//!    grid and threadgroup — a short test each, the full one out of line;
+//! 2. **key**: the variant key straight from the arguments, packed in a
+//!    word when it can be;
+//! 3. **lookup** in the kernel's variant cache (`kernel::variants`): this
+//!    thread's recent variants, then the memo, then — once per variant —
+//!    the per-variant checks and the generator; a `VariantRef` holds no
+//!    lock and no borrow;
+//! 4. **function**: the one the variant kept for its device, or the
+//!    device's module resolver (memory → disk → compile);
+//! 5. **launch**: `device::dispatch` allocates the outputs and hands the
+//!    backend one borrowed launch description.
+
+mod check;
+mod launch;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::array::outputs::Outputs;
+use crate::array::Array;
+use crate::codegen::template::{TemplateArg, TemplateParam};
+use crate::codegen::variant::{InputDesc, VariantDesc};
+use crate::codegen::{Dialect, Generated};
+use crate::device::dispatch::{dispatch, Dispatch, OutputSpec};
+use crate::device::{Device, Stream};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::kernel::variant::Variant;
+use crate::kernel::variants::key::{encode_key_parts, pack_key, KeyBytes};
+use crate::kernel::variants::{VariantKey, VariantRef};
+use crate::kernel::Kernel;
+use check::Checked;
+pub use launch::Launch;
+
+/// Per input descriptors and per output dtypes of one call.
+type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);
+
+/// One call's arguments, borrowed. Build it with [`Kernel::call`].
+#[must_use = "a call does nothing until `launch()` or `prepare()`"]
+pub struct Call<'a> {
+    kernel: &'a Kernel,
+    inputs: SmallVec<[&'a Array; 8]>,
+    outputs: SmallVec<[OutputSpec; 2]>,
+    template: SmallVec<[TemplateParam<'a>; 4]>,
+    grid: Option<[u64; 3]>,
+    threadgroup: Option<[u64; 3]>,
+    init_value: Option<f64>,
+    stream: Option<&'a Stream>,
+    shared_mem_bytes: u32,
+    verbose: bool,
+}
+
+impl<'a> Call<'a> {
+    #[inline(always)]
+    pub(crate) fn new(kernel: &'a Kernel, inputs: SmallVec<[&'a Array; 8]>) -> Call<'a> {
+        Call {
+            kernel,
+            inputs,
+            outputs: SmallVec::new(),
+            template: SmallVec::new(),
+            grid: None,
+            threadgroup: None,
+            init_value: None,
+            stream: None,
+            shared_mem_bytes: 0,
+            verbose: false,
+        }
+    }
+
+    /// Adds an output of this shape and dtype (one per output name, in order).
+    #[inline(always)]
+    pub fn output(mut self, shape: impl IntoIterator<Item = i64>, dtype: DType) -> Self {
+        let mut extents = SmallVec::new();
+        for d in shape {
+            extents.push(d);
+        }
+        self.outputs.push((extents, dtype));
+        self
+    }
+
+    /// Adds a template argument: an `i32`, a `bool` or a [`DType`].
+    #[inline(always)]
+    pub fn template(
+        mut self,
+        name: impl Into<Cow<'a, str>>,
+        value: impl Into<TemplateArg>,
+    ) -> Self {
+        self.template.push(TemplateParam {
+            name: name.into(),
+            value: value.into(),
+        });
+        self
+    }
+
+    /// The grid, counted in threads (as in MLX and Metal's `dispatchThreads`).
+    #[inline(always)]
+    pub fn grid(mut self, grid: [u64; 3]) -> Self {
+        self.grid = Some(grid);
+        self
+    }
+
+    /// Threads per threadgroup (CUDA: per block). Clamped to the grid.
+    /// Default: `[256, 1, 1]`, clamped.
+    #[inline(always)]
+    pub fn threadgroup(mut self, threadgroup: [u64; 3]) -> Self {
+        self.threadgroup = Some(threadgroup);
+        self
+    }
+
+    /// Fills every output with this value before the kernel runs.
+    #[inline(always)]
+    pub fn init_value(mut self, value: f64) -> Self {
+        self.init_value = Some(value);
+        self
+    }
+
+    /// The stream to run on (default: the default stream of the first
+    /// input's device, or of the default device).
+    #[inline(always)]
+    pub fn on(mut self, stream: &'a Stream) -> Self {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// Bytes of dynamic shared memory per threadgroup (CUDA). Part of each
+    /// launch, not a once-only setting.
+    #[inline(always)]
+    pub fn shared_memory(mut self, bytes: u32) -> Self {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+
+    /// Logs the generated name and source (through `tracing`, at INFO) when
+    /// the call is prepared: the counterpart of MLX's `verbose=True`.
+    #[inline(always)]
+    pub fn verbose(mut self, yes: bool) -> Self {
+        self.verbose = yes;
+        self
+    }
+
+    /// Prepares and runs the call; returns the outputs (on a GPU, the work
+    /// is queued and the outputs are ready when their stream is).
+    ///
+    /// This runs the call straight from its borrowed arguments (no
+    /// [`Launch`] is built), the cheapest way to dispatch.
+    pub fn launch(&self) -> Result<Outputs> {
+        let checked = self.check()?;
+        let variant = self.variant(&checked)?;
+        let function = variant.function_on(&checked.device, &self.spec().name)?;
+        // Filled in place: see `device::dispatch`.
+        let mut outputs = Outputs::default();
+        dispatch(
+            &Dispatch {
+                spec: self.spec(),
+                function: &function,
+                inputs: &self.inputs,
+                outputs: &self.outputs,
+                init_value: self.init_value,
+                grid: checked.grid,
+                threadgroup: checked.threadgroup,
+                shared_mem_bytes: self.shared_mem_bytes,
+                stream: &checked.stream,
+            },
+            &mut outputs,
+            None,
+        )?;
+        Ok(outputs)
+    }
+
+    /// Checks everything and returns a launch that owns its arguments.
+    pub fn prepare(&self) -> Result<Launch> {
+        let checked = self.check()?;
+        let variant = self.variant(&checked)?;
+        Ok(self.launch_of(variant.to_arc(), checked))
+    }
+
+    /// As `prepare`, but generates and hashes the source again instead of
+    /// asking the variant cache: the cost of a call before the seed's memo.
+    /// For benchmarks (feature `bench`).
+    #[cfg(feature = "bench")]
+    pub fn prepare_without_memo(&self) -> Result<Launch> {
+        let checked = self.check()?;
+        let (dialect, backend) = (checked.device.dialect(), checked.device.backend().name());
+        let variant = self.with_checked_desc(dialect, backend, |desc| {
+            self.kernel.variant_uncached(dialect, desc)
+        })?;
+        self.log(&variant);
+        Ok(self.launch_of(variant, checked))
+    }
+
+    /// A launch owning `variant` and this call's arguments.
+    fn launch_of(&self, variant: Arc<Variant>, checked: Checked<'a>) -> Launch {
+        Launch {
+            kernel: self.kernel.clone(),
+            variant,
+            stream: checked.stream.into_owned(),
+            inputs: self.inputs.iter().map(|a| (*a).clone()).collect(),
+            outputs: self.outputs.clone(),
+            grid: checked.grid,
+            threadgroup: checked.threadgroup,
+            init_value: self.init_value,
+            shared_mem_bytes: self.shared_mem_bytes,
+        }
+    }
+
+    /// Finds this call's variant and function on its device, compiling or
+    /// loading them if no one has yet, without running anything and without
+    /// building a [`Launch`]: a warm-up, and the host-side hit path alone.
+    pub fn compile(&self) -> Result<()> {
+        let checked = self.check()?;
+        let variant = self.variant(&checked)?;
+        variant.function_on(&checked.device, self.kernel.name())?;
+        Ok(())
+    }
+
+    /// The memoized variant this call runs on `device`.
+    pub fn variant_on(&self, device: &Device) -> Result<Arc<Variant>> {
+        self.check_counts()?;
+        Ok(self
+            .variant_in(device.dialect(), device.backend().name())?
+            .to_arc())
+    }
+
+    /// The generated (name, source) of this call in any dialect, without a
+    /// device and without the memo: MLX's `verbose=True`, on demand.
+    pub fn generate(&self, dialect: Dialect) -> Result<Generated> {
+        let (inputs, outputs) = self.descs()?;
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &outputs,
+            template: &self.template,
+        };
+        self.check_variant(dialect, dialect.name(), &desc)?;
+        Ok(self.kernel.generate(dialect, &desc))
+    }
+
+    /// `f` on this call's descriptors, once the per-variant checks pass:
+    /// what a variant is built from.
+    fn with_checked_desc<R>(
+        &self,
+        dialect: Dialect,
+        backend: &'static str,
+        f: impl FnOnce(&VariantDesc<'_>) -> R,
+    ) -> Result<R> {
+        let (inputs, outputs) = self.descs()?;
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &outputs,
+            template: &self.template,
+        };
+        self.check_variant(dialect, backend, &desc)?;
+        Ok(f(&desc))
+    }
+
+    /// The variant of a checked call, from the kernel's variant cache.
+    #[inline(always)]
+    fn variant(&self, checked: &Checked<'_>) -> Result<VariantRef> {
+        let device = &checked.device;
+        self.variant_in(device.dialect(), device.backend().name())
+    }
+
+    /// The variant of this call in `dialect` for `backend` (its name, for
+    /// errors): the key straight from the arguments — packed in a word when
+    /// it can be (one comparison finds it), else encoded — then the
+    /// variant cache, which builds the variant on a miss (per-variant
+    /// checks included) from descriptors made only then.
+    #[inline(always)]
+    fn variant_in(&self, dialect: Dialect, backend: &'static str) -> Result<VariantRef> {
+        let out_dtypes = || self.outputs.iter().map(|(_, d)| *d);
+        let encode = |key: &mut KeyBytes| {
+            encode_key_parts(
+                dialect,
+                self.input_descs(),
+                out_dtypes(),
+                &self.template,
+                key,
+            )
+        };
+        let build = |key: &[u8]| {
+            let variant = self.with_checked_desc(dialect, backend, |desc| {
+                self.kernel.build_variant(dialect, desc, key)
+            })?;
+            self.log(&variant);
+            Ok(variant)
+        };
+        let variants = self.kernel.variants();
+        let found = match pack_key(dialect, self.input_descs(), out_dtypes(), &self.template) {
+            Some(packed) => variants.get(VariantKey::Packed(packed, &encode), build)?,
+            None => {
+                let mut key = KeyBytes::new();
+                encode(&mut key);
+                variants.get(VariantKey::Bytes(&key), build)?
+            }
+        };
+        if self.verbose {
+            self.log(&found);
+        }
+        Ok(found)
+    }
+
+    /// Logs the generated name and source when the call asked for it.
+    fn log(&self, variant: &Variant) {
+        if self.verbose {
+            tracing::info!(
+                kernel = %self.spec().name,
+                function = %variant.name(),
+                "generated source:\n{}",
+                variant.source()
+            );
+        }
+    }
+}
