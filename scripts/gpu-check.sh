@@ -29,7 +29,7 @@ DEST=${KK_GPU_DIR:-/work/main/.gpu}
 MAIN=$(dirname "$DEST")
 
 cargo build --release -p kernelkit-cli --features cuda
-cargo build --release -p kernelkit --features cuda --example cuda_perf --example dispatch_loop --example launch_probe
+cargo build --release -p kernelkit --features cuda,bench --example cuda_perf --example dispatch_loop --example launch_probe
 tests_json=$(cargo test --release -p kernelkit --features cuda --no-run \
   --message-format=json 2>/dev/null)
 exe() { # $1: target kind, $2: target name
