@@ -1,17 +1,14 @@
-// kernelkit CPU prelude: the Metal names a portable body uses, in C++20.
-#include <algorithm>
+// kernelkit CPU prelude, base: the dtypes of kernelkit in C++20.
 #include <atomic>
+#include <cfloat>
+#include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 typedef unsigned int uint;
-struct uint3 { uint x, y, z; };
-struct uint2 { uint x, y; };
-struct int3 { int x, y, z; };
-struct int2 { int x, y; };
 
 namespace kk {
 inline uint32_t f2u(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
@@ -65,7 +62,7 @@ template <typename Tag>
 struct small_float {
   uint16_t bits;
   small_float() = default;
-  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+  template <typename T, typename = enable_if_t<builtin<T>::value>>
   small_float(T v) : bits(Tag::from((float)v)) {}
   template <typename Other>
   small_float(small_float<Other> v) : bits(Tag::from((float)v)) {}
@@ -74,6 +71,13 @@ struct small_float {
   template <typename T> small_float& operator-=(T v) { return *this = (float)*this - v; }
   template <typename T> small_float& operator*=(T v) { return *this = (float)*this * v; }
   template <typename T> small_float& operator/=(T v) { return *this = (float)*this / v; }
+  small_float& operator++() { return *this = (float)*this + 1.0f; }
+  small_float& operator--() { return *this = (float)*this - 1.0f; }
+  small_float operator++(int) { small_float o = *this; ++*this; return o; }
+  small_float operator--(int) { small_float o = *this; --*this; return o; }
+  // A value from its bits, usable in constant expressions.
+  static constexpr small_float from_bits(uint16_t b) { small_float r{}; r.bits = b; return r; }
+  KK_SMALL_FLOAT_OPS(small_float)
 };
 struct half_tag {
   static uint16_t from(float f) { return float_to_half(f); }
@@ -83,6 +87,10 @@ struct bf16_tag {
   static uint16_t from(float f) { return float_to_bf16(f); }
   static float to(uint16_t b) { return bf16_to_float(b); }
 };
+}  // namespace kk
+
+namespace kk {
+template <class Tag> struct small<small_float<Tag>> : yes {};
 }  // namespace kk
 
 typedef kk::small_float<kk::half_tag> half;
@@ -95,7 +103,7 @@ struct complex64_t {
   float imag;
   complex64_t() = default;
   constexpr complex64_t(float r, float i) : real(r), imag(i) {}
-  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+  template <typename T, typename = kk::enable_if_t<kk::builtin<T>::value>>
   constexpr complex64_t(T r) : real((float)r), imag(0.0f) {}
   complex64_t& operator+=(complex64_t o) { real += o.real; imag += o.imag; return *this; }
   complex64_t& operator-=(complex64_t o) { real -= o.real; imag -= o.imag; return *this; }
@@ -112,98 +120,3 @@ inline complex64_t operator/(complex64_t a, complex64_t b) {
 inline bool operator==(complex64_t a, complex64_t b) { return a.real == b.real && a.imag == b.imag; }
 inline bool operator!=(complex64_t a, complex64_t b) { return !(a == b); }
 
-// Metal's math library, as far as it maps onto <cmath>.
-namespace metal {
-using std::abs; using std::acos; using std::asin; using std::atan; using std::atan2;
-using std::ceil; using std::cos; using std::cosh; using std::exp; using std::exp2;
-using std::floor; using std::fma; using std::fmod; using std::isfinite; using std::isinf;
-using std::isnan; using std::log; using std::log10; using std::log2; using std::pow;
-using std::round; using std::sin; using std::sinh; using std::sqrt; using std::tan;
-using std::tanh; using std::trunc; using std::log1p; using std::expm1; using std::erf;
-template <typename T> inline T min(T a, T b) { return b < a ? b : a; }
-template <typename T> inline T max(T a, T b) { return a < b ? b : a; }
-template <typename T> inline T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
-template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
-template <typename T> inline T fabs(T x) { return std::fabs(x); }
-template <typename T> inline T select(T a, T b, bool c) { return c ? b : a; }
-template <typename T> inline T precise_divide(T a, T b) { return a / b; }
-template <typename T, typename U> inline T as_type(U v) {
-  static_assert(sizeof(T) == sizeof(U), "as_type needs equal sizes");
-  T t; std::memcpy(&t, &v, sizeof(T)); return t;
-}
-namespace precise { using namespace ::metal; }
-namespace fast { using namespace ::metal; }
-}  // namespace metal
-using namespace metal;
-
-// Metal atomics over plain storage: outputs declared `atomic<T>*`.
-namespace kk {
-template <typename T> struct atomic_cell { T value; };
-template <typename T, typename F>
-inline T atomic_update(T* p, F f) {
-  std::atomic_ref<T> r(*p);
-  T old = r.load(std::memory_order_relaxed);
-  while (!r.compare_exchange_weak(old, f(old), std::memory_order_relaxed)) {}
-  return old;
-}
-}  // namespace kk
-template <typename T> using atomic = kk::atomic_cell<T>;
-typedef int memory_order;
-constexpr memory_order memory_order_relaxed = 0;
-constexpr memory_order memory_order_seq_cst = 5;
-template <typename T> inline void atomic_store_explicit(atomic<T>* p, std::type_identity_t<T> v, memory_order) {
-  std::atomic_ref<T>(p->value).store(v, std::memory_order_relaxed);
-}
-template <typename T> inline T atomic_load_explicit(atomic<T>* p, memory_order) {
-  return std::atomic_ref<T>(p->value).load(std::memory_order_relaxed);
-}
-template <typename T> inline T atomic_exchange_explicit(atomic<T>* p, std::type_identity_t<T> v, memory_order) {
-  return std::atomic_ref<T>(p->value).exchange(v, std::memory_order_relaxed);
-}
-template <typename T> inline T atomic_fetch_add_explicit(atomic<T>* p, std::type_identity_t<T> v, memory_order) {
-  return kk::atomic_update(&p->value, [v](T o) { return (T)(o + v); });
-}
-template <typename T> inline T atomic_fetch_sub_explicit(atomic<T>* p, std::type_identity_t<T> v, memory_order) {
-  return kk::atomic_update(&p->value, [v](T o) { return (T)(o - v); });
-}
-template <typename T> inline T atomic_fetch_max_explicit(atomic<T>* p, std::type_identity_t<T> v, memory_order) {
-  return kk::atomic_update(&p->value, [v](T o) { return o < v ? v : o; });
-}
-template <typename T> inline T atomic_fetch_min_explicit(atomic<T>* p, std::type_identity_t<T> v, memory_order) {
-  return kk::atomic_update(&p->value, [v](T o) { return v < o ? v : o; });
-}
-template <typename T> inline T atomic_fetch_or_explicit(atomic<T>* p, std::type_identity_t<T> v, memory_order) {
-  return std::atomic_ref<T>(p->value).fetch_or(v, std::memory_order_relaxed);
-}
-template <typename T> inline T atomic_fetch_and_explicit(atomic<T>* p, std::type_identity_t<T> v, memory_order) {
-  return std::atomic_ref<T>(p->value).fetch_and(v, std::memory_order_relaxed);
-}
-template <typename T> inline bool atomic_compare_exchange_weak_explicit(atomic<T>* p, T* expected, std::type_identity_t<T> desired, memory_order, memory_order) {
-  return std::atomic_ref<T>(p->value).compare_exchange_weak(*expected, desired, std::memory_order_relaxed);
-}
-
-// Index helper, as in MLX's utils: element index -> memory offset.
-template <typename IdxT = int64_t>
-inline IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
-  IdxT loc = 0;
-  for (int i = ndim - 1; i >= 0 && elem > 0; --i) {
-    loc += (elem % shape[i]) * strides[i];
-    elem /= shape[i];
-  }
-  return loc;
-}
-
-// Metal address-space qualifiers mean nothing on the CPU.
-#define device
-#define constant
-#define thread
-#define threadgroup
-
-struct kk_launch {
-  uint32_t grid[3];
-  uint32_t tg[3];
-  uint32_t groups[3];
-  uint32_t simd;
-  uint64_t group_begin;
-  uint64_t group_end;
-};
