@@ -100,7 +100,7 @@ pub mod compile_worker {
 pub use array::Array;
 pub use backend::cpu::FLAGS as CPU_COMPILE_FLAGS;
 pub use backend::Limits;
-pub use codegen::{Dialect, Generated};
+pub use codegen::{BodyLanguage, Dialect, Generated};
 pub use device::{Device, DeviceId, DeviceKind, Stream};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};

@@ -25,29 +25,39 @@
 //! barrier waiting on threads that never come. Such bodies run on every
 //! thread of every block and must check their own bounds, as CUDA code does.
 //!
-//! **Prelude.** kernelkit's own (`cuda_prelude.cuh`): integer typedefs, the
+//! **Prelude.** kernelkit's own ([`super::prelude`]): integer typedefs, the
 //! dtype names of [`DType::c_name`](crate::DType::c_name) (`float16_t`,
-//! `bfloat16_t`, `complex64_t`), `elem_to_loc`, `WARP_SIZE`, Metal's math
-//! namespace, Metal-style atomics mapped onto CUDA atomics, barriers and
-//! SIMD-group functions. `cuda_fp16.h`/`cuda_bf16.h` are included only when
-//! the variant or the text of the body or header mentions a 16-bit float
-//! (they cost NVRTC ~15 ms), `cooperative_groups.h` only when the body or
-//! header uses cooperative groups (~800 ms). Metal's address-space words
-//! (`device`, `constant`, `thread`, `threadgroup`) and MLX's `inf` are
-//! macros around the kernel only, so the user's header and CUDA's own
-//! headers never see them.
+//! `bfloat16_t`, `complex64_t`), `elem_to_loc`, `WARP_SIZE`, Metal-style
+//! atomics mapped onto CUDA atomics; for a Metal body
+//! ([`BodyLanguage::Metal`], the default) also the Metal compatibility layer
+//! (vector types, Metal's standard library, SIMD-group functions over the
+//! active lanes, MLX's kernel utilities). `cuda_fp16.h`/`cuda_bf16.h` are
+//! included only when the variant or the text of the body or header
+//! mentions a 16-bit float (they cost NVRTC ~15 ms), `cooperative_groups.h`
+//! only when the body or header uses cooperative groups (~800 ms).
+//!
+//! **Metal bodies.** The body and header are lowered ([`super::lower`]:
+//! swizzles, address spaces, half literals). CUDA declares its own
+//! `float4`, `uint3`, ...: Metal's vector names the text uses, `half`,
+//! `bfloat` and MLX's `inf` are macros around the header and the kernel
+//! only (`float4` -> `kk_float4`), so CUDA's own headers never see them. A
+//! CUDA body ([`BodyLanguage::Cuda`]) is pasted as written, with the plain
+//! prelude and no macros.
 
 use std::fmt::Write;
 
 use super::attributes::portable_expr;
-use super::{portable_name, Generated};
+use super::lex::{tokens, Kind};
+use super::lower::{lower, member_names, Target};
+use super::{portable_name, BodyLanguage, Generated};
 use crate::dtype::DType;
 use crate::kernel::spec::KernelSpec;
 use crate::kernel::template::TemplateArg;
 use crate::kernel::variant::{PassMode, VariantDesc};
 
-/// The prelude every CUDA variant includes.
-pub(crate) const PRELUDE: &str = include_str!("cuda_prelude.cuh");
+/// The prelude of a variant whose body is CUDA C++ (the Metal layer's
+/// prelude starts with it too).
+pub(crate) const PRELUDE: &str = super::prelude::CUDA_PLAIN;
 
 /// Most axes a `NAME_shape` / `NAME_strides` parameter holds (`KK_MAX_NDIM`
 /// in the prelude; MLX's `MAX_NDIM`).
@@ -59,13 +69,11 @@ pub(crate) const BODY_BEGIN: &str = "  // ---- body ----\n";
 /// Marks the line after the user's body.
 pub(crate) const BODY_END: &str = "\n  // ---- end of body ----\n";
 
-/// Macros that give a Metal body its address-space words; defined just
-/// before the kernel and removed after it.
+/// Macros that give a Metal body its words that CUDA means otherwise;
+/// defined just before the header and removed after the kernel. (Metal's
+/// vector type names, `float4` -> `kk_float4`, join them when the text
+/// uses them.)
 const BODY_MACROS: &[(&str, &str)] = &[
-    ("device", ""),
-    ("constant", ""),
-    ("thread", ""),
-    ("threadgroup", "__shared__"),
     ("inf", "__int_as_float(0x7f800000)"),
     // cuda_fp16.h takes the name `half` for `__half`, whose conversions to
     // every built-in type make `h * 2` ambiguous; Metal bodies mean the
@@ -90,6 +98,7 @@ const LOCALS: &[(&str, &str)] = &[
 
 pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> Generated {
     let name = portable_name(spec, desc, variant_id);
+    let metal = spec.language == BodyLanguage::Metal;
     let mut params: Vec<String> = Vec::new();
     for ((input, d), info) in spec
         .input_names
@@ -121,37 +130,51 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
             params.push(format!("{}* {output}", dtype.c_name()));
         }
     }
-    params.push("const uint3 kk_grid".to_string());
+    // CUDA's own uint3 (12 bytes, as the launch passes it), whatever
+    // `uint3` means in the body.
+    params.push("const kk_cuda_uint3 kk_grid".to_string());
 
-    let mut src =
-        String::with_capacity(PRELUDE.len() + spec.header.len() + spec.source.len() + 2048);
+    let (header, body, macros) = if metal {
+        let header = super::portable_header(&spec.header);
+        let members = member_names(&[&spec.source, &header]);
+        let header = lower(&header, Target::Cuda, &members, 1);
+        let body = lower(&spec.source, Target::Cuda, &members, 1);
+        let mut macros: Vec<(String, String)> = BODY_MACROS
+            .iter()
+            .map(|(w, v)| (w.to_string(), v.to_string()))
+            .collect();
+        let used = identifiers(&[&header, &body]);
+        for v in super::prelude::vector_type_names() {
+            if used.contains(v.as_str()) {
+                let twin = format!("kk_{v}");
+                macros.push((v, twin));
+            }
+        }
+        (header, body, macros)
+    } else {
+        (spec.header.clone(), spec.source.clone(), Vec::new())
+    };
+
+    let prelude = if metal {
+        super::prelude::CUDA_METAL
+    } else {
+        PRELUDE
+    };
+    let mut src = String::with_capacity(prelude.len() + header.len() + body.len() + 2048);
     if needs_half_types(spec, desc) {
         src.push_str("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define KK_HALF_TYPES 1\n");
     }
     if spec.uses_cooperative_groups {
         src.push_str("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n");
     }
-    src.push_str(PRELUDE);
-    // A header written for Metal (the body uses Metal's position names, or
-    // the header names Metal) declares `constant` globals and `device`
-    // pointers: it sees the address-space macros too. Other headers (CUDA
-    // code, system includes) never do.
-    let metal_header = !spec.attributes.is_empty() || spec.header.contains("metal");
-    let define_macros = |src: &mut String| {
-        for (word, value) in BODY_MACROS {
-            let line = format!("#define {word} {value}");
-            let _ = writeln!(src, "{}", line.trim_end());
-        }
-    };
-    if metal_header {
-        define_macros(&mut src);
+    src.push_str(prelude);
+    for (word, value) in &macros {
+        let line = format!("#define {word} {value}");
+        let _ = writeln!(src, "{}", line.trim_end());
     }
     src.push_str("\n// header\n");
-    src.push_str(&super::portable_header(&spec.header));
+    src.push_str(&header);
     src.push_str("\n\n");
-    if !metal_header {
-        define_macros(&mut src);
-    }
     let _ = writeln!(src, "\nextern \"C\" __global__ void {name}(");
     let _ = writeln!(src, "    {}) {{", params.join(",\n    "));
 
@@ -195,13 +218,26 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         let _ = writeln!(src, "  const {} {} = {expr};", a.ty, a.name);
     }
     src.push_str(BODY_BEGIN);
-    src.push_str(&spec.source);
+    src.push_str(&body);
     src.push_str(BODY_END);
     src.push_str("}\n\n");
-    for (word, _) in BODY_MACROS {
+    for (word, _) in &macros {
         let _ = writeln!(src, "#undef {word}");
     }
     Generated { name, source: src }
+}
+
+/// The identifiers of some code.
+fn identifiers<'a>(texts: &[&'a str]) -> std::collections::HashSet<&'a str> {
+    let mut out = std::collections::HashSet::new();
+    for text in texts {
+        for t in tokens(text) {
+            if t.kind == Kind::Ident {
+                out.insert(t.text(text));
+            }
+        }
+    }
+    out
 }
 
 /// The user's body inside a generated CUDA source, found by its markers.
@@ -277,5 +313,35 @@ mod tests {
     #[test]
     fn prelude_max_ndim_matches() {
         assert!(PRELUDE.contains(&format!("#define KK_MAX_NDIM {MAX_NDIM}\n")));
+    }
+
+    #[test]
+    fn cuda_bodies_get_the_plain_prelude_and_no_macros() {
+        use crate::kernel::variant::InputDesc;
+        let mut spec = KernelSpec::scanned(
+            "k".into(),
+            vec!["a".into()],
+            vec!["o".into()],
+            "float4 v = make_float4(a[0], 0, 0, 0); o[0] = dot(v, v);".into(),
+            "__device__ float dot(float4 a, float4 b) { return a.x * b.x; }".into(),
+            true,
+            false,
+        );
+        let inputs = [InputDesc {
+            dtype: crate::DType::F32,
+            mode: PassMode::Device,
+        }];
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &[crate::DType::F32],
+            template: &[],
+        };
+        let metal = generate(&spec, &desc, 1).source;
+        assert!(metal.contains("#define float4 kk_float4") && metal.contains("namespace metal"));
+        spec.language = BodyLanguage::Cuda;
+        let cuda = generate(&spec, &desc, 1).source;
+        assert!(!cuda.contains("#define") || !cuda.contains("kk_float4"));
+        assert!(!cuda.contains("namespace metal"));
+        assert!(cuda.contains("float4 v = make_float4"));
     }
 }

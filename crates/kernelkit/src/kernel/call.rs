@@ -15,7 +15,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use crate::array::{checked_count, Array, Place};
-use crate::codegen::{attributes::ATTRIBUTES, Dialect, Generated};
+use crate::codegen::{attributes::ATTRIBUTES, BodyLanguage, Dialect, Generated};
 use crate::device::{Device, Stream};
 use crate::dtype::DType;
 use crate::error::{shown, CallError, Result};
@@ -26,6 +26,34 @@ use crate::kernel::variant::{
     encode_key_parts, pack_key, InputDesc, KeyBytes, PassMode, Variant, VariantDesc,
 };
 use crate::kernel::Kernel;
+
+/// Why a backend cannot run a body in its language, if it cannot: a CUDA
+/// C++ body runs on CUDA only; a Metal body on the CPU cannot use CUDA C++;
+/// neither portable backend has Metal's textures and the like.
+fn language_refusal(spec: &KernelSpec, dialect: Dialect, backend: &str) -> Option<String> {
+    match (spec.language, dialect) {
+        (BodyLanguage::Cuda, Dialect::Cuda) => None,
+        (BodyLanguage::Cuda, _) => Some(format!(
+            "the body is CUDA C++ (language `cuda`, MLX's `cuda_kernel`), which only a CUDA \
+             device runs; the {backend} backend runs Metal bodies"
+        )),
+        (_, Dialect::Metal) => None,
+        (_, d) => {
+            if let Some((word, what)) = spec.unsupported {
+                return Some(format!(
+                    "the body uses `{word}` ({what}), which the {backend} backend does not support"
+                ));
+            }
+            match spec.cuda_word {
+                Some(word) if d == Dialect::Cpu => Some(format!(
+                    "the body uses `{word}`, which is CUDA C++: it runs on a CUDA device only \
+                     (a Metal body runs everywhere)"
+                )),
+                _ => None,
+            }
+        }
+    }
+}
 
 /// An output's shape, as given (checked before any use), and dtype.
 pub(crate) type OutputSpec = (SmallVec<[i64; 4]>, DType);
@@ -266,19 +294,8 @@ impl<'a> Call<'a> {
                 .into());
             }
         }
-        if dialect == Dialect::Cpu {
-            if let Some(word) = spec.group_sync {
-                return Err(self
-                    .kernel
-                    .unsupported(
-                        backend,
-                        format!(
-                            "the body uses `{word}`, which needs the threads of a threadgroup to run \
-                             together; the CPU backend runs them one after another (use a GPU device)"
-                        ),
-                    )
-                    .into());
-            }
+        if let Some(reason) = language_refusal(spec, dialect, backend) {
+            return Err(self.kernel.unsupported(backend, reason).into());
         }
         Ok(())
     }

@@ -149,12 +149,10 @@ impl Backend for CpuBackend {
                 Ok(())
             },
         )?;
-        launch::launch(&call.job(outputs), self.simd_width(), 1);
-        Ok(())
+        launch::launch(&call.job(outputs), self.simd_width(), 1)
     }
     fn launch_raw(&self, job: &LaunchJob<'_>, _stream: &StreamHandle, iters: u32) -> Result<()> {
-        launch::launch(job, self.simd_width(), iters);
-        Ok(())
+        launch::launch(job, self.simd_width(), iters)
     }
 }
 
