@@ -9,7 +9,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use kernelkit::{
-    ArrayError, BuildError, CallError, DType, Device, DeviceError, Dialect, Error, Kernel, Stream,
+    ArrayError, BodyLanguage, BuildError, CallError, DType, Device, DeviceError, Dialect, Error,
+    Kernel, Stream,
 };
 
 /// What every row may use: a private CPU device, a valid kernel and arrays.
@@ -18,8 +19,10 @@ struct Fx {
     stream: Stream,
     /// `add_one(inp) -> out`, body `out[i] = inp[i] + OFFSET`.
     add: Kernel,
-    /// Same body with a threadgroup barrier: the CPU backend cannot run it.
-    barrier: Kernel,
+    /// Same body reading a Metal texture: no portable backend has them.
+    texture: Kernel,
+    /// Same body as CUDA C++ (MLX's `cuda_kernel`): CUDA devices only.
+    cuda_body: Kernel,
     /// Same body with `__syncthreads()`.
     syncthreads: Kernel,
     /// Reads `inp_shape`.
@@ -43,12 +46,18 @@ fn fixture() -> Fx {
         .source(BODY)
         .build()
         .unwrap();
-    let barrier = Kernel::builder("with_barrier")
+    let texture = Kernel::builder("with_texture")
         .inputs(["inp"])
         .outputs(["out"])
-        .source(format!(
-            "{BODY} threadgroup_barrier(mem_flags::mem_threadgroup);"
-        ))
+        .source(BODY)
+        .header("float fetch(texture2d<float> t) { return t.read(uint2(0)).x; }")
+        .build()
+        .unwrap();
+    let cuda_body = Kernel::builder("cuda_body")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = blockIdx.x * blockDim.x + threadIdx.x; out[i] = inp[i] + OFFSET;")
+        .language(BodyLanguage::Cuda)
         .build()
         .unwrap();
     let syncthreads = Kernel::builder("with_syncthreads")
@@ -72,7 +81,8 @@ fn fixture() -> Fx {
         device,
         stream,
         add,
-        barrier,
+        texture,
+        cuda_body,
         syncthreads,
         shape_user,
         x,
@@ -281,8 +291,14 @@ fn rows() -> Vec<Row> {
         row!("init_value over int32", f => f.add.call([&f.x]).template("OFFSET", 1).output([8], DType::I32).grid([8, 1, 1]).init_value(1e10).on(&f.stream).prepare(),
             Error::Call(CallError::InitValue { .. }), ["kernel `add_one`", "output `out`", "int32"]),
         // ---- what the backend or dialect lacks ----
-        row!("barrier body on the CPU", f => f.good(&f.barrier).prepare(),
-            Error::Call(CallError::Unsupported { backend: "cpu", .. }), ["kernel `with_barrier`", "threadgroup_barrier"]),
+        row!("texture in a header on the CPU", f => f.good(&f.texture).prepare(),
+            Error::Call(CallError::Unsupported { backend: "cpu", .. }), ["kernel `with_texture`", "texture2d", "Metal textures"]),
+        row!("texture in a header, CUDA source", f => f.good(&f.texture).generate(Dialect::Cuda),
+            Error::Call(CallError::Unsupported { backend: "cuda", .. }), ["kernel `with_texture`", "texture2d"]),
+        row!("CUDA C++ body on the CPU", f => f.good(&f.cuda_body).prepare(),
+            Error::Call(CallError::Unsupported { backend: "cpu", .. }), ["kernel `cuda_body`", "CUDA C++", "cuda_kernel"]),
+        row!("CUDA C++ body as Metal", f => f.good(&f.cuda_body).generate(Dialect::Metal),
+            Error::Call(CallError::Unsupported { backend: "metal", .. }), ["kernel `cuda_body`", "CUDA C++"]),
         row!("__syncthreads body on the CPU", f => f.good(&f.syncthreads).prepare(),
             Error::Call(CallError::Unsupported { backend: "cpu", .. }), ["kernel `with_syncthreads`", "__syncthreads"]),
         row!("float64 input in Metal", f => f.add.call([&f.x64]).template("OFFSET", 1).output([8], DType::F32).generate(Dialect::Metal),

@@ -145,7 +145,8 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
             .collect();
         let used = identifiers(&[&header, &body]);
         for v in super::prelude::vector_type_names() {
-            if used.contains(v.as_str()) {
+            // The wrapper declares the position attributes as `uint3`.
+            if used.contains(v.as_str()) || v == "uint3" {
                 let twin = format!("kk_{v}");
                 macros.push((v, twin));
             }

@@ -113,5 +113,8 @@ struct kk_scalar {
   __device__ const T& operator[](int64_t i) const { return p[i]; }
   __device__ const T* operator&() const { return p; }
 };
+namespace kk {
+template <class T> struct wrapper<::kk_scalar<T>> : yes { typedef T type; };
+}  // namespace kk
 
 #endif  // KK_CUDA_PRELUDE

@@ -52,6 +52,8 @@ template <> struct builtin_float<double> : yes {};
 template <class T> struct small : no {};
 // A scalar: what a vector is made of, and what broadcasts to one.
 template <class T> struct scalar : constant<bool, builtin<T>::value || small<T>::value> {};
+// A class that stands for a scalar of type `type` (CUDA's 0-d input).
+template <class T> struct wrapper : no { typedef T type; };
 }  // namespace kk
 
 // Arithmetic of the 16-bit float classes as Metal types it: half with
@@ -75,4 +77,12 @@ template <class T> struct scalar : constant<bool, builtin<T>::value || small<T>:
   friend KK_FN float operator OP(SF a, float b) { return (float)a OP b; }                              \
   friend KK_FN float operator OP(float a, SF b) { return a OP(float) b; }                              \
   friend KK_FN double operator OP(SF a, double b) { return (double)(float)a OP b; }                    \
-  friend KK_FN double operator OP(double a, SF b) { return a OP(double)(float) b; }
+  friend KK_FN double operator OP(double a, SF b) { return a OP(double)(float) b; }                    \
+  template <class C, kk::enable_if_t<kk::wrapper<C>::value, int> = 0>                                  \
+  friend KK_FN auto operator OP(SF a, const C& b) {                                                     \
+    return a OP(typename kk::wrapper<C>::type)(b);                                                      \
+  }                                                                                                    \
+  template <class C, kk::enable_if_t<kk::wrapper<C>::value, int> = 0>                                  \
+  friend KK_FN auto operator OP(const C& a, SF b) {                                                     \
+    return (typename kk::wrapper<C>::type)(a) OP b;                                                     \
+  }
