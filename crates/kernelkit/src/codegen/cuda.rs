@@ -19,11 +19,14 @@
 //!
 //! **Grid guard.** Metal runs exactly `grid` threads; CUDA runs whole blocks,
 //! so when the grid is not a multiple of the block the last blocks have
-//! threads past the grid. Those threads return before the body — unless the
-//! body synchronizes the threads of a block (`spec.group_sync`: barriers,
-//! warp collectives, shared memory), where an early return would leave a
-//! barrier waiting on threads that never come. Such bodies run on every
-//! thread of every block and must check their own bounds, as CUDA code does.
+//! threads past the grid. Those threads return before the body, so a Metal
+//! body sees exactly Metal's threads, barriers and SIMD-group functions
+//! included: a thread that has exited never holds up a barrier (PTX `exit`),
+//! and is not in `__activemask()`. A body that uses CUDA's own block or
+//! warp collectives (`spec.cuda_group_sync`: `__syncthreads`, `__shfl*`,
+//! `__shared__`, cooperative groups, whose full-warp masks count on every
+//! lane) runs on every thread of every block and checks its own bounds, as
+//! CUDA code does.
 //!
 //! **Prelude.** kernelkit's own ([`super::prelude`]): integer typedefs, the
 //! dtype names of [`DType::c_name`](crate::DType::c_name) (`float16_t`,
@@ -196,7 +199,7 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         src.push('\n');
     }
 
-    if spec.group_sync.is_none() {
+    if !spec.cuda_group_sync {
         src.push_str(concat!(
             "  if (blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||\n",
             "      blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||\n",

@@ -132,14 +132,14 @@ const CUDA_WORDS: &[&str] = &[
 pub(crate) struct Uses {
     /// The first barrier, SIMD-group or quad function the code calls.
     pub(crate) group_function: Option<&'static str>,
-    /// The first word that means the threads of a group share something
-    /// (the above, `threadgroup` memory, CUDA's shared memory, warp
-    /// collectives and cooperative groups).
-    pub(crate) group_sync: Option<&'static str>,
     /// A Metal feature no portable backend has: (word, what it is).
     pub(crate) unsupported: Option<(&'static str, &'static str)>,
     /// The first CUDA C++ word.
     pub(crate) cuda_word: Option<&'static str>,
+    /// CUDA's own block or warp collectives (`__syncthreads`, `__shfl*`,
+    /// `__shared__`, cooperative groups): code written for CUDA, which may
+    /// count on every thread of every block.
+    pub(crate) cuda_group_sync: bool,
     /// Cooperative groups (`cooperative_groups`, `cg::`).
     pub(crate) cooperative_groups: bool,
 }
@@ -158,23 +158,6 @@ pub(crate) fn scan(texts: &[&str]) -> Uses {
             if uses.group_function.is_none() {
                 uses.group_function = GROUP_FUNCTIONS.iter().copied().find(|w| *w == word);
             }
-            if uses.group_sync.is_none() {
-                uses.group_sync = uses.group_function.filter(|w| *w == word).or_else(|| {
-                    let shfl = word.starts_with("__shfl");
-                    let cg = word == "cg" && scoped;
-                    [
-                        "threadgroup",
-                        "__syncthreads",
-                        "__syncwarp",
-                        "__shared__",
-                        "cooperative_groups",
-                    ]
-                    .into_iter()
-                    .find(|w| *w == word)
-                    .or(shfl.then_some("__shfl"))
-                    .or(cg.then_some("cg::"))
-                });
-            }
             if uses.unsupported.is_none() {
                 uses.unsupported = UNSUPPORTED.iter().copied().find(|(w, _)| *w == word);
             }
@@ -190,6 +173,18 @@ pub(crate) fn scan(texts: &[&str]) -> Uses {
             if word == "cooperative_groups" || (word == "cg" && scoped) {
                 uses.cooperative_groups = true;
             }
+            let cuda_collective = word.starts_with("__shfl")
+                || word.starts_with("__ballot")
+                || word == "cg" && scoped
+                || matches!(
+                    word,
+                    "__syncthreads"
+                        | "__syncwarp"
+                        | "__shared__"
+                        | "cooperative_groups"
+                        | "__activemask"
+                );
+            uses.cuda_group_sync |= cuda_collective;
         }
     }
     uses
@@ -203,14 +198,10 @@ mod tests {
     fn finds_group_functions_in_code_only() {
         let u = scan(&["// threadgroup_barrier\nfloat s = simd_sum(x);", ""]);
         assert_eq!(u.group_function, Some("simd_sum"));
-        assert_eq!(u.group_sync, Some("simd_sum"));
         let u = scan(&["// One threadgroup (1 thread) per query\nout[0] = 1;", ""]);
         assert_eq!(u, Uses::default());
         let u = scan(&["threadgroup float buf[4]; x = \"simd_sum\";", ""]);
-        assert_eq!(
-            (u.group_function, u.group_sync),
-            (None, Some("threadgroup"))
-        );
+        assert_eq!(u, Uses::default());
         let u = scan(&[
             "y = f(x);",
             "inline float f(float v) { return quad_sum(v); }",
@@ -227,12 +218,10 @@ mod tests {
         assert_eq!(u.unsupported, Some(("texture2d", "Metal textures")));
         let u = scan(&["auto b = cg::this_thread_block(); __syncthreads();", ""]);
         assert_eq!(u.cuda_word, Some("cg::"));
-        assert!(u.cooperative_groups);
-        assert_eq!(u.group_sync, Some("cg::"));
+        assert!(u.cooperative_groups && u.cuda_group_sync);
         let u = scan(&["v = __shfl_down_sync(0xffffffff, v, 1);", ""]);
-        assert_eq!(
-            (u.cuda_word, u.group_sync),
-            (Some("__shfl"), Some("__shfl"))
-        );
+        assert_eq!(u.cuda_word, Some("__shfl"));
+        assert!(u.cuda_group_sync);
+        assert!(!scan(&["threadgroup_barrier(0); x = simd_sum(x);", ""]).cuda_group_sync);
     }
 }

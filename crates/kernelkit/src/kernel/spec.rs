@@ -53,10 +53,10 @@ pub struct KernelSpec {
     /// The language of the body (and header): Metal (MLX's `metal_kernel`,
     /// the default) or CUDA C++ (MLX's `cuda_kernel`).
     pub(crate) language: BodyLanguage,
-    /// The body synchronizes threads of a group (barriers, simd/warp
-    /// collectives, shared memory): on CUDA it runs without the grid guard.
-    /// Found in the code of the body and header, never in comments.
-    pub(crate) group_sync: Option<&'static str>,
+    /// The body uses CUDA's own block or warp collectives: on CUDA it runs
+    /// without the grid guard (see `codegen::cuda`). Found, as all of these,
+    /// in the code of the body and header, never in comments.
+    pub(crate) cuda_group_sync: bool,
     /// The first barrier, SIMD-group or quad function the body or header
     /// calls: the CPU runs the threads of each group as fibers then.
     pub(crate) group_function: Option<&'static str>,
@@ -233,7 +233,7 @@ impl KernelSpec {
             any_layout,
             attributes,
             language: BodyLanguage::Metal,
-            group_sync: uses.group_sync,
+            cuda_group_sync: uses.cuda_group_sync,
             group_function: uses.group_function,
             unsupported: uses.unsupported,
             cuda_word: uses.cuda_word,
@@ -476,7 +476,7 @@ mod tests {
         );
         let names: Vec<_> = s.attributes().map(|a| a.name).collect();
         assert_eq!(names, vec!["thread_position_in_grid"]);
-        assert!(s.group_sync.is_none());
+        assert!(s.group_function.is_none());
     }
 
     #[test]
@@ -516,15 +516,15 @@ mod tests {
     }
 
     #[test]
-    fn finds_group_sync() {
+    fn finds_group_functions() {
         let s = spec(
             &["a"],
             &["o"],
             "threadgroup_barrier(mem_flags::mem_threadgroup);",
         )
         .unwrap();
-        assert_eq!(s.group_sync, Some("threadgroup_barrier"));
         assert_eq!(s.group_function, Some("threadgroup_barrier"));
+        assert!(!s.cuda_group_sync);
         // A word in a comment is not a use.
         let s = spec(
             &["a"],
@@ -533,6 +533,6 @@ mod tests {
 out[0] = a[0];",
         )
         .unwrap();
-        assert_eq!((s.group_sync, s.group_function), (None, None));
+        assert_eq!(s.group_function, None);
     }
 }
