@@ -642,13 +642,16 @@ struct op_mulhi {
 struct op_mul24 { template <class E> static KK_FN E g(E a, E b) { return E(a * b); } };
 struct op_mad24 { template <class E> static KK_FN E g(E a, E b, E c) { return E(a * b + c); } };
 struct op_madhi { template <class E> static KK_FN E g(E a, E b, E c) { return E(op_mulhi::g<E>(a, b) + c); } };
-struct op_madsat { template <class E> static KK_FN E g(E a, E b, E c) {
-  if constexpr (sizeof(E) < 4) {
-    return sat<E>(sx(a) * sx(b) + sx(c));
-  } else {
-    return op_addsat::g<E>(E(a * b), c);
+struct op_madsat {
+  // a * b + c, saturated once (the product may overflow before c brings
+  // it back): exact in 128-bit arithmetic (no 64-bit a * b + c overflows it).
+  template <class E> static KK_FN E g(E a, E b, E c) {
+    typedef typename conditional<(E(-1) < E(0)), __int128, unsigned __int128>::type W;
+    const W v = W(a) * W(b) + W(c);
+    const W lo = W(metal::numeric_limits<E>::min()), hi = W(metal::numeric_limits<E>::max());
+    return E(v < lo ? lo : v > hi ? hi : v);
   }
-} };
+};
 struct op_rotate {
   template <class E> static KK_FN E g(E v, E i) {
     const int w = width<E>();
