@@ -235,6 +235,18 @@ impl CudaStream {
         }))
     }
 
+    /// Whether the stream's work has finished (without waiting).
+    pub(super) fn finished(&self) -> Result<bool> {
+        self.ctx.bind()?;
+        // SAFETY: asks the driver about the stream's work; no memory moves.
+        let result = unsafe { sys::cuStreamQuery(self.raw) };
+        if result == sys::CUresult::CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        check(result, &self.ctx.label, "cuStreamQuery")?;
+        Ok(true)
+    }
+
     pub(super) fn synchronize(&self) -> Result<()> {
         self.ctx.bind()?;
         // SAFETY: waits for the stream's work.

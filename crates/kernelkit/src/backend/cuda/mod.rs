@@ -37,6 +37,8 @@ use crate::backend::{
 use crate::codegen::Dialect;
 use crate::device::Stream;
 use crate::dtype::DType;
+use std::time::{Duration, Instant};
+
 use crate::error::{CompileError, DeviceError, Result};
 use crate::kernel::outputs::Outputs;
 use crate::kernel::variant::{Function, Variant};
@@ -409,6 +411,28 @@ impl Backend for CudaBackend {
     }
     fn synchronize(&self, stream: &StreamHandle) -> Result<()> {
         self.guarded(|| self.stream(stream).synchronize())
+    }
+    fn synchronize_timeout(&self, stream: &StreamHandle, timeout: Duration) -> Result<()> {
+        self.guarded(|| {
+            let stream = self.stream(stream);
+            let deadline = Instant::now() + timeout;
+            while !stream.finished()? {
+                if Instant::now() >= deadline {
+                    // A kernel cannot be stopped: nothing on this context is
+                    // safe to use after it (as after a fault).
+                    let _ = self.fault.set(format!(
+                        "work on a stream did not finish within {timeout:?}"
+                    ));
+                    return Err(DeviceError::TimedOut {
+                        device: self.ctx.label.clone(),
+                        after: timeout,
+                    }
+                    .into());
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Ok(())
+        })
     }
     fn alloc(&self, len: usize, place: Place) -> Result<SharedBuffer> {
         self.guarded(|| memory::alloc(len, place))
