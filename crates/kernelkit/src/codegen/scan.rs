@@ -99,15 +99,15 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("os_log", "GPU logging"),
 ];
 
-/// CUDA C++ words: in a Metal body they need a CUDA device.
+/// CUDA C++ words a Metal body cannot mean on the CPU (in code, not on
+/// preprocessor lines). CUDA's function qualifiers (`__device__`,
+/// `__host__`, `__forceinline__`) are not among them: the CPU prelude
+/// accepts them, so a header written for both compiles on both.
 const CUDA_WORDS: &[&str] = &[
     "__syncthreads",
     "__syncwarp",
     "__shared__",
-    "__device__",
     "__global__",
-    "__host__",
-    "__forceinline__",
     "__activemask",
     "__ldg",
     "threadIdx",
@@ -161,7 +161,7 @@ pub(crate) fn scan(texts: &[&str]) -> Uses {
             if uses.unsupported.is_none() {
                 uses.unsupported = UNSUPPORTED.iter().copied().find(|(w, _)| *w == word);
             }
-            if uses.cuda_word.is_none() {
+            if uses.cuda_word.is_none() && !t.directive {
                 uses.cuda_word = CUDA_WORDS
                     .iter()
                     .copied()
@@ -223,5 +223,10 @@ mod tests {
         assert_eq!(u.cuda_word, Some("__shfl"));
         assert!(u.cuda_group_sync);
         assert!(!scan(&["threadgroup_barrier(0); x = simd_sum(x);", ""]).cuda_group_sync);
+        // Function qualifiers, and words on preprocessor lines, are not
+        // CUDA-only uses.
+        let header = "#if defined(__CUDACC__)\n#define F __device__ __forceinline__\n#endif\n\
+                      __host__ __device__ inline float f(float x) { return x; }";
+        assert_eq!(scan(&["out[0] = f(1);", header]).cuda_word, None);
     }
 }

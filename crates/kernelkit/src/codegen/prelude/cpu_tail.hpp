@@ -3,6 +3,13 @@
 // generated entry point reads.
 using namespace metal;
 
+// CUDA's function qualifiers, so that a header written for both compiles
+// here too (CUDA-only operations in a Metal body are refused before
+// compiling, see codegen/scan.rs).
+#define __device__
+#define __host__
+#define __forceinline__
+
 struct kk_launch {
   uint32_t grid[3];
   uint32_t tg[3];
