@@ -630,7 +630,9 @@ struct op_subsat {
 };
 struct op_mulhi {
   template <class E> static KK_FN E g(E a, E b) {
-    if constexpr (sizeof(E) < 8) {
+    if constexpr (sizeof(E) < 8 && E(-1) > E(0)) {
+      return E(((unsigned long long)a * b) >> width<E>());
+    } else if constexpr (sizeof(E) < 8) {
       return E((sx(a) * sx(b)) >> width<E>());
     } else if constexpr (E(-1) > E(0)) {
       return E(KK_P((unsigned long long)(((unsigned __int128)a * b) >> 64), __umul64hi(a, b)));
@@ -644,12 +646,29 @@ struct op_mad24 { template <class E> static KK_FN E g(E a, E b, E c) { return E(
 struct op_madhi { template <class E> static KK_FN E g(E a, E b, E c) { return E(op_mulhi::g<E>(a, b) + c); } };
 struct op_madsat {
   // a * b + c, saturated once (the product may overflow before c brings
-  // it back): exact in 128-bit arithmetic (no 64-bit a * b + c overflows it).
+  // it back): exact in wider arithmetic; 64-bit types as a 128-bit pair
+  // (high half from mulhi).
   template <class E> static KK_FN E g(E a, E b, E c) {
-    typedef typename conditional<(E(-1) < E(0)), __int128, unsigned __int128>::type W;
-    const W v = W(a) * W(b) + W(c);
-    const W lo = W(metal::numeric_limits<E>::min()), hi = W(metal::numeric_limits<E>::max());
-    return E(v < lo ? lo : v > hi ? hi : v);
+    if constexpr (sizeof(E) < 8 && E(-1) > E(0)) {
+      const unsigned long long v = (unsigned long long)a * b + c;
+      return v > (unsigned long long)metal::numeric_limits<E>::max() ? metal::numeric_limits<E>::max() : E(v);
+    } else if constexpr (sizeof(E) < 8) {
+      return sat<E>(sx(a) * sx(b) + sx(c));
+    } else {
+      typedef unsigned long long u64;
+      const u64 lo = (u64)a * (u64)b;
+      const u64 lo2 = lo + (u64)c;
+      const u64 carry = lo2 < lo ? 1u : 0u;
+      if constexpr (E(-1) > E(0)) {
+        const u64 hi = (u64)op_mulhi::g<E>(a, b) + carry;
+        return hi != 0 ? metal::numeric_limits<E>::max() : E(lo2);
+      } else {
+        const long long hi = (long long)op_mulhi::g<E>(a, b) + (c < 0 ? -1 : 0) + (long long)carry;
+        const long long sign = (long long)lo2 < 0 ? -1 : 0;
+        if (hi == sign) return E(lo2);
+        return hi < 0 ? metal::numeric_limits<E>::min() : metal::numeric_limits<E>::max();
+      }
+    }
   }
 };
 struct op_rotate {
