@@ -27,6 +27,8 @@ pub const FLAGS: &[&str] = &[
     "-fPIC",
     "-shared",
     "-fno-exceptions",
+    // Metal's `char` is signed (aarch64's C++ `char` is not).
+    "-fsigned-char",
 ];
 
 /// How long one compile may run before it is killed (seconds), unless
