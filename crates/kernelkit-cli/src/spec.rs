@@ -25,7 +25,9 @@
 //! - Optional: `header` (default `""`), `ensure_row_contiguous` (default
 //!   true), `atomic_outputs` (default false), `template` (a list of
 //!   `[name, value]`: a JSON string is a dtype, an integer an `int` (it must
-//!   fit in 32 bits), `true`/`false` a `bool`).
+//!   fit in 32 bits), `true`/`false` a `bool`), `language` (`"metal"`, the
+//!   default, as MLX's `metal_kernel`, or `"cuda"`: the body and header are
+//!   CUDA C++, as MLX's `cuda_kernel`, and run on CUDA devices only).
 //! - For `kernelkit run` (validated by `source` too, so one file serves both):
 //!   `grid` (required by `run`; 1 to 3 extents, missing ones are 1),
 //!   `threadgroup`, `init_value` (a number, `"inf"`, `"-inf"`, `"nan"` or
@@ -40,7 +42,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use kernelkit::{Array, Call, DType, Kernel, TemplateArg};
+use kernelkit::{Array, BodyLanguage, Call, DType, Kernel, TemplateArg};
 use serde_json::{Map, Value};
 
 /// The spec format in brief, for `kernelkit run --help` and `kernelkit source --help`.
@@ -52,6 +54,7 @@ Spec file (JSON), e.g. examples/specs/basic.json:
   header                       string (default \"\")
   ensure_row_contiguous        bool (default true)
   atomic_outputs               bool (default false)
+  language                     \"metal\" (default; MLX's metal_kernel) or \"cuda\" (CUDA C++; CUDA devices only)
   template                     [[name, value], ...]: string = dtype, integer = int, true/false = bool
   grid, threadgroup            [x, y, z] in threads (grid required by `run`)
   init_value                   number, \"inf\", \"-inf\", \"nan\" or null: fills the outputs first
@@ -70,6 +73,7 @@ const FIELDS: &[&str] = &[
     "header",
     "ensure_row_contiguous",
     "atomic_outputs",
+    "language",
     "template",
     "grid",
     "threadgroup",
@@ -190,6 +194,8 @@ pub struct SpecFile {
     pub ensure_row_contiguous: bool,
     /// Declare outputs `atomic<T>` (default false).
     pub atomic_outputs: bool,
+    /// The language of the body and header (default Metal).
+    pub language: BodyLanguage,
     /// Template arguments, in order.
     pub template: Vec<(String, TemplateArg)>,
     /// The grid in threads, if given.
@@ -237,6 +243,15 @@ impl SpecFile {
         let header = string(&map, "header")?.unwrap_or_default();
         let ensure_row_contiguous = boolean(&map, "ensure_row_contiguous")?.unwrap_or(true);
         let atomic_outputs = boolean(&map, "atomic_outputs")?.unwrap_or(false);
+        let language = match string(&map, "language")? {
+            None => BodyLanguage::Metal,
+            Some(name) => BodyLanguage::from_name(&name).ok_or_else(|| {
+                bad(
+                    "language",
+                    format!("`{}`: expected \"metal\" or \"cuda\"", name.escape_debug()),
+                )
+            })?,
+        };
         let template = template(map.get("template"))?;
         let grid = dims(&map, "grid")?;
         let threadgroup = dims(&map, "threadgroup")?;
@@ -251,6 +266,7 @@ impl SpecFile {
             header,
             ensure_row_contiguous,
             atomic_outputs,
+            language,
             template,
             grid,
             threadgroup,
@@ -269,6 +285,7 @@ impl SpecFile {
             .header(self.header.as_str())
             .ensure_row_contiguous(self.ensure_row_contiguous)
             .atomic_outputs(self.atomic_outputs)
+            .language(self.language)
             .build()
     }
 
@@ -703,7 +720,22 @@ mod tests {
         assert_eq!(s.header, "");
         assert!(s.ensure_row_contiguous);
         assert!(!s.atomic_outputs);
+        assert_eq!(s.language, BodyLanguage::Metal);
         assert!(s.template.is_empty() && s.grid.is_none() && s.init_value.is_none());
+    }
+
+    #[test]
+    fn language_is_metal_or_cuda() {
+        let s = parse(&format!(r#"{{{MINIMAL}, "language": "cuda"}}"#)).unwrap();
+        assert_eq!(s.language, BodyLanguage::Cuda);
+        assert_eq!(s.kernel().unwrap().spec().language(), BodyLanguage::Cuda);
+        let e = parse(&format!(r#"{{{MINIMAL}, "language": "opencl"}}"#)).unwrap_err();
+        assert!(
+            e.to_string().contains("`language`") && e.to_string().contains("\"cuda\""),
+            "{e}"
+        );
+        let e = parse(&format!(r#"{{{MINIMAL}, "langauge": "cuda"}}"#)).unwrap_err();
+        assert!(e.to_string().contains("did you mean `language`"), "{e}");
     }
 
     #[test]
