@@ -11,8 +11,8 @@
 use std::fmt::Write;
 
 use super::attributes::portable_expr;
-use super::lower::{lower, member_names, Target};
-use super::{cxx_template_args, cxx_template_decl, portable_name, Generated};
+use super::lower::{lower, member_names, Options, Target};
+use super::{cxx_template_args, cxx_template_decl, portable_name, small_floats, Generated};
 use crate::kernel::spec::KernelSpec;
 use crate::kernel::variant::{PassMode, VariantDesc};
 
@@ -98,8 +98,14 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
 
     let header = super::portable_header(&spec.header);
     let members = member_names(&[&spec.source, &header]);
-    let header = lower(&header, Target::Cpu, &members, HEADER_SITES);
-    let body = lower(&spec.source, Target::Cpu, &members, 1);
+    let opts = |first_site| Options {
+        target: Target::Cpu,
+        members: &members,
+        first_site,
+        conditionals: small_floats(spec, desc),
+    };
+    let header = lower(&header, opts(HEADER_SITES));
+    let body = lower(&spec.source, opts(1));
     let mut src = String::with_capacity(PRELUDE.len() + header.len() + body.len() + 2048);
     src.push_str(PRELUDE);
     src.push_str("\n// header\n");

@@ -51,9 +51,8 @@ use std::fmt::Write;
 
 use super::attributes::portable_expr;
 use super::lex::{tokens, Kind};
-use super::lower::{lower, member_names, Target};
-use super::{portable_name, BodyLanguage, Generated};
-use crate::dtype::DType;
+use super::lower::{lower, member_names, Options, Target};
+use super::{portable_name, small_floats, BodyLanguage, Generated};
 use crate::kernel::spec::KernelSpec;
 use crate::kernel::template::TemplateArg;
 use crate::kernel::variant::{PassMode, VariantDesc};
@@ -140,8 +139,14 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
     let (header, body, macros) = if metal {
         let header = super::portable_header(&spec.header);
         let members = member_names(&[&spec.source, &header]);
-        let header = lower(&header, Target::Cuda, &members, 1);
-        let body = lower(&spec.source, Target::Cuda, &members, 1);
+        let opts = Options {
+            target: Target::Cuda,
+            members: &members,
+            first_site: 1,
+            conditionals: small_floats(spec, desc),
+        };
+        let header = lower(&header, opts);
+        let body = lower(&spec.source, opts);
         let mut macros: Vec<(String, String)> = BODY_MACROS
             .iter()
             .map(|(w, v)| (w.to_string(), v.to_string()))
@@ -165,7 +170,7 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         PRELUDE
     };
     let mut src = String::with_capacity(prelude.len() + header.len() + body.len() + 2048);
-    if needs_half_types(spec, desc) {
+    if small_floats(spec, desc) {
         src.push_str("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define KK_HALF_TYPES 1\n");
     }
     if spec.uses_cooperative_groups {
@@ -258,23 +263,6 @@ pub(crate) fn body_of(source: &str) -> &str {
         Some(end) if end >= start => &source[start..end],
         _ => "",
     }
-}
-
-/// Whether the variant needs `cuda_fp16.h` / `cuda_bf16.h`: a 16-bit float
-/// among its dtypes, or a mention of one in the body or header.
-fn needs_half_types(spec: &KernelSpec, desc: &VariantDesc<'_>) -> bool {
-    let half = |d: DType| matches!(d, DType::F16 | DType::BF16);
-    desc.inputs.iter().any(|i| half(i.dtype))
-        || desc.outputs.iter().any(|d| half(*d))
-        || desc
-            .template
-            .iter()
-            .any(|t| matches!(t.value, TemplateArg::DType(d) if half(d)))
-        || [&spec.source, &spec.header].iter().any(|text| {
-            ["half", "bfloat", "float16"]
-                .iter()
-                .any(|w| text.contains(w))
-        })
 }
 
 /// True when `ident` occurs in `expr` as a whole identifier.

@@ -175,9 +175,8 @@ fn number_end(b: &[u8], i: usize) -> usize {
     let mut j = i + 1;
     while j < b.len() {
         let c = b[j];
-        if c.is_ascii_alphanumeric() || c == b'.' || c == b'_' {
-            j += 1;
-        } else if c == b'\'' && b.get(j + 1).is_some_and(u8::is_ascii_alphanumeric) {
+        let digit_separator = c == b'\'' && b.get(j + 1).is_some_and(u8::is_ascii_alphanumeric);
+        if c.is_ascii_alphanumeric() || c == b'.' || c == b'_' || digit_separator {
             j += 1;
         } else if (c == b'+' || c == b'-') && matches!(b[j - 1], b'e' | b'E' | b'p' | b'P') {
             let hex = b[i..j].starts_with(b"0x") || b[i..j].starts_with(b"0X");

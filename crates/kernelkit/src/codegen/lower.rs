@@ -19,6 +19,13 @@
 //!   threads of a group run on one OS thread, `static thread_local`); as a
 //!   qualifier (`threadgroup float* p`) it is dropped.
 //! - `0.5h` becomes `half(0.5)`.
+//! - When 16-bit floats are about (the variant's dtypes, or `half` /
+//!   `bfloat` in the text), each innermost conditional expression `c ? x :
+//!   y` gets Metal's type for its arms: C++ finds `c ? h : 0.0f` ambiguous
+//!   for a class type `half` (each arm converts to the other), Metal gives
+//!   it float. The arms become `kk::tc<decltype(x), decltype(y)>(x)` and
+//!   the like: unevaluated `decltype`, so each arm is still evaluated only
+//!   when chosen, and arms of one type are passed through untouched.
 //! - On the CPU, a call of a SIMD-group or quad function gets its call
 //!   site's number (`simd_sum(x)` -> `simd_sum<kk::site<3>>(x)`): the CPU
 //!   runs a SIMD-group operation over the lanes parked at one site, and
@@ -107,17 +114,23 @@ const EXPRESSION_KEYWORDS: &[&str] = &[
     "co_return",
 ];
 
-/// Lowers one Metal text (a body or a header) for `target`. `members` comes
-/// from [`member_names`] over the body and the header together; call sites
-/// are numbered from `first_site` (give the body and the header disjoint
-/// ranges).
-pub(crate) fn lower(
-    text: &str,
-    target: Target,
-    members: &HashSet<&str>,
-    first_site: usize,
-) -> String {
-    let mut site = first_site;
+/// How to lower one text.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Options<'a> {
+    pub(crate) target: Target,
+    /// From [`member_names`] over the body and the header together.
+    pub(crate) members: &'a HashSet<&'a str>,
+    /// The first call-site number (give the body and the header disjoint
+    /// ranges).
+    pub(crate) first_site: usize,
+    /// Give conditional expressions Metal's type (16-bit floats about).
+    pub(crate) conditionals: bool,
+}
+
+/// Lowers one Metal text (a body or a header).
+pub(crate) fn lower(text: &str, opts: Options<'_>) -> String {
+    let (target, members) = (opts.target, opts.members);
+    let mut site = opts.first_site;
     let toks = tokens(text);
     let include = include_lines(text, &toks);
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
@@ -188,10 +201,86 @@ pub(crate) fn lower(
             _ => {}
         }
     }
+    if opts.conditionals {
+        edits.extend(conditionals(text, &toks, &include));
+        edits.sort_by_key(|e| (e.0, e.1));
+    }
     if edits.is_empty() {
         return text.to_string();
     }
     apply(text, &edits)
+}
+
+/// The innermost conditional expressions of `toks`: for each `? x : y`
+/// with no conditional, lambda or angle bracket inside its arms, edits
+/// that wrap both arms in `kk::tc` (see the module docs). Insertions only,
+/// so they never overlap the token edits.
+fn conditionals(text: &str, toks: &[Token], skip: &[bool]) -> Vec<(usize, usize, String)> {
+    let mut edits = Vec::new();
+    for (q, t) in toks.iter().enumerate() {
+        if t.text(text) != "?" || skip[q] || t.directive {
+            continue;
+        }
+        // The true arm: up to the `:` at this depth.
+        let Some(colon) = arm_end(text, toks, q + 1, true) else {
+            continue;
+        };
+        // The false arm: up to what ends an assignment-expression.
+        let Some(end) = arm_end(text, toks, colon + 1, false) else {
+            continue;
+        };
+        if colon == q + 1 || end == colon + 1 {
+            continue;
+        }
+        let x = &text[toks[q + 1].start..toks[colon - 1].end];
+        let y = &text[toks[colon + 1].start..toks[end - 1].end];
+        edits.push((
+            toks[q + 1].start,
+            toks[q + 1].start,
+            format!("kk::tc<decltype({x}), decltype({y})>("),
+        ));
+        edits.push((toks[colon - 1].end, toks[colon - 1].end, ")".to_string()));
+        edits.push((
+            toks[colon + 1].start,
+            toks[colon + 1].start,
+            format!("kk::tc<decltype({y}), decltype({x})>("),
+        ));
+        edits.push((toks[end - 1].end, toks[end - 1].end, ")".to_string()));
+    }
+    edits
+}
+
+/// Where an arm starting at token `from` ends (the index of the token after
+/// it): the matching `:` for a true arm, else the first `,` `;` `:` or
+/// closing bracket at depth 0. `None` when the arm holds what this pass
+/// leaves alone (a nested conditional, a lambda, `<` or `>`, braces, a
+/// preprocessor line) or never ends.
+fn arm_end(text: &str, toks: &[Token], from: usize, until_colon: bool) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, t) in toks.iter().enumerate().skip(from) {
+        if t.directive {
+            return None;
+        }
+        let s = t.text(text);
+        match s {
+            "(" | "[" => {
+                let lambda = s == "["
+                    && toks
+                        .get(i + 1)
+                        .is_some_and(|n| matches!(n.text(text), "&" | "=" | "]"));
+                if lambda {
+                    return None;
+                }
+                depth += 1;
+            }
+            ")" | "]" if depth > 0 => depth -= 1,
+            ")" | "]" | "}" | ";" | "," if depth == 0 => return (!until_colon).then_some(i),
+            ":" if depth == 0 => return Some(i),
+            "?" | "{" | "}" | "<" | ">" => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Per token: whether it is on an `#include` line (left alone).
@@ -258,8 +347,21 @@ fn declares(text: &str, toks: &[Token], at: usize) -> bool {
 mod tests {
     use super::*;
 
+    fn with(text: &str, target: Target, conditionals: bool) -> String {
+        let members = member_names(&[text]);
+        lower(
+            text,
+            Options {
+                target,
+                members: &members,
+                first_site: 1,
+                conditionals,
+            },
+        )
+    }
+
     fn cpu(text: &str) -> String {
-        lower(text, Target::Cpu, &member_names(&[text]), 1)
+        with(text, Target::Cpu, false)
     }
 
     #[test]
@@ -295,7 +397,7 @@ mod tests {
         );
         let body = "threadgroup metal::atomic<uint> n; (threadgroup T*)(x); constant float k = 1;";
         assert_eq!(
-            lower(body, Target::Cuda, &member_names(&[body]), 1),
+            with(body, Target::Cuda, false),
             "__shared__ metal::atomic<uint> n; ( T*)(x);  float k = 1;"
         );
         assert_eq!(
@@ -321,7 +423,36 @@ mod tests {
             "threadgroup_barrier(mem_flags::mem_none);"
         );
         let body = "x = simd_sum(a);";
-        assert_eq!(lower(body, Target::Cuda, &member_names(&[body]), 1), body);
+        assert_eq!(with(body, Target::Cuda, false), body);
+    }
+
+    #[test]
+    fn conditionals_get_metal_types_when_asked() {
+        assert_eq!(
+            with("y = c ? x[i] : 0.0f;", Target::Cuda, true),
+            "y = c ? kk::tc<decltype(x[i]), decltype(0.0f)>(x[i]) : kk::tc<decltype(0.0f), decltype(x[i])>(0.0f);"
+        );
+        assert_eq!(
+            with("f(a, b ? g(h, 1) : 2, 3);", Target::Cpu, true),
+            "f(a, b ? kk::tc<decltype(g(h, 1)), decltype(2)>(g(h, 1)) : kk::tc<decltype(2), decltype(g(h, 1))>(2), 3);"
+        );
+        // Nested conditionals: only the innermost; lambdas, templates and
+        // preprocessor lines are left alone; and nothing without the flag.
+        assert_eq!(
+            with("r = a ? b : c ? d : e;", Target::Cpu, true),
+            "r = a ? b : c ? kk::tc<decltype(d), decltype(e)>(d) : kk::tc<decltype(e), decltype(d)>(e);"
+        );
+        for left in [
+            "v = c ? [&] { return 1; }() : 2;",
+            "v = f<c ? 1 : 2>();",
+            "#if A ? 1 : 0\n#endif",
+        ] {
+            assert_eq!(with(left, Target::Cpu, true), left);
+        }
+        assert_eq!(
+            with("y = c ? x : 0.0f;", Target::Cpu, false),
+            "y = c ? x : 0.0f;"
+        );
     }
 
     #[test]

@@ -138,6 +138,25 @@ pub(crate) fn portable_name(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_i
     name
 }
 
+/// Whether 16-bit floats are about in a variant: among its dtypes, or named
+/// in the body or header (CUDA then needs `cuda_fp16.h` / `cuda_bf16.h`,
+/// ~15 ms of NVRTC; the lowering gives conditionals Metal's types).
+pub(crate) fn small_floats(spec: &KernelSpec, desc: &VariantDesc<'_>) -> bool {
+    let half =
+        |d: crate::dtype::DType| matches!(d, crate::dtype::DType::F16 | crate::dtype::DType::BF16);
+    desc.inputs.iter().any(|i| half(i.dtype))
+        || desc.outputs.iter().any(|d| half(*d))
+        || desc
+            .template
+            .iter()
+            .any(|t| matches!(t.value, TemplateArg::DType(d) if half(d)))
+        || [&spec.source, &spec.header].iter().any(|text| {
+            ["half", "bfloat", "float16"]
+                .iter()
+                .any(|w| text.contains(w))
+        })
+}
+
 /// `template <typename T, int N, bool B>` for C++ dialects (empty string
 /// when there are no template arguments).
 pub(crate) fn cxx_template_decl(desc: &VariantDesc<'_>) -> String {

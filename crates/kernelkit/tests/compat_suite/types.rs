@@ -253,18 +253,30 @@ pub fn half_and_bfloat_arithmetic(device: Device) {
         // (expression, its reference on a = 1.1, b = 3 (in the dtype))
         let a = round_to(1.1, dtype);
         let rows: Vec<(String, f64)> = vec![
-            (format!("(float)(x * y)"), round_to(a * 3.0, dtype)),
-            (format!("(float)(x + 2)"), round_to(a + 2.0, dtype)),
-            (format!("x * 2.5f"), a * 2.5),
-            (format!("(float)(-x)"), -a),
-            (format!("(float)(c ? x : -x)"), -a),
-            (format!("(float)(c ? -y : x * y)"), round_to(a * 3.0, dtype)),
-            (format!("(float)({t}(0.5h) + x)"), round_to(a + 0.5, dtype)),
-            (format!("(float)metal::max(x, y)"), 3.0),
-            (format!("(float)metal::exp(x)"), round_to(a.exp(), dtype)),
-            (format!("x < y ? 1.0f : 0.0f"), 1.0),
+            ("(float)(x * y)".to_string(), round_to(a * 3.0, dtype)),
+            ("(float)(x + 2)".to_string(), round_to(a + 2.0, dtype)),
+            ("x * 2.5f".to_string(), a * 2.5),
+            ("(float)(-x)".to_string(), -a),
+            ("(float)(c ? x : -x)".to_string(), -a),
             (
-                format!("(float)(sizeof(x * y) + sizeof(x * 2) * 10 + sizeof(x * 2.0f) * 100)"),
+                "(float)(c ? -y : x * y)".to_string(),
+                round_to(a * 3.0, dtype),
+            ),
+            (format!("(float)({t}(0.5h) + x)"), round_to(a + 0.5, dtype)),
+            ("(float)metal::max(x, y)".to_string(), 3.0),
+            ("(float)metal::exp(x)".to_string(), round_to(a.exp(), dtype)),
+            ("x < y ? 1.0f : 0.0f".to_string(), 1.0),
+            // Conditionals mixing the class type with another: Metal's type.
+            ("c ? x : 0.0f".to_string(), 0.0),
+            ("(float)(!c ? x : 2)".to_string(), a),
+            ("c ? 1.5f : y".to_string(), 3.0),
+            ("(float)(!c ? x : 1e30)".to_string(), a),
+            (
+                "(float)(sizeof(c ? x : 0.0f) * 10 + sizeof(c ? x : 2))".to_string(),
+                42.0,
+            ),
+            (
+                "(float)(sizeof(x * y) + sizeof(x * 2) * 10 + sizeof(x * 2.0f) * 100)".to_string(),
                 422.0,
             ),
             (
