@@ -58,6 +58,7 @@ all_backends!(
     atomics::threadgroup_atomics_and_atomic_outputs,
     simd::simd_and_quad_functions_with_full_and_partial_lanes,
     simd::simd_functions_on_vectors_and_wide_values,
+    simd::simdgroup_matrices,
     sync::barrier_tree_reduction_over_group_shapes,
     sync::barriers_in_partial_groups_and_after_early_returns,
     sync::simdgroup_reductions_through_threadgroup_memory,

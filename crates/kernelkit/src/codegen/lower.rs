@@ -163,6 +163,7 @@ pub(crate) fn lower(text: &str, opts: Options<'_>) -> String {
                     && call
                     && GROUP_FUNCTIONS.contains(&s)
                     && !s.ends_with("barrier")
+                    && !s.starts_with("simdgroup_")
                 {
                     // A call, not a declaration (`uint64_t simd_shuffle(...)`).
                     let declares = i > 0 && {

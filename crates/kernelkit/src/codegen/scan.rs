@@ -62,6 +62,9 @@ pub(crate) const GROUP_FUNCTIONS: &[&str] = &[
     "quad_is_first",
     "quad_ballot",
     "quad_active_threads_mask",
+    // SIMD-group matrices: a product may gather the lanes' own elements.
+    "simdgroup_multiply",
+    "simdgroup_multiply_accumulate",
 ];
 
 /// Metal features the CPU and CUDA backends cannot provide, with what to
@@ -84,13 +87,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("sampler", "Metal samplers"),
     ("imageblock", "Metal imageblocks"),
     ("threadgroup_imageblock", "Metal imageblocks"),
-    ("simdgroup_matrix", "SIMD-group matrices"),
-    ("simdgroup_float8x8", "SIMD-group matrices"),
-    ("simdgroup_half8x8", "SIMD-group matrices"),
-    ("simdgroup_bfloat8x8", "SIMD-group matrices"),
-    ("simdgroup_multiply_accumulate", "SIMD-group matrices"),
-    ("simdgroup_load", "SIMD-group matrices"),
-    ("simdgroup_store", "SIMD-group matrices"),
     ("acceleration_structure", "ray tracing"),
     ("intersector", "ray tracing"),
     ("visible_function_table", "function tables"),

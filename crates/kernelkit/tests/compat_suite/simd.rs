@@ -546,3 +546,84 @@ pub fn simd_functions_on_vectors_and_wide_values(device: Device) {
         Tol::Exact
     });
 }
+
+/// SIMD-group matrices (MSL 6.7): loads (strided, at an origin,
+/// transposed), multiply-accumulate, changes through thread_elements()
+/// seen by the next product, stores (plain and transposed).
+pub fn simdgroup_matrices(device: Device) {
+    for dtype in [DType::F32, DType::F16] {
+        let t = metal_type(dtype);
+        let body = format!(
+            "simdgroup_{t}8x8 a, b, c, d, f;\n\
+             simdgroup_load(a, A, 8);\n\
+             simdgroup_load(b, B, 16, ulong2(8, 0));\n\
+             simdgroup_load(c, C, 8, ulong2(0, 0), true);\n\
+             simdgroup_multiply_accumulate(d, a, b, c);\n\
+             d.thread_elements() *= {t}(2);\n\
+             simdgroup_multiply(f, d, simdgroup_{t}8x8({t}(1)));\n\
+             simdgroup_store(f, out, 8);\n\
+             simdgroup_store(d, out2, 16, ulong2(8, 0), true);"
+        );
+        let a: Vec<f64> = (0..64).map(|i| ((i * 5) % 9) as f64 * 0.25 - 1.0).collect();
+        let b: Vec<f64> = (0..128)
+            .map(|i| ((i * 7) % 11) as f64 * 0.125 - 0.5)
+            .collect();
+        let c: Vec<f64> = (0..64).map(|i| (i % 5) as f64 * 0.5).collect();
+        let out = Run::new("simdgroup_matrix", body)
+            .input("A", array_f64(&device, &a, dtype))
+            .input("B", array_f64(&device, &b, dtype))
+            .input("C", array_f64(&device, &c, dtype))
+            .output("out", 64, dtype)
+            .output("out2", 128, dtype)
+            .init(0.0)
+            .grid([32, 1, 1], [32, 1, 1])
+            .run(&device);
+        // d = A * B[:, 8:16] + C^T, doubled.
+        let d = |i: usize, j: usize| {
+            let s: f64 = (0..8).map(|k| a[i * 8 + k] * b[k * 16 + 8 + j]).sum();
+            2.0 * (s + c[j * 8 + i])
+        };
+        let want: Vec<f64> = (0..64).map(|p| round_to(d(p / 8, p % 8), dtype)).collect();
+        let labels: Vec<String> = (0..64)
+            .map(|p| format!("f[{}][{}] [{dtype:?}]", p / 8, p % 8))
+            .collect();
+        let tol = if dtype == DType::F32 {
+            Tol::Close {
+                rel: 1e-6,
+                abs: 1e-6,
+            }
+        } else {
+            Tol::Close {
+                rel: 2e-2,
+                abs: 2e-2,
+            }
+        };
+        check(
+            "simdgroup product",
+            &labels,
+            &floats(&out[0]),
+            &want,
+            |_| tol,
+        );
+        // out2[r][8 + c] = d[c][r] (stored transposed into the right half).
+        let want2: Vec<f64> = (0..128)
+            .map(|p| {
+                if p % 16 < 8 {
+                    0.0
+                } else {
+                    round_to(d(p % 16 - 8, p / 16), dtype)
+                }
+            })
+            .collect();
+        let labels2: Vec<String> = (0..128)
+            .map(|p| format!("out2[{}][{}] [{dtype:?}]", p / 16, p % 16))
+            .collect();
+        check(
+            "simdgroup store",
+            &labels2,
+            &floats(&out[1]),
+            &want2,
+            |_| tol,
+        );
+    }
+}

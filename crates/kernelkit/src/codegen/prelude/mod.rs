@@ -7,7 +7,8 @@
 //! - `metal/`: the Metal compatibility layer, organised by the chapters of
 //!   the Metal Shading Language specification (types and operators, type
 //!   traits and limits, math, matrices, atomics, SIMD-group functions and
-//!   synchronisation, MLX's kernel utilities, what cannot be supported).
+//!   matrices, synchronisation, MLX's kernel utilities, what cannot be
+//!   supported).
 //!   The CPU runs the threads of a group that synchronises as fibers
 //!   (`metal/group_cpu.h`); CUDA's SIMD-group functions work over the lanes
 //!   active at the call (`metal/group_cuda.h`).
@@ -31,6 +32,7 @@ pub(crate) const CPU: &str = concat!(
     include_str!("metal/simd_common.h"),
     include_str!("metal/group_cpu.h"),
     include_str!("metal/simd.h"),
+    include_str!("metal/simdgroup_matrix.h"),
     include_str!("metal/mlx.h"),
     include_str!("metal/unsupported.h"),
     include_str!("cpu_tail.hpp"),
@@ -59,6 +61,7 @@ pub(crate) const CUDA_METAL: &str = concat!(
     include_str!("metal/simd_common.h"),
     include_str!("metal/group_cuda.h"),
     include_str!("metal/simd.h"),
+    include_str!("metal/simdgroup_matrix.h"),
     include_str!("metal/mlx.h"),
     include_str!("metal/unsupported.h"),
     include_str!("metal/cuda_tail.h"),

@@ -52,6 +52,8 @@ template <> struct builtin_float<double> : yes {};
 template <class T> struct small : no {};
 // A scalar: what a vector is made of, and what broadcasts to one.
 template <class T> struct scalar : constant<bool, builtin<T>::value || small<T>::value> {};
+// A class that stands for a scalar of type `type` (CUDA's 0-d input).
+template <class T> struct wrapper : no { typedef T type; };
 }  // namespace kk
 
 // Arithmetic of the 16-bit float classes as Metal types it: half with
@@ -75,7 +77,15 @@ template <class T> struct scalar : constant<bool, builtin<T>::value || small<T>:
   friend KK_FN float operator OP(SF a, float b) { return (float)a OP b; }                              \
   friend KK_FN float operator OP(float a, SF b) { return a OP(float) b; }                              \
   friend KK_FN double operator OP(SF a, double b) { return (double)(float)a OP b; }                    \
-  friend KK_FN double operator OP(double a, SF b) { return a OP(double)(float) b; }
+  friend KK_FN double operator OP(double a, SF b) { return a OP(double)(float) b; }                    \
+  template <class C, kk::enable_if_t<kk::wrapper<C>::value, int> = 0>                                  \
+  friend KK_FN auto operator OP(SF a, const C& b) {                                                     \
+    return a OP(typename kk::wrapper<C>::type)(b);                                                      \
+  }                                                                                                    \
+  template <class C, kk::enable_if_t<kk::wrapper<C>::value, int> = 0>                                  \
+  friend KK_FN auto operator OP(const C& a, SF b) {                                                     \
+    return (typename kk::wrapper<C>::type)(a) OP b;                                                     \
+  }
 // kernelkit CUDA prelude, base: the dtypes of kernelkit, layout parameters
 // and the atomics of `atomic_outputs`, for bodies in either language.
 #ifndef KK_CUDA_PRELUDE
@@ -191,6 +201,9 @@ struct kk_scalar {
   __device__ const T& operator[](int64_t i) const { return p[i]; }
   __device__ const T* operator&() const { return p; }
 };
+namespace kk {
+template <class T> struct wrapper<::kk_scalar<T>> : yes { typedef T type; };
+}  // namespace kk
 
 #endif  // KK_CUDA_PRELUDE
 // kernelkit: element index -> memory offset of a strided array (MLX's
@@ -1614,7 +1627,9 @@ struct op_subsat {
 };
 struct op_mulhi {
   template <class E> static KK_FN E g(E a, E b) {
-    if constexpr (sizeof(E) < 8) {
+    if constexpr (sizeof(E) < 8 && E(-1) > E(0)) {
+      return E(((unsigned long long)a * b) >> width<E>());
+    } else if constexpr (sizeof(E) < 8) {
       return E((sx(a) * sx(b)) >> width<E>());
     } else if constexpr (E(-1) > E(0)) {
       return E(KK_P((unsigned long long)(((unsigned __int128)a * b) >> 64), __umul64hi(a, b)));
@@ -1626,13 +1641,33 @@ struct op_mulhi {
 struct op_mul24 { template <class E> static KK_FN E g(E a, E b) { return E(a * b); } };
 struct op_mad24 { template <class E> static KK_FN E g(E a, E b, E c) { return E(a * b + c); } };
 struct op_madhi { template <class E> static KK_FN E g(E a, E b, E c) { return E(op_mulhi::g<E>(a, b) + c); } };
-struct op_madsat { template <class E> static KK_FN E g(E a, E b, E c) {
-  if constexpr (sizeof(E) < 4) {
-    return sat<E>(sx(a) * sx(b) + sx(c));
-  } else {
-    return op_addsat::g<E>(E(a * b), c);
+struct op_madsat {
+  // a * b + c, saturated once (the product may overflow before c brings
+  // it back): exact in wider arithmetic; 64-bit types as a 128-bit pair
+  // (high half from mulhi).
+  template <class E> static KK_FN E g(E a, E b, E c) {
+    if constexpr (sizeof(E) < 8 && E(-1) > E(0)) {
+      const unsigned long long v = (unsigned long long)a * b + c;
+      return v > (unsigned long long)metal::numeric_limits<E>::max() ? metal::numeric_limits<E>::max() : E(v);
+    } else if constexpr (sizeof(E) < 8) {
+      return sat<E>(sx(a) * sx(b) + sx(c));
+    } else {
+      typedef unsigned long long u64;
+      const u64 lo = (u64)a * (u64)b;
+      const u64 lo2 = lo + (u64)c;
+      const u64 carry = lo2 < lo ? 1u : 0u;
+      if constexpr (E(-1) > E(0)) {
+        const u64 hi = (u64)op_mulhi::g<E>(a, b) + carry;
+        return hi != 0 ? metal::numeric_limits<E>::max() : E(lo2);
+      } else {
+        const long long hi = (long long)op_mulhi::g<E>(a, b) + (c < 0 ? -1 : 0) + (long long)carry;
+        const long long sign = (long long)lo2 < 0 ? -1 : 0;
+        if (hi == sign) return E(lo2);
+        return hi < 0 ? metal::numeric_limits<E>::min() : metal::numeric_limits<E>::max();
+      }
+    }
   }
-} };
+};
 struct op_rotate {
   template <class E> static KK_FN E g(E v, E i) {
     const int w = width<E>();
@@ -1751,6 +1786,29 @@ using ::metal::reflect; using ::metal::refract;
 #undef KK_DECL_G1
 #undef KK_DECL_G2
 #undef KK_DECL_G3
+
+// ---- Conditional expressions (2.12): Metal's type for the arms of
+// `c ? x : y` when one is a half or bfloat and the other another scalar
+// type (C++ finds it ambiguous: each class converts to the other). The
+// lowering pass wraps each arm in kk::tc<decltype(x), decltype(y)>(x).
+namespace kk {
+template <class X, class Y,
+          bool S = (small<X>::value || small<Y>::value) && !same<X, Y>::value && scalar<X>::value && scalar<Y>::value>
+struct tern {
+  typedef void type;
+};
+template <class X, class Y> struct tern<X, Y, true> {
+  typedef typename common_scalar<value_t<X>, value_t<Y>>::type type;
+};
+template <class X, class Y, class V> KK_FN decltype(auto) tc(V&& v) {
+  typedef typename tern<plain_t<X>, plain_t<Y>>::type T;
+  if constexpr (same<T, void>::value) {
+    return static_cast<V&&>(v);
+  } else {
+    return T(v);
+  }
+}
+}  // namespace kk
 // ---- 2.3 Matrix types (column-major: floatCxR has C columns of R
 // components), 6.6 matrix functions, and metal::array (2.x).
 namespace metal {
@@ -1973,6 +2031,12 @@ template <int W> KK_FN int source(int kind, int l, unsigned arg, unsigned modulo
   }
 }
 enum { BALLOT, ALL, ANY, ACTIVE, IS_FIRST };
+}  // namespace simd
+// The pair of an 8x8 SIMD-group matrix lane l owns: its row and first
+// column (Apple's layout, as MLX's steel kernels use it).
+KK_FN int sm_row(unsigned l) { return int(((l / 4) & 4) + ((l / 2) % 4)); }
+KK_FN int sm_col(unsigned l) { return int(((l / 4) & 2) * 2 + (l % 2) * 2); }
+namespace simd {
 // Ballot and active-lane bits of a segment (bit i: lane i of the segment).
 struct vote_bits {
   unsigned long long bits, active;
@@ -2015,6 +2079,18 @@ KK_FN int nth_lane(unsigned m, unsigned n) {
     }
   }
   return pos;
+}
+KK_FN unsigned lane_id_of_thread() { return lane_id(); }
+// Every active lane's own pair of an 8x8 matrix, into every lane's copy.
+template <class T> KK_FN void gather_pairs(T* m) {
+  const unsigned mask = __activemask(), lane = lane_id();
+  const metal::vec<T, 2> own(m[sm_row(lane) * 8 + sm_col(lane)], m[sm_row(lane) * 8 + sm_col(lane) + 1]);
+  for (unsigned s = 0; s < 32; ++s) {
+    if (!(mask >> s & 1u)) continue;
+    const metal::vec<T, 2> p = shfl(mask, own, (int)s);
+    m[sm_row(s) * 8 + sm_col(s)] = p.x;
+    m[sm_row(s) * 8 + sm_col(s) + 1] = p.y;
+  }
 }
 template <int W> KK_FN unsigned segment(unsigned lane) { return seg_bits<W>() << (lane & ~(unsigned)(W - 1)); }
 
@@ -2167,6 +2243,102 @@ typedef kk_vote<unsigned short> quad_vote;
 KK_SIMD_FAMILY(simd, 32, simd_vote)
 KK_SIMD_FAMILY(quad, 4, quad_vote)
 #undef KK_SIMD_FAMILY
+}  // namespace metal
+// ---- 6.7 SIMD-group matrix functions: 8x8 matrices spread over the 32
+// lanes of a simdgroup. Here every lane holds the whole matrix (row-major),
+// so loads and products need no lane to talk to another; each lane still
+// owns the two elements Apple's layout gives it (thread_elements()), which
+// it alone may change: a product first gathers every lane's pair into
+// every copy (one SIMD-group exchange per operand changed that way), and a
+// store writes each lane's own pair only.
+namespace metal {
+template <class T, int Cols, int Rows> struct simdgroup_matrix {
+  static_assert(Cols == 8 && Rows == 8, "kernelkit: only 8x8 SIMD-group matrices exist");
+  alignas(2 * sizeof(T)) T kk_m[64];
+  // Whether this lane changed its own pair since the copies last agreed.
+  bool kk_dirty;
+  simdgroup_matrix() = default;
+  // A diagonal matrix (Metal's scalar constructor).
+  KK_FN explicit simdgroup_matrix(T diagonal) : kk_dirty(false) {
+    for (int i = 0; i < 64; ++i) kk_m[i] = (i / 8 == i % 8) ? diagonal : T(0);
+  }
+  // This lane's two elements, (row, col) and (row, col + 1).
+  KK_FN vec<T, 2>& thread_elements() {
+    kk_dirty = true;
+    const unsigned l = kk::simd::lane_id_of_thread();
+    return *reinterpret_cast<vec<T, 2>*>(&kk_m[kk::sm_row(l) * 8 + kk::sm_col(l)]);
+  }
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+#if defined(KK_CPU) || defined(KK_HALF_TYPES)
+typedef simdgroup_matrix<::float16_t, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<::bfloat16_t, 8, 8> simdgroup_bfloat8x8;
+#endif
+
+template <class T, int C, int R> KK_FN simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T value) {
+  simdgroup_matrix<T, C, R> m;
+  for (int i = 0; i < 64; ++i) m.kk_m[i] = value;
+  m.kk_dirty = false;
+  return m;
+}
+// Loads the 8x8 block at (column, row) `origin` of a row-major array with
+// `elements_per_row` elements per row (transposed: the block's transpose).
+template <class T, class U>
+KK_FN void simdgroup_load(simdgroup_matrix<T, 8, 8>& d, const U* src, ulong elements_per_row = 8,
+                          ulong2 origin = ulong2(0), bool transpose = false) {
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) {
+      const ulong row = origin.y + ulong(transpose ? c : r), col = origin.x + ulong(transpose ? r : c);
+      d.kk_m[r * 8 + c] = T(src[row * elements_per_row + col]);
+    }
+  d.kk_dirty = false;
+}
+// Stores the block: each lane writes the pair it owns.
+template <class T, class U>
+KK_FN void simdgroup_store(const simdgroup_matrix<T, 8, 8>& a, U* dst, ulong elements_per_row = 8,
+                           ulong2 origin = ulong2(0), bool transpose = false) {
+  const unsigned l = kk::simd::lane_id_of_thread();
+  const int r = kk::sm_row(l);
+  for (int k = 0; k < 2; ++k) {
+    const int c = kk::sm_col(l) + k;
+    const ulong row = origin.y + ulong(transpose ? c : r), col = origin.x + ulong(transpose ? r : c);
+    dst[row * elements_per_row + col] = U(a.kk_m[r * 8 + c]);
+  }
+}
+}  // namespace metal
+
+namespace kk {
+// Makes every lane's copy whole again after lanes changed their pairs.
+template <class T> KK_FN void sm_agree(metal::simdgroup_matrix<T, 8, 8>& m) {
+  if (!m.kk_dirty) return;
+  simd::gather_pairs(m.kk_m);
+  m.kk_dirty = false;
+}
+template <class T> KK_FN metal::simdgroup_matrix<T, 8, 8> sm_agreed(const metal::simdgroup_matrix<T, 8, 8>& m) {
+  metal::simdgroup_matrix<T, 8, 8> c = m;
+  sm_agree(c);
+  return c;
+}
+}  // namespace kk
+
+namespace metal {
+template <class T>
+KK_FN void simdgroup_multiply_accumulate(simdgroup_matrix<T, 8, 8>& d, const simdgroup_matrix<T, 8, 8>& a0,
+                                         const simdgroup_matrix<T, 8, 8>& b0, const simdgroup_matrix<T, 8, 8>& c0) {
+  const simdgroup_matrix<T, 8, 8> a = kk::sm_agreed(a0), b = kk::sm_agreed(b0), c = kk::sm_agreed(c0);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) {
+      float s = float(c.kk_m[i * 8 + j]);
+      for (int k = 0; k < 8; ++k) s += float(a.kk_m[i * 8 + k]) * float(b.kk_m[k * 8 + j]);
+      d.kk_m[i * 8 + j] = T(s);
+    }
+  d.kk_dirty = false;
+}
+template <class T>
+KK_FN void simdgroup_multiply(simdgroup_matrix<T, 8, 8>& d, const simdgroup_matrix<T, 8, 8>& a,
+                              const simdgroup_matrix<T, 8, 8>& b) {
+  simdgroup_multiply_accumulate(d, a, b, make_filled_simdgroup_matrix<T, 8, 8>(T(0)));
+}
 }  // namespace metal
 // ---- MLX's kernel utilities: what mlx/backend/metal/kernels/utils.h (and
 // defines.h) give every `metal_kernel` body, which bodies use without an

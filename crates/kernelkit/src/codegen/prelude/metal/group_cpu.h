@@ -409,6 +409,33 @@ template <int W, int Kind> void vote_op(rt::lane* const* L, unsigned mask) {
   }
 }
 
+// The lane of the calling thread in its simdgroup.
+inline unsigned lane_id_of_thread() {
+  rt::group* g = rt::tl_group;
+  return g ? (g->lanes[g->cur].lid & 31u) : 0u;
+}
+// Every active lane's own pair of an 8x8 matrix, into every lane's copy.
+template <class T> void gather_op(rt::lane* const* L, unsigned mask) {
+  T pairs[64];
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!(mask >> l & 1u)) continue;
+    const int p = sm_row(l) * 8 + sm_col(l);
+    pairs[p] = ((const T*)L[l]->in)[p];
+    pairs[p + 1] = ((const T*)L[l]->in)[p + 1];
+  }
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!(mask >> l & 1u)) continue;
+    for (unsigned s = 0; s < 32; ++s) {
+      if (!(mask >> s & 1u)) continue;
+      const int p = sm_row(s) * 8 + sm_col(s);
+      ((T*)L[l]->out)[p] = pairs[p];
+      ((T*)L[l]->out)[p + 1] = pairs[p + 1];
+    }
+  }
+}
+template <class T> KK_FORCE void gather_pairs(T* m) {
+  rt::collective(&gather_op<T>, m, nullptr, m, 0, 0, 0);
+}
 template <class Op, int W, class S, class T> KK_FORCE T reduce(const T& x) {
   T r;
   rt::collective(&reduce_op<T, Op, W>, &x, nullptr, &r, 0, 0, S::value);

@@ -35,6 +35,18 @@ KK_FN int nth_lane(unsigned m, unsigned n) {
   }
   return pos;
 }
+KK_FN unsigned lane_id_of_thread() { return lane_id(); }
+// Every active lane's own pair of an 8x8 matrix, into every lane's copy.
+template <class T> KK_FN void gather_pairs(T* m) {
+  const unsigned mask = __activemask(), lane = lane_id();
+  const metal::vec<T, 2> own(m[sm_row(lane) * 8 + sm_col(lane)], m[sm_row(lane) * 8 + sm_col(lane) + 1]);
+  for (unsigned s = 0; s < 32; ++s) {
+    if (!(mask >> s & 1u)) continue;
+    const metal::vec<T, 2> p = shfl(mask, own, (int)s);
+    m[sm_row(s) * 8 + sm_col(s)] = p.x;
+    m[sm_row(s) * 8 + sm_col(s) + 1] = p.y;
+  }
+}
 template <int W> KK_FN unsigned segment(unsigned lane) { return seg_bits<W>() << (lane & ~(unsigned)(W - 1)); }
 
 template <class Op, int W, class S, class T> KK_FN T reduce(const T& x) {

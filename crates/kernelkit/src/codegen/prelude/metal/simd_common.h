@@ -54,6 +54,12 @@ template <int W> KK_FN int source(int kind, int l, unsigned arg, unsigned modulo
   }
 }
 enum { BALLOT, ALL, ANY, ACTIVE, IS_FIRST };
+}  // namespace simd
+// The pair of an 8x8 SIMD-group matrix lane l owns: its row and first
+// column (Apple's layout, as MLX's steel kernels use it).
+KK_FN int sm_row(unsigned l) { return int(((l / 4) & 4) + ((l / 2) % 4)); }
+KK_FN int sm_col(unsigned l) { return int(((l / 4) & 2) * 2 + (l % 2) * 2); }
+namespace simd {
 // Ballot and active-lane bits of a segment (bit i: lane i of the segment).
 struct vote_bits {
   unsigned long long bits, active;
