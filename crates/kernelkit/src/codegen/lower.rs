@@ -457,6 +457,45 @@ mod tests {
     }
 
     #[test]
+    fn odd_text_never_panics() {
+        let texts = [
+            "",
+            "?",
+            ":",
+            "a ?",
+            "? :",
+            "x.",
+            "x.xy",
+            "\"unterminated",
+            "'",
+            "R\"(",
+            "/* open",
+            "a ? b",
+            "threadgroup",
+            "threadgroup float",
+            "v.é = 1;",
+            "é ? ü : 0.5h;",
+            "1e+",
+            "0x",
+            ".5",
+            "#",
+            "# include",
+            "simd_sum(",
+            "a ? (b : c",
+            "a ? b : (c",
+            "\\\n",
+            "x ? [&]{} : 1",
+            "\u{0}",
+        ];
+        for text in texts {
+            for conditionals in [false, true] {
+                let _ = with(text, Target::Cpu, conditionals);
+                let _ = with(text, Target::Cuda, conditionals);
+            }
+        }
+    }
+
+    #[test]
     fn half_literals_and_includes() {
         assert_eq!(
             cpu("half a = 0.5h + 2H; int b = 0x1h;"),
