@@ -78,7 +78,8 @@ fn a_kernel_that_finishes_in_time_runs_as_without_a_timeout() {
     assert_eq!(timed.code, 0, "{}", timed.stderr);
     assert_eq!(timed.stdout, plain.stdout);
     for bad in ["0", "-1", "nan"] {
-        let out = kernelkit(&["run", path, "--device", &device, "--timeout", bad]);
+        let arg = format!("--timeout={bad}");
+        let out = kernelkit(&["run", path, "--device", &device, &arg]);
         assert_eq!(out.code, 2, "--timeout {bad}: {}", out.stderr);
         assert!(out.stderr.contains("--timeout"), "{}", out.stderr);
     }
