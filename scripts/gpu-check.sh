@@ -12,6 +12,9 @@
 #                      with the soak, the hot path and the bad-input matrix)
 #   fault-tests        tests/cuda_fault.rs (faulting kernels; each test its own process)
 #   lifecycle-tests    tests/cuda_lifecycle.rs (devices, contexts, limits; alone in a process)
+#   timeout-lib-tests  tests/cuda_timeout.rs (a kernel that outlives a wait; its own process)
+#   compat-tests       tests/compat.rs (the Metal compatibility layer, run for cuda::)
+#   timeout-tests      `kernelkit run --timeout` tests, run there with --device cuda
 #   run-tests, views-tests  `kernelkit run` tests, run there with --device cuda
 #   corpus-tests       tests/corpus.rs (the real-kernel corpus, run for cuda)
 #   corpus-texts/      the corpus's published kernel texts (not committed: the
@@ -48,12 +51,16 @@ cli_exe() { # $1: test target name
 run_tests=$(cli_exe run_known)
 views_tests=$(cli_exe views)
 corpus_tests=$(cli_exe corpus)
+timeout_tests=$(cli_exe timeout)
 cuda_tests=$(exe test cuda)
 lib_tests=$(exe lib kernelkit)
 behaviour_tests=$(exe test behaviour)
 fault_tests=$(exe test cuda_fault)
 lifecycle_tests=$(exe test cuda_lifecycle)
-for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" "$views_tests" "$corpus_tests"; do
+timeout_lib_tests=$(exe test cuda_timeout)
+compat_tests=$(exe test compat)
+for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
+         "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -75,6 +82,9 @@ strip --strip-debug -o "$DEST/lifecycle-tests" "$lifecycle_tests"
 strip --strip-debug -o "$DEST/run-tests" "$run_tests"
 strip --strip-debug -o "$DEST/views-tests" "$views_tests"
 strip --strip-debug -o "$DEST/corpus-tests" "$corpus_tests"
+strip --strip-debug -o "$DEST/timeout-lib-tests" "$timeout_lib_tests"
+strip --strip-debug -o "$DEST/compat-tests" "$compat_tests"
+strip --strip-debug -o "$DEST/timeout-tests" "$timeout_tests"
 rm -rf "$DEST/corpus-texts"
 for text in crates/kernelkit-cli/tests/corpus/*/source.metal crates/kernelkit-cli/tests/corpus/*/header.metal; do
   [ -f "$text" ] || continue

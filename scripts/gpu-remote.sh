@@ -38,6 +38,10 @@ step fault "$G/fault-tests" --exact a_faulting_kernel_is_an_error_and_the_device
 step fault_default "$G/fault-tests" --exact a_device_that_faulted_before_its_default_stream_was_used_reports_the_fault --nocapture
 # Devices and contexts created and destroyed: no other device in the process.
 step lifecycle "$G/lifecycle-tests" --test-threads=4
+# The Metal compatibility layer function by function (SIMD functions over
+# partial warps among them), and a kernel that outlives a wait (own process).
+step compat "$G/compat-tests" cuda:: --test-threads=2
+step timeout_lib "$G/timeout-lib-tests" --nocapture
 step demo "$G/kernelkit" demo --device cuda --threads 16 --rounds 20
 # Every MLX golden spec (Metal bodies) generated for CUDA and compiled by NVRTC.
 golden_cuda() {
@@ -56,6 +60,7 @@ step golden_cuda golden_cuda
 # `kernelkit run` on the GPU: the known-result and view tests, device cuda.
 step run_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda "$G/run-tests" --test-threads=4
 step views_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda "$G/views-tests" --test-threads=4
+step timeout_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda "$G/timeout-tests" --test-threads=1
 # The real-kernel corpus on CUDA (ratchet: known_failures/cuda.txt); the
 # failures seen are written to $LOGS/corpus_cuda_seen.txt in the list's format.
 step corpus_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda \
@@ -143,7 +148,9 @@ grep -h "^kernelkit" "$LOGS/ab_bench.log" 2>/dev/null
 grep -h "^parallel\.\(first_compile_ms\|n[0-9]*\.speedup\)" "$LOGS/parallel.log" 2>/dev/null
 echo "workers off by KERNELKIT_COMPILE_WORKERS=0: $(grep -h '^SUMMARY' "$LOGS/parallel_off.log" 2>/dev/null)"
 grep -h "^SUMMARY" "$LOGS/parallel.log" 2>/dev/null
-grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/fault_default.log" "$LOGS/lifecycle.log" "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" 2>/dev/null
+grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/fault_default.log" "$LOGS/lifecycle.log" \
+  "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" "$LOGS/compat.log" "$LOGS/timeout_lib.log" "$LOGS/timeout_cuda.log" 2>/dev/null
+grep -h "^corpus totals" "$LOGS/corpus_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

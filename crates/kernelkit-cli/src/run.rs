@@ -18,19 +18,35 @@
 //! `"data"`. Any failure (spec, data, compile, launch, an output too large
 //! to print) exits with code 2 and one line on stderr, then the compiler's
 //! log if any; no input makes it abort or panic.
+//!
+//! With `--timeout SECONDS`, a kernel that has not finished that long after
+//! its launch (compiling is not counted) fails the run with exit code
+//! [`TIMED_OUT`] (124) and one line on stderr. A GPU kernel cannot be
+//! stopped: the device is marked unusable and the process exits. A CPU
+//! kernel runs on one of this process's threads, which cannot be killed
+//! either: the process exits without waiting for it.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use kernelkit::spec_file::{Port, SpecError, SpecFile};
-use kernelkit::{Array, Device};
+use kernelkit::{Array, Device, DeviceError};
 use kernelkit_cli::output;
 
 use crate::failure::{print_exact, CommandError};
 use crate::out_dir::Staged;
 
+/// Exit code of a run whose kernel did not finish within `--timeout`.
+pub const TIMED_OUT: u8 = 124;
+
+/// How long, past `--timeout`, the command waits for a GPU's own timeout
+/// report before it gives up on the thread that launched the kernel.
+const REPORT_GRACE: Duration = Duration::from_secs(2);
+
 /// Arguments of `kernelkit run`.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 #[command(after_long_help = crate::spec_help::HELP)]
 pub struct Args {
     /// The spec file (JSON): name, inputs, outputs, source, [header,
@@ -44,18 +60,98 @@ pub struct Args {
     /// Write each output to DIR/NAME.npy instead of printing its data.
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
+    /// Fail (exit code 124) if the kernel has not finished SECONDS after
+    /// its launch; the device is then unusable and the process exits.
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+}
+
+/// What the thread that runs the call tells the command.
+enum Progress {
+    /// Compiled and about to launch: the timeout starts now.
+    Launching(String),
+    /// Finished: the JSON line to print, or the failure.
+    Done(Result<String, CommandError>),
 }
 
 /// Runs `kernelkit run`.
 pub fn main(args: Args) -> ExitCode {
-    match run(&args).and_then(|text| print_exact(&text)) {
+    let Some(seconds) = args.timeout else {
+        return finish(run(&args, None));
+    };
+    if !(seconds.is_finite() && seconds > 0.0 && seconds < 1e9) {
+        return CommandError::Unsupported(format!(
+            "--timeout {seconds}: expected a number of seconds above 0"
+        ))
+        .report("run");
+    }
+    let limit = Duration::from_secs_f64(seconds);
+    let (tx, rx) = mpsc::channel();
+    let worker = args.clone();
+    let spawned = std::thread::Builder::new()
+        .name("kernelkit-run".into())
+        .spawn(move || {
+            let progress = tx.clone();
+            let result = run(&worker, Some((limit, &progress)));
+            let _ = tx.send(Progress::Done(result));
+        });
+    if let Err(e) = spawned {
+        return CommandError::Unsupported(format!("cannot start the run's thread: {e}"))
+            .report("run");
+    }
+    let mut device = String::from("the device");
+    loop {
+        // Compiling has its own bound (KERNELKIT_COMPILE_TIMEOUT): wait for
+        // the launch, then for at most the timeout.
+        let message = match rx.recv() {
+            Ok(Progress::Launching(label)) => {
+                device = label;
+                rx.recv_timeout(limit + REPORT_GRACE)
+            }
+            Ok(done) => Ok(done),
+            Err(_) => Err(mpsc::RecvTimeoutError::Disconnected),
+        };
+        match message {
+            Ok(Progress::Done(result)) => return finish(result),
+            Ok(Progress::Launching(_)) => continue,
+            Err(mpsc::RecvTimeoutError::Timeout) => timed_out(&format!(
+                "kernelkit run: the kernel did not finish within {seconds} s on {device}; a kernel \
+                 cannot be stopped, so the process exits without it"
+            )),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return CommandError::Unsupported(
+                    "the run's thread stopped without a result".into(),
+                )
+                .report("run")
+            }
+        }
+    }
+}
+
+/// Prints the result line or reports the failure.
+fn finish(result: Result<String, CommandError>) -> ExitCode {
+    match result.and_then(|text| print_exact(&text)) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(CommandError::Kernel(kernelkit::Error::Device(e @ DeviceError::TimedOut { .. }))) => {
+            timed_out(&format!("kernelkit run: {e}"))
+        }
         Err(e) => e.report("run"),
     }
 }
 
-/// Runs the call and returns the JSON line to print.
-fn run(args: &Args) -> Result<String, CommandError> {
+/// Reports a timeout and ends the process at once: the kernel still runs,
+/// and tearing down its device (or joining its thread) would wait for it.
+fn timed_out(line: &str) -> ! {
+    eprintln!("{line}");
+    std::process::exit(i32::from(TIMED_OUT))
+}
+
+/// Runs the call and returns the JSON line to print. With a timeout, says
+/// when the launch starts and waits at most that long for a GPU to finish.
+fn run(
+    args: &Args,
+    timeout: Option<(Duration, &mpsc::Sender<Progress>)>,
+) -> Result<String, CommandError> {
     let spec = SpecFile::from_path(&args.spec)?;
     let grid = spec.grid.ok_or(SpecError::Missing {
         field: "grid",
@@ -80,7 +176,13 @@ fn run(args: &Args) -> Result<String, CommandError> {
         call = call.init_value(v);
     }
     let launch = call.prepare()?;
+    if let Some((_, progress)) = timeout {
+        let _ = progress.send(Progress::Launching(device.label().to_string()));
+    }
     let outputs = launch.run()?;
+    if let Some((limit, _)) = timeout {
+        device.default_stream().synchronize_timeout(limit)?;
+    }
     render(
         device.label(),
         launch.variant().name(),

@@ -346,6 +346,17 @@ pub enum DeviceError {
         /// The driver's error.
         reason: String,
     },
+    /// Work did not finish in the time a caller allowed
+    /// ([`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout)).
+    /// It may still be running: the device is no longer usable (later
+    /// operations fail at once, as after a fault).
+    #[error("device {device}: work on the stream did not finish within {after:?}; the device is no longer usable")]
+    TimedOut {
+        /// The device.
+        device: String,
+        /// The time allowed.
+        after: std::time::Duration,
+    },
     /// A driver call failed.
     #[error("device {device}: {operation} failed: {reason}")]
     Driver {

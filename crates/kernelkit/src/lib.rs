@@ -95,14 +95,25 @@
 //!
 //! ## Backends
 //!
-//! `cpu` is always built: C++20 compiled by the system compiler, threadgroups
-//! run in parallel and the threads of a group in order (so bodies that need
-//! barriers are refused). `cuda` (cargo feature) compiles with NVRTC for the
-//! device's own architecture and launches through the driver API. `null`
+//! `cpu` is always built: C++20 compiled by the system compiler,
+//! threadgroups run in parallel, the threads of a group one after another —
+//! or, when the body calls a barrier, SIMD-group or quad function, as
+//! fibers that switch at those calls, so they mean what they mean on a GPU.
+//! `cuda` (cargo feature) compiles with NVRTC for the device's own
+//! architecture and launches through the driver API. `null`
 //! ([`Device::new_null`]) runs nothing: it keeps each source as its
 //! artifact and records each launch ([`LaunchRecord`]), so code that calls
 //! kernels — kernelkit's own core included — can be tested without a
 //! compiler or a GPU.
+//!
+//! ## Body languages
+//!
+//! A body is Metal by default ([`BodyLanguage::Metal`], MLX's
+//! `metal_kernel`): both backends carry a Metal compatibility layer (vector
+//! types and their operators, Metal's standard library, SIMD-group
+//! functions, atomics; see `codegen/prelude`), so a body written for MLX
+//! runs unchanged. A body in CUDA C++ ([`BodyLanguage::Cuda`], MLX's
+//! `cuda_kernel`) runs on CUDA devices only, with the plain CUDA prelude.
 
 #![warn(missing_docs)]
 
@@ -139,7 +150,7 @@ pub use backend::Limits;
 pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
-pub use codegen::{Dialect, Generated};
+pub use codegen::{BodyLanguage, Dialect, Generated};
 pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions};
 pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};

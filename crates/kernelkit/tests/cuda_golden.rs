@@ -1,11 +1,12 @@
 //! Golden tests for the CUDA dialect: the generated name and source of a few
 //! specs, compared byte for byte with the files in `tests/golden/cuda/`.
 //!
-//! Every CUDA source holds kernelkit's CUDA prelude (`src/codegen/
-//! cuda_prelude.cuh`, ~320 lines). The golden files hold [`PRELUDE_MARK`]
-//! in its place, and the test checks the prelude apart: each generated
-//! source must hold that file's text exactly once, where the golden file
-//! has the mark. So a change of the prelude touches the prelude alone, not
+//! Every CUDA source holds kernelkit's CUDA prelude for its body's language
+//! (`kernelkit::codegen::prelude`: for a Metal body, the Metal
+//! compatibility layer too: thousands of lines). The golden files hold a
+//! mark in its place ([`prelude_mark`]), and the test checks the prelude
+//! apart: each generated source must hold it exactly once, where the
+//! golden file has the mark. So a change of the prelude touches the prelude alone, not
 //! every golden file.
 //!
 //! To regenerate after an intended change: `KERNELKIT_BLESS=1 cargo test
@@ -18,7 +19,8 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 
 use kernelkit::{
-    DType, Dialect, InputDesc, Kernel, PassMode, TemplateArg, TemplateParam, VariantDesc,
+    BodyLanguage, DType, Dialect, InputDesc, Kernel, PassMode, TemplateArg, TemplateParam,
+    VariantDesc,
 };
 
 /// One golden case: a kernel and the variant to generate.
@@ -205,21 +207,23 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-/// The prelude every generated CUDA source holds.
-const PRELUDE: &str = include_str!("../src/codegen/cuda_prelude.cuh");
+/// What a golden file holds instead of the prelude of a body in
+/// `language` (the same line in the library test that compiles the golden
+/// files).
+fn prelude_mark(language: BodyLanguage) -> String {
+    format!("// @kernelkit-cuda-prelude ({})\n", language.name())
+}
 
-/// What a golden file holds instead of the prelude (the same line in the
-/// library test that compiles the golden files).
-const PRELUDE_MARK: &str = "// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)\n";
-
-/// A generated source as its golden file holds it: the prelude replaced by
-/// [`PRELUDE_MARK`]. An error when the source does not hold the prelude
-/// exactly once.
-fn without_prelude(source: &str) -> Result<String, String> {
-    match source.matches(PRELUDE).count() {
-        1 => Ok(source.replacen(PRELUDE, PRELUDE_MARK, 1)),
+/// A generated source as its golden file holds it: the prelude of its
+/// body's language replaced by its mark. An error when the source does not
+/// hold the prelude exactly once.
+fn without_prelude(source: &str, language: BodyLanguage) -> Result<String, String> {
+    let prelude = kernelkit::codegen::prelude(Dialect::Cuda, language);
+    match source.matches(prelude).count() {
+        1 => Ok(source.replacen(prelude, &prelude_mark(language), 1)),
         n => Err(format!(
-            "holds the prelude of src/codegen/cuda_prelude.cuh {n} times, not once"
+            "holds the {} body's CUDA prelude {n} times, not once",
+            language.name()
         )),
     }
 }
@@ -257,7 +261,7 @@ fn cuda_sources_match_golden_files() {
         let generated = generate(&case);
         let source_path = dir.join(format!("{}.cu", case.file));
         let name_path = dir.join(format!("{}.kernel_name", case.file));
-        let source = match without_prelude(&generated.source) {
+        let source = match without_prelude(&generated.source, case.kernel.spec().language()) {
             Ok(source) => source,
             Err(e) => {
                 mismatches.push(format!("{}: the generated source {e}", case.file));
@@ -336,11 +340,13 @@ fn heavy_headers_only_when_used() {
 }
 
 #[test]
-fn guard_only_without_group_sync() {
+fn guard_unless_the_body_uses_cuda_collectives() {
+    // Metal's barriers and SIMD-group functions keep the guard (an exited
+    // thread never holds up a barrier); CUDA's own collectives do not.
     for case in cases() {
         let g = generate(&case);
         let guarded = g.source.contains(">= kk_grid.x ||");
-        let syncs = matches!(case.file, "threadgroup_reduce" | "cooperative_groups");
-        assert_eq!(guarded, !syncs, "{}", case.file);
+        let cuda_collectives = case.file == "cooperative_groups";
+        assert_eq!(guarded, !cuda_collectives, "{}", case.file);
     }
 }

@@ -12,7 +12,9 @@
 //! 3. compiles (`compile`): one cold compile, N in parallel against N in a
 //!    row, a herd of 64 threads on one new kernel;
 //! 4. process start (`startup`): a child process with an empty, then a warm,
-//!    artifact store.
+//!    artifact store;
+//! 5. (CPU) a threadgroup that synchronises (`group`): a 256-thread
+//!    reduction with barriers (fibers) against the same sums by one thread.
 //!
 //! The compile figures need nothing cached: the process opens its devices
 //! without a disk tier (`CacheMode::Memory`, whatever `KERNELKIT_CACHE`
@@ -22,6 +24,7 @@
 
 mod compile;
 mod contention;
+mod group;
 mod header;
 mod host;
 mod measure;
@@ -254,6 +257,13 @@ fn run(backend: BackendName, quick: bool) -> Result<Report, BenchError> {
     progress("process starts (cold, warm, floor)");
     let starts = startup::measure(backend, effort.cold_starts, effort.warm_starts)?;
 
+    let group = if backend == BackendName::Cpu {
+        progress("a 256-thread group reduction with and without barriers");
+        Some(group::measure(&device, effort.host)?)
+    } else {
+        None
+    };
+
     Ok(Report {
         backend: backend.as_str().to_string(),
         device: device.description(),
@@ -297,5 +307,7 @@ fn run(backend: BackendName, quick: bool) -> Result<Report, BenchError> {
         cold_start_compiles: starts.cold.compiles,
         warm_start_compiles: starts.warm.compiles,
         warm_start_disk_hits: starts.warm.disk_hits,
+        group_reduce_barrier_ns: group.as_ref().map(|g| g.barrier_ns),
+        group_reduce_plain_ns: group.as_ref().map(|g| g.plain_ns),
     })
 }

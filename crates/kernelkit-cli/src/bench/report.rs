@@ -93,6 +93,13 @@ pub(crate) struct Report {
     pub(crate) warm_start_compiles: u64,
     /// Modules the last warm child loaded from the store.
     pub(crate) warm_start_disk_hits: u64,
+    /// (CPU) A 256-thread group reduction with barriers, per group, ns:
+    /// the threads run as fibers switched at each of its 9 barriers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) group_reduce_barrier_ns: Option<f64>,
+    /// (CPU) The same sums by one thread per group, no barrier, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) group_reduce_plain_ns: Option<f64>,
 }
 
 /// `{"1": v, "2": v, …}` in thread order.
@@ -411,6 +418,15 @@ impl Report {
                     .baseline("start_floor_ms", ms(self.start_floor_ms), String::new())
                     .target("< 2 ms", over < 2.0),
             );
+        }
+        if let (Some(barrier), Some(plain)) =
+            (self.group_reduce_barrier_ns, self.group_reduce_plain_ns)
+        {
+            rows.push(Row::new("group_reduce_barrier_ns", ns(barrier)).baseline(
+                "group_reduce_plain_ns",
+                ns(plain),
+                times(barrier / plain),
+            ));
         }
         rows
     }

@@ -310,6 +310,17 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn new_stream(&self) -> Result<StreamHandle>;
     /// Waits until the stream's work is done.
     fn synchronize(&self, stream: &StreamHandle) -> Result<()>;
+    /// Waits at most `timeout` for the stream's work; a backend whose
+    /// launches run to completion before they return has nothing to wait
+    /// for. A backend that gives up marks itself unusable.
+    fn synchronize_timeout(
+        &self,
+        stream: &StreamHandle,
+        timeout: std::time::Duration,
+    ) -> Result<()> {
+        let _ = timeout;
+        self.synchronize(stream)
+    }
     /// Allocates `len` bytes, contents unspecified, for use in the order of
     /// `home` (a GPU backend may hand out memory whose last user was
     /// earlier work on that stream).

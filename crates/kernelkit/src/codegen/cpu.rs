@@ -1,19 +1,27 @@
 //! The C++ dialect of the CPU backend.
 //!
-//! The user's body becomes a function of one thread, with the Metal position
-//! names it uses as parameters; an `extern "C"` entry runs a range of
-//! threadgroups, the threads of each group one after another, so the backend
-//! can hand ranges of groups to a thread pool.
+//! The user's body (Metal, lowered by [`super::lower`]) becomes a function
+//! of one thread, with the Metal position names it uses as parameters; an
+//! `extern "C"` entry runs a range of threadgroups, so the backend can hand
+//! ranges of groups to a thread pool. The threads of a group run one after
+//! another, or, when the body calls a barrier, SIMD-group or quad function
+//! ([`KernelSpec::group_function`]), as fibers that switch at those calls
+//! (the runtime is in `prelude/metal/group_cpu.h`).
 
 use std::fmt::Write;
 
 use super::attributes::portable_expr;
-use super::{cxx_template_args, cxx_template_decl, portable_name, Generated};
+use super::lower::{lower, member_names, Options, Target};
+use super::{cxx_template_args, cxx_template_decl, portable_name, small_floats, Generated};
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::variant::{PassMode, VariantDesc};
 
+/// The first call-site number of the header's SIMD-group calls (the
+/// body's count from 1).
+const HEADER_SITES: usize = 1 << 20;
+
 /// The prelude every CPU variant starts with.
-pub(crate) const PRELUDE: &str = include_str!("cpu_prelude.hpp");
+pub(crate) const PRELUDE: &str = super::prelude::CPU;
 
 pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> Generated {
     let name = portable_name(spec, desc, variant_id);
@@ -88,16 +96,25 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         args.push(portable_expr(a.name).to_string());
     }
 
-    let mut src =
-        String::with_capacity(PRELUDE.len() + spec.header.len() + spec.source.len() + 2048);
+    let header = super::portable_header(&spec.header);
+    let members = member_names(&[&spec.source, &header]);
+    let opts = |first_site| Options {
+        target: Target::Cpu,
+        members: &members,
+        first_site,
+        conditionals: small_floats(spec, desc),
+    };
+    let header = lower(&header, opts(HEADER_SITES));
+    let body = lower(&spec.source, opts(1));
+    let mut src = String::with_capacity(PRELUDE.len() + header.len() + body.len() + 2048);
     src.push_str(PRELUDE);
     src.push_str("\n// header\n");
-    src.push_str(&super::portable_header(&spec.header));
+    src.push_str(&header);
     src.push_str("\n\n");
     src.push_str(&cxx_template_decl(desc));
     let _ = writeln!(src, "static inline void kk_body(");
     let _ = writeln!(src, "    {}) {{", params.join(",\n    "));
-    src.push_str(&spec.source);
+    src.push_str(&body);
     src.push_str("\n}\n\n");
     let _ = writeln!(
         src,
@@ -110,6 +127,45 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         "  const uint3 kk_groups{kk_l->groups[0], kk_l->groups[1], kk_l->groups[2]};\n",
         "  const uint kk_simd = kk_l->simd;\n",
         "  (void)kk_simd;\n",
+        "  kk::rt::tl_status = kk_l->status;\n",
+    ));
+    let call = format!("kk_body{}({});", cxx_template_args(desc), args.join(", "));
+    if spec.group_function.is_some() {
+        // The threads of each group as fibers (see the module docs).
+        src.push_str(concat!(
+            "  if (!kk_l->stacks || kk_l->stack_count < kk_tg.x * kk_tg.y * kk_tg.z) {\n",
+            "    kk::rt::report(2u);\n",
+            "    return;\n",
+            "  }\n",
+            "  unsigned kk_lids[1024];\n",
+            "  for (uint64_t kk_g = kk_l->group_begin; kk_g < kk_l->group_end; ++kk_g) {\n",
+            "    const uint3 kk_group{(uint)(kk_g % kk_groups.x), (uint)((kk_g / kk_groups.x) % kk_groups.y),\n",
+            "                         (uint)(kk_g / ((uint64_t)kk_groups.x * kk_groups.y))};\n",
+            "    unsigned kk_n = 0;\n",
+            "    for (uint kk_z = 0; kk_z < kk_tg.z; ++kk_z) {\n",
+            "      if ((uint64_t)kk_group.z * kk_tg.z + kk_z >= kk_grid.z) break;\n",
+            "      for (uint kk_y = 0; kk_y < kk_tg.y; ++kk_y) {\n",
+            "        if ((uint64_t)kk_group.y * kk_tg.y + kk_y >= kk_grid.y) break;\n",
+            "        for (uint kk_x = 0; kk_x < kk_tg.x; ++kk_x) {\n",
+            "          if ((uint64_t)kk_group.x * kk_tg.x + kk_x >= kk_grid.x) break;\n",
+            "          kk_lids[kk_n++] = (kk_z * kk_tg.y + kk_y) * kk_tg.x + kk_x;\n",
+            "        }\n",
+            "      }\n",
+            "    }\n",
+            "    auto kk_thread = [&](unsigned kk_lid) {\n",
+            "      const uint3 kk_local{kk_lid % kk_tg.x, (kk_lid / kk_tg.x) % kk_tg.y, kk_lid / (kk_tg.x * kk_tg.y)};\n",
+            "      (void)kk_local;\n",
+        ));
+        let _ = writeln!(src, "      {call}");
+        src.push_str(concat!(
+            "    };\n",
+            "    kk::rt::run_group(kk_thread, kk_lids, kk_n, kk_l->stacks, kk_l->stack_stride, kk_l->stack_guard);\n",
+            "  }\n",
+            "}\n",
+        ));
+        return Generated { name, source: src };
+    }
+    src.push_str(concat!(
         "  for (uint64_t kk_g = kk_l->group_begin; kk_g < kk_l->group_end; ++kk_g) {\n",
         "    const uint3 kk_group{(uint)(kk_g % kk_groups.x), (uint)((kk_g / kk_groups.x) % kk_groups.y),\n",
         "                         (uint)(kk_g / ((uint64_t)kk_groups.x * kk_groups.y))};\n",
@@ -123,12 +179,7 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         "          const uint kk_lid = (kk_z * kk_tg.y + kk_y) * kk_tg.x + kk_x;\n",
         "          (void)kk_local; (void)kk_lid;\n",
     ));
-    let _ = writeln!(
-        src,
-        "          kk_body{}({});",
-        cxx_template_args(desc),
-        args.join(", ")
-    );
+    let _ = writeln!(src, "          {call}");
     src.push_str("        }\n      }\n    }\n  }\n}\n");
     Generated { name, source: src }
 }

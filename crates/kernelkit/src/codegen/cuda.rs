@@ -19,38 +19,50 @@
 //!
 //! **Grid guard.** Metal runs exactly `grid` threads; CUDA runs whole blocks,
 //! so when the grid is not a multiple of the block the last blocks have
-//! threads past the grid. Those threads return before the body — unless the
-//! body synchronizes the threads of a block (`spec.group_sync`: barriers,
-//! warp collectives, shared memory), where an early return would leave a
-//! barrier waiting on threads that never come. Such bodies run on every
-//! thread of every block and must check their own bounds, as CUDA code does.
+//! threads past the grid. Those threads return before the body, so a Metal
+//! body sees exactly Metal's threads, barriers and SIMD-group functions
+//! included: a thread that has exited never holds up a barrier (PTX `exit`),
+//! and is not in `__activemask()`. A body that uses CUDA's own block or
+//! warp collectives (`spec.cuda_group_sync`: `__syncthreads`, `__shfl*`,
+//! `__shared__`, cooperative groups, whose full-warp masks count on every
+//! lane) runs on every thread of every block and checks its own bounds, as
+//! CUDA code does.
 //! The guard computes positions in 64 bits ([`GRID_GUARD`]); the backend
 //! refuses a launch of a body without the guard whose last block would
 //! reach past 2^32 threads along an axis, where its 32-bit positions wrap.
 //!
-//! **Prelude.** kernelkit's own (`cuda_prelude.cuh`): integer typedefs, the
+//! **Prelude.** kernelkit's own ([`super::prelude`]): integer typedefs, the
 //! dtype names of [`DType::c_name`](crate::DType::c_name) (`float16_t`,
-//! `bfloat16_t`, `complex64_t`), `elem_to_loc`, `WARP_SIZE`, Metal's math
-//! namespace, Metal-style atomics mapped onto CUDA atomics, barriers and
-//! SIMD-group functions. `cuda_fp16.h`/`cuda_bf16.h` are included only when
-//! the variant or the text of the body or header mentions a 16-bit float
-//! (they cost NVRTC ~15 ms), `cooperative_groups.h` only when the body or
-//! header uses cooperative groups (~800 ms). Metal's address-space words
-//! (`device`, `constant`, `thread`, `threadgroup`) and MLX's `inf` are
-//! macros around the kernel only, so the user's header and CUDA's own
-//! headers never see them.
+//! `bfloat16_t`, `complex64_t`), `elem_to_loc`, `WARP_SIZE`, Metal-style
+//! atomics mapped onto CUDA atomics; for a Metal body
+//! ([`BodyLanguage::Metal`], the default) also the Metal compatibility layer
+//! (vector types, Metal's standard library, SIMD-group functions over the
+//! active lanes, MLX's kernel utilities). `cuda_fp16.h`/`cuda_bf16.h` are
+//! included only when the variant or the text of the body or header
+//! mentions a 16-bit float (they cost NVRTC ~15 ms), `cooperative_groups.h`
+//! only when the body or header uses cooperative groups (~800 ms).
+//!
+//! **Metal bodies.** The body and header are lowered ([`super::lower`]:
+//! swizzles, address spaces, half literals). CUDA declares its own
+//! `float4`, `uint3`, ...: Metal's vector names the text uses, `half`,
+//! `bfloat` and MLX's `inf` are macros around the header and the kernel
+//! only (`float4` -> `kk_float4`), so CUDA's own headers never see them. A
+//! CUDA body ([`BodyLanguage::Cuda`]) is pasted as written, with the plain
+//! prelude and no macros.
 
 use std::fmt::Write;
 
 use super::attributes::portable_expr;
-use super::{portable_name, Generated};
+use super::lex::{tokens, Kind};
+use super::lower::{lower, member_names, Options, Target};
+use super::{portable_name, small_floats, BodyLanguage, Generated};
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::template::TemplateArg;
 use crate::codegen::variant::{PassMode, VariantDesc};
-use crate::dtype::DType;
 
-/// The prelude every CUDA variant includes.
-pub(crate) const PRELUDE: &str = include_str!("cuda_prelude.cuh");
+/// The prelude of a variant whose body is CUDA C++ (the Metal layer's
+/// prelude starts with it too).
+pub(crate) const PRELUDE: &str = super::prelude::CUDA_PLAIN;
 
 /// Most axes a `NAME_shape` / `NAME_strides` parameter holds (`KK_MAX_NDIM`
 /// in the prelude; MLX's `MAX_NDIM`).
@@ -77,13 +89,11 @@ pub(crate) const GRID_GUARD: &str = concat!(
     "  }\n",
 );
 
-/// Macros that give a Metal body its address-space words; defined just
-/// before the kernel and removed after it.
+/// Macros that give a Metal body its words that CUDA means otherwise;
+/// defined just before the header and removed after the kernel. (Metal's
+/// vector type names, `float4` -> `kk_float4`, join them when the text
+/// uses them.)
 const BODY_MACROS: &[(&str, &str)] = &[
-    ("device", ""),
-    ("constant", ""),
-    ("thread", ""),
-    ("threadgroup", "__shared__"),
     ("inf", "__int_as_float(0x7f800000)"),
     // cuda_fp16.h takes the name `half` for `__half`, whose conversions to
     // every built-in type make `h * 2` ambiguous; Metal bodies mean the
@@ -108,6 +118,7 @@ const LOCALS: &[(&str, &str)] = &[
 
 pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> Generated {
     let name = portable_name(spec, desc, variant_id);
+    let metal = spec.language == BodyLanguage::Metal;
     let mut params: Vec<String> = Vec::new();
     for ((input, d), info) in spec
         .input_names
@@ -139,37 +150,58 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
             params.push(format!("{}* {output}", dtype.c_name()));
         }
     }
-    params.push("const uint3 kk_grid".to_string());
+    // CUDA's own uint3 (12 bytes, as the launch passes it), whatever
+    // `uint3` means in the body.
+    params.push("const kk_cuda_uint3 kk_grid".to_string());
 
-    let mut src =
-        String::with_capacity(PRELUDE.len() + spec.header.len() + spec.source.len() + 2048);
-    if needs_half_types(spec, desc) {
+    let (header, body, macros) = if metal {
+        let header = super::portable_header(&spec.header);
+        let members = member_names(&[&spec.source, &header]);
+        let opts = Options {
+            target: Target::Cuda,
+            members: &members,
+            first_site: 1,
+            conditionals: small_floats(spec, desc),
+        };
+        let header = lower(&header, opts);
+        let body = lower(&spec.source, opts);
+        let mut macros: Vec<(String, String)> = BODY_MACROS
+            .iter()
+            .map(|(w, v)| (w.to_string(), v.to_string()))
+            .collect();
+        let used = identifiers(&[&header, &body]);
+        for v in super::prelude::vector_type_names() {
+            // The wrapper declares the position attributes as `uint3`.
+            if used.contains(v.as_str()) || v == "uint3" {
+                let twin = format!("kk_{v}");
+                macros.push((v, twin));
+            }
+        }
+        (header, body, macros)
+    } else {
+        (spec.header.clone(), spec.source.clone(), Vec::new())
+    };
+
+    let prelude = if metal {
+        super::prelude::CUDA_METAL
+    } else {
+        PRELUDE
+    };
+    let mut src = String::with_capacity(prelude.len() + header.len() + body.len() + 2048);
+    if small_floats(spec, desc) {
         src.push_str("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define KK_HALF_TYPES 1\n");
     }
     if spec.uses_cooperative_groups {
         src.push_str("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n");
     }
-    src.push_str(PRELUDE);
-    // A header written for Metal (the body uses Metal's position names, or
-    // the header names Metal) declares `constant` globals and `device`
-    // pointers: it sees the address-space macros too. Other headers (CUDA
-    // code, system includes) never do.
-    let metal_header = !spec.attributes.is_empty() || spec.header.contains("metal");
-    let define_macros = |src: &mut String| {
-        for (word, value) in BODY_MACROS {
-            let line = format!("#define {word} {value}");
-            let _ = writeln!(src, "{}", line.trim_end());
-        }
-    };
-    if metal_header {
-        define_macros(&mut src);
+    src.push_str(prelude);
+    for (word, value) in &macros {
+        let line = format!("#define {word} {value}");
+        let _ = writeln!(src, "{}", line.trim_end());
     }
     src.push_str("\n// header\n");
-    src.push_str(&super::portable_header(&spec.header));
+    src.push_str(&header);
     src.push_str("\n\n");
-    if !metal_header {
-        define_macros(&mut src);
-    }
     let _ = writeln!(src, "\nextern \"C\" __global__ void {name}(");
     let _ = writeln!(src, "    {}) {{", params.join(",\n    "));
 
@@ -190,7 +222,7 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         src.push('\n');
     }
 
-    if spec.group_sync.is_none() {
+    if !spec.cuda_group_sync {
         src.push_str(GRID_GUARD);
     }
     let exprs: Vec<&str> = spec
@@ -207,13 +239,26 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         let _ = writeln!(src, "  const {} {} = {expr};", a.ty, a.name);
     }
     src.push_str(BODY_BEGIN);
-    src.push_str(&spec.source);
+    src.push_str(&body);
     src.push_str(BODY_END);
     src.push_str("}\n\n");
-    for (word, _) in BODY_MACROS {
+    for (word, _) in &macros {
         let _ = writeln!(src, "#undef {word}");
     }
     Generated { name, source: src }
+}
+
+/// The identifiers of some code.
+fn identifiers<'a>(texts: &[&'a str]) -> std::collections::HashSet<&'a str> {
+    let mut out = std::collections::HashSet::new();
+    for text in texts {
+        for t in tokens(text) {
+            if t.kind == Kind::Ident {
+                out.insert(t.text(text));
+            }
+        }
+    }
+    out
 }
 
 /// The user's body inside a generated CUDA source, found by its markers.
@@ -232,23 +277,6 @@ pub(crate) fn body_of(source: &str) -> &str {
     }
 }
 
-/// Whether the variant needs `cuda_fp16.h` / `cuda_bf16.h`: a 16-bit float
-/// among its dtypes, or a mention of one in the body or header.
-fn needs_half_types(spec: &KernelSpec, desc: &VariantDesc<'_>) -> bool {
-    let half = |d: DType| matches!(d, DType::F16 | DType::BF16);
-    desc.inputs.iter().any(|i| half(i.dtype))
-        || desc.outputs.iter().any(|d| half(*d))
-        || desc
-            .template
-            .iter()
-            .any(|t| matches!(t.value, TemplateArg::DType(d) if half(d)))
-        || [&spec.source, &spec.header].iter().any(|text| {
-            ["half", "bfloat", "float16"]
-                .iter()
-                .any(|w| text.contains(w))
-        })
-}
-
 /// True when `ident` occurs in `expr` as a whole identifier.
 fn mentions(expr: &str, ident: &str) -> bool {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
@@ -262,6 +290,7 @@ fn mentions(expr: &str, ident: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::DType;
 
     #[test]
     fn mentions_whole_identifiers_only() {
@@ -357,5 +386,35 @@ mod tests {
     #[test]
     fn prelude_max_ndim_matches() {
         assert!(PRELUDE.contains(&format!("#define KK_MAX_NDIM {MAX_NDIM}\n")));
+    }
+
+    #[test]
+    fn cuda_bodies_get_the_plain_prelude_and_no_macros() {
+        use crate::codegen::variant::InputDesc;
+        let mut spec = KernelSpec::scanned(
+            "k".into(),
+            vec!["a".into()],
+            vec!["o".into()],
+            "float4 v = make_float4(a[0], 0, 0, 0); o[0] = dot(v, v);".into(),
+            "__device__ float dot(float4 a, float4 b) { return a.x * b.x; }".into(),
+            true,
+            false,
+        );
+        let inputs = [InputDesc {
+            dtype: crate::DType::F32,
+            mode: PassMode::Device,
+        }];
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &[crate::DType::F32],
+            template: &[],
+        };
+        let metal = generate(&spec, &desc, 1).source;
+        assert!(metal.contains("#define float4 kk_float4") && metal.contains("namespace metal"));
+        spec.language = BodyLanguage::Cuda;
+        let cuda = generate(&spec, &desc, 1).source;
+        assert!(!cuda.contains("#define") || !cuda.contains("kk_float4"));
+        assert!(!cuda.contains("namespace metal"));
+        assert!(cuda.contains("float4 v = make_float4"));
     }
 }

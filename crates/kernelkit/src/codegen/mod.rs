@@ -13,7 +13,11 @@
 pub mod attributes;
 pub(crate) mod cpu;
 pub(crate) mod cuda;
+pub(crate) mod lex;
+pub(crate) mod lower;
 pub(crate) mod metal;
+pub(crate) mod prelude;
+pub(crate) mod scan;
 pub mod spec;
 pub mod template;
 pub mod variant;
@@ -54,6 +58,56 @@ impl Dialect {
             "cpu" => Some(Dialect::Cpu),
             _ => None,
         }
+    }
+}
+
+/// The language a kernel's body (and header) is written in: what MLX calls
+/// a `metal_kernel` or a `cuda_kernel`.
+///
+/// A Metal body runs on every backend: the CPU and CUDA preludes carry a
+/// Metal compatibility layer (vector types, Metal's standard library,
+/// SIMD-group functions, atomics). A CUDA C++ body runs on CUDA devices
+/// only, with the plain CUDA prelude, so its own helpers (an
+/// `operator+(float4, float4)`, a `dot`) never collide with the layer's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BodyLanguage {
+    /// The Metal Shading Language (MLX's `metal_kernel`; the default).
+    #[default]
+    Metal,
+    /// CUDA C++ (MLX's `cuda_kernel`).
+    Cuda,
+}
+
+impl BodyLanguage {
+    /// `metal` or `cuda`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BodyLanguage::Metal => "metal",
+            BodyLanguage::Cuda => "cuda",
+        }
+    }
+
+    /// Parses `metal` or `cuda`.
+    pub fn from_name(name: &str) -> Option<BodyLanguage> {
+        match name {
+            "metal" => Some(BodyLanguage::Metal),
+            "cuda" => Some(BodyLanguage::Cuda),
+            _ => None,
+        }
+    }
+}
+
+/// The prelude a generated source of `dialect` begins with for a body in
+/// `language` (empty for Metal, whose sources are MLX's, with none): what
+/// `kernelkit source` prints first, for inspection, and what tests that
+/// compare generated sources set apart.
+pub fn prelude(dialect: Dialect, language: BodyLanguage) -> &'static str {
+    match (dialect, language) {
+        (Dialect::Metal, _) => "",
+        (Dialect::Cpu, _) => prelude::CPU,
+        (Dialect::Cuda, BodyLanguage::Metal) => prelude::CUDA_METAL,
+        (Dialect::Cuda, BodyLanguage::Cuda) => prelude::CUDA_PLAIN,
     }
 }
 
@@ -105,6 +159,25 @@ pub(crate) fn portable_name(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_i
     name
 }
 
+/// Whether 16-bit floats are about in a variant: among its dtypes, or named
+/// in the body or header (CUDA then needs `cuda_fp16.h` / `cuda_bf16.h`,
+/// ~15 ms of NVRTC; the lowering gives conditionals Metal's types).
+pub(crate) fn small_floats(spec: &KernelSpec, desc: &VariantDesc<'_>) -> bool {
+    let half =
+        |d: crate::dtype::DType| matches!(d, crate::dtype::DType::F16 | crate::dtype::DType::BF16);
+    desc.inputs.iter().any(|i| half(i.dtype))
+        || desc.outputs.iter().any(|d| half(*d))
+        || desc
+            .template
+            .iter()
+            .any(|t| matches!(t.value, TemplateArg::DType(d) if half(d)))
+        || [&spec.source, &spec.header].iter().any(|text| {
+            ["half", "bfloat", "float16"]
+                .iter()
+                .any(|w| text.contains(w))
+        })
+}
+
 /// `template <typename T, int N, bool B>` for C++ dialects (empty string
 /// when there are no template arguments).
 pub(crate) fn cxx_template_decl(desc: &VariantDesc<'_>) -> String {
@@ -140,19 +213,11 @@ pub(crate) fn cxx_template_args(desc: &VariantDesc<'_>) -> String {
     format!("<{}>", args.join(", "))
 }
 
-/// Metal's standard headers, which a header written for MLX may include.
-const METAL_HEADERS: &[&str] = &[
-    "metal_stdlib",
-    "metal_math",
-    "metal_atomic",
-    "metal_integer",
-    "metal_common",
-    "metal_compute",
-];
-
 /// The user's header as the CPU and CUDA dialects paste it: an `#include`
-/// of one of Metal's standard headers becomes a comment, since the
-/// kernelkit prelude provides what portable bodies use of them (line count
+/// of one of Metal's standard headers (`<metal_stdlib>`, `<metal_simdgroup>`,
+/// any `metal_*`) or of MLX's Metal kernel headers
+/// (`mlx/backend/metal/kernels/...`) becomes a comment, since the kernelkit
+/// prelude provides what portable bodies use of them (line count
 /// unchanged, so compiler line numbers stay right).
 pub(crate) fn portable_header(header: &str) -> std::borrow::Cow<'_, str> {
     let is_metal_include = |line: &str| {
@@ -162,9 +227,11 @@ pub(crate) fn portable_header(header: &str) -> std::borrow::Cow<'_, str> {
             .and_then(|rest| rest.strip_prefix("include"))
             .map(|rest| rest.trim())
             .is_some_and(|target| {
-                METAL_HEADERS
-                    .iter()
-                    .any(|h| target == format!("<{h}>") || target == format!("\"{h}\""))
+                let inner = target.trim_matches(|c| matches!(c, '<' | '>' | '"'));
+                let quoted = (target.starts_with('<') && target.ends_with('>'))
+                    || (target.starts_with('"') && target.ends_with('"'));
+                quoted
+                    && (inner.starts_with("metal_") || inner.contains("mlx/backend/metal/kernels/"))
             })
     };
     if !header.contains("metal") || !header.lines().any(is_metal_include) {
@@ -221,13 +288,16 @@ mod tests {
 
     #[test]
     fn metal_includes_become_comments() {
-        let h = "#include <metal_stdlib>\n  #  include \"metal_math\"\nusing namespace metal;\n#include <cmath>";
+        let h = "#include <metal_stdlib>\n  #  include \"metal_math\"\nusing namespace metal;\n#include <cmath>\n\
+                 #include <metal_simdgroup>\n#include \"mlx/backend/metal/kernels/utils.h\"";
         let p = portable_header(h);
         assert_eq!(
             p,
             "// (provided by the kernelkit prelude) #include <metal_stdlib>\n\
              // (provided by the kernelkit prelude)   #  include \"metal_math\"\n\
-             using namespace metal;\n#include <cmath>"
+             using namespace metal;\n#include <cmath>\n\
+             // (provided by the kernelkit prelude) #include <metal_simdgroup>\n\
+             // (provided by the kernelkit prelude) #include \"mlx/backend/metal/kernels/utils.h\""
         );
         assert!(matches!(
             portable_header("int x;"),

@@ -3,6 +3,8 @@
 //! built, so no call ever scans the body again.
 
 use crate::codegen::attributes::{Attribute, ATTRIBUTES};
+use crate::codegen::scan::scan;
+use crate::codegen::BodyLanguage;
 use crate::error::{shown, BuildError};
 
 /// What the body uses of one input's layout, found by name (`inp_shape`,
@@ -48,10 +50,21 @@ pub struct KernelSpec {
     pub(crate) any_layout: bool,
     /// Position attributes the body uses, in [`ATTRIBUTES`] order.
     pub(crate) attributes: Vec<&'static Attribute>,
-    /// The body synchronizes threads of a group (barriers, simd/warp
-    /// collectives, shared memory): it cannot run on the CPU backend, which
-    /// runs the threads of a group one after another.
-    pub(crate) group_sync: Option<&'static str>,
+    /// The language of the body (and header): Metal (MLX's `metal_kernel`,
+    /// the default) or CUDA C++ (MLX's `cuda_kernel`).
+    pub(crate) language: BodyLanguage,
+    /// The body uses CUDA's own block or warp collectives: on CUDA it runs
+    /// without the grid guard (see `codegen::cuda`). Found, as all of these,
+    /// in the code of the body and header, never in comments.
+    pub(crate) cuda_group_sync: bool,
+    /// The first barrier, SIMD-group or quad function the body or header
+    /// calls: the CPU runs the threads of each group as fibers then.
+    pub(crate) group_function: Option<&'static str>,
+    /// A Metal feature no portable backend has (word, what it is).
+    pub(crate) unsupported: Option<(&'static str, &'static str)>,
+    /// The first CUDA C++ word of the body or header (a Metal body may use
+    /// CUDA C++ on CUDA devices, not on the CPU).
+    pub(crate) cuda_word: Option<&'static str>,
     /// The body uses cooperative groups (CUDA only needs the heavy header then).
     pub(crate) uses_cooperative_groups: bool,
 }
@@ -92,6 +105,10 @@ impl KernelSpec {
     /// The position attributes the body uses, in MLX's order.
     pub fn attributes(&self) -> impl Iterator<Item = &'static Attribute> + '_ {
         self.attributes.iter().copied()
+    }
+    /// The language the body is written in.
+    pub fn language(&self) -> BodyLanguage {
+        self.language
     }
 
     /// Validates the names and scans the body. This is the only place a body
@@ -200,12 +217,10 @@ impl KernelSpec {
             .iter()
             .filter(|a| source.contains(a.name))
             .collect();
-        let group_sync = GROUP_SYNC.iter().copied().find(|w| source.contains(w));
-        // MLX's CUDA prelude aliases the namespace as `cg`, so bodies written
-        // for it say `cg::` without naming the header.
-        let uses_cooperative_groups = [&source, &header]
-            .iter()
-            .any(|t| t.contains("cooperative_groups") || t.contains("cg::"));
+        // Code only: the word `threadgroup` in a comment is not a use. MLX's
+        // CUDA prelude aliases the cooperative groups namespace as `cg`, so
+        // bodies written for it say `cg::` without naming the header.
+        let uses = scan(&[&source, &header]);
         KernelSpec {
             name,
             input_names,
@@ -217,8 +232,12 @@ impl KernelSpec {
             shape_infos,
             any_layout,
             attributes,
-            group_sync,
-            uses_cooperative_groups,
+            language: BodyLanguage::Metal,
+            cuda_group_sync: uses.cuda_group_sync,
+            group_function: uses.group_function,
+            unsupported: uses.unsupported,
+            cuda_word: uses.cuda_word,
+            uses_cooperative_groups: uses.cooperative_groups,
         }
     }
 
@@ -235,26 +254,6 @@ impl KernelSpec {
         }
     }
 }
-
-/// Words that mean the threads of a group talk to each other.
-const GROUP_SYNC: &[&str] = &[
-    "threadgroup_barrier",
-    "simdgroup_barrier",
-    "__syncthreads",
-    "__syncwarp",
-    "simd_sum",
-    "simd_shuffle",
-    "simd_max",
-    "simd_min",
-    "simd_prefix",
-    "simd_broadcast",
-    "__shfl",
-    "quad_shuffle",
-    "threadgroup ",
-    "__shared__",
-    "cooperative_groups",
-    "cg::",
-];
 
 /// C, C++, Metal and CUDA words a name may not be, since names become
 /// identifiers in every dialect's source.
@@ -477,7 +476,7 @@ mod tests {
         );
         let names: Vec<_> = s.attributes().map(|a| a.name).collect();
         assert_eq!(names, vec!["thread_position_in_grid"]);
-        assert!(s.group_sync.is_none());
+        assert!(s.group_function.is_none());
     }
 
     #[test]
@@ -517,13 +516,23 @@ mod tests {
     }
 
     #[test]
-    fn finds_group_sync() {
+    fn finds_group_functions() {
         let s = spec(
             &["a"],
             &["o"],
             "threadgroup_barrier(mem_flags::mem_threadgroup);",
         )
         .unwrap();
-        assert_eq!(s.group_sync, Some("threadgroup_barrier"));
+        assert_eq!(s.group_function, Some("threadgroup_barrier"));
+        assert!(!s.cuda_group_sync);
+        // A word in a comment is not a use.
+        let s = spec(
+            &["a"],
+            &["o"],
+            "// One threadgroup per query
+out[0] = a[0];",
+        )
+        .unwrap();
+        assert_eq!(s.group_function, None);
     }
 }

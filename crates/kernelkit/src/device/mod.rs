@@ -525,6 +525,18 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         self.device().backend().synchronize(self.handle())
     }
+    /// Waits until all work submitted so far has finished, for at most
+    /// `timeout`. Work still running then (a kernel that never returns)
+    /// cannot be stopped: the call fails with
+    /// [`DeviceError::TimedOut`](crate::DeviceError::TimedOut) and the
+    /// device is no longer usable. (CPU launches finish before they return,
+    /// so on the CPU this never waits; bound a CPU launch from another
+    /// thread, as `kernelkit run --timeout` does.)
+    pub fn synchronize_timeout(&self, timeout: std::time::Duration) -> Result<()> {
+        self.device()
+            .backend()
+            .synchronize_timeout(self.handle(), timeout)
+    }
     #[inline]
     pub(crate) fn handle(&self) -> &StreamHandle {
         match &self.0 {

@@ -18,7 +18,7 @@ use smallvec::SmallVec;
 
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::variant::VariantDesc;
-use crate::codegen::{self, Dialect, Generated};
+use crate::codegen::{self, BodyLanguage, Dialect, Generated};
 use crate::error::{CallError, Result};
 use call::Call;
 use variant::Variant;
@@ -59,6 +59,7 @@ pub struct KernelBuilder {
     header: String,
     ensure_row_contiguous: bool,
     atomic_outputs: bool,
+    language: BodyLanguage,
 }
 
 impl KernelBuilder {
@@ -103,9 +104,17 @@ impl KernelBuilder {
         self.atomic_outputs = yes;
         self
     }
+    /// The language of the body and header (default
+    /// [`BodyLanguage::Metal`], as MLX's `metal_kernel`;
+    /// [`BodyLanguage::Cuda`] for CUDA C++, as MLX's `cuda_kernel`, which
+    /// runs on CUDA devices only).
+    pub fn language(mut self, language: BodyLanguage) -> Self {
+        self.language = language;
+        self
+    }
     /// Validates the names and scans the body once.
     pub fn build(self) -> Result<Kernel> {
-        let spec = KernelSpec::new(
+        let mut spec = KernelSpec::new(
             self.name,
             self.inputs,
             self.outputs,
@@ -114,6 +123,7 @@ impl KernelBuilder {
             self.ensure_row_contiguous,
             self.atomic_outputs,
         )?;
+        spec.language = self.language;
         Ok(Kernel::from_spec(spec))
     }
 }
@@ -130,6 +140,7 @@ impl Kernel {
             header: String::new(),
             ensure_row_contiguous: true,
             atomic_outputs: false,
+            language: BodyLanguage::Metal,
         }
     }
 
@@ -246,6 +257,10 @@ fn fingerprint(spec: &KernelSpec) -> u64 {
             h.update(n.as_bytes());
         }
     }
-    h.update(&[spec.ensure_row_contiguous as u8, spec.atomic_outputs as u8]);
+    h.update(&[
+        spec.ensure_row_contiguous as u8,
+        spec.atomic_outputs as u8,
+        spec.language as u8,
+    ]);
     h.digest()
 }

@@ -27,7 +27,9 @@
 //! - Optional: `header` (default `""`), `ensure_row_contiguous` (default
 //!   true), `atomic_outputs` (default false), `template` (a list of
 //!   `[name, value]`: a JSON string is a dtype, an integer an `int` (it must
-//!   fit in 32 bits), `true`/`false` a `bool`).
+//!   fit in 32 bits), `true`/`false` a `bool`), `language` (`"metal"`, the
+//!   default, as MLX's `metal_kernel`, or `"cuda"`: the body and header are
+//!   CUDA C++, as MLX's `cuda_kernel`, and run on CUDA devices only).
 //! - The launch and its data, checked whenever a file is read (so one file
 //!   serves both commands) and used by whoever runs the call: `grid` (1 to
 //!   3 extents, missing ones are 1; `kernelkit run` requires it),
@@ -79,6 +81,7 @@ use std::path::{Path, PathBuf};
 
 use crate::array::Array;
 use crate::codegen::template::TemplateArg;
+use crate::codegen::BodyLanguage;
 use crate::dtype::DType;
 use crate::kernel::call::Call;
 use crate::kernel::Kernel;
@@ -168,6 +171,13 @@ pub struct SpecFile {
     pub ensure_row_contiguous: bool,
     /// Declare outputs `atomic<T>` (default false).
     pub atomic_outputs: bool,
+    /// The language of the body and header (default Metal, MLX's
+    /// `metal_kernel`; CUDA C++ is MLX's `cuda_kernel`).
+    #[serde(
+        skip_serializing_if = "write::is_metal",
+        serialize_with = "write::language"
+    )]
+    pub language: BodyLanguage,
     /// Template arguments, in order.
     #[serde(serialize_with = "write::template")]
     pub template: Vec<(String, TemplateArg)>,
@@ -240,6 +250,7 @@ impl SpecFile {
             .header(self.header.as_str())
             .ensure_row_contiguous(self.ensure_row_contiguous)
             .atomic_outputs(self.atomic_outputs)
+            .language(self.language)
             .build()
     }
 

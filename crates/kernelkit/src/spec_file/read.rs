@@ -20,6 +20,7 @@ use super::error::{bad, bad_named, unknown_field, SpecError};
 use super::message::{brief, kind, short};
 use super::{DataSource, Port, SpecFile, View, MAX_NDIM};
 use crate::codegen::template::TemplateArg;
+use crate::codegen::BodyLanguage;
 use crate::dtype::DType;
 
 /// The fields a spec file may have.
@@ -31,6 +32,7 @@ const FIELDS: &[&str] = &[
     "header",
     "ensure_row_contiguous",
     "atomic_outputs",
+    "language",
     "template",
     "grid",
     "threadgroup",
@@ -61,6 +63,15 @@ pub(super) fn spec_file(value: Value, base: &Path) -> Result<SpecFile, SpecError
     let header = string(&map, "header")?.unwrap_or_default();
     let ensure_row_contiguous = boolean(&map, "ensure_row_contiguous")?.unwrap_or(true);
     let atomic_outputs = boolean(&map, "atomic_outputs")?.unwrap_or(false);
+    let language = match string(&map, "language")? {
+        None => BodyLanguage::Metal,
+        Some(name) => BodyLanguage::from_name(&name).ok_or_else(|| {
+            bad(
+                "language",
+                format!("`{}`: expected \"metal\" or \"cuda\"", name.escape_debug()),
+            )
+        })?,
+    };
     let template = template(map.get("template"))?;
     let grid = dims(&map, "grid")?;
     let threadgroup = dims(&map, "threadgroup")?;
@@ -77,6 +88,7 @@ pub(super) fn spec_file(value: Value, base: &Path) -> Result<SpecFile, SpecError
         header,
         ensure_row_contiguous,
         atomic_outputs,
+        language,
         template,
         grid,
         threadgroup,
@@ -619,5 +631,19 @@ mod tests {
         assert!(with(r#""views": {"a": {"slice": [[0, 4, 1, 1]]}}"#)
             .contains("`views.a.slice`: expected [start, stop, step]"));
         assert!(with(r#""views": {"a": {"slice": [[0, -4]]}}"#).contains("`views.a.slice`"));
+    }
+
+    #[test]
+    fn language_is_metal_or_cuda() {
+        let s = parse(&format!(r#"{{{MINIMAL}, "language": "cuda"}}"#)).unwrap();
+        assert_eq!(s.language, BodyLanguage::Cuda);
+        assert_eq!(s.kernel().unwrap().spec().language(), BodyLanguage::Cuda);
+        let e = parse(&format!(r#"{{{MINIMAL}, "language": "opencl"}}"#)).unwrap_err();
+        assert!(
+            e.to_string().contains("`language`") && e.to_string().contains("\"cuda\""),
+            "{e}"
+        );
+        let e = parse(&format!(r#"{{{MINIMAL}, "langauge": "cuda"}}"#)).unwrap_err();
+        assert!(e.to_string().contains("did you mean `language`"), "{e}");
     }
 }

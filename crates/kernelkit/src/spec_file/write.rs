@@ -9,6 +9,7 @@ use serde::{Serialize, Serializer};
 
 use super::{DataSource, Port};
 use crate::codegen::template::TemplateArg;
+use crate::codegen::BodyLanguage;
 
 impl Serialize for Port {
     /// `[name, dtype, shape]`, the dtype by its MLX name.
@@ -67,6 +68,16 @@ pub(super) fn template<S: Serializer>(
 
 /// `init_value`: a number, `"nan"`, `"inf"` or `"-inf"` (JSON has no
 /// literal for those), or null.
+/// Whether the body is Metal (the default, so not written).
+pub(super) fn is_metal(language: &BodyLanguage) -> bool {
+    *language == BodyLanguage::Metal
+}
+
+/// A body language as its name (`"cuda"`).
+pub(super) fn language<S: Serializer>(language: &BodyLanguage, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(language.name())
+}
+
 pub(super) fn init_value<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
     match *v {
         None => s.serialize_none(),
@@ -97,6 +108,7 @@ mod tests {
 
     use super::super::{DataSource, Port, SpecFile, View};
     use crate::codegen::template::TemplateArg;
+    use crate::codegen::BodyLanguage;
     use crate::dtype::DType;
 
     fn read(text: &str) -> SpecFile {
@@ -216,6 +228,7 @@ mod tests {
                 header: text,
                 ensure_row_contiguous: flags.0,
                 atomic_outputs: flags.1,
+                language: if flags.1 { BodyLanguage::Cuda } else { BodyLanguage::Metal },
                 template,
                 grid,
                 threadgroup: grid.map(|[x, _, _]| [x, 1, 1]),

@@ -15,8 +15,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use kernelkit::{
-    ArrayError, BuildError, CallError, DType, Device, DeviceError, DeviceKind, Dialect, Error,
-    Kernel, Stream,
+    ArrayError, BodyLanguage, BuildError, CallError, DType, Device, DeviceError, DeviceKind,
+    Dialect, Error, Kernel, Stream,
 };
 
 /// What every row may use: a private device of the backend under test, a
@@ -26,8 +26,10 @@ struct Fx {
     stream: Stream,
     /// `add_one(inp) -> out`, body `out[i] = inp[i] + OFFSET`.
     add: Kernel,
-    /// Same body with a threadgroup barrier: the CPU dialect cannot run it.
-    barrier: Kernel,
+    /// Same body reading a Metal texture: no portable backend has them.
+    texture: Kernel,
+    /// Same body as CUDA C++ (MLX's `cuda_kernel`): CUDA devices only.
+    cuda_body: Kernel,
     /// Same body with `__syncthreads()`.
     syncthreads: Kernel,
     /// Reads `inp_shape`.
@@ -50,12 +52,18 @@ fn fixture(device: Device) -> Fx {
         .source(BODY)
         .build()
         .unwrap();
-    let barrier = Kernel::builder("with_barrier")
+    let texture = Kernel::builder("with_texture")
         .inputs(["inp"])
         .outputs(["out"])
-        .source(format!(
-            "{BODY} threadgroup_barrier(mem_flags::mem_threadgroup);"
-        ))
+        .source(BODY)
+        .header("float fetch(texture2d<float> t) { return t.read(uint2(0)).x; }")
+        .build()
+        .unwrap();
+    let cuda_body = Kernel::builder("cuda_body")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = blockIdx.x * blockDim.x + threadIdx.x; out[i] = inp[i] + OFFSET;")
+        .language(BodyLanguage::Cuda)
         .build()
         .unwrap();
     let syncthreads = Kernel::builder("with_syncthreads")
@@ -79,7 +87,8 @@ fn fixture(device: Device) -> Fx {
         device,
         stream,
         add,
-        barrier,
+        texture,
+        cuda_body,
         syncthreads,
         shape_user,
         x,
@@ -168,10 +177,20 @@ fn every_backend(_: &Fx) -> bool {
     true
 }
 
-/// Dialects that run the threads of a group one after another (the CPU's)
-/// refuse bodies that synchronize them.
-fn refuses_group_sync(f: &Fx) -> bool {
+/// The CPU dialect refuses CUDA C++ words in a Metal body (a Metal body
+/// may use them on CUDA devices).
+fn refuses_cuda_words(f: &Fx) -> bool {
     f.device.dialect() == Dialect::Cpu
+}
+
+/// The portable dialects (CPU, CUDA) have no Metal textures and the like.
+fn portable_dialect(f: &Fx) -> bool {
+    f.device.dialect() != Dialect::Metal
+}
+
+/// A CUDA C++ body runs where sources are CUDA C++ only.
+fn not_cuda_dialect(f: &Fx) -> bool {
+    f.device.dialect() != Dialect::Cuda
 }
 
 fn no_shared_memory(f: &Fx) -> bool {
@@ -340,10 +359,16 @@ fn rows() -> Vec<Row> {
         row!("init_value over int32", f => f.add.call([&f.x]).template("OFFSET", 1).output([8], DType::I32).grid([8, 1, 1]).init_value(1e10).on(&f.stream).prepare(),
             Error::Call(CallError::InitValue { .. }), ["kernel `add_one`", "output `out`", "int32"]),
         // ---- what the backend or dialect lacks ----
-        row!([refuses_group_sync] "barrier body on the CPU", f => f.good(&f.barrier).prepare(),
-            Error::Call(CallError::Unsupported { .. }), ["kernel `with_barrier`", "the {backend} backend", "threadgroup_barrier"]),
-        row!([refuses_group_sync] "__syncthreads body on the CPU", f => f.good(&f.syncthreads).prepare(),
-            Error::Call(CallError::Unsupported { .. }), ["kernel `with_syncthreads`", "the {backend} backend", "__syncthreads"]),
+        row!([portable_dialect] "texture in a header", f => f.good(&f.texture).prepare(),
+            Error::Call(CallError::Unsupported { .. }), ["kernel `with_texture`", "the {backend} backend", "texture2d", "Metal textures"]),
+        row!("texture in a header, CUDA source", f => f.good(&f.texture).generate(Dialect::Cuda),
+            Error::Call(CallError::Unsupported { backend: "cuda", .. }), ["kernel `with_texture`", "texture2d"]),
+        row!([not_cuda_dialect] "CUDA C++ body off CUDA", f => f.good(&f.cuda_body).prepare(),
+            Error::Call(CallError::Unsupported { .. }), ["kernel `cuda_body`", "the {backend} backend", "CUDA C++", "cuda_kernel"]),
+        row!("CUDA C++ body as Metal", f => f.good(&f.cuda_body).generate(Dialect::Metal),
+            Error::Call(CallError::Unsupported { backend: "metal", .. }), ["kernel `cuda_body`", "CUDA C++"]),
+        row!([refuses_cuda_words] "__syncthreads body on the CPU", f => f.good(&f.syncthreads).prepare(),
+            Error::Call(CallError::Unsupported { .. }), ["kernel `with_syncthreads`", "__syncthreads"]),
         row!("float64 input in Metal", f => f.add.call([&f.x64]).template("OFFSET", 1).output([8], DType::F32).generate(Dialect::Metal),
             Error::Call(CallError::UnsupportedDType { dtype: DType::F64, .. }), ["kernel `add_one`", "input `inp`", "float64", "metal"]),
         row!("float64 output in Metal", f => f.add.call([&f.x]).template("OFFSET", 1).output([8], DType::F64).generate(Dialect::Metal),

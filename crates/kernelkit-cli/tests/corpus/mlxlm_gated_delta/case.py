@@ -5,6 +5,11 @@ The source is an f-string; this entry is the variant `_gated_delta_kernel`
 values `_make_gated_delta_kernel` gives them for those arguments (env).
 bfloat16 inputs and output, float32 state; Dk = 64 (two state elements per
 lane), Hv = 2 value heads sharing Hk = 1 key head.
+
+The body writes the state through `static_cast<InT>(state[i])` (InT =
+bfloat16) into the float32 `state_out`: the reference rounds the final
+state to bfloat16 the same way (an earlier reference did not, and no
+Metal-faithful backend could match it).
 """
 from corpus_lib import *
 
@@ -64,4 +69,6 @@ def reference(a):
                 s = s + np.outer(delta, kk)
                 y[b, t, hv] = s @ qq
             out[b, hv] = s
+    # o_state[s_idx] = static_cast<InT>(state[i]): rounded to bfloat16.
+    out = bf16(out).astype(np.float64)
     return {"y": y, "state_out": out}

@@ -35,6 +35,8 @@ pub const FLAGS: &[&str] = &[
     "-fPIC",
     "-shared",
     "-fno-exceptions",
+    // Metal's `char` is signed (aarch64's C++ `char` is not).
+    "-fsigned-char",
 ];
 
 pub(crate) struct Compiler {

@@ -16,6 +16,13 @@ pub(super) struct KkLaunch {
     pub(super) simd: u32,
     pub(super) group_begin: u64,
     pub(super) group_end: u64,
+    /// Fiber stacks for bodies that synchronise (null otherwise).
+    pub(super) stacks: *mut u8,
+    pub(super) stack_stride: u64,
+    pub(super) stack_guard: u64,
+    pub(super) stack_count: u32,
+    /// Misuse the generated code reports (see `kk_launch` in the prelude).
+    pub(super) status: *const std::sync::atomic::AtomicU32,
 }
 
 /// `extern "C" void NAME(void* const* args, const kk_launch* launch)`.

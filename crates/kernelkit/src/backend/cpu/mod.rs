@@ -1,6 +1,8 @@
 //! The CPU backend: generated C++ compiled by the system compiler into a
 //! shared library, loaded with `libloading`, threadgroups run in parallel on
-//! the rayon pool and the threads of a group one after another.
+//! the rayon pool; the threads of a group one after another, or, when the
+//! body synchronises them (barriers, SIMD-group functions), as fibers on
+//! stacks this backend lends (`launch.rs`).
 //!
 //! It is always built, so the whole generic path — memo, caches, codegen,
 //! validation — runs and is tested on machines without a GPU.
@@ -130,8 +132,7 @@ impl Backend for CpuBackend {
         Ok(())
     }
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()> {
-        launch::launch(launch, self.simd_width());
-        Ok(())
+        launch::launch(launch, self.simd_width())
     }
 }
 

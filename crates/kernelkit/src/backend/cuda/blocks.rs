@@ -113,6 +113,12 @@ impl CudaStream {
         }))
     }
 
+    /// Whether the stream's work has finished (without waiting).
+    pub(super) fn finished(&self) -> Result<bool> {
+        self.ctx.bind()?;
+        Ok(driver::stream_query(self.raw, &self.ctx.label)?)
+    }
+
     /// Waits until the stream's work is done.
     pub(super) fn synchronize(&self) -> Result<()> {
         self.ctx.bind()?;

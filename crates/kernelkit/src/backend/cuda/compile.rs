@@ -513,16 +513,20 @@ mod tests {
             "strided_elem_to_loc",
             "threadgroup_reduce"
         );
-        // The golden files hold a mark where the prelude goes (so a change
-        // of the prelude touches one file): put it back.
-        let mark = "// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)\n";
+        // The golden files hold a mark where the prelude of their body's
+        // language goes (so a change of the prelude touches one file): put
+        // it back.
+        use crate::codegen::{prelude, BodyLanguage, Dialect};
         for (name, golden) in sources {
-            assert_eq!(
-                golden.matches(mark).count(),
-                1,
-                "golden {name}: the prelude mark"
-            );
-            let source = golden.replace(mark, crate::codegen::cuda::PRELUDE);
+            let marked: Vec<_> = [BodyLanguage::Metal, BodyLanguage::Cuda]
+                .into_iter()
+                .map(|l| (format!("// @kernelkit-cuda-prelude ({})\n", l.name()), l))
+                .filter(|(mark, _)| golden.contains(mark.as_str()))
+                .collect();
+            assert_eq!(marked.len(), 1, "golden {name}: one prelude mark");
+            let (mark, language) = &marked[0];
+            assert_eq!(golden.matches(mark.as_str()).count(), 1, "golden {name}");
+            let source = golden.replace(mark.as_str(), prelude(Dialect::Cuda, *language));
             if let Err(e) = nvrtc.compile_source(&source) {
                 panic!("golden {name} does not compile: {e}");
             }

@@ -222,7 +222,7 @@ fn enqueue(
     let [gx, gy, gz] = job.grid;
     let tg = job.threadgroup;
     let blocks = [blocks(gx, tg[0]), blocks(gy, tg[1]), blocks(gz, tg[2])];
-    if spec.group_sync.is_some() {
+    if spec.cuda_group_sync {
         check_unguarded(ctx, job)?;
     }
     let shared = job.shared_mem_bytes;
@@ -390,11 +390,12 @@ fn check_unguarded(ctx: &Context, job: &LaunchDesc<'_>) -> Result<()> {
                 dims: job.grid.map(u64::from),
                 device: ctx.label.clone(),
                 reason: format!(
-                    "the body uses `{}`, so every thread of the last threadgroup runs it; with \
+                    "the body uses CUDA's own block or warp collectives (`{}`), so every \
+                     thread of the last threadgroup runs it; with \
                      threadgroup {:?} the blocks along {} hold {padded} threads, more than the \
                      2^32 that 32-bit positions can number (they would wrap and repeat): use a \
                      threadgroup that divides the grid, or a smaller grid",
-                    job.spec.group_sync.unwrap_or("a barrier"),
+                    job.spec.group_function.unwrap_or("__syncthreads"),
                     job.threadgroup,
                     ["x", "y", "z"][axis],
                 ),

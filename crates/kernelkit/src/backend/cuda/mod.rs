@@ -52,6 +52,8 @@ use crate::backend::{
 use crate::codegen::Dialect;
 use crate::config::CudaConfig;
 use crate::dtype::DType;
+use std::time::{Duration, Instant};
+
 use crate::error::{CompileError, DeviceError, Result};
 
 pub(crate) use blocks::{CudaStream, DeviceMem};
@@ -315,6 +317,28 @@ impl Backend for CudaBackend {
     }
     fn synchronize(&self, stream: &StreamHandle) -> Result<()> {
         self.guarded(|| self.stream(stream).synchronize())
+    }
+    fn synchronize_timeout(&self, stream: &StreamHandle, timeout: Duration) -> Result<()> {
+        self.guarded(|| {
+            let stream = self.stream(stream);
+            let deadline = Instant::now() + timeout;
+            while !stream.finished()? {
+                if Instant::now() >= deadline {
+                    // A kernel cannot be stopped: nothing on this context is
+                    // safe to use after it (as after a fault).
+                    let _ = self.fault.set(format!(
+                        "work on a stream did not finish within {timeout:?}"
+                    ));
+                    return Err(DeviceError::TimedOut {
+                        device: self.ctx.label.clone(),
+                        after: timeout,
+                    }
+                    .into());
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Ok(())
+        })
     }
     fn alloc(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
         self.guarded(|| memory::alloc(len, home))

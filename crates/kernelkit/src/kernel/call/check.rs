@@ -14,10 +14,38 @@ use crate::array::{checked_count, Array};
 use crate::codegen::attributes::ATTRIBUTES;
 use crate::codegen::spec::{check_identifier, KernelSpec};
 use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
-use crate::codegen::Dialect;
+use crate::codegen::{BodyLanguage, Dialect};
 use crate::device::{Device, Stream};
 use crate::dtype::DType;
 use crate::error::{shown, CallError, Result};
+
+/// Why a backend cannot run a body in its language, if it cannot: a CUDA
+/// C++ body runs on CUDA only; a Metal body on the CPU cannot use CUDA C++;
+/// neither portable backend has Metal's textures and the like.
+fn language_refusal(spec: &KernelSpec, dialect: Dialect, backend: &str) -> Option<String> {
+    match (spec.language, dialect) {
+        (BodyLanguage::Cuda, Dialect::Cuda) => None,
+        (BodyLanguage::Cuda, _) => Some(format!(
+            "the body is CUDA C++ (language `cuda`, MLX's `cuda_kernel`), which only a CUDA \
+             device runs; the {backend} backend runs Metal bodies"
+        )),
+        (_, Dialect::Metal) => None,
+        (_, d) => {
+            if let Some((word, what)) = spec.unsupported {
+                return Some(format!(
+                    "the body uses `{word}` ({what}), which the {backend} backend does not support"
+                ));
+            }
+            match spec.cuda_word {
+                Some(word) if d == Dialect::Cpu => Some(format!(
+                    "the body uses `{word}`, which is CUDA C++: it runs on a CUDA device only \
+                     (a Metal body runs everywhere)"
+                )),
+                _ => None,
+            }
+        }
+    }
+}
 
 /// A call that passed every per-call check: where it runs, and its grid and
 /// threadgroup as the device takes them.
@@ -211,19 +239,8 @@ impl<'a> Call<'a> {
                 .into());
             }
         }
-        if dialect == Dialect::Cpu {
-            if let Some(word) = spec.group_sync {
-                return Err(self
-                    .kernel
-                    .unsupported(
-                        backend,
-                        format!(
-                            "the body uses `{word}`, which needs the threads of a threadgroup to run \
-                             together; the CPU backend runs them one after another (use a GPU device)"
-                        ),
-                    )
-                    .into());
-            }
+        if let Some(reason) = language_refusal(spec, dialect, backend) {
+            return Err(self.kernel.unsupported(backend, reason).into());
         }
         Ok(())
     }

@@ -1,20 +1,17 @@
-// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)
-#define device
-#define constant
-#define thread
-#define threadgroup __shared__
+// @kernelkit-cuda-prelude (metal)
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t
+#define uint3 kk_uint3
 
 // header
 
 
 
-extern "C" __global__ void custom_kernel_add_offset_float32_float32_a0bd32fdef2ba4d0(
+extern "C" __global__ void custom_kernel_add_offset_float32_float32_aeb1a2ad091fc6ef(
     const float* inp,
     float* out,
-    const uint3 kk_grid) {
+    const kk_cuda_uint3 kk_grid) {
   constexpr int OFFSET = 3;
 
   if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
@@ -31,10 +28,7 @@ uint i = thread_position_in_grid.x; out[i] = inp[i] + OFFSET;
   // ---- end of body ----
 }
 
-#undef device
-#undef constant
-#undef thread
-#undef threadgroup
 #undef inf
 #undef half
 #undef bfloat
+#undef uint3

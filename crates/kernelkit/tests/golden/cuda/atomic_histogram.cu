@@ -1,21 +1,18 @@
-// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)
-#define device
-#define constant
-#define thread
-#define threadgroup __shared__
+// @kernelkit-cuda-prelude (metal)
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t
+#define uint3 kk_uint3
 
 // header
 
 
 
-extern "C" __global__ void custom_kernel_histogram_uint32_uint32_float32_e9558d55c3044c6d(
+extern "C" __global__ void custom_kernel_histogram_uint32_uint32_float32_08c085a2f1541ab1(
     const uint32_t* values,
     atomic<uint32_t>* counts,
     atomic<float>* total,
-    const uint3 kk_grid) {
+    const kk_cuda_uint3 kk_grid) {
   if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
       (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
       (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
@@ -38,10 +35,7 @@ atomic_fetch_or_explicit(&counts[18], 1u << (values[i] % 32), memory_order_relax
   // ---- end of body ----
 }
 
-#undef device
-#undef constant
-#undef thread
-#undef threadgroup
 #undef inf
 #undef half
 #undef bfloat
+#undef uint3

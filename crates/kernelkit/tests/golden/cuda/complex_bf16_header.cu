@@ -1,25 +1,22 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #define KK_HALF_TYPES 1
-// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)
-#define device
-#define constant
-#define thread
-#define threadgroup __shared__
+// @kernelkit-cuda-prelude (metal)
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t
+#define uint3 kk_uint3
 
 // header
 __device__ inline float scale(float v) { return 2.0f * v; }
 
 
-extern "C" __global__ void custom_kernel_mixed_complex64_bfloat16_float32_bfloat16_83db882c4470899b(
+extern "C" __global__ void custom_kernel_mixed_complex64_bfloat16_float32_bfloat16_3c748f4efa4de029(
     const complex64_t* z,
     const bfloat16_t* w,
     float* re,
     bfloat16_t* out,
-    const uint3 kk_grid) {
+    const kk_cuda_uint3 kk_grid) {
   if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
       (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
       (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
@@ -37,10 +34,7 @@ out[i] = bfloat16_t(float(w[i]) + 1.0f);
   // ---- end of body ----
 }
 
-#undef device
-#undef constant
-#undef thread
-#undef threadgroup
 #undef inf
 #undef half
 #undef bfloat
+#undef uint3

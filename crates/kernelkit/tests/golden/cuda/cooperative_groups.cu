@@ -1,22 +1,19 @@
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
-// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)
+// @kernelkit-cuda-prelude (metal)
+#define inf __int_as_float(0x7f800000)
+#define half float16_t
+#define bfloat bfloat16_t
+#define uint3 kk_uint3
 
 // header
 
 
-#define device
-#define constant
-#define thread
-#define threadgroup __shared__
-#define inf __int_as_float(0x7f800000)
-#define half float16_t
-#define bfloat bfloat16_t
 
-extern "C" __global__ void custom_kernel_cg_sum_float32_float32_acad47c44e902fb0(
+extern "C" __global__ void custom_kernel_cg_sum_float32_float32_dbf32a6a0f360c14(
     const float* inp,
     float* out,
-    const uint3 kk_grid) {
+    const kk_cuda_uint3 kk_grid) {
   // ---- body ----
 auto block = cg::this_thread_block();
 auto warp = cg::tiled_partition<32>(block);
@@ -27,10 +24,7 @@ if (warp.thread_rank() == 0) atomicAdd(out, v);
   // ---- end of body ----
 }
 
-#undef device
-#undef constant
-#undef thread
-#undef threadgroup
 #undef inf
 #undef half
 #undef bfloat
+#undef uint3

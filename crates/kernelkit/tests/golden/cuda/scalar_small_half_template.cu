@@ -1,25 +1,22 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #define KK_HALF_TYPES 1
-// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)
-#define device
-#define constant
-#define thread
-#define threadgroup __shared__
+// @kernelkit-cuda-prelude (metal)
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t
+#define uint3 kk_uint3
 
 // header
 
 
 
-extern "C" __global__ void custom_kernel_myexp_float32_int32s_float32c_float16_decc8a788f67cd31(
+extern "C" __global__ void custom_kernel_myexp_float32_int32s_float32c_float16_c2fa3f3fa593807e(
     const float* inp,
     const kk_scalar<int32_t> x,
     const float* bias,
     float16_t* out,
-    const uint3 kk_grid) {
+    const kk_cuda_uint3 kk_grid) {
   using T = float16_t;
   constexpr int N = -4;
   constexpr bool B = true;
@@ -36,14 +33,11 @@ extern "C" __global__ void custom_kernel_myexp_float32_int32s_float32c_float16_d
   // ---- body ----
 uint i = thread_position_in_grid.x;
 T v = static_cast<T>(float(inp[i]) * x + float(bias[i % 4]));
-out[i] = B ? v : T(N);
+out[i] = B ? kk::tc<decltype(v), decltype(T(N))>(v) : kk::tc<decltype(T(N)), decltype(v)>(T(N));
   // ---- end of body ----
 }
 
-#undef device
-#undef constant
-#undef thread
-#undef threadgroup
 #undef inf
 #undef half
 #undef bfloat
+#undef uint3

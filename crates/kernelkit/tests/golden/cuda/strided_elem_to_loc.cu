@@ -1,23 +1,20 @@
-// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)
-#define device
-#define constant
-#define thread
-#define threadgroup __shared__
+// @kernelkit-cuda-prelude (metal)
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t
+#define uint3 kk_uint3
 
 // header
 
 
 
-extern "C" __global__ void custom_kernel_strided_copy_int32_int32_30ecc3bf32f5b6f3(
+extern "C" __global__ void custom_kernel_strided_copy_int32_int32_40c16f8936200ee4(
     const int32_t* inp,
     const kk_shape inp_shape,
     const kk_strides inp_strides,
     const int inp_ndim,
     int32_t* out,
-    const uint3 kk_grid) {
+    const kk_cuda_uint3 kk_grid) {
   if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
       (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
       (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
@@ -34,10 +31,7 @@ out[elem] = inp[loc];
   // ---- end of body ----
 }
 
-#undef device
-#undef constant
-#undef thread
-#undef threadgroup
 #undef inf
 #undef half
 #undef bfloat
+#undef uint3

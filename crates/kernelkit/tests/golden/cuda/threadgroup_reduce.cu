@@ -1,20 +1,22 @@
-// @kernelkit-cuda-prelude (src/codegen/cuda_prelude.cuh)
-#define device
-#define constant
-#define thread
-#define threadgroup __shared__
+// @kernelkit-cuda-prelude (metal)
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t
+#define uint3 kk_uint3
 
 // header
 
 
 
-extern "C" __global__ void custom_kernel_block_sum_float32_float32_cbb0ecc6568485f0(
+extern "C" __global__ void custom_kernel_block_sum_float32_float32_532440bf64924281(
     const float* inp,
     float* out,
-    const uint3 kk_grid) {
+    const kk_cuda_uint3 kk_grid) {
+  if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
+      (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
+      (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
+    return;
+  }
   const uint3 kk_tg = blockDim;
   const uint3 kk_group = blockIdx;
   const uint3 kk_local = threadIdx;
@@ -28,7 +30,7 @@ extern "C" __global__ void custom_kernel_block_sum_float32_float32_cbb0ecc656848
   const uint3 threadgroup_position_in_grid = kk_group;
   const uint3 threads_per_grid = kk_grid;
   // ---- body ----
-threadgroup float partial[32];
+__shared__ float partial[32];
 uint gid = thread_position_in_grid.x;
 float v = gid < threads_per_grid.x ? inp[gid] : 0.0f;
 v = simd_sum(v);
@@ -42,10 +44,7 @@ if (thread_index_in_threadgroup == 0) {
   // ---- end of body ----
 }
 
-#undef device
-#undef constant
-#undef thread
-#undef threadgroup
 #undef inf
 #undef half
 #undef bfloat
+#undef uint3

@@ -35,6 +35,21 @@ pub(in crate::backend::cuda) fn stream_synchronize(
     )
 }
 
+/// `cuStreamQuery`: whether the stream's work has finished (without
+/// waiting).
+pub(in crate::backend::cuda) fn stream_query(
+    stream: RawStream,
+    label: &str,
+) -> Result<bool, DeviceError> {
+    // SAFETY: asks the driver about the stream's work; no memory moves.
+    let result = unsafe { sys::cuStreamQuery(stream.0) };
+    if result == sys::CUresult::CUDA_ERROR_NOT_READY {
+        return Ok(false);
+    }
+    check(result, label, "cuStreamQuery")?;
+    Ok(true)
+}
+
 /// `cuEventCreate` of an event without timing.
 pub(in crate::backend::cuda) fn event_create(label: &str) -> Result<RawEvent, DeviceError> {
     let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
