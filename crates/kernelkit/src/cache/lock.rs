@@ -11,6 +11,9 @@
 //! opened the old file still gets its lock and finds the entry; one that
 //! arrives later creates a fresh file and finds the entry too. A race with
 //! `clear` can at worst let two processes compile the same key.
+//!
+//! [`lock_within`] (an OS lock with a bounded wait, shared or exclusive)
+//! also serves the store's own lock, its running total (`store/usage.rs`).
 
 use std::fs::File;
 use std::io;

@@ -162,11 +162,11 @@ impl<'a> Evictor<'a> {
     /// One used or replaced since goes back into the pool as it is now.
     fn remove(&mut self, lock: &mut UsageLock, c: Candidate) -> io::Result<bool> {
         match candidate(self.dir, c.key)? {
-            // Removed behind the store's back: it was counted.
-            None => {
-                lock.removed(c.bytes);
-                Ok(false)
-            }
+            // Removed since it was sampled: by another process's eviction
+            // while this one let go of the lock between steps (which took
+            // it off the total), or behind the store's back (which the
+            // recount of an eviction that runs out of entries catches).
+            None => Ok(false),
             Some(mut now) if now.modified != c.modified || now.inode != c.inode => {
                 if !c.second_look {
                     now.second_look = true;
@@ -182,10 +182,7 @@ impl<'a> Evictor<'a> {
                         lock.removed(c.bytes);
                         Ok(true)
                     }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        lock.removed(c.bytes);
-                        Ok(false)
-                    }
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
                     Err(e) => Err(e),
                 }
             }
