@@ -25,7 +25,12 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Action {
     /// Size, entry count and lifetime hits, misses, writes and errors.
-    Stats,
+    Stats {
+        /// Count the entries from the files (and keep the count as the
+        /// store's running total) instead of reading the running total.
+        #[arg(long)]
+        recount: bool,
+    },
     /// Every entry: last use, size, backend, key, kernel, function.
     List,
     /// Checks every entry's checksum, key and ownership; exits 1 if any is bad.
@@ -50,7 +55,7 @@ pub fn main(args: Args) -> ExitCode {
         Err(e) => return fail(e),
     };
     let result = match args.action {
-        Action::Stats => stats(&store),
+        Action::Stats { recount } => stats(&store, recount),
         Action::List => list(&store),
         Action::Verify => verify(&store),
         Action::Clear => clear(&store),
@@ -63,14 +68,26 @@ fn fail(e: StoreError) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn stats(store: &ArtifactStore) -> Result<ExitCode, StoreError> {
-    let s = store.stats()?;
+fn stats(store: &ArtifactStore, recount: bool) -> Result<ExitCode, StoreError> {
+    let s = if recount {
+        store.recount()?
+    } else {
+        store.stats()?
+    };
     println!("store: {}", s.dir.display());
     println!(
         "entries: {} ({} of {} limit)",
         s.entries,
         human_bytes(s.bytes),
         human_bytes(s.max_bytes)
+    );
+    println!(
+        "{}",
+        match (recount, s.counted) {
+            (true, _) => "counted from the files (now the running total)",
+            (false, true) => "counted from the files (the store has no usable running total)",
+            (false, false) => "from the running total (--recount counts the files)",
+        }
     );
     let t = s.lifetime;
     println!(

@@ -61,14 +61,28 @@ fn summary(out: &Output) -> HashMap<String, f64> {
         .collect()
 }
 
+/// The store's entry files: in its subdirectories (and flat ones, of
+/// kernelkit before the fan-out, in the directory itself).
 fn entries(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
+    let mut v: Vec<PathBuf> = files(dir)
+        .into_iter()
         .filter(|p| p.extension().is_some_and(|x| x == "kka"))
         .collect();
     v.sort();
     v
+}
+
+/// Every file in the store directory and its subdirectories.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for path in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+        if path.is_dir() {
+            out.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }
 
 fn store_dir() -> (tempfile::TempDir, PathBuf) {
@@ -102,6 +116,7 @@ fn a_second_process_compiles_nothing() {
         stats.contains("hits=4 misses=4 writes=4 errors=0"),
         "{stats}"
     );
+    assert!(stats.contains("from the running total"), "{stats}");
     let list = kernelkit(&dir).args(["cache", "list"]).output().unwrap();
     let list = text(&list.stdout);
     assert_eq!(list.matches(" concurrent_kernel ").count(), 4, "{list}");
@@ -112,6 +127,36 @@ fn a_second_process_compiles_nothing() {
     assert!(clear.status.success());
     assert!(text(&clear.stdout).contains("removed 4 entries"));
     assert!(entries(&dir).is_empty());
+}
+
+/// `cache stats` reads the running total the writers keep, so an entry
+/// deleted by hand still counts until `cache stats --recount` counts the
+/// files (and stores the count).
+#[test]
+fn stats_reads_the_running_total_and_recount_counts_the_files() {
+    let (_tmp, dir) = store_dir();
+    passing_demo(&dir, 2);
+    let stats = |recount: bool| {
+        let mut cmd = kernelkit(&dir);
+        cmd.args(["cache", "stats"]);
+        if recount {
+            cmd.arg("--recount");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert!(stats(false).contains("entries: 2 "), "{}", stats(false));
+    std::fs::remove_file(&entries(&dir)[0]).unwrap();
+    let running = stats(false);
+    assert!(running.contains("entries: 2 "), "{running}");
+    assert!(running.contains("from the running total"), "{running}");
+    let counted = stats(true);
+    assert!(counted.contains("entries: 1 "), "{counted}");
+    assert!(counted.contains("counted from the files"), "{counted}");
+    let after = stats(false);
+    assert!(after.contains("entries: 1 "), "{after}");
+    assert!(after.contains("from the running total"), "{after}");
 }
 
 /// Eight processes ask for the same four new kernels at once: every result
@@ -139,10 +184,10 @@ fn racing_processes_share_each_compile() {
     }
     assert_eq!(compiles, 4.0, "each kernel is compiled by one process");
     assert_eq!(entries(&dir).len(), 4);
-    let leftovers: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| !n.to_string_lossy().ends_with(".kka") && n != "counters")
+    let leftovers: Vec<_> = files(&dir)
+        .into_iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|n| !n.ends_with(".kka") && n != "counters" && n != "usage")
         .collect();
     assert!(
         leftovers.is_empty(),

@@ -23,6 +23,10 @@ const NUMBERS: &[&str] = &[
     "herd_compiles",
     "cold_start_ms",
     "warm_start_ms",
+    "store_stats_ms",
+    "store_recount_ms",
+    "store_evicting_write_ms",
+    "store_evicted_entries",
     "cores",
 ];
 
@@ -88,6 +92,19 @@ fn quick_cpu_bench_prints_every_key_as_json() {
         report["hit_ops_per_s_rwlock"].as_object().map(|m| m.len()),
         "both scaling objects cover the same thread counts"
     );
+    // Issue 21: the cost of a store write by store size (entries as keys).
+    let writes = report["store_write_us"]
+        .as_object()
+        .unwrap_or_else(|| panic!("`store_write_us` is {}", report["store_write_us"]));
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    assert!(writes.contains_key("1000"), "{writes:?}");
+    for (entries, us) in writes {
+        assert!(entries.parse::<u64>().is_ok(), "{entries:?}");
+        assert!(us.as_f64().is_some_and(|v| v > 0.0), "{entries}: {us}");
+    }
+    assert!(report["store_evicted_entries"]
+        .as_u64()
+        .is_some_and(|n| n > 0));
     assert_eq!(report["backend"], "cpu");
     assert!(report["device"].as_str().is_some_and(|d| !d.is_empty()));
 }

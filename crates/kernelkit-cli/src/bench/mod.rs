@@ -14,13 +14,16 @@
 //! 4. process start (`startup`): a child process with an empty, then a warm,
 //!    artifact store;
 //! 5. (CPU) a threadgroup that synchronises (`group`): a 256-thread
-//!    reduction with barriers (fibers) against the same sums by one thread.
+//!    reduction with barriers (fibers) against the same sums by one thread;
+//! 6. the artifact store (`store`): a write into a store of 1,000 entries
+//!    and into one of 100,000 (generated, not compiled), and `kernelkit
+//!    cache stats` on the large one (`--only-store` runs this step alone).
 //!
 //! The compile figures need nothing cached: the process opens its devices
 //! without a disk tier (`CacheMode::Memory`, whatever `KERNELKIT_CACHE`
 //! says), and uses fresh devices and never-seen bodies. The start figures
 //! turn it on for their children only (through the environment they are
-//! started with).
+//! started with); the store figures use stores of their own.
 
 mod compile;
 mod contention;
@@ -32,6 +35,7 @@ mod report;
 mod rwlock_cache;
 mod sched;
 mod startup;
+mod store;
 mod workload;
 
 use std::path::PathBuf;
@@ -39,7 +43,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use measure::Plan;
-use report::Report;
+use report::{Report, StoreReport};
 use startup::ChildTask;
 use workload::BackendName;
 
@@ -56,6 +60,18 @@ pub struct Args {
     /// to stdout, with the table on stderr).
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     json: Option<PathBuf>,
+    /// Entries of the large store of the store figures (default 100000,
+    /// 10000 with --quick).
+    #[arg(long, value_name = "N")]
+    store_entries: Option<u64>,
+    /// Build the stores of the store figures in a temporary directory
+    /// inside DIR (default: the system's temporary directory). A million
+    /// entries take about 4 GiB of disk and a million inodes.
+    #[arg(long, value_name = "DIR")]
+    store_dir: Option<PathBuf>,
+    /// Measure the artifact store figures only.
+    #[arg(long)]
+    only_store: bool,
     /// Internal: run as the child process of the start figures.
     #[arg(long, value_enum, hide = true)]
     child: Option<ChildTask>,
@@ -83,6 +99,8 @@ pub(crate) enum BenchError {
 
 /// How much of everything a run does.
 struct Effort {
+    /// A `--quick` run.
+    quick: bool,
     /// Host figures.
     host: Plan,
     /// Kernels the contention threads share.
@@ -101,12 +119,19 @@ struct Effort {
     cold_starts: usize,
     /// Warm starts, and as many floor starts.
     warm_starts: usize,
+    /// Entries of the large store.
+    store_entries: u64,
+    /// Timed writes into each store.
+    store_writes: Plan,
+    /// Runs of each `cache stats` figure.
+    store_stats_runs: usize,
 }
 
 impl Effort {
     fn new(quick: bool) -> Effort {
         if quick {
             Effort {
+                quick,
                 host: Plan {
                     samples: 5,
                     batch: Duration::from_millis(4),
@@ -119,9 +144,16 @@ impl Effort {
                 herd_rounds: 1,
                 cold_starts: 1,
                 warm_starts: 2,
+                store_entries: 10_000,
+                store_writes: Plan {
+                    samples: 5,
+                    batch: Duration::from_millis(10),
+                },
+                store_stats_runs: 3,
             }
         } else {
             Effort {
+                quick,
                 host: Plan {
                     samples: 21,
                     batch: Duration::from_millis(20),
@@ -134,6 +166,12 @@ impl Effort {
                 herd_rounds: 3,
                 cold_starts: 3,
                 warm_starts: 5,
+                store_entries: 100_000,
+                store_writes: Plan {
+                    samples: 15,
+                    batch: Duration::from_millis(50),
+                },
+                store_stats_runs: 5,
             }
         }
     }
@@ -144,18 +182,43 @@ pub fn main(args: Args) -> ExitCode {
     if let Some(task) = args.child {
         return startup::child_main(args.backend.unwrap_or(BackendName::Cpu), task);
     }
-    // Every device of the run keeps its caches in memory (see
-    // `BackendName::open`): the compile figures must find nothing on disk.
-    let backend = args.backend.unwrap_or_else(BackendName::detect);
-    let report = match run(backend, args.quick) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("kernelkit bench: {e}");
-            return ExitCode::FAILURE;
+    let mut effort = Effort::new(args.quick);
+    if let Some(n) = args.store_entries {
+        effort.store_entries = n;
+    }
+    let store_setup = store::Setup {
+        large: effort.store_entries,
+        parent: args.store_dir.clone(),
+        plan: effort.store_writes,
+        stats_runs: effort.store_stats_runs,
+    };
+    let (table, json) = if args.only_store {
+        let report = store::measure(&store_setup).map(|store| StoreReport {
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            quick: args.quick,
+            store,
+        });
+        match report {
+            Ok(r) => (r.table(), serde_json::to_string_pretty(&r)),
+            Err(e) => {
+                eprintln!("kernelkit bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        // Every device of the run keeps its caches in memory (see
+        // `BackendName::open`): the compile figures must find nothing on
+        // disk.
+        let backend = args.backend.unwrap_or_else(BackendName::detect);
+        match run(backend, &effort, &store_setup) {
+            Ok(r) => (r.table(), serde_json::to_string_pretty(&r)),
+            Err(e) => {
+                eprintln!("kernelkit bench: {e}");
+                return ExitCode::FAILURE;
+            }
         }
     };
-    let table = report.table();
-    let json = match serde_json::to_string_pretty(&report) {
+    let json = match json {
         Ok(j) => j,
         Err(e) => {
             eprintln!("kernelkit bench: cannot write the JSON report: {e}");
@@ -194,8 +257,8 @@ fn progress(what: &str) {
 }
 
 /// Every figure, in order.
-fn run(backend: BackendName, quick: bool) -> Result<Report, BenchError> {
-    let effort = Effort::new(quick);
+fn run(backend: BackendName, effort: &Effort, store: &store::Setup) -> Result<Report, BenchError> {
+    let quick = effort.quick;
     let load_avg_start = load_average();
     let device = backend.open()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -263,6 +326,12 @@ fn run(backend: BackendName, quick: bool) -> Result<Report, BenchError> {
     } else {
         None
     };
+    progress(&format!(
+        "artifact store writes at {} and {} entries",
+        store::SMALL,
+        store.large
+    ));
+    let store = store::measure(store)?;
 
     Ok(Report {
         backend: backend.as_str().to_string(),
@@ -309,5 +378,6 @@ fn run(backend: BackendName, quick: bool) -> Result<Report, BenchError> {
         warm_start_disk_hits: starts.warm.disk_hits,
         group_reduce_barrier_ns: group.as_ref().map(|g| g.barrier_ns),
         group_reduce_plain_ns: group.as_ref().map(|g| g.plain_ns),
+        store,
     })
 }

@@ -5,6 +5,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use super::contention::Scaling;
+use super::store::StoreFigures;
 
 /// Everything one run measured. The field names are the JSON keys; the
 /// first group is the set the issue asks for, the rest explain them.
@@ -100,6 +101,29 @@ pub(crate) struct Report {
     /// (CPU) The same sums by one thread per group, no barrier, ns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) group_reduce_plain_ns: Option<f64>,
+    /// Artifact store writes by store size, and `cache stats`.
+    #[serde(flatten)]
+    pub(crate) store: StoreFigures,
+}
+
+/// The report of `kernelkit bench --only-store`: the store figures alone.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StoreReport {
+    /// Hardware threads of this machine.
+    pub(crate) cores: usize,
+    /// Whether this was a `--quick` run.
+    pub(crate) quick: bool,
+    #[serde(flatten)]
+    pub(crate) store: StoreFigures,
+}
+
+/// `{"1000": v, "100000": v}`: a figure by store size, in order.
+pub(crate) fn by_count<S: Serializer>(values: &[(u64, f64)], s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(values.len()))?;
+    for (count, v) in values {
+        map.serialize_entry(&count.to_string(), v)?;
+    }
+    map.end()
 }
 
 /// `{"1": v, "2": v, …}` in thread order.
@@ -220,6 +244,54 @@ fn times(v: f64) -> String {
     } else {
         format!("{v:.2}×")
     }
+}
+
+/// The store figures' rows: the write into the large store against the
+/// write into the small one (target: within 1.2×, from 100,000 entries on),
+/// `cache stats` against a count of the files (target: ≤ 10 ms from
+/// 100,000 entries on), and the write that evicts, with its cost per entry
+/// removed (what each later write into the room it made adds, spread).
+fn store_rows(f: &StoreFigures) -> Vec<Row> {
+    let mut rows = Vec::new();
+    if let [(small_n, small), .., (large_n, large)] = f.write_us[..] {
+        let ratio = large / small;
+        let mut row = Row::new(
+            format!("store_write_us @{large_n}"),
+            format!("{large:.0} µs"),
+        )
+        .baseline(
+            format!("store_write_us @{small_n}"),
+            format!("{small:.0} µs"),
+            times(ratio),
+        );
+        if large_n >= 100_000 {
+            row = row.target("≤ 1.2×", ratio <= 1.2);
+        }
+        rows.push(row);
+        let mut row = Row::new(format!("store_stats_ms @{large_n}"), ms(f.stats_ms)).baseline(
+            "cache stats --recount",
+            ms(f.recount_ms),
+            times(f.recount_ms / f.stats_ms),
+        );
+        if large_n >= 100_000 {
+            row = row.target("≤ 10 ms", f.stats_ms <= 10.0);
+        }
+        rows.push(row);
+        // Spread over the writes that fill the room it made.
+        let per_write_us = f.evicting_write_ms * 1e3 / f.evicted as f64;
+        rows.push(
+            Row::new(
+                format!("store_evicting_write_ms @{large_n}"),
+                ms(f.evicting_write_ms),
+            )
+            .baseline(
+                format!("{} entries removed", f.evicted),
+                format!("{per_write_us:.0} µs"),
+                "per entry".to_string(),
+            ),
+        );
+    }
+    rows
 }
 
 impl Report {
@@ -428,80 +500,98 @@ impl Report {
                 times(barrier / plain),
             ));
         }
+        rows.extend(store_rows(&self.store));
         rows
     }
 
     /// The table for people.
     pub(crate) fn table(&self) -> String {
-        let rows = self.rows();
-        let head = [
-            "figure", "value", "baseline", "baseline", "ratio", "target", "",
-        ];
-        let cells: Vec<[&str; 7]> = rows
-            .iter()
-            .map(|r| {
-                [
-                    r.figure.as_str(),
-                    r.value.as_str(),
-                    r.baseline.as_str(),
-                    r.baseline_value.as_str(),
-                    r.ratio.as_str(),
-                    r.target.as_str(),
-                    r.verdict.as_str(),
-                ]
-            })
-            .collect();
-        let mut widths = head.map(|h| h.chars().count());
-        for row in &cells {
-            for (w, c) in widths.iter_mut().zip(row) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |cells: &[&str; 7]| {
-            let mut s = String::new();
-            for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-                let pad = w - c.chars().count();
-                // Numbers read best right-aligned, names left-aligned.
-                if i == 1 || i == 3 || i == 4 {
-                    s.push_str(&" ".repeat(pad));
-                    s.push_str(c);
-                } else {
-                    s.push_str(c);
-                    s.push_str(&" ".repeat(pad));
-                }
-                s.push_str("  ");
-            }
-            s.trim_end().to_string()
-        };
         let load = match (self.load_avg_start, self.load_avg_end) {
             (Some(a), Some(b)) => format!(", load average {a:.2} → {b:.2}"),
             _ => String::new(),
         };
-        let mut out = format!(
+        let title = format!(
             "kernelkit bench: {} on {} ({} cores){}{load}\n",
             self.backend,
             self.device,
             self.cores,
             if self.quick { ", --quick" } else { "" }
         );
-        out.push_str(&line(&head));
-        out.push('\n');
-        out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * 6));
-        out.push('\n');
-        for row in &cells {
-            out.push_str(&line(row));
-            out.push('\n');
-        }
-        let missed: Vec<&str> = rows
-            .iter()
-            .filter(|r| r.verdict == Verdict::Missed)
-            .map(|r| r.figure.as_str())
-            .collect();
-        if missed.is_empty() {
-            out.push_str("every target with a verdict was met\n");
-        } else {
-            out.push_str(&format!("targets missed: {}\n", missed.join(", ")));
-        }
-        out
+        table(title, &self.rows())
     }
+}
+
+impl StoreReport {
+    /// The table for people.
+    pub(crate) fn table(&self) -> String {
+        let title = format!(
+            "kernelkit bench --only-store ({} cores){}\n",
+            self.cores,
+            if self.quick { ", --quick" } else { "" }
+        );
+        table(title, &store_rows(&self.store))
+    }
+}
+
+/// `title`, then the rows under a header, then which targets were missed.
+fn table(title: String, rows: &[Row]) -> String {
+    let head = [
+        "figure", "value", "baseline", "baseline", "ratio", "target", "",
+    ];
+    let cells: Vec<[&str; 7]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.figure.as_str(),
+                r.value.as_str(),
+                r.baseline.as_str(),
+                r.baseline_value.as_str(),
+                r.ratio.as_str(),
+                r.target.as_str(),
+                r.verdict.as_str(),
+            ]
+        })
+        .collect();
+    let mut widths = head.map(|h| h.chars().count());
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[&str; 7]| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            let pad = w - c.chars().count();
+            // Numbers read best right-aligned, names left-aligned.
+            if i == 1 || i == 3 || i == 4 {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            } else {
+                s.push_str(c);
+                s.push_str(&" ".repeat(pad));
+            }
+            s.push_str("  ");
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = title;
+    out.push_str(&line(&head));
+    out.push('\n');
+    out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * 6));
+    out.push('\n');
+    for row in &cells {
+        out.push_str(&line(row));
+        out.push('\n');
+    }
+    let missed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Missed)
+        .map(|r| r.figure.as_str())
+        .collect();
+    if missed.is_empty() {
+        out.push_str("every target with a verdict was met\n");
+    } else {
+        out.push_str(&format!("targets missed: {}\n", missed.join(", ")));
+    }
+    out
 }

@@ -11,6 +11,9 @@
 //! opened the old file still gets its lock and finds the entry; one that
 //! arrives later creates a fresh file and finds the entry too. A race with
 //! `clear` can at worst let two processes compile the same key.
+//!
+//! [`lock_within`] (an OS lock with a bounded wait, shared or exclusive)
+//! also serves the store's own lock, its running total (`store/usage.rs`).
 
 use std::fs::File;
 use std::io;
@@ -29,19 +32,51 @@ impl KeyLock {
     /// the wait timed out.
     pub(crate) fn acquire(path: PathBuf, timeout: Duration) -> io::Result<Option<KeyLock>> {
         let file = open(&path)?;
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(1);
-        loop {
-            if try_lock(&file)? {
-                return Ok(Some(KeyLock { path, file }));
-            }
-            let waited = started.elapsed();
-            if waited >= timeout {
-                return Ok(None);
-            }
-            std::thread::sleep(pause.min(timeout - waited));
-            pause = (pause * 2).min(Duration::from_millis(20));
+        let pauses = Pauses {
+            first: Duration::from_millis(1),
+            most: Duration::from_millis(20),
+        };
+        Ok(lock_within(&file, Mode::Exclusive, timeout, pauses)?.then_some(KeyLock { path, file }))
+    }
+}
+
+/// Whether a lock excludes every other holder or only exclusive ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Readers: any number at once, none while an exclusive holder has it.
+    Shared,
+    /// Writers: one at a time.
+    Exclusive,
+}
+
+/// How long a waiter sleeps between tries: `first`, doubling up to `most`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pauses {
+    pub(crate) first: Duration,
+    pub(crate) most: Duration,
+}
+
+/// Takes an OS lock (`flock`) on `file`, trying again until `timeout` has
+/// passed; `false` when it stayed held by another open file. (A blocking
+/// `flock` would wait forever on a holder that was stopped, not killed.)
+pub(crate) fn lock_within(
+    file: &File,
+    mode: Mode,
+    timeout: Duration,
+    pauses: Pauses,
+) -> io::Result<bool> {
+    let started = Instant::now();
+    let mut pause = pauses.first;
+    loop {
+        if try_lock(file, mode)? {
+            return Ok(true);
         }
+        let waited = started.elapsed();
+        if waited >= timeout {
+            return Ok(false);
+        }
+        std::thread::sleep(pause.min(timeout - waited));
+        pause = (pause * 2).min(pauses.most);
     }
 }
 
@@ -71,9 +106,13 @@ fn open(path: &std::path::Path) -> io::Result<File> {
 
 /// True when the lock was taken, false when another file holds it.
 #[cfg(unix)]
-fn try_lock(file: &File) -> io::Result<bool> {
+fn try_lock(file: &File, mode: Mode) -> io::Result<bool> {
     use rustix::fs::{flock, FlockOperation};
-    match flock(file, FlockOperation::NonBlockingLockExclusive) {
+    let operation = match mode {
+        Mode::Shared => FlockOperation::NonBlockingLockShared,
+        Mode::Exclusive => FlockOperation::NonBlockingLockExclusive,
+    };
+    match flock(file, operation) {
         Ok(()) => Ok(true),
         Err(e) if e == rustix::io::Errno::WOULDBLOCK || e == rustix::io::Errno::INTR => Ok(false),
         Err(e) => Err(e.into()),
@@ -98,7 +137,7 @@ fn open(_path: &std::path::Path) -> io::Result<File> {
 }
 
 #[cfg(not(unix))]
-fn try_lock(_file: &File) -> io::Result<bool> {
+fn try_lock(_file: &File, _mode: Mode) -> io::Result<bool> {
     Ok(false)
 }
 

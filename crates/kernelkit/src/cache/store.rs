@@ -3,13 +3,17 @@
 //!
 //! It sits under each device's kernel cache (which already makes sure one
 //! thread per process builds a module key) and above the backend compiler.
+//! Every operation on one entry (lookup, write, eviction) costs the same
+//! whether the store holds a thousand entries or a million.
 //!
 //! - **Entries.** One file per artifact, `<key>.kka`, named by the 32 hex
 //!   digits of its [`ModuleKey`] (a hash of everything that changes the
-//!   binary, see [`crate::cache::key`]); the format is in
-//!   [`crate::cache::entry`]. An entry is written to a temporary file in the
-//!   same directory, synced and renamed into place, so readers see a whole
-//!   entry or none.
+//!   binary, see [`crate::cache::key`]), in a subdirectory named by the
+//!   key's first two digits (see `store/layout.rs`; flat stores of
+//!   earlier kernelkits are read in place and moved by the first write);
+//!   the format is in [`crate::cache::entry`]. An entry is written to a
+//!   temporary file in the same directory, synced and renamed into place,
+//!   so readers see a whole entry or none.
 //! - **Dependencies.** Each entry lists the files its compile read besides
 //!   the source (what headers `#include`), with a hash of their contents;
 //!   a lookup checks them, and an entry whose files changed, vanished or
@@ -29,16 +33,24 @@
 //!   `<key>.lock` (see `cache::lock`) before it compiles, so the others wait
 //!   for its entry instead of compiling the same source; the lock dies with
 //!   its owner and the wait is bounded, after which they compile too.
-//! - **Safety.** The directory is created with mode `0700`. An entry is a
-//!   shared library that will be loaded into the process, so it is read only
-//!   when the directory and the file belong to the current user and are not
-//!   writable by group or others (see `cache::trust`). Paths are built from
-//!   hex keys only.
-//! - **Size.** After each write, least recently used entries are removed
-//!   until the store fits [`ArtifactStore::max_bytes`]. "Used" is the file's
-//!   modification time, set when the entry is written and again on each hit
-//!   (entries are never modified in place, so it means nothing else). The
-//!   entry just written is always kept.
+//! - **Safety.** The directory and its subdirectories are created with
+//!   mode `0700`. An entry is a shared library that will be loaded into the
+//!   process, so it is read only when the directory, the entry's
+//!   subdirectory (a real directory, not a link) and the file belong to the
+//!   current user and are not writable by group or others (see
+//!   `cache::trust`). Paths are built from hex keys only.
+//! - **Size.** The store keeps a running total of its entries and bytes
+//!   (`store/usage.rs`): the file `usage`, which is also the store's lock,
+//!   held by every change to the set of entries; it is recounted from the
+//!   files when it looks wrong (missing, damaged, or left dirty by a
+//!   process that died while it changed the store). A write that takes the
+//!   total over [`ArtifactStore::max_bytes`] evicts until it is back under
+//!   90% of it ([`LOW_WATER_PERCENT`]), so the following writes do not
+//!   evict; eviction removes least recently used entries as a sample of
+//!   them tells (`store/evict.rs`). "Used" is the file's modification
+//!   time, set when the entry is written and again on each hit. The entry
+//!   just written is always kept. Between writes, the store holds at most
+//!   its limit, plus one entry per process that is writing one.
 //! - **Settings.** A [`CacheConfig`] (from `KERNELKIT_CACHE`,
 //!   `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`, or set by the
 //!   program: see [`crate::config`]). A directory that
@@ -62,19 +74,30 @@ use crate::stats::{CacheStats, Counter};
 
 pub use crate::cache::tally::Tally;
 
-/// Extension of entry files.
-const ENTRY_EXT: &str = "kka";
-/// Extension of per-key lock files.
-const LOCK_EXT: &str = "lock";
-/// Suffix of temporary files being written.
-const TEMP_SUFFIX: &str = ".tmp";
+mod evict;
+mod layout;
+mod usage;
+
+use evict::Evictor;
+use layout::TEMP_SUFFIX;
+use usage::{Recorded, Usage, UsageLock};
+
 /// How long a process waits for another one compiling the same key.
 const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a process waits for the store's lock (the running total). Its
+/// holds last microseconds, milliseconds for an eviction step, seconds for
+/// a recount of a large store; a write that cannot get it in this time is
+/// not made (a later process compiles the kernel again).
+const USAGE_LOCK_TIMEOUT: Duration = Duration::from_secs(30);
 /// Larger files are not read: no compiled kernel is this big, and reading
 /// one into memory could exhaust it.
 const MAX_ENTRY_BYTES: u64 = 1 << 30;
-/// Temporary files older than this were left by a crashed writer.
-const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
+/// An eviction brings the store down to this share of its limit, so that
+/// the writes after it find room and do not evict.
+pub const LOW_WATER_PERCENT: u64 = 90;
+/// Entries one hold of the store's lock removes before it lets other
+/// processes in (once the store is back under its limit).
+const EVICT_STEP: usize = 256;
 
 /// The on-disk artifact store. See the module documentation.
 #[derive(Debug)]
@@ -216,9 +239,13 @@ pub struct StoreStats {
     /// The directory.
     pub dir: PathBuf,
     /// Number of entries.
-    pub entries: usize,
+    pub entries: u64,
     /// Their total size in bytes.
     pub bytes: u64,
+    /// Whether `entries` and `bytes` were counted from the files (a recount
+    /// was asked for, or the running total was missing or could not be
+    /// trusted) rather than read from the running total.
+    pub counted: bool,
     /// The size limit the store was opened with.
     pub max_bytes: u64,
     /// Hits, misses, writes and errors of every process since the store was
@@ -254,19 +281,19 @@ pub(crate) enum Lookup {
     Miss,
 }
 
-/// Files in the store directory, by kind.
-#[derive(Default)]
-struct Listing {
-    entries: Vec<FileInfo>,
-    locks: Vec<PathBuf>,
-    temps: Vec<FileInfo>,
+/// Where an entry file was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// In its subdirectory (counted in the running total).
+    Fanout,
+    /// In the store directory itself, where kernelkit kept entries before
+    /// the fan-out (not counted until a recount moves it).
+    Flat,
 }
 
-struct FileInfo {
-    key: Option<ModuleKey>,
-    path: PathBuf,
-    bytes: u64,
-    modified: SystemTime,
+/// The share of `max` an eviction brings the store down to.
+fn low_water(max: u64) -> u64 {
+    max / 100 * LOW_WATER_PERCENT + max % 100 * LOW_WATER_PERCENT / 100
 }
 
 impl ArtifactStore {
@@ -291,7 +318,8 @@ impl ArtifactStore {
     }
 
     /// Opens an existing store directory (for inspection: nothing is
-    /// created or written). Fails when it is missing or not trusted.
+    /// created or written until a method that changes the store is
+    /// called). Fails when it is missing or not trusted.
     pub fn open(dir: impl Into<PathBuf>) -> Result<ArtifactStore, StoreError> {
         let dir = dir.into();
         let meta = match std::fs::metadata(&dir) {
@@ -371,8 +399,21 @@ impl ArtifactStore {
         self.max_bytes
     }
 
-    fn entry_path(&self, key: &ModuleKey) -> PathBuf {
-        self.dir.join(format!("{key}.{ENTRY_EXT}"))
+    /// The file that holds (or would hold) `key`'s entry: `<dir>/<first two
+    /// hex digits>/<key>.kka`.
+    pub fn entry_path(&self, key: &ModuleKey) -> PathBuf {
+        layout::entry_path(&self.dir, key)
+    }
+
+    /// The payload stored under `key`, if the store holds a good entry whose
+    /// dependencies are unchanged (for tools and tests; devices go through
+    /// their module resolver). A fault is counted and handled as by any
+    /// lookup (see [`ArtifactStore`]'s module documentation).
+    pub fn get(&self, key: &ModuleKey) -> Option<Vec<u8>> {
+        match self.lookup(key) {
+            Lookup::Hit(bytes) => Some(bytes),
+            Lookup::Miss => None,
+        }
     }
 
     /// Looks `key` up. An entry that cannot be used is a miss: counted as
@@ -380,8 +421,8 @@ impl ArtifactStore {
     /// (see [`EntryFault::is_corrupt`]); an entry of another format version
     /// is a plain miss. Either way the compile that follows rewrites it.
     pub(crate) fn lookup(&self, key: &ModuleKey) -> Lookup {
-        let path = self.entry_path(key);
-        match self.read_entry(&path, key) {
+        let (place, found) = self.find(key);
+        match found {
             Ok(Some(good)) => match good.dependencies.check() {
                 Ok(()) => {
                     // Last use for eviction; failing to record it is harmless.
@@ -408,7 +449,7 @@ impl ArtifactStore {
                     "kernelkit artifact store: entry {key} in {} is corrupt ({fault}); removing it and compiling again",
                     self.dir.display()
                 );
-                let _ = std::fs::remove_file(&path);
+                self.remove_corrupt(key, place);
                 Lookup::Miss
             }
             Err(fault) => {
@@ -418,17 +459,48 @@ impl ArtifactStore {
         }
     }
 
-    /// Reads and checks one entry; `Ok(None)` when there is none. With
-    /// `touch`, a good entry's last use is set to now.
-    fn read_entry(&self, path: &Path, key: &ModuleKey) -> Result<Option<Good>, EntryFault> {
+    /// Reads `key`'s entry from its subdirectory or, in a store not yet
+    /// moved to the fan-out, from the store directory.
+    fn find(&self, key: &ModuleKey) -> (Place, Result<Option<Good>, EntryFault>) {
+        match self.read_entry(key, Place::Fanout) {
+            Ok(None) => {}
+            found => return (Place::Fanout, found),
+        }
+        match self.read_entry(key, Place::Flat) {
+            Ok(None) => {}
+            found => return (Place::Flat, found),
+        }
+        // Moved from the one to the other between the two reads.
+        (Place::Fanout, self.read_entry(key, Place::Fanout))
+    }
+
+    fn place_path(&self, key: &ModuleKey, place: Place) -> PathBuf {
+        match place {
+            Place::Fanout => layout::entry_path(&self.dir, key),
+            Place::Flat => layout::flat_entry_path(&self.dir, key),
+        }
+    }
+
+    /// Reads and checks one entry; `Ok(None)` when there is none.
+    fn read_entry(&self, key: &ModuleKey, place: Place) -> Result<Option<Good>, EntryFault> {
         let dir_meta = std::fs::metadata(&self.dir).map_err(EntryFault::Unreadable)?;
         trust::check_dir(&dir_meta)
             .map_err(|reason| EntryFault::Untrusted(format!("the directory: {reason}")))?;
+        if place == Place::Fanout {
+            // Not followed: a subdirectory is the store's own, never a link.
+            match std::fs::symlink_metadata(layout::subdir(&self.dir, key)) {
+                Ok(meta) => trust::check_dir(&meta).map_err(|reason| {
+                    EntryFault::Untrusted(format!("its subdirectory: {reason}"))
+                })?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(EntryFault::Unreadable(e)),
+            }
+        }
         #[cfg(test)]
         if let Some(errno) = tests::OPEN_FAULT.take() {
             return Err(EntryFault::Unreadable(io::Error::from_raw_os_error(errno)));
         }
-        let mut file = match open_no_follow(path) {
+        let mut file = match open_no_follow(&self.place_path(key, place)) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(EntryFault::Unreadable(e)),
@@ -453,6 +525,35 @@ impl ArtifactStore {
             dependencies: parsed.dependencies,
             file,
         }))
+    }
+
+    /// Removes an entry a lookup found corrupt. In its subdirectory this
+    /// is a change to the store's total, made under the store's lock after
+    /// a second read (a writer may have replaced the file since); without
+    /// the lock the entry stays for the rewrite to replace.
+    fn remove_corrupt(&self, key: &ModuleKey, place: Place) {
+        let path = self.place_path(key, place);
+        if place == Place::Flat {
+            // Not in the total.
+            let _ = std::fs::remove_file(&path);
+            return;
+        }
+        let Ok(Some(mut lock)) = self.lock_usage() else {
+            return;
+        };
+        if self.recount_if_suspect(&mut lock).is_err() {
+            return;
+        }
+        let still_corrupt = matches!(self.read_entry(key, place), Err(f) if f.is_corrupt());
+        if !still_corrupt {
+            return;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return;
+        };
+        if lock.begin_change().is_ok() && std::fs::remove_file(&path).is_ok() {
+            lock.removed(layout::counted_bytes(&meta));
+        }
     }
 
     /// Counts one disk error, here and in the store's lifetime counters.
@@ -505,8 +606,9 @@ impl ArtifactStore {
     /// for this one. `None` when the wait timed out or the lock file could
     /// not be made: the caller then compiles without it.
     pub(crate) fn lock(&self, key: &ModuleKey) -> Option<KeyLock> {
-        let path = self.dir.join(format!("{key}.{LOCK_EXT}"));
-        match KeyLock::acquire(path, self.lock_timeout) {
+        let acquired = layout::create_subdir(&self.dir, key)
+            .and_then(|_| KeyLock::acquire(layout::lock_path(&self.dir, key), self.lock_timeout));
+        match acquired {
             Ok(Some(lock)) => Some(lock),
             Ok(None) => {
                 tracing::info!(
@@ -522,10 +624,11 @@ impl ArtifactStore {
         }
     }
 
-    /// Publishes an artifact, then evicts to the size limit. A failure is
-    /// counted and reported once per store, never returned: the caller has
-    /// its artifact either way.
-    pub(crate) fn write(
+    /// Publishes an artifact, then, if that took the store over its limit,
+    /// evicts down to [`LOW_WATER_PERCENT`] of it. A failure is counted,
+    /// reported once per store, and returned (devices ignore it: they have
+    /// their artifact either way, and a later process compiles it again).
+    pub fn write(
         &self,
         key: &ModuleKey,
         kernel: &str,
@@ -533,7 +636,7 @@ impl ArtifactStore {
         function: &str,
         dependencies: &Dependencies,
         artifact: &[u8],
-    ) {
+    ) -> Result<(), StoreError> {
         let bytes = entry::encode(key, kernel, backend, function, dependencies, artifact)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
             .and_then(|bytes| match bytes.len() as u64 {
@@ -550,9 +653,7 @@ impl ArtifactStore {
                     writes: 1,
                     ..Tally::default()
                 });
-                if let Err(e) = self.evict(Some(key)) {
-                    tracing::debug!("kernelkit artifact store: eviction failed: {e}");
-                }
+                Ok(())
             }
             Err(e) => {
                 self.counts.errors.incr();
@@ -566,23 +667,51 @@ impl ArtifactStore {
                         self.dir.display()
                     );
                 }
+                Err(self.io("write an entry", e))
             }
         }
     }
 
-    /// Writes a temporary file in the store directory, syncs it and renames
-    /// it over the entry's path.
+    /// Writes a temporary file in the entry's subdirectory and syncs it;
+    /// then, holding the store's lock, renames it over the entry's path,
+    /// adds it to the running total and evicts if the total is over the
+    /// limit.
     fn publish(&self, key: &ModuleKey, bytes: &[u8]) -> io::Result<()> {
+        let sub = layout::create_subdir(&self.dir, key)?;
         let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{key}."))
+            .prefix(&layout::temp_prefix(key))
             .suffix(TEMP_SUFFIX)
-            .tempfile_in(&self.dir)?; // mode 0600
+            .tempfile_in(&sub)?; // mode 0600
         tmp.write_all(bytes)?;
         tmp.as_file().sync_all()?;
-        tmp.persist(self.entry_path(key)).map_err(|e| e.error)?;
+        let mut lock = self.lock_usage()?.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the store's lock stayed held for {} s",
+                    USAGE_LOCK_TIMEOUT.as_secs()
+                ),
+            )
+        })?;
+        self.recount_if_suspect(&mut lock)?;
+        let path = layout::entry_path(&self.dir, key);
+        let old = match std::fs::symlink_metadata(&path) {
+            Ok(meta) => Some(layout::counted_bytes(&meta)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        lock.begin_change()?;
+        tmp.persist(&path).map_err(|e| e.error)?;
+        if let Some(old) = old {
+            lock.removed(old);
+        }
+        lock.added(bytes.len() as u64);
+        if let Err(e) = self.evict_from(lock, Some(key)) {
+            tracing::debug!("kernelkit artifact store: eviction failed: {e}");
+        }
         // Make the rename itself durable; a failure here loses nothing that
         // a later compile cannot redo.
-        if let Ok(d) = File::open(&self.dir) {
+        if let Ok(d) = File::open(&sub) {
             let _ = d.sync_all();
         }
         Ok(())
@@ -595,75 +724,178 @@ impl ArtifactStore {
         }
     }
 
-    /// Removes least recently used entries until the store fits its limit,
-    /// never `keep`; also removes temporary files left by crashed writers.
-    /// Returns the number of entries removed.
-    pub fn evict(&self, keep: Option<&ModuleKey>) -> io::Result<usize> {
-        let listing = self.scan()?;
-        let now = SystemTime::now();
-        for t in &listing.temps {
-            if now.duration_since(t.modified).unwrap_or_default() > STALE_TEMP_AGE {
-                let _ = std::fs::remove_file(&t.path);
-            }
-        }
-        let mut total: u64 = listing.entries.iter().map(|e| e.bytes).sum();
-        if total <= self.max_bytes {
-            return Ok(0);
-        }
-        let mut entries = listing.entries;
-        entries.sort_by_key(|e| e.modified);
-        let mut removed = 0;
-        for e in entries {
-            if total <= self.max_bytes {
-                break;
-            }
-            if keep.is_some() && e.key.as_ref() == keep {
-                continue;
-            }
-            match std::fs::remove_file(&e.path) {
-                Ok(()) => removed += 1,
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-                Err(err) => return Err(err),
-            }
-            total -= e.bytes;
-        }
-        Ok(removed)
+    /// Takes the store's lock (`Ok(None)`: it stayed held too long).
+    fn lock_usage(&self) -> io::Result<Option<UsageLock>> {
+        UsageLock::acquire(&self.dir, USAGE_LOCK_TIMEOUT)
     }
 
-    /// Size, entry count and lifetime counters.
+    /// Recounts under `lock` if the total it found cannot be trusted.
+    fn recount_if_suspect(&self, lock: &mut UsageLock) -> io::Result<()> {
+        if let Some(why) = lock.suspect() {
+            tracing::debug!(
+                "kernelkit artifact store: counting the entries of {} ({why})",
+                self.dir.display()
+            );
+            self.recount_locked(lock)?;
+        }
+        Ok(())
+    }
+
+    /// Counts the store's entries from its files and makes that the
+    /// running total; on the way, moves flat entries (of kernelkit before
+    /// the fan-out) into their subdirectories and removes temporary files
+    /// left by crashed writers. Its cost grows with the store: it runs when
+    /// the total looks wrong, or when asked ([`ArtifactStore::recount`]).
+    fn recount_locked(&self, lock: &mut UsageLock) -> io::Result<()> {
+        lock.begin_change()?;
+        let listing = layout::scan(&self.dir)?;
+        let now = SystemTime::now();
+        for t in listing
+            .temps
+            .iter()
+            .filter(|t| layout::is_stale(t.modified, now))
+        {
+            let _ = std::fs::remove_file(&t.path);
+        }
+        let mut usage = Usage::default();
+        for e in &listing.entries {
+            if e.flat {
+                let path = layout::entry_path(&self.dir, &e.key);
+                if std::fs::symlink_metadata(&path).is_ok() {
+                    // The fan-out holds this key already: the flat copy is
+                    // the older one.
+                    let _ = std::fs::remove_file(&e.path);
+                    continue;
+                }
+                layout::create_subdir(&self.dir, &e.key)?;
+                match std::fs::rename(&e.path, &path) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+                    Err(err) => return Err(err),
+                }
+            }
+            usage.entries += 1;
+            usage.bytes += e.bytes;
+        }
+        lock.set(usage);
+        Ok(())
+    }
+
+    /// Counts the store's entries from its files and makes that the
+    /// running total (`kernelkit cache stats --recount`), moving the
+    /// entries of a flat store into subdirectories on the way. Needed only
+    /// when files were added or removed behind the store's back (a total
+    /// that looks wrong is recounted without being asked).
+    pub fn recount(&self) -> Result<StoreStats, StoreError> {
+        let mut lock = self
+            .lock_usage()
+            .map_err(|source| self.io("take the store's lock", source))?
+            .ok_or_else(|| self.io("take the store's lock", busy()))?;
+        self.recount_locked(&mut lock)
+            .map_err(|source| self.io("count the entries", source))?;
+        let usage = lock.usage();
+        drop(lock);
+        Ok(self.stats_of(usage, true))
+    }
+
+    /// Removes least recently used entries (approximately: see
+    /// `store/evict.rs`) until the store is under [`LOW_WATER_PERCENT`] of
+    /// its limit, if it is over the limit. Returns the number of entries
+    /// removed. Writes call it; it is public for tools.
+    pub fn evict(&self) -> io::Result<usize> {
+        let mut lock = self.lock_usage()?.ok_or_else(busy)?;
+        self.recount_if_suspect(&mut lock)?;
+        self.evict_from(lock, None)
+    }
+
+    /// Evicts under `lock` (released on return), never `keep`.
+    fn evict_from(&self, mut lock: UsageLock, keep: Option<&ModuleKey>) -> io::Result<usize> {
+        if lock.usage().bytes <= self.max_bytes {
+            return Ok(0);
+        }
+        let target = low_water(self.max_bytes);
+        let mut evictor = Evictor::new(&self.dir, keep.copied());
+        let mut removed = 0;
+        let mut recounted = false;
+        loop {
+            let step = evictor.run(&mut lock, target, EVICT_STEP)?;
+            removed += step.removed;
+            let usage = lock.usage();
+            if usage.bytes <= target {
+                return Ok(removed);
+            }
+            if step.exhausted {
+                // Nothing left to remove. Either only `keep` is left, or
+                // the total counts entries that are gone: count them, once.
+                if recounted || usage.bytes <= self.max_bytes || usage.entries <= 1 {
+                    return Ok(removed);
+                }
+                self.recount_locked(&mut lock)?;
+                recounted = true;
+                evictor = Evictor::new(&self.dir, keep.copied());
+                continue;
+            }
+            if usage.bytes <= self.max_bytes {
+                // Back under the limit: let the other processes in between
+                // steps on the way down to the low-water mark.
+                drop(lock);
+                lock = self.lock_usage()?.ok_or_else(busy)?;
+                self.recount_if_suspect(&mut lock)?;
+            }
+        }
+    }
+
+    /// Size, entry count and lifetime counters: the running total, read
+    /// without listing the store, or, when the store has none that can be
+    /// trusted (a store of kernelkit before the fan-out, a process that
+    /// died while it changed the store), counted from the files (nothing is
+    /// written: [`ArtifactStore::recount`] stores a count).
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
-        let listing = self
-            .scan()
-            .map_err(|source| self.io("list the directory", source))?;
-        Ok(StoreStats {
+        let recorded = usage::read_shared(&self.dir, Duration::from_secs(1))
+            .map_err(|source| self.io("read the running total", source))?;
+        match recorded {
+            Recorded::Clean(usage) => Ok(self.stats_of(usage, false)),
+            Recorded::Suspect(_) => {
+                let listing = layout::scan(&self.dir)
+                    .map_err(|source| self.io("list the directory", source))?;
+                let usage = Usage {
+                    entries: listing.entries.len() as u64,
+                    bytes: listing.entries.iter().map(|e| e.bytes).sum(),
+                };
+                Ok(self.stats_of(usage, true))
+            }
+        }
+    }
+
+    fn stats_of(&self, usage: Usage, counted: bool) -> StoreStats {
+        StoreStats {
             dir: self.dir.clone(),
-            entries: listing.entries.len(),
-            bytes: listing.entries.iter().map(|e| e.bytes).sum(),
+            entries: usage.entries,
+            bytes: usage.bytes,
+            counted,
             max_bytes: self.max_bytes,
             lifetime: tally::read(&self.dir),
-        })
+        }
     }
 
     /// Every entry with what its header says, most recently used first.
     pub fn list(&self) -> Result<Vec<EntryInfo>, StoreError> {
-        let listing = self
-            .scan()
-            .map_err(|source| self.io("list the directory", source))?;
+        let listing =
+            layout::scan(&self.dir).map_err(|source| self.io("list the directory", source))?;
         let mut out: Vec<EntryInfo> = listing
             .entries
             .into_iter()
-            .filter_map(|f| {
-                let key = f.key?;
+            .map(|f| {
                 let header = read_prefix(&f.path)
                     .map_err(EntryFault::Unreadable)
                     .and_then(|prefix| entry::parse_header(&prefix).map_err(EntryFault::Malformed));
-                Some(EntryInfo {
-                    key,
+                EntryInfo {
+                    key: f.key,
                     path: f.path,
                     bytes: f.bytes,
                     last_use: f.modified,
                     header,
-                })
+                }
             })
             .collect();
         out.sort_by_key(|e| std::cmp::Reverse(e.last_use));
@@ -673,19 +905,18 @@ impl ArtifactStore {
     /// Checks every entry as a lookup would (trust, checksum, key), without
     /// changing anything.
     pub fn verify(&self) -> Result<VerifyReport, StoreError> {
-        let listing = self
-            .scan()
-            .map_err(|source| self.io("list the directory", source))?;
+        let listing =
+            layout::scan(&self.dir).map_err(|source| self.io("list the directory", source))?;
         let mut report = VerifyReport::default();
         for f in listing.entries {
-            let Some(key) = f.key else { continue };
-            match self.read_entry(&f.path, &key) {
+            let place = if f.flat { Place::Flat } else { Place::Fanout };
+            match self.read_entry(&f.key, place) {
                 Ok(Some(_)) => report.good += 1,
                 // Removed since the scan: nothing to verify.
                 Ok(None) => {}
                 Err(EntryFault::Malformed(EntryError::Version { .. })) => report.other_format += 1,
                 Err(fault) => report.bad.push(BadEntry {
-                    key,
+                    key: f.key,
                     path: f.path,
                     fault,
                 }),
@@ -694,12 +925,28 @@ impl ArtifactStore {
         Ok(report)
     }
 
-    /// Removes every entry, lock file, temporary file and the lifetime
-    /// counters; files the store did not make are left alone.
+    /// Removes every entry, lock file, temporary file, the lifetime
+    /// counters and the subdirectories left empty, and sets the running
+    /// total to zero; files the store did not make are left alone.
     pub fn clear(&self) -> Result<ClearReport, StoreError> {
-        let listing = self
-            .scan()
-            .map_err(|source| self.io("list the directory", source))?;
+        let mut lock = self
+            .lock_usage()
+            .map_err(|source| self.io("take the store's lock", source))?
+            .ok_or_else(|| self.io("take the store's lock", busy()))?;
+        let listing =
+            layout::scan(&self.dir).map_err(|source| self.io("list the directory", source))?;
+        lock.begin_change()
+            .map_err(|source| self.io("write the running total", source))?;
+        // From here the total is zero plus what is left if a removal fails.
+        lock.set(Usage {
+            entries: listing.entries.iter().filter(|e| !e.flat).count() as u64,
+            bytes: listing
+                .entries
+                .iter()
+                .filter(|e| !e.flat)
+                .map(|e| e.bytes)
+                .sum(),
+        });
         let mut report = ClearReport::default();
         for e in &listing.entries {
             match std::fs::remove_file(&e.path) {
@@ -709,6 +956,9 @@ impl ArtifactStore {
                 }
                 Err(err) if err.kind() == io::ErrorKind::NotFound => {}
                 Err(source) => return Err(self.io("remove an entry", source)),
+            }
+            if !e.flat {
+                lock.removed(e.bytes);
             }
         }
         let others = listing
@@ -721,6 +971,10 @@ impl ArtifactStore {
                 Err(err) if err.kind() == io::ErrorKind::NotFound => {}
                 Err(source) => return Err(self.io("remove a file", source)),
             }
+        }
+        for sub in &listing.subdirs {
+            // Fails, harmlessly, on one that holds something else.
+            let _ = std::fs::remove_dir(sub);
         }
         Ok(report)
     }
@@ -740,46 +994,17 @@ impl ArtifactStore {
             source,
         }
     }
+}
 
-    /// The store's own files, sorted by kind; anything else is ignored.
-    fn scan(&self) -> io::Result<Listing> {
-        let mut listing = Listing::default();
-        for dirent in std::fs::read_dir(&self.dir)? {
-            let dirent = dirent?;
-            let name = dirent.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let path = dirent.path();
-            if let Some(stem) = name.strip_suffix(&format!(".{LOCK_EXT}")) {
-                if ModuleKey::from_hex(stem).is_some() {
-                    listing.locks.push(path);
-                }
-                continue;
-            }
-            let is_temp = name.starts_with('.') && name.ends_with(TEMP_SUFFIX);
-            let key = name
-                .strip_suffix(&format!(".{ENTRY_EXT}"))
-                .and_then(ModuleKey::from_hex);
-            if key.is_none() && !is_temp {
-                continue;
-            }
-            // Not followed: a link is never an entry's size or age.
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue; // removed meanwhile
-            };
-            let info = FileInfo {
-                key,
-                path,
-                bytes: meta.len(),
-                modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            };
-            if is_temp {
-                listing.temps.push(info);
-            } else {
-                listing.entries.push(info);
-            }
-        }
-        Ok(listing)
-    }
+/// The store's lock stayed held (by a process stopped, or a long recount).
+fn busy() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!(
+            "the store's lock stayed held for {} s",
+            USAGE_LOCK_TIMEOUT.as_secs()
+        ),
+    )
 }
 
 /// Reports once per process that the disk tier is off.
@@ -849,14 +1074,16 @@ impl crate::cache::tier::ArtifactTier for ArtifactStore {
             .map(|lock| Box::new(lock) as crate::cache::tier::Claim)
     }
     fn put(&self, key: &ModuleKey, artifact: &crate::cache::tier::Artifact<'_>) {
-        self.write(
+        // A failure is counted and reported by `write`; the device has its
+        // artifact either way.
+        let _ = self.write(
             key,
             artifact.kernel,
             artifact.backend,
             artifact.function,
             artifact.dependencies,
             artifact.bytes,
-        )
+        );
     }
     fn add_stats(&self, stats: &mut CacheStats) {
         ArtifactStore::add_stats(self, stats)

@@ -29,6 +29,18 @@ pub fn in_child(test: &str, env: &[(&str, OsString)]) -> bool {
     if is_child(test) {
         return true;
     }
+    let out = child(test, env)
+        .output()
+        .expect("the test binary runs again");
+    check_child(test, &out);
+    false
+}
+
+/// The command that runs `test` again in a child process with `env` set
+/// (after `KERNELKIT_CACHE=memory`, which `env` may override): for tests
+/// that run several children at once (`spawn` each, then [`check_child`]
+/// each output).
+pub fn child(test: &str, env: &[(&str, OsString)]) -> Command {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut cmd = Command::new(exe);
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
@@ -37,7 +49,11 @@ pub fn in_child(test: &str, env: &[(&str, OsString)]) -> bool {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("the test binary runs again");
+    cmd
+}
+
+/// Checks that a child of [`child`] passed, having run exactly `test`.
+pub fn check_child(test: &str, out: &std::process::Output) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -51,7 +67,6 @@ pub fn in_child(test: &str, env: &[(&str, OsString)]) -> bool {
         stdout.contains("1 passed"),
         "child `{test}` ran no test:\n{stdout}"
     );
-    false
 }
 
 /// Writes an executable shell script (a stand-in compiler) and returns its

@@ -1,11 +1,13 @@
 //! The store on its own, with made-up payloads (no compiler): every kind of
-//! corruption, trust, eviction, and the inspection API.
+//! corruption, trust, the layout, the running total, eviction, and the
+//! inspection API.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::cache::key::ARTIFACT_FORMAT_VERSION;
+use std::path::PathBuf;
 
 fn new_store() -> (tempfile::TempDir, ArtifactStore) {
     let tmp = tempfile::tempdir().unwrap();
@@ -23,7 +25,9 @@ fn payload(n: u32) -> Vec<u8> {
 
 fn put(store: &ArtifactStore, n: u32) {
     let none = Dependencies::default();
-    store.write(&key(n), "kern", "cpu", &format!("f{n}"), &none, &payload(n));
+    store
+        .write(&key(n), "kern", "cpu", &format!("f{n}"), &none, &payload(n))
+        .unwrap();
 }
 
 fn hit(store: &ArtifactStore, n: u32) -> bool {
@@ -151,6 +155,7 @@ fn an_unreadable_entry_is_kept_and_counted() {
 fn an_intact_entry_under_another_key_is_refused() {
     let (_tmp, store) = new_store();
     put(&store, 1);
+    layout::create_subdir(store.dir(), &key(2)).unwrap();
     std::fs::copy(store.entry_path(&key(1)), store.entry_path(&key(2))).unwrap();
     assert!(!hit(&store, 2));
     assert_eq!(stats(&store).disk_errors, 1);
@@ -291,23 +296,44 @@ fn the_entry_just_written_survives_a_limit_smaller_than_itself() {
     assert!(hit(&store, 2));
 }
 
+/// Temporary files of crashed writers are removed when eviction lists
+/// their subdirectory, or by a recount; young ones may still be filling.
 #[test]
 fn stale_temporary_files_are_removed() {
     let (_tmp, store) = new_store();
-    let stale = store.dir().join(format!(".{}.abc.tmp", key(9)));
-    let fresh = store.dir().join(format!(".{}.def.tmp", key(8)));
-    for p in [&stale, &fresh] {
+    let entry_size = {
+        put(&store, 0);
+        std::fs::metadata(store.entry_path(&key(0))).unwrap().len()
+    };
+    let temp = |n: u32, tag: &str| {
+        let sub = layout::create_subdir(store.dir(), &key(n)).unwrap();
+        sub.join(format!(
+            "{}{tag}{TEMP_SUFFIX}",
+            layout::temp_prefix(&key(n))
+        ))
+    };
+    let (stale, fresh) = (temp(0, "abc"), temp(0, "def"));
+    let flat_stale = store.dir().join(format!(".{}.ghi{TEMP_SUFFIX}", key(7)));
+    for p in [&stale, &fresh, &flat_stale] {
         std::fs::write(p, b"partial").unwrap();
     }
-    File::options()
-        .write(true)
-        .open(&stale)
-        .unwrap()
-        .set_modified(SystemTime::now() - 2 * STALE_TEMP_AGE)
-        .unwrap();
+    for p in [&stale, &flat_stale] {
+        File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(SystemTime::now() - 2 * layout::STALE_TEMP_AGE)
+            .unwrap();
+    }
+    // A write that evicts lists the subdirectories it samples.
+    let store = store.with_max_bytes(entry_size);
     put(&store, 1);
     assert!(!stale.exists());
     assert!(fresh.exists(), "a writer may still be filling it");
+    assert!(flat_stale.exists(), "eviction lists subdirectories only");
+    store.recount().unwrap();
+    assert!(!flat_stale.exists());
+    assert!(fresh.exists());
 }
 
 #[test]
@@ -416,7 +442,9 @@ fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
             .unwrap(),
             ..Dependencies::default()
         };
-        store.write(&key(1), "kern", "cpu", "f1", &deps, &payload(1));
+        store
+            .write(&key(1), "kern", "cpu", "f1", &deps, &payload(1))
+            .unwrap();
     };
     write("#define VAL 1.0f\n");
     put_with_deps();
@@ -431,4 +459,300 @@ fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
     assert!(!hit(&store, 1), "a removed include was not noticed");
     let report = store.verify().unwrap();
     assert_eq!(report.good, 1, "verify checks the entry, not its sources");
+}
+
+/// Writes entry `n` straight into the store's files, as a process that
+/// does not keep to the store's lock would (or a kernelkit of layout 1,
+/// with `flat`), last used `age` ago. Nothing is counted.
+fn plant(store: &ArtifactStore, n: u32, flat: bool, age: Duration) -> PathBuf {
+    let bytes = entry::encode(
+        &key(n),
+        "kern",
+        "cpu",
+        &format!("f{n}"),
+        &Dependencies::default(),
+        &payload(n),
+    )
+    .unwrap();
+    let path = if flat {
+        layout::flat_entry_path(store.dir(), &key(n))
+    } else {
+        layout::create_subdir(store.dir(), &key(n)).unwrap();
+        store.entry_path(&key(n))
+    };
+    std::fs::write(&path, bytes).unwrap();
+    set_mode(&path, 0o600);
+    File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(SystemTime::now() - age)
+        .unwrap();
+    path
+}
+
+/// Entries and bytes as the running total has them (the total must be
+/// usable: nothing to count).
+fn running(store: &ArtifactStore) -> (u64, u64) {
+    let s = store.stats().unwrap();
+    assert!(!s.counted, "the running total was not usable");
+    (s.entries, s.bytes)
+}
+
+/// Entries and bytes as the files have them.
+fn on_disk(store: &ArtifactStore) -> (u64, u64) {
+    let listing = layout::scan(store.dir()).unwrap();
+    (
+        listing.entries.len() as u64,
+        listing.entries.iter().map(|e| e.bytes).sum(),
+    )
+}
+
+#[test]
+fn entries_fan_out_into_private_subdirectories_by_key_prefix() {
+    let (_tmp, store) = new_store();
+    put(&store, 1);
+    let path = store.entry_path(&key(1));
+    let hex = key(1).to_string();
+    assert_eq!(path, store.dir().join(&hex[..2]).join(format!("{hex}.kka")));
+    assert!(path.exists());
+    let sub = path.parent().unwrap();
+    assert_eq!(std::fs::metadata(sub).unwrap().mode() & 0o777, 0o700);
+    assert!(
+        !layout::flat_entry_path(store.dir(), &key(1)).exists(),
+        "nothing is written in the flat place"
+    );
+}
+
+/// A subdirectory is trusted as the store directory is; a link in its
+/// place is not followed.
+#[test]
+fn an_open_or_linked_subdirectory_is_refused() {
+    let (tmp, store) = new_store();
+    put(&store, 1);
+    let sub = store.entry_path(&key(1)).parent().unwrap().to_path_buf();
+    set_mode(&sub, 0o777);
+    assert!(
+        !hit(&store, 1),
+        "an entry was read from an open subdirectory"
+    );
+    assert_eq!(stats(&store).disk_errors, 1);
+    set_mode(&sub, 0o700);
+    assert!(hit(&store, 1));
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::rename(&sub, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &sub).unwrap();
+    assert!(!hit(&store, 1), "a linked subdirectory was followed");
+    assert_eq!(stats(&store).disk_errors, 2);
+}
+
+/// A store of layout 1 (entries in the directory itself): read in place,
+/// counted by `stats` until it has a running total, and moved into the
+/// fan-out by the first write, which also starts the running total.
+#[test]
+fn a_flat_store_is_read_in_place_and_moved_by_the_first_write() {
+    let (_tmp, store) = new_store();
+    let flat: Vec<PathBuf> = (0..3)
+        .map(|n| plant(&store, n, true, Duration::from_secs(60)))
+        .collect();
+    assert!(hit(&store, 1), "a flat entry is read where it is");
+    let before = store.stats().unwrap();
+    assert!(
+        before.counted,
+        "no running total yet: counted from the files"
+    );
+    assert_eq!(before.entries, 3);
+    assert_eq!(store.list().unwrap().len(), 3);
+    assert_eq!(store.verify().unwrap().good, 3);
+
+    put(&store, 3);
+    for (n, path) in flat.iter().enumerate() {
+        assert!(!path.exists(), "flat entry {n} was not moved");
+        assert!(store.entry_path(&key(n as u32)).exists());
+        assert!(hit(&store, n as u32));
+    }
+    assert_eq!(running(&store), on_disk(&store));
+    assert_eq!(running(&store).0, 4);
+    assert_eq!(stats(&store).disk_errors, 0);
+}
+
+/// A corrupt flat entry is removed like any other, and the running total
+/// (which does not count flat entries) stays right.
+#[test]
+fn a_corrupt_flat_entry_is_removed_outside_the_total() {
+    let (_tmp, store) = new_store();
+    put(&store, 0);
+    let path = plant(&store, 1, true, Duration::ZERO);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[30] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    assert!(!hit(&store, 1));
+    assert!(!path.exists());
+    assert_eq!(running(&store), on_disk(&store));
+}
+
+/// Every change to the set of entries keeps the running total equal to
+/// what is on disk, and `stats` reads the total, not the files: an entry
+/// added behind the store's back shows only after a recount.
+#[test]
+fn the_running_total_follows_every_change_and_stats_does_not_list() {
+    let (_tmp, store) = new_store();
+    for n in 0..5 {
+        put(&store, n);
+        assert_eq!(running(&store), on_disk(&store), "after writing {n}");
+    }
+    // A rewrite of another size replaces the old entry's bytes.
+    store
+        .write(
+            &key(2),
+            "a longer kernel name",
+            "cpu",
+            "f2",
+            &Dependencies::default(),
+            &[1; 500],
+        )
+        .unwrap();
+    assert_eq!(running(&store), on_disk(&store), "after a rewrite");
+    assert_eq!(running(&store).0, 5);
+    // A corrupt entry removed by a lookup.
+    let path = store.entry_path(&key(3));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[40] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    assert!(!hit(&store, 3));
+    assert!(!path.exists());
+    assert_eq!(running(&store), on_disk(&store), "after a corrupt entry");
+    // Eviction.
+    let half = on_disk(&store).1 / 2;
+    let store = store.with_max_bytes(half);
+    assert!(store.evict().unwrap() > 0);
+    assert_eq!(running(&store), on_disk(&store), "after an eviction");
+    assert!(running(&store).1 <= low_water(store.max_bytes()));
+
+    let behind = plant(&store, 9, false, Duration::ZERO);
+    assert_ne!(running(&store), on_disk(&store), "stats listed the store");
+    let recounted = store.recount().unwrap();
+    assert!(recounted.counted);
+    assert_eq!((recounted.entries, recounted.bytes), on_disk(&store));
+    assert_eq!(running(&store), on_disk(&store));
+    assert!(behind.exists());
+
+    store.clear().unwrap();
+    assert_eq!(running(&store), (0, 0));
+    assert_eq!(on_disk(&store), (0, 0));
+}
+
+/// A running total that cannot be trusted (damaged, or marked dirty by a
+/// process that died while it changed the store) is counted again: `stats`
+/// counts without writing, the next write stores the count.
+#[test]
+fn a_damaged_or_dirty_total_is_recounted() {
+    let (_tmp, store) = new_store();
+    for n in 0..3 {
+        put(&store, n);
+    }
+    let usage_file = store.dir().join(usage::FILE_NAME);
+    let good = std::fs::read(&usage_file).unwrap();
+    // An entry added behind the store's back makes the difference between
+    // the total and a count visible.
+    plant(&store, 8, false, Duration::ZERO);
+    let mut flipped = good.clone();
+    flipped[17] ^= 1;
+    let mut dirty = good.clone();
+    dirty[12] |= 1; // the dirty flag, with a checksum that no longer fits
+    for (what, bytes) in [("flipped", flipped), ("truncated", good[..20].to_vec())] {
+        std::fs::write(&usage_file, &bytes).unwrap();
+        let s = store.stats().unwrap();
+        assert!(s.counted, "{what}");
+        assert_eq!((s.entries, s.bytes), on_disk(&store), "{what}");
+        assert_eq!(std::fs::read(&usage_file).unwrap(), bytes, "stats wrote");
+    }
+    std::fs::write(&usage_file, &dirty).unwrap();
+    put(&store, 4);
+    assert_eq!(running(&store), on_disk(&store));
+    assert_eq!(running(&store).0, 5);
+}
+
+/// Eviction runs only when a write takes the total over the limit, and
+/// then brings it down to the low-water mark, so the next writes find
+/// room.
+#[test]
+fn eviction_runs_past_the_limit_and_falls_to_the_low_water_mark() {
+    let (_tmp, store) = new_store();
+    // Keys 10..34: names of one length, entries of one size.
+    let entry_size = {
+        put(&store, 10);
+        std::fs::metadata(store.entry_path(&key(10))).unwrap().len()
+    };
+    // Room for 20 entries; the low-water mark holds 18.
+    let store = store.with_max_bytes(20 * entry_size);
+    let mut counts = Vec::new();
+    for n in 11..34 {
+        put(&store, n);
+        counts.push(running(&store).0);
+    }
+    // Up to 20 entries fit; the write of the 21st evicts 3, down to 18;
+    // the next two fill the room again without evicting; the one after
+    // evicts again.
+    let want: Vec<u64> = (2..=20).chain([18, 19, 20, 18]).collect();
+    assert_eq!(counts, want);
+    assert_eq!(running(&store), on_disk(&store));
+}
+
+/// A store of 2000 entries with known ages loses about a tenth to one
+/// eviction: never the younger half, never an entry just read.
+#[test]
+fn sampled_eviction_spares_young_and_hot_entries() {
+    let (_tmp, store) = new_store();
+    const N: u32 = 2000;
+    for n in 0..N {
+        // Entry n was last used N - n seconds ago: 0 is the oldest.
+        plant(&store, n, false, Duration::from_secs(u64::from(N - n) + 10));
+    }
+    store.recount().unwrap();
+    let hot = [0u32, 1, 5, 17, 100];
+    for n in hot {
+        assert!(hit(&store, n));
+    }
+    let (entries, bytes) = running(&store);
+    assert_eq!(entries, u64::from(N));
+    let store = store.with_max_bytes(bytes - 1);
+    let removed = store.evict().unwrap();
+    let (left, left_bytes) = running(&store);
+    assert!(left_bytes <= low_water(store.max_bytes()));
+    assert_eq!(removed as u64, entries - left);
+    assert!(
+        (200..=230).contains(&removed),
+        "{removed} removed: down to the low-water mark and no further"
+    );
+    for n in hot {
+        assert!(store.entry_path(&key(n)).exists(), "hot entry {n} evicted");
+    }
+    let young_lost: Vec<u32> = (N / 2..N)
+        .filter(|n| !store.entry_path(&key(*n)).exists())
+        .collect();
+    assert!(
+        young_lost.is_empty(),
+        "young entries evicted: {young_lost:?}"
+    );
+    assert_eq!(running(&store), on_disk(&store));
+}
+
+/// Eviction also fixes a total that counts entries deleted behind the
+/// store's back: when it runs out of entries to remove, it counts them.
+#[test]
+fn eviction_recounts_a_total_that_counts_vanished_entries() {
+    let (_tmp, store) = new_store();
+    for n in 0..6 {
+        put(&store, n);
+    }
+    let (_, bytes) = running(&store);
+    for n in 0..6 {
+        std::fs::remove_file(store.entry_path(&key(n))).unwrap();
+    }
+    let store = store.with_max_bytes(bytes / 2);
+    put(&store, 7);
+    assert_eq!(running(&store), on_disk(&store));
+    assert_eq!(running(&store).0, 1);
+    assert!(hit(&store, 7));
 }
