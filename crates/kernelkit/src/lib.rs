@@ -114,6 +114,7 @@ pub mod config;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod interop;
 pub mod kernel;
 pub mod spec_file;
 pub(crate) mod stats;

@@ -40,6 +40,8 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuStreamDestroy_v2",
     "cuStreamSynchronize",
     "cuStreamWaitEvent",
+    "cuStreamGetCtx",
+    "cuPointerGetAttribute",
     "cuEventCreate",
     "cuEventRecord",
     "cuEventDestroy_v2",

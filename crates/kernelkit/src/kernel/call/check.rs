@@ -46,7 +46,17 @@ impl<'a> Call<'a> {
         let device = self.device()?;
         self.check_counts()?;
         // Borrowed where possible, for the same reason as the device.
-        let stream: Cow<'a, Stream> = match (self.stream, &device) {
+        // A call that names no stream runs on the stream its first input's
+        // owner named, if that input is foreign (`interop`), else on the
+        // device's default stream.
+        let foreign = match self.stream {
+            None => self.inputs.first().and_then(|a| {
+                let a: &'a Array = a;
+                a.foreign_stream()
+            }),
+            named => named,
+        };
+        let stream: Cow<'a, Stream> = match (foreign, &device) {
             (Some(s), _) => Cow::Borrowed(s),
             (None, Cow::Borrowed(d)) => Cow::Borrowed((*d).default_stream()),
             (None, Cow::Owned(d)) => Cow::Owned(d.default_stream().clone()),
@@ -54,6 +64,9 @@ impl<'a> Call<'a> {
         self.check_inputs(&device)?;
         for (i, (shape, dtype)) in self.outputs.iter().enumerate() {
             self.check_output(i, shape, *dtype)?;
+        }
+        if !self.targets.is_empty() {
+            self.check_targets(&device)?;
         }
         let (grid, threadgroup) = self.check_dims(&device)?;
         if let Some(v) = self.init_value {
@@ -291,6 +304,67 @@ impl<'a> Call<'a> {
                     reason: "the body reads its `_shape`, whose extents are 32-bit ints \
                              (at most 2147483647)",
                 }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the arrays given to `output_into`: device, layout, writable,
+    /// not revoked, no shared memory with inputs or each other unless the
+    /// call allows it.
+    #[cold]
+    #[inline(never)]
+    fn check_targets(&self, device: &Device) -> Result<()> {
+        let spec = self.spec();
+        for (k, &(i, target)) in self.targets.iter().enumerate() {
+            let bad = |reason: String| CallError::OutputTarget {
+                kernel: self.err_kernel(),
+                output: spec.output_names.get(i).cloned().unwrap_or_default(),
+                reason,
+            };
+            if !target.device().id().same_memory(&device.id()) {
+                return Err(bad(format!(
+                    "it is on {}, but the call runs on {}",
+                    target.device().label(),
+                    device.label()
+                ))
+                .into());
+            }
+            if !target.is_row_contiguous() {
+                return Err(bad(format!(
+                    "it is not row-contiguous (shape {:?}, strides {:?}); a kernel writes an \
+                     output as a dense array",
+                    target.shape(),
+                    target.strides()
+                ))
+                .into());
+            }
+            if target.shape().contains(&0) {
+                return Err(bad("it has no elements".into()).into());
+            }
+            if !target.is_writable() {
+                return Err(bad("it is read-only (its owner lent it for reading)".into()).into());
+            }
+            if target.is_revoked() {
+                return Err(bad("it views borrowed memory whose scope has ended".into()).into());
+            }
+            if self.allow_overlap {
+                continue;
+            }
+            if let Some(j) = self.inputs.iter().position(|a| a.overlaps(target)) {
+                return Err(bad(format!(
+                    "it shares memory with input `{}` (allow it with `.allow_overlap(true)` for \
+                     an in-place kernel)",
+                    spec.input_names[j]
+                ))
+                .into());
+            }
+            if let Some(&(j, _)) = self.targets[..k].iter().find(|(_, t)| t.overlaps(target)) {
+                return Err(bad(format!(
+                    "it shares memory with output `{}`",
+                    spec.output_names.get(j).cloned().unwrap_or_default()
+                ))
                 .into());
             }
         }

@@ -56,6 +56,11 @@ pub struct Call<'a> {
     stream: Option<&'a Stream>,
     shared_mem_bytes: u32,
     verbose: bool,
+    /// Outputs written into arrays the caller gave (`output_into`): the
+    /// output's index and its array. Empty for most calls (no allocation).
+    targets: Vec<(usize, &'a Array)>,
+    /// Outputs given by `output_into` may share memory with inputs.
+    allow_overlap: bool,
 }
 
 impl<'a> Call<'a> {
@@ -72,6 +77,8 @@ impl<'a> Call<'a> {
             stream: None,
             shared_mem_bytes: 0,
             verbose: false,
+            targets: Vec::new(),
+            allow_overlap: false,
         }
     }
 
@@ -83,6 +90,37 @@ impl<'a> Call<'a> {
             extents.push(d);
         }
         self.outputs.push((extents, dtype));
+        self
+    }
+
+    /// Adds an output written into `target` instead of a new array (NumPy's
+    /// `out=`): the output's shape and dtype are `target`'s, and the call
+    /// returns `target` (a clone sharing its memory) in its place. The
+    /// target must be on the call's device, row-contiguous (the kernel
+    /// indexes an output as a dense array), writable (not a read-only
+    /// foreign array) and share no memory with an input or another target
+    /// unless [`Call::allow_overlap`] says so. Its memory may be
+    /// kernelkit's or another library's (`interop`), on the CPU or a GPU.
+    ///
+    /// A target written by another stream than the call's is waited for
+    /// first; on a GPU, a call on another stream than the target's own
+    /// waits for its launch before returning (so that readers of the
+    /// target see the result): write into arrays of the call's stream to
+    /// queue without waiting.
+    #[inline]
+    pub fn output_into(mut self, target: &'a Array) -> Self {
+        self.targets.push((self.outputs.len(), target));
+        let extents = target.shape().iter().map(|&d| d as i64).collect();
+        self.outputs.push((extents, target.dtype()));
+        self
+    }
+
+    /// Lets outputs given by [`Call::output_into`] share memory with the
+    /// inputs (in-place kernels: each thread reads the elements it then
+    /// writes) and with each other. Without it such a call is refused.
+    #[inline]
+    pub fn allow_overlap(mut self, yes: bool) -> Self {
+        self.allow_overlap = yes;
         self
     }
 
@@ -168,6 +206,7 @@ impl<'a> Call<'a> {
                 threadgroup: checked.threadgroup,
                 shared_mem_bytes: self.shared_mem_bytes,
                 stream: &checked.stream,
+                targets: &self.targets,
             },
             &mut outputs,
             None,
@@ -208,6 +247,11 @@ impl<'a> Call<'a> {
             threadgroup: checked.threadgroup,
             init_value: self.init_value,
             shared_mem_bytes: self.shared_mem_bytes,
+            targets: self
+                .targets
+                .iter()
+                .map(|(i, a)| (*i, (*a).clone()))
+                .collect(),
         }
     }
 
