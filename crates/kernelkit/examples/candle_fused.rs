@@ -100,7 +100,7 @@ fn compare(
         .to_scalar::<f32>()?;
     let scale = theirs.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
     println!("{name}: max |fused - candle| = {diff:.2e} (max |candle| = {scale:.2})");
-    if !(diff <= 1e-4 * scale.max(1.0)) {
+    if diff.is_nan() || diff > 1e-4 * scale.max(1.0) {
         return Err(CandleError::Unsupported {
             kernel: name.to_string(),
             what: format!("the fused result differs from candle's by {diff}"),

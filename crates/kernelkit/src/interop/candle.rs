@@ -30,10 +30,10 @@ use crate::kernel::Kernel;
 pub enum CandleError {
     /// kernelkit refused or failed the call.
     #[error(transparent)]
-    Kernel(#[from] crate::Error),
+    Kernel(Box<crate::Error>),
     /// candle refused a tensor or an output.
     #[error(transparent)]
-    Candle(#[from] candle_core::Error),
+    Candle(Box<candle_core::Error>),
     /// A tensor kernelkit cannot take (its device or dtype).
     #[error("kernel `{kernel}`: {what}")]
     Unsupported {
@@ -42,6 +42,18 @@ pub enum CandleError {
         /// What cannot be done.
         what: String,
     },
+}
+
+impl From<crate::Error> for CandleError {
+    fn from(e: crate::Error) -> Self {
+        CandleError::Kernel(Box::new(e))
+    }
+}
+
+impl From<candle_core::Error> for CandleError {
+    fn from(e: candle_core::Error) -> Self {
+        CandleError::Candle(Box::new(e))
+    }
 }
 
 /// The kernelkit dtype of a candle dtype, if kernelkit has it.

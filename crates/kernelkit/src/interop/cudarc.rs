@@ -138,7 +138,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         let shape: Vec<usize> = shape.into_iter().collect();
         // The view's lifetime is erased: it is used only while the lease
         // is entered, within `'env` (see `Reader::around`).
-        let source = view as *const CudaView<'v, T> as *const CudaView<'static, T>;
+        let source = std::ptr::from_ref(view).cast::<CudaView<'static, T>>();
         let hook = Reader::<T, CudaView<'static, T>> {
             source,
             _element: PhantomData,
