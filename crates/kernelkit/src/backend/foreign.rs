@@ -182,7 +182,22 @@ impl ForeignMem {
         }
     }
 
+    /// Whether a use must go through the lease or the owner's hook (a
+    /// borrowed view, cudarc memory); raw foreign memory is used as
+    /// kernelkit's own is.
+    #[inline]
+    pub(crate) fn needs_care(&self) -> bool {
+        #[cfg(feature = "cuda")]
+        if self.access.is_some() {
+            return true;
+        }
+        self.lease.is_some()
+    }
+
     /// Gives the memory back to its owner (see the module documentation).
+    /// Out of line: dropping kernelkit's own memory shares its match arm.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn release(&mut self, home: &super::StreamHandle) {
         #[cfg(feature = "cuda")]
         {
@@ -195,8 +210,11 @@ impl ForeignMem {
         self.owner.release();
     }
 
-    /// Records that work on `stream` uses the memory (CUDA).
+    /// Records that work on `stream` uses the memory (CUDA). Out of line:
+    /// a launch's marshalling of kernelkit's own memory shares its match.
     #[cfg(feature = "cuda")]
+    #[cold]
+    #[inline(never)]
     pub(crate) fn used_on(&self, stream: &Arc<super::cuda::CudaStream>) {
         let key = Arc::as_ptr(stream) as usize;
         if self.last_used.load(Ordering::Relaxed) == key {

@@ -62,7 +62,7 @@ pub(crate) fn dispatch(
     let ready = call.inputs.iter().all(|a| {
         a.producer().is_none_or(|p| p == stream)
             && (!contiguous || a.is_row_contiguous())
-            && a.foreign_mem().is_none()
+            && a.foreign_mem().is_none_or(|m| !m.needs_care())
     });
     if !ready || raw.is_some() || !call.targets.is_empty() {
         return dispatch_in_full(call, outputs, raw);
@@ -74,9 +74,6 @@ pub(crate) fn dispatch(
 /// Allocates (in the order of the call's stream) and fills the outputs.
 #[inline]
 fn new_outputs(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
-    if !call.targets.is_empty() {
-        return outputs_with_targets(call, outputs);
-    }
     let stream = call.stream;
     for (i, (extents, dtype)) in call.outputs.iter().enumerate() {
         let shape = shape_from_extents(extents);
@@ -291,7 +288,11 @@ fn in_full(
             .collect();
         &replaced
     };
-    new_outputs(call, outputs)?;
+    if call.targets.is_empty() {
+        new_outputs(call, outputs)?;
+    } else {
+        outputs_with_targets(call, outputs)?;
+    }
     launch(call, inputs, outputs, 1)?;
     // A GPU target that the call's stream does not produce is waited for
     // here: its readers wait for its own stream, not this one.

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use super::{Call, Descs};
+use super::{Call, Descs, Targets};
 use crate::array::{checked_count, Array};
 use crate::codegen::attributes::ATTRIBUTES;
 use crate::codegen::spec::{check_identifier, KernelSpec};
@@ -50,10 +50,7 @@ impl<'a> Call<'a> {
         // owner named, if that input is foreign (`interop`), else on the
         // device's default stream.
         let foreign = match self.stream {
-            None => self.inputs.first().and_then(|a| {
-                let a: &'a Array = a;
-                a.foreign_stream()
-            }),
+            None => self.foreign_stream(),
             named => named,
         };
         let stream: Cow<'a, Stream> = match (foreign, &device) {
@@ -65,8 +62,8 @@ impl<'a> Call<'a> {
         for (i, (shape, dtype)) in self.outputs.iter().enumerate() {
             self.check_output(i, shape, *dtype)?;
         }
-        if !self.targets.is_empty() {
-            self.check_targets(&device)?;
+        if let Some(targets) = &self.targets {
+            self.check_targets(targets, &device)?;
         }
         let (grid, threadgroup) = self.check_dims(&device)?;
         if let Some(v) = self.init_value {
@@ -100,6 +97,13 @@ impl<'a> Call<'a> {
             grid,
             threadgroup,
         })
+    }
+
+    /// The stream the first input's owner named, if it is foreign.
+    #[inline(never)]
+    fn foreign_stream(&self) -> Option<&'a Stream> {
+        let first: &'a Array = self.inputs.first()?;
+        first.foreign_stream()
     }
 
     /// The argument counts against the spec's names.
@@ -315,9 +319,9 @@ impl<'a> Call<'a> {
     /// call allows it.
     #[cold]
     #[inline(never)]
-    fn check_targets(&self, device: &Device) -> Result<()> {
+    fn check_targets(&self, targets: &Targets<'a>, device: &Device) -> Result<()> {
         let spec = self.spec();
-        for (k, &(i, target)) in self.targets.iter().enumerate() {
+        for (k, &(i, target)) in targets.list.iter().enumerate() {
             let bad = |reason: String| CallError::OutputTarget {
                 kernel: self.err_kernel(),
                 output: spec.output_names.get(i).cloned().unwrap_or_default(),
@@ -349,7 +353,7 @@ impl<'a> Call<'a> {
             if target.is_revoked() {
                 return Err(bad("it views borrowed memory whose scope has ended".into()).into());
             }
-            if self.allow_overlap {
+            if targets.allow_overlap {
                 continue;
             }
             if let Some(j) = self.inputs.iter().position(|a| a.overlaps(target)) {
@@ -360,7 +364,7 @@ impl<'a> Call<'a> {
                 ))
                 .into());
             }
-            if let Some(&(j, _)) = self.targets[..k].iter().find(|(_, t)| t.overlaps(target)) {
+            if let Some(&(j, _)) = targets.list[..k].iter().find(|(_, t)| t.overlaps(target)) {
                 return Err(bad(format!(
                     "it shares memory with output `{}`",
                     spec.output_names.get(j).cloned().unwrap_or_default()

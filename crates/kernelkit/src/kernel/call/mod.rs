@@ -56,10 +56,17 @@ pub struct Call<'a> {
     stream: Option<&'a Stream>,
     shared_mem_bytes: u32,
     verbose: bool,
-    /// Outputs written into arrays the caller gave (`output_into`): the
-    /// output's index and its array. Empty for most calls (no allocation).
-    targets: Vec<(usize, &'a Array)>,
-    /// Outputs given by `output_into` may share memory with inputs.
+    /// Outputs written into arrays the caller gave (`output_into`): `None`
+    /// for most calls (one word to set and to test).
+    targets: Option<Box<Targets<'a>>>,
+}
+
+/// A call's outputs written into the caller's arrays.
+#[derive(Default)]
+struct Targets<'a> {
+    /// The output's index and its array.
+    list: Vec<(usize, &'a Array)>,
+    /// They may share memory with the inputs and each other.
     allow_overlap: bool,
 }
 
@@ -77,8 +84,7 @@ impl<'a> Call<'a> {
             stream: None,
             shared_mem_bytes: 0,
             verbose: false,
-            targets: Vec::new(),
-            allow_overlap: false,
+            targets: None,
         }
     }
 
@@ -109,7 +115,11 @@ impl<'a> Call<'a> {
     /// queue without waiting.
     #[inline]
     pub fn output_into(mut self, target: &'a Array) -> Self {
-        self.targets.push((self.outputs.len(), target));
+        let index = self.outputs.len();
+        self.targets
+            .get_or_insert_default()
+            .list
+            .push((index, target));
         let extents = target.shape().iter().map(|&d| d as i64).collect();
         self.outputs.push((extents, target.dtype()));
         self
@@ -120,7 +130,7 @@ impl<'a> Call<'a> {
     /// writes) and with each other. Without it such a call is refused.
     #[inline]
     pub fn allow_overlap(mut self, yes: bool) -> Self {
-        self.allow_overlap = yes;
+        self.targets.get_or_insert_default().allow_overlap = yes;
         self
     }
 
@@ -206,7 +216,7 @@ impl<'a> Call<'a> {
                 threadgroup: checked.threadgroup,
                 shared_mem_bytes: self.shared_mem_bytes,
                 stream: &checked.stream,
-                targets: &self.targets,
+                targets: self.targets.as_ref().map_or(&[], |t| &t.list),
             },
             &mut outputs,
             None,
@@ -247,11 +257,9 @@ impl<'a> Call<'a> {
             threadgroup: checked.threadgroup,
             init_value: self.init_value,
             shared_mem_bytes: self.shared_mem_bytes,
-            targets: self
-                .targets
-                .iter()
-                .map(|(i, a)| (*i, (*a).clone()))
-                .collect(),
+            targets: self.targets.as_ref().map_or_else(Vec::new, |t| {
+                t.list.iter().map(|(i, a)| (*i, (*a).clone())).collect()
+            }),
         }
     }
 
