@@ -47,6 +47,7 @@ typedef int nvrtcResult;
 typedef uint64_t CUdeviceptr;
 #define OK 0
 #define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_INVALID_HANDLE 400
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_INVALID_CONTEXT 201
 #define CUDA_ERROR_ILLEGAL_ADDRESS 700
@@ -201,6 +202,21 @@ CUresult cuStreamCreate(void **s, unsigned flags) {
   const char *fail = getenv("FAKECUDA_FAIL_STREAM_CREATE");
   if (fail && *fail == '1') return CUDA_ERROR_OUT_OF_MEMORY;
   *s = malloc(64);
+  *(void **)*s = &ctx_token; /* the stream's context, for cuStreamGetCtx */
+  return OK;
+}
+/* The context a stream was created in; a stream whose first word is not
+ * the context (a foreign handle made up by a test) belongs to none. */
+CUresult cuStreamGetCtx(void *s, void **ctx) {
+  if (s == NULL || *(void **)s != &ctx_token) return CUDA_ERROR_INVALID_HANDLE;
+  *ctx = &ctx_token;
+  return OK;
+}
+/* Every address belongs to device 0 (allocations are host memory here). */
+CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr p) {
+  (void)attribute;
+  if (p == 0) return CUDA_ERROR_INVALID_VALUE;
+  *(int *)data = 0;
   return OK;
 }
 CUresult cuStreamDestroy_v2(void *s) { free(s); return OK; }

@@ -221,6 +221,29 @@ pub enum CallError {
         /// The device's error.
         reason: String,
     },
+    /// An array given to `output_into` cannot take the output.
+    #[error(
+        "kernel `{kernel}`: output `{output}` cannot be written into the array given: {reason}"
+    )]
+    OutputTarget {
+        /// The kernel's name.
+        kernel: String,
+        /// The output's name.
+        output: String,
+        /// What does not fit.
+        reason: String,
+    },
+    /// An argument views memory another library owns and cannot be used
+    /// as the call asks (its borrow ended, its owner's stream is missing).
+    #[error("kernel `{kernel}`: {arg} {reason}")]
+    Foreign {
+        /// The kernel's name.
+        kernel: String,
+        /// "input `x`" or "output `y`".
+        arg: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// No grid was given.
     #[error("kernel `{kernel}`: the call has no grid; set one with `.grid([x, y, z])`")]
     MissingGrid {
@@ -316,6 +339,13 @@ pub enum ArrayError {
     /// The shape's element count or byte size overflows.
     #[error("array: shape {0:?} is too large")]
     Overflow(Vec<usize>),
+    /// A description of foreign memory (a pointer, its layout, its device)
+    /// that kernelkit cannot use safely.
+    #[error("foreign array: {0}")]
+    Foreign(String),
+    /// The array views borrowed memory whose borrow has ended.
+    #[error("array: it views borrowed memory whose scope has ended")]
+    Revoked,
 }
 
 /// A device that cannot be opened or used.

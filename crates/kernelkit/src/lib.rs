@@ -70,7 +70,7 @@
 //! `config` (the base) → `codegen` (pure generators, owning their
 //! vocabulary) → `backend` (compile, load, memory, launch, on borrowed
 //! descriptions) → `cache` (the module resolver and its tiers) → `device`,
-//! `array` → `kernel`. No module names an item of a floor above its own;
+//! `array` → `kernel` → `spec_file`, `interop`. No module names an item of a floor above its own;
 //! `tests/floors.rs` checks it in CI. Each folder's `mod.rs` says what it
 //! holds and what it may import.
 //!
@@ -92,6 +92,18 @@
 //! and `kernelkit run` commands: one call of one kernel, MLX-style, with its
 //! launch and its data (inline or `.npy`). It sits on top of everything
 //! else and nothing imports it.
+//!
+//! ## Memory and streams of other libraries
+//!
+//! [`interop`] runs kernels on memory kernelkit does not own, without
+//! copies: host slices borrowed for a scope ([`interop::scope`]), owned
+//! foreign buffers with a drop callback or deleter
+//! ([`interop::foreign_array`]), DLPack tensors in and out
+//! ([`interop::dlpack`]), cudarc slices and streams, candle tensors
+//! (features `cuda`, `candle`); outputs can be written into any writable
+//! array ([`Call::output_into`]). Foreign memory is never cached, never a
+//! thread's spare and never freed by kernelkit, and a borrowed view used
+//! after its scope is an error.
 //!
 //! ## Backends
 //!
@@ -125,6 +137,7 @@ pub mod config;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod interop;
 pub mod kernel;
 pub mod spec_file;
 pub(crate) mod stats;

@@ -727,3 +727,149 @@ fn a_grid_of_nearly_2_32_threads_runs_each_position_once() {
         assert_eq!(c as u64, want, "positions congruent to {j} mod 1024");
     }
 }
+
+/// Foreign memory and streams on the GPU: cudarc slices borrowed for a
+/// scope, written in place on cudarc's own stream (no synchronize between
+/// the kernel and cudarc's read-back, which queues after it); DLPack
+/// tensors; refusals of memory and streams of the wrong device.
+#[cfg(feature = "cuda")]
+mod foreign {
+    use super::{gpu, kernel};
+    use kernelkit::interop::{self, dlpack, ForeignLayout, ForeignOwner};
+    use kernelkit::DType;
+
+    #[test]
+    fn foreign_cudarc_slices_are_written_in_place_on_their_stream() {
+        let Some(dev) = gpu() else { return };
+        let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+        let stream = ctx.new_stream().unwrap();
+        let x: Vec<f32> = (0..4096).map(|i| i as f32).collect();
+        let xs = stream.clone_htod(&x).unwrap();
+        let mut ys = stream.alloc_zeros::<f32>(4096).unwrap();
+        let k = kernel(
+            "foreign_twice",
+            &["inp"],
+            &["out"],
+            "uint i = thread_position_in_grid.x; out[i] = 2 * inp[i];",
+        );
+        let part = xs.slice(1024..2048);
+        interop::scope(|s| {
+            let a = s.cuda_slice(&dev, &xs, [4096]).unwrap();
+            let b = s.cuda_slice_mut(&dev, &mut ys, [4096]).unwrap();
+            // No stream named: the first input's own (cudarc's) stream.
+            k.call([&a])
+                .output_into(&b)
+                .grid([4096, 1, 1])
+                .launch()
+                .unwrap();
+            // A view of part of the slice, read in place.
+            let p = s.cuda_view(&dev, &part, [1024]).unwrap();
+            let out = k
+                .call([&p])
+                .output([1024], DType::F32)
+                .grid([1024, 1, 1])
+                .launch()
+                .unwrap();
+            assert_eq!(
+                out[0].to_vec::<f32>().unwrap(),
+                x[1024..2048].iter().map(|v| 2.0 * v).collect::<Vec<_>>()
+            );
+        });
+        // cudarc reads the result in place, after the kernel (its events).
+        let y = stream.clone_dtoh(&ys).unwrap();
+        assert_eq!(y, x.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn foreign_cudarc_memory_needs_a_cudarc_stream() {
+        let Some(dev) = gpu() else { return };
+        let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+        let stream = ctx.new_stream().unwrap();
+        let xs = stream.clone_htod(&[1.0f32; 16]).unwrap();
+        let k = kernel("foreign_own_stream", &["inp"], &["out"], "out[0] = inp[0];");
+        let own = dev.new_stream().unwrap();
+        interop::scope(|s| {
+            let a = s.cuda_slice(&dev, &xs, [16]).unwrap();
+            let r = k
+                .call([&a])
+                .output([1], DType::F32)
+                .grid([1, 1, 1])
+                .on(&own)
+                .launch();
+            assert!(
+                matches!(
+                    r,
+                    Err(kernelkit::Error::Call(kernelkit::CallError::Foreign { .. }))
+                ),
+                "{r:?}"
+            );
+        });
+    }
+
+    #[test]
+    fn foreign_dlpack_cuda_tensors_round_trip_and_are_written_in_place() {
+        let Some(dev) = gpu() else { return };
+        let s = dev.new_stream().unwrap();
+        let x = dev.array_from_slice(&[5.0f32; 256], [256]).unwrap();
+        let y = dev.array_from_slice(&[0.0f32; 256], [256]).unwrap();
+        let t = dlpack::export_versioned(&y).unwrap();
+        // SAFETY: a tensor kernelkit exported, handed over.
+        let yf = unsafe { dlpack::import_versioned(&dev, t, Some(&s)) }.unwrap();
+        let k = kernel(
+            "foreign_copy",
+            &["inp"],
+            &["out"],
+            "uint i = thread_position_in_grid.x; out[i] = inp[i];",
+        );
+        k.call([&x])
+            .output_into(&yf)
+            .grid([256, 1, 1])
+            .on(&s)
+            .launch()
+            .unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(
+            y.to_vec::<f32>().unwrap(),
+            vec![5.0; 256],
+            "written through"
+        );
+        // The wrong device id, and host memory, are refused.
+        let t = dlpack::export(&x).unwrap();
+        // SAFETY: a live tensor; on error it stays ours.
+        unsafe { (*t).dl_tensor.device.device_id = 7 };
+        assert!(unsafe { dlpack::import(&dev, t, None) }.is_err());
+        unsafe { ((*t).deleter.unwrap())(t) };
+        let host = [0.0f32; 4];
+        // SAFETY: refused before any use: the driver does not know it.
+        let r = unsafe {
+            interop::foreign_array(
+                &dev,
+                ForeignLayout::new(host.as_ptr() as u64, DType::F32, &[4]),
+                ForeignOwner::none(),
+            )
+        };
+        assert!(r.is_err(), "host memory is not the GPU's");
+    }
+
+    #[test]
+    fn foreign_cudarc_stream_of_the_device_is_accepted() {
+        let Some(dev) = gpu() else { return };
+        let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+        let s = interop::cudarc::stream(&dev, ctx.new_stream().unwrap()).unwrap();
+        let x = dev.array_from_slice(&[3i32; 8], [8]).unwrap();
+        let k = kernel(
+            "foreign_stream_i32",
+            &["inp"],
+            &["out"],
+            "uint i = thread_position_in_grid.x; out[i] = inp[i] + 1;",
+        );
+        let out = k
+            .call([&x])
+            .output([8], DType::I32)
+            .grid([8, 1, 1])
+            .on(&s)
+            .launch()
+            .unwrap();
+        assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![4; 8]);
+    }
+}

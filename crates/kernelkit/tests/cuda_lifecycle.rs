@@ -472,3 +472,54 @@ fn an_unguarded_body_whose_last_block_passes_2_32_is_refused() {
         }
     });
 }
+
+/// A stream another library made is used, and never destroyed, by
+/// kernelkit: its owner destroys it after the last kernelkit handle and
+/// array of it are gone (on the stand-in driver a second destroy would be
+/// a double free, which aborts). A handle of no context is refused.
+#[test]
+fn a_foreign_stream_is_used_but_never_destroyed() {
+    alone(|| {
+        let Some(device) = gpu() else { return };
+        use cudarc::driver::sys;
+        let mut raw: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: the device's primary context is current on this thread
+        // (kernelkit made it so when the device opened); writes one handle.
+        let created = unsafe { sys::cuStreamCreate(&mut raw, 1) };
+        assert_eq!(created, sys::CUresult::CUDA_SUCCESS);
+        {
+            // SAFETY: a live stream of the device, destroyed below, after
+            // every kernelkit handle and array of it.
+            let stream = unsafe { kernelkit::Stream::from_raw_cuda(&device, raw.cast()) }.unwrap();
+            let x = device.array_from_slice(&[1.0f32; 64], [64]).unwrap();
+            let k = kernel(
+                "foreign_stream",
+                "uint i = thread_position_in_grid.x; out[i] = inp[i];",
+            );
+            let out = k
+                .call([&x])
+                .output([64], DType::F32)
+                .grid([64, 1, 1])
+                .on(&stream)
+                .launch()
+                .unwrap();
+            stream.synchronize().unwrap();
+            if !stand_in(&device) {
+                assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![1.0; 64]);
+            }
+        }
+        // SAFETY: kernelkit holds the stream no more; its owner destroys it.
+        assert_eq!(
+            unsafe { sys::cuStreamDestroy_v2(raw) },
+            sys::CUresult::CUDA_SUCCESS
+        );
+        // A handle that is no stream of the device's context (made up: on
+        // the stand-in only, whose driver tells it from a stream).
+        if stand_in(&device) {
+            let mut fake = [0u64; 8];
+            // SAFETY: refused before any use (the driver says whose it is).
+            let r = unsafe { kernelkit::Stream::from_raw_cuda(&device, fake.as_mut_ptr().cast()) };
+            assert!(r.is_err(), "a handle of no context is refused");
+        }
+    });
+}

@@ -44,6 +44,13 @@ pub(crate) struct HostFigures {
     pub(crate) dispatch_hit_ns: f64,
     /// `prepare_without_memo` + `run`, ns.
     pub(crate) dispatch_nomemo_ns: f64,
+    /// `prepare` + `run` with the input a foreign array (the same memory,
+    /// exported and imported through DLPack, as a Python caller's tensor
+    /// arrives), warm, ns.
+    pub(crate) dispatch_foreign_ns: f64,
+    /// `prepare` + `run` with the kernelkit-owned input, timed in pairs
+    /// with `dispatch_foreign_ns`, ns.
+    pub(crate) dispatch_owned_ns: f64,
 }
 
 /// Everything a host figure needs, compiled and warm.
@@ -52,6 +59,8 @@ pub(crate) struct Setup {
     device: Device,
     stream: Stream,
     x: Array,
+    /// `x`'s memory as a foreign array (DLPack out and back in).
+    foreign: Array,
 }
 
 impl Setup {
@@ -60,11 +69,19 @@ impl Setup {
         let device = backend.open()?;
         let stream = device.new_stream()?;
         let x = workload::input(&device)?;
+        x.wait()?;
+        let exported = kernelkit::interop::dlpack::export(&x)?;
+        // SAFETY: a tensor kernelkit just exported (it keeps `x`'s memory
+        // until its deleter, which the imported array calls once), complete
+        // (waited for above) and only read.
+        let foreign =
+            unsafe { kernelkit::interop::dlpack::import(&device, exported, Some(&stream)) }?;
         Ok(Setup {
             backend,
             device,
             stream,
             x,
+            foreign,
         })
     }
 
@@ -129,6 +146,21 @@ impl Setup {
                         .prepare_without_memo()?
                         .run()?,
                 );
+                sync_now_and_then(&mut n_nomemo, stream)
+            },
+        )?;
+
+        // Foreign inputs: the same call on the same memory, through a
+        // foreign array, paired with the owned one.
+        let foreign = &self.foreign;
+        (f.dispatch_foreign_ns, f.dispatch_owned_ns) = measure::paired(
+            plan,
+            &mut || {
+                black_box(workload::call(kernel, foreign, stream).prepare()?.run()?);
+                sync_now_and_then(&mut n_hit, stream)
+            },
+            &mut || {
+                black_box(workload::call(kernel, x, stream).prepare()?.run()?);
                 sync_now_and_then(&mut n_nomemo, stream)
             },
         )?;

@@ -349,6 +349,8 @@ fn run(backend: BackendName, effort: &Effort, store: &store::Setup) -> Result<Re
         dispatch_nomemo_ns: s.dispatch_nomemo_ns,
         dispatch_nomemo_ns_95kb: l.dispatch_nomemo_ns,
         raw_launch_ns,
+        dispatch_foreign_ns: s.dispatch_foreign_ns,
+        dispatch_owned_ns: s.dispatch_owned_ns,
         hit_ops_per_s: scaling.ours,
         hit_ops_per_s_rwlock: scaling.rwlock,
         hit_lookup_ops_per_s: scaling.lookup,

@@ -35,6 +35,10 @@ pub(crate) struct Report {
     pub(crate) dispatch_nomemo_ns: f64,
     pub(crate) dispatch_nomemo_ns_95kb: f64,
     pub(crate) raw_launch_ns: f64,
+    /// Dispatch with a foreign input (DLPack-imported), and with the owned
+    /// input in the same pairs, ns.
+    pub(crate) dispatch_foreign_ns: f64,
+    pub(crate) dispatch_owned_ns: f64,
     #[serde(serialize_with = "by_threads")]
     pub(crate) hit_ops_per_s: Scaling,
     #[serde(serialize_with = "by_threads")]
@@ -350,6 +354,16 @@ impl Report {
                 ),
             );
         }
+        let over_owned = self.dispatch_foreign_ns - self.dispatch_owned_ns;
+        let mut row = Row::new("dispatch_foreign_ns", ns(self.dispatch_foreign_ns)).baseline(
+            "dispatch_hit_ns (owned input, same pairs)",
+            ns(self.dispatch_owned_ns),
+            format!("{over_owned:+.0} ns"),
+        );
+        if cuda {
+            row = row.target("≤ +200 ns", over_owned <= 200.0);
+        }
+        rows.push(row);
         let over_raw = self.dispatch_hit_ns - self.raw_launch_ns;
         let mut row = Row::new("dispatch_hit_ns − raw", ns(over_raw)).baseline(
             "raw_launch_ns (the floor)",

@@ -9,6 +9,7 @@
 //! [`outputs::Outputs`] a call returns. **What this floor may import:**
 //! `backend` and the floors below, and `device` (the same floor).
 
+pub(crate) mod foreign;
 pub mod outputs;
 pub(crate) mod storage;
 
@@ -362,6 +363,8 @@ impl Array {
     /// The elements in row-major order as little-endian bytes (waits for the
     /// producing stream).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        // Borrowed memory is read only while its borrow lasts.
+        let _use = self.enter()?;
         let size = self.dtype.size();
         let n = self.size();
         if n == 0 {
@@ -379,12 +382,15 @@ impl Array {
         }
         let device = self.device();
         let stream = self.producer().unwrap_or_else(|| device.default_stream());
-        let mut raw = device.backend().download(
-            &self.storage.mem,
-            lo as usize * size,
-            (hi - lo + 1) as usize * size,
-            stream.handle(),
-        )?;
+        let download = || {
+            device.backend().download(
+                &self.storage.mem,
+                lo as usize * size,
+                (hi - lo + 1) as usize * size,
+                stream.handle(),
+            )
+        };
+        let mut raw = self.with_owner(stream, download)?;
         if self.is_row_contiguous() {
             // A row-contiguous view spans exactly its own elements: the
             // download is the answer, without a second copy.

@@ -17,6 +17,7 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 pub(crate) mod deps;
+pub(crate) mod foreign;
 pub(crate) mod null;
 
 use std::any::Any;
@@ -126,6 +127,9 @@ pub(crate) enum Owner {
     /// A device block, given back to its home stream's cache.
     #[cfg(feature = "cuda")]
     Device(cuda::DeviceMem),
+    /// Memory another library owns: never cached, never freed here (see
+    /// [`foreign`]).
+    Foreign(Box<foreign::ForeignMem>),
 }
 
 impl Memory {
@@ -141,16 +145,29 @@ impl Memory {
             }
             #[cfg(feature = "cuda")]
             Owner::Device(mem) => mem.release(self.addr, home),
+            Owner::Foreign(mem) => mem.release(home),
         }
     }
 
-    /// The device block behind this memory, if it is one.
+    /// The foreign memory behind this memory, if another library owns it.
+    #[inline]
+    pub(crate) fn foreign(&self) -> Option<&foreign::ForeignMem> {
+        match &self.owner {
+            Owner::Foreign(mem) => Some(mem),
+            _ => None,
+        }
+    }
+
+    /// Records that work on `stream` uses this memory (CUDA: a block or
+    /// foreign memory used off its home stream is ordered before the home
+    /// stream's next work when it goes).
     #[cfg(feature = "cuda")]
     #[inline]
-    pub(crate) fn device_mem(&self) -> Option<&cuda::DeviceMem> {
+    pub(crate) fn used_on(&self, stream: &Arc<cuda::CudaStream>) {
         match &self.owner {
-            Owner::Device(mem) => Some(mem),
-            Owner::Host(_) => None,
+            Owner::Device(mem) => mem.used_on(stream),
+            Owner::Foreign(mem) => mem.used_on(stream),
+            Owner::Host(_) => {}
         }
     }
 
@@ -160,9 +177,9 @@ impl Memory {
     #[inline]
     pub(crate) fn spare_class(&self) -> Option<usize> {
         match &self.owner {
-            Owner::Host(_) => None,
             #[cfg(feature = "cuda")]
             Owner::Device(mem) => mem.spare_class(),
+            _ => None,
         }
     }
 
@@ -172,9 +189,9 @@ impl Memory {
     #[inline]
     pub(crate) fn used_elsewhere(&self) -> bool {
         match &self.owner {
-            Owner::Host(_) => false,
             #[cfg(feature = "cuda")]
             Owner::Device(mem) => mem.used_elsewhere(),
+            _ => false,
         }
     }
 
@@ -201,6 +218,17 @@ impl StreamHandle {
             StreamHandle::Cuda(s) => s.spare_class(len),
         }
     }
+}
+
+/// A stream that another library made, for [`Backend::wrap_stream`].
+pub(crate) enum ForeignStream {
+    /// A raw `CUstream` the caller keeps alive (the public constructor is
+    /// `unsafe` and says so).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    Raw(*mut std::ffi::c_void),
+    /// A cudarc stream, kept alive by the wrapper.
+    #[cfg(feature = "cuda")]
+    Cudarc(Arc<cudarc::driver::CudaStream>),
 }
 
 /// A source to compile: what a backend's compiler and loader need of a
@@ -342,6 +370,29 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()>;
     /// Launches (on a GPU: enqueues) one call whose outputs exist.
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()>;
+    /// A stream of this device that another library made: never destroyed
+    /// by kernelkit. Only GPU backends have such streams.
+    fn wrap_stream(&self, stream: ForeignStream) -> Result<StreamHandle> {
+        let _ = stream;
+        Err(crate::error::DeviceError::Unavailable {
+            device: self.label().to_string(),
+            reason: "this device has no streams of other libraries to wrap".into(),
+        }
+        .into())
+    }
+    /// Checks that `len` bytes at `addr`, memory another library owns, can
+    /// be this device's (CUDA: the driver says which device an address
+    /// belongs to). Host backends take any address: their memory is the
+    /// process's.
+    fn check_foreign(&self, addr: u64, len: usize) -> Result<()> {
+        let _ = (addr, len);
+        Ok(())
+    }
+    /// Records that work on `stream` uses `mem` (an output written into an
+    /// array the call did not allocate): see [`Memory::used_on`].
+    fn note_use(&self, mem: &Memory, stream: &StreamHandle) {
+        let _ = (mem, stream);
+    }
     /// The launches this backend recorded instead of running them: the
     /// null backend's; `None` for backends that run kernels.
     fn launch_log(&self) -> Option<&null::LaunchLog> {

@@ -13,6 +13,7 @@
 use arrayvec::ArrayVec;
 use smallvec::SmallVec;
 
+use crate::array::foreign::LeaseUses;
 use crate::array::outputs::Outputs;
 use crate::array::{shape_from_extents, Array, Place, SharedStorage};
 use crate::backend::{ArgRef, Function, LaunchDesc};
@@ -41,6 +42,8 @@ pub(crate) struct Dispatch<'a> {
     pub(crate) threadgroup: [u32; 3],
     pub(crate) shared_mem_bytes: u32,
     pub(crate) stream: &'a Stream,
+    /// Outputs written into the caller's arrays (checked): index, array.
+    pub(crate) targets: &'a [(usize, &'a Array)],
 }
 
 /// Runs `call`, its outputs allocated into `outputs` (empty): the caller
@@ -57,9 +60,11 @@ pub(crate) fn dispatch(
     let stream = call.stream;
     let contiguous = call.spec.ensure_row_contiguous;
     let ready = call.inputs.iter().all(|a| {
-        a.producer().is_none_or(|p| p == stream) && (!contiguous || a.is_row_contiguous())
+        a.producer().is_none_or(|p| p == stream)
+            && (!contiguous || a.is_row_contiguous())
+            && a.foreign_mem().is_none_or(|m| !m.needs_care())
     });
-    if !ready || raw.is_some() {
+    if !ready || raw.is_some() || !call.targets.is_empty() {
         return dispatch_in_full(call, outputs, raw);
     }
     new_outputs(call, outputs)?;
@@ -85,6 +90,50 @@ fn new_outputs(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
                 .fill(&storage.mem, &pattern, stream.handle())?;
         }
         outputs.push(Array::contiguous(storage, shape, *dtype));
+    }
+    Ok(())
+}
+
+/// [`new_outputs`] for a call with outputs written into the caller's
+/// arrays: those are the outputs (clones sharing their memory), filled
+/// where the call asks; the rest are allocated.
+#[cold]
+#[inline(never)]
+fn outputs_with_targets(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
+    let stream = call.stream;
+    let backend = stream.device().backend();
+    for (i, (extents, dtype)) in call.outputs.iter().enumerate() {
+        let Some((_, target)) = call.targets.iter().find(|(j, _)| *j == i) else {
+            let shape = shape_from_extents(extents);
+            let bytes = shape.iter().product::<usize>() * dtype.size();
+            let storage = SharedStorage::output(stream, bytes)
+                .map_err(|e| output_alloc_error(call, i, bytes, e))?;
+            if let Some(v) = call.init_value {
+                let pattern = fill_pattern(v, *dtype).expect("checked when the call was planned");
+                backend.fill(&storage.mem, &pattern, stream.handle())?;
+            }
+            outputs.push(Array::contiguous(storage, shape, *dtype));
+            continue;
+        };
+        backend.note_use(&target.storage.mem, stream.handle());
+        if let Some(v) = call.init_value {
+            let pattern = fill_pattern(v, *dtype).expect("checked when the call was planned");
+            // The target's own elements only: it may be a view of a
+            // larger buffer. Borrowed, so nothing is freed after.
+            let view = crate::backend::Memory {
+                addr: target.data_addr(),
+                len: target.size() * dtype.size(),
+                owner: crate::backend::Owner::Foreign(Box::new(
+                    crate::backend::foreign::ForeignMem::new(
+                        crate::backend::foreign::ForeignOwner::none(),
+                        None,
+                        false,
+                    ),
+                )),
+            };
+            backend.fill(&view, &pattern, stream.handle())?;
+        }
+        outputs.push((*target).clone());
     }
     Ok(())
 }
@@ -171,9 +220,40 @@ fn dispatch_in_full(
     raw: Option<(u32, &mut std::time::Duration)>,
 ) -> Result<()> {
     let stream = call.stream;
+    // Borrowed memory is used only while its borrow lasts: every foreign
+    // argument's lease is entered until the launch is queued.
+    let mut leases = LeaseUses::new();
+    for (i, input) in call.inputs.iter().enumerate() {
+        if let Some(lease) = input.enter().map_err(|_| revoked(call, i, false))? {
+            leases.push(lease);
+        }
+    }
+    for &(i, target) in call.targets {
+        if let Some(lease) = target.enter().map_err(|_| revoked(call, i, true))? {
+            leases.push(lease);
+        }
+        if let Some(p) = target.producer() {
+            if p != stream {
+                p.synchronize()?;
+            }
+        }
+    }
+    let mut raw = raw;
+    with_owners(call, &mut || in_full(call, outputs, raw.take()))?;
+    drop(leases);
+    Ok(())
+}
+
+/// [`dispatch_in_full`] once the foreign arguments' leases are entered,
+/// inside their owners' bookkeeping.
+fn in_full(
+    call: &Dispatch<'_>,
+    outputs: &mut Outputs,
+    raw: Option<(u32, &mut std::time::Duration)>,
+) -> Result<()> {
+    let stream = call.stream;
     let backend = stream.device().backend();
     let handle = stream.handle();
-
     // Contiguous copies of strided inputs (kept alive until the launch).
     let mut copies: SmallVec<[(usize, Array); 2]> = SmallVec::new();
     for (i, input) in call.inputs.iter().enumerate() {
@@ -208,8 +288,22 @@ fn dispatch_in_full(
             .collect();
         &replaced
     };
-    new_outputs(call, outputs)?;
+    if call.targets.is_empty() {
+        new_outputs(call, outputs)?;
+    } else {
+        outputs_with_targets(call, outputs)?;
+    }
     launch(call, inputs, outputs, 1)?;
+    // A GPU target that the call's stream does not produce is waited for
+    // here: its readers wait for its own stream, not this one.
+    if !matches!(handle, crate::backend::StreamHandle::Host)
+        && call
+            .targets
+            .iter()
+            .any(|(_, t)| t.producer().is_none_or(|p| p != stream))
+    {
+        stream.synchronize()?;
+    }
     if let Some((iters, elapsed)) = raw {
         stream.synchronize()?;
         let started = std::time::Instant::now();
@@ -218,4 +312,67 @@ fn dispatch_in_full(
         stream.synchronize()?;
     }
     Ok(())
+}
+
+/// The error for argument `i` (an output with `output`), whose borrowed
+/// memory's scope has ended.
+#[cold]
+#[inline(never)]
+fn revoked(call: &Dispatch<'_>, i: usize, output: bool) -> crate::Error {
+    let spec = call.spec;
+    let arg = if output {
+        format!("output `{}`", spec.output_names[i])
+    } else {
+        format!("input `{}`", spec.input_names[i])
+    };
+    CallError::Foreign {
+        kernel: spec.name.clone(),
+        arg,
+        reason: "views borrowed memory whose scope has ended".into(),
+    }
+    .into()
+}
+
+/// Runs `run` (which copies, allocates and launches) inside the
+/// bookkeeping of every foreign argument's owner that keeps its own
+/// (cudarc's events: each waits for earlier writes before, and records
+/// this use after, the work is queued).
+#[cfg(feature = "cuda")]
+fn with_owners(call: &Dispatch<'_>, run: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+    let inputs = call.inputs.iter().enumerate().map(|(i, a)| (i, false, *a));
+    let targets = call.targets.iter().map(|&(i, a)| (i, true, a));
+    let hooks: SmallVec<[(usize, bool, &dyn crate::backend::foreign::ForeignAccess); 4]> = inputs
+        .chain(targets)
+        .filter_map(|(i, write, a)| Some((i, write, a.foreign_mem()?.access.as_deref()?)))
+        .collect();
+    if hooks.is_empty() {
+        return run();
+    }
+    let Some(cudarc) = call.stream.handle().cuda().and_then(|s| s.cudarc()) else {
+        let (i, write, _) = hooks[0];
+        let spec = call.spec;
+        return Err(CallError::Foreign {
+            kernel: spec.name.clone(),
+            arg: if write {
+                format!("output `{}`", spec.output_names[i])
+            } else {
+                format!("input `{}`", spec.input_names[i])
+            },
+            reason: "is cudarc memory, which kernelkit uses on cudarc streams only: run the call \
+                     on a stream made by `interop::cudarc::stream` (a call that names none runs \
+                     on its first input's)"
+                .into(),
+        }
+        .into());
+    };
+    let hooks: SmallVec<[(bool, &dyn crate::backend::foreign::ForeignAccess); 4]> =
+        hooks.into_iter().map(|(_, w, h)| (w, h)).collect();
+    crate::array::foreign::around(&hooks, cudarc, run)
+}
+
+#[cfg(not(feature = "cuda"))]
+#[inline]
+fn with_owners(call: &Dispatch<'_>, run: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+    let _ = call;
+    run()
 }

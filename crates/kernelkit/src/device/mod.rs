@@ -544,6 +544,34 @@ impl Stream {
             Link::Default(d) => &d.0.default_handle,
         }
     }
+    /// A stream of `device` that another library created and keeps, from
+    /// its raw `CUstream`: kernelkit's launches on it are ordered with the
+    /// owner's own work on it, without a synchronize. kernelkit never
+    /// destroys it. Outputs allocated on it are kernelkit's memory, cached
+    /// on it like any stream's. A stream of another device or context is
+    /// refused (the driver is asked which context it belongs to).
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a valid `CUstream` (not the legacy or per-thread
+    /// default stream handle, which has no context of its own) and must
+    /// stay valid for as long as the returned [`Stream`], its clones or any
+    /// array whose memory it produced are alive: kernelkit queues work and,
+    /// when the last of them goes, frees its cached blocks on it. For a
+    /// stream with a safe owner, use `interop::cudarc::stream`.
+    pub unsafe fn from_raw_cuda(device: &Device, stream: *mut std::ffi::c_void) -> Result<Stream> {
+        Stream::wrap(device, crate::backend::ForeignStream::Raw(stream))
+    }
+
+    /// A stream of `device` over a stream another library made.
+    pub(crate) fn wrap(device: &Device, stream: crate::backend::ForeignStream) -> Result<Stream> {
+        Ok(Stream(Link::Own(Arc::new(StreamShared {
+            device: device.clone(),
+            handle: device.0.backend.wrap_stream(stream)?,
+            id: next_stream_id(),
+        }))))
+    }
+
     /// The address of the state behind the stream: a stream's own, or its
     /// device's for the default stream. Two live streams have the same one
     /// exactly when they are the same stream.

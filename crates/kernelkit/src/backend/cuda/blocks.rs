@@ -61,9 +61,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Who made a stream, and so who destroys it.
+pub(crate) enum StreamOrigin {
+    /// kernelkit: destroyed when the last handle goes.
+    Own,
+    /// Another library, by its raw handle: never destroyed by kernelkit
+    /// (the caller keeps it alive, see `Stream::from_raw_cuda`).
+    Raw,
+    /// cudarc: kept alive by this `Arc`, destroyed by cudarc.
+    Cudarc(Arc<cudarc::driver::CudaStream>),
+}
+
 /// A CUDA stream and its cache of free blocks.
 pub(crate) struct CudaStream {
     pub(super) raw: RawStream,
+    /// Who made it (a foreign stream is never destroyed here).
+    origin: StreamOrigin,
     pub(super) ctx: Arc<Context>,
     allocator: Arc<Allocator>,
     /// `allocator.cache`, copied here (the allocator's line stays cold).
@@ -103,14 +116,53 @@ impl CudaStream {
         ctx.bind()?;
         // Destroyed on drop.
         let raw = driver::stream_create(&ctx.label)?;
-        Ok(Arc::new(CudaStream {
+        Ok(CudaStream::with_origin(allocator, raw, StreamOrigin::Own))
+    }
+
+    /// A stream that another library made, on `allocator`'s device: its
+    /// context must be the device's (else the error names both). Outputs
+    /// allocated on it are kernelkit's and are cached on it as on any
+    /// stream; the stream itself is never destroyed by kernelkit.
+    pub(super) fn wrap(
+        allocator: Arc<Allocator>,
+        raw: cudarc::driver::sys::CUstream,
+        origin: StreamOrigin,
+    ) -> Result<Arc<CudaStream>> {
+        let ctx = allocator.ctx.clone();
+        ctx.bind()?;
+        let raw = RawStream::from_foreign(raw);
+        let owner = driver::stream_context(raw, &ctx.label)?;
+        if owner != ctx.raw() {
+            return Err(crate::error::DeviceError::Unavailable {
+                device: ctx.label.clone(),
+                reason: "the stream belongs to another CUDA context (another device, or a \
+                         context that is not the device's primary one)"
+                    .into(),
+            }
+            .into());
+        }
+        Ok(CudaStream::with_origin(allocator, raw, origin))
+    }
+
+    fn with_origin(allocator: Arc<Allocator>, raw: RawStream, origin: StreamOrigin) -> Arc<Self> {
+        let ctx = allocator.ctx.clone();
+        Arc::new(CudaStream {
             raw,
+            origin,
             ctx,
             caching: allocator.cache,
             allocator,
             recent: AtomicU64::new(0),
             cache: Mutex::new((Vec::new(), 0)),
-        }))
+        })
+    }
+
+    /// The cudarc stream this wraps, if cudarc made it.
+    pub(crate) fn cudarc(&self) -> Option<&Arc<cudarc::driver::CudaStream>> {
+        match &self.origin {
+            StreamOrigin::Cudarc(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// Whether the stream's work has finished (without waiting).
@@ -212,8 +264,11 @@ impl Drop for CudaStream {
             self.allocator.free(ptr, self.raw);
         }
         // No block refers to this stream any more (each holds an `Arc` of
-        // it); queued work still completes after the destroy.
-        driver::stream_destroy(self.raw);
+        // it); queued work still completes after the destroy. A foreign
+        // stream is its maker's to destroy.
+        if let StreamOrigin::Own = self.origin {
+            driver::stream_destroy(self.raw);
+        }
     }
 }
 
@@ -233,7 +288,7 @@ pub(crate) struct DeviceMem {
 impl DeviceMem {
     /// Records that work on `stream` uses this block.
     #[inline]
-    pub(super) fn used_on(&self, stream: &Arc<CudaStream>) {
+    pub(crate) fn used_on(&self, stream: &Arc<CudaStream>) {
         let key = Arc::as_ptr(stream) as usize;
         if key == self.home || self.last_foreign.load(Ordering::Relaxed) == key {
             return;
@@ -280,22 +335,7 @@ impl DeviceMem {
     #[inline(never)]
     fn order_after_foreign(&mut self, home: &CudaStream) {
         let foreign = std::mem::take(self.foreign.get_mut().unwrap_or_else(|p| p.into_inner()));
-        if foreign.is_empty() || home.ctx.bind().is_err() {
-            return;
-        }
-        let label = &home.ctx.label;
-        for other in foreign {
-            match driver::event_create(label) {
-                Ok(event) => {
-                    let _ = driver::event_record(event, other.raw, label);
-                    let _ = driver::stream_wait_event(home.raw, event, label);
-                    driver::event_destroy(event);
-                }
-                Err(_) => {
-                    let _ = driver::stream_synchronize(other.raw, label);
-                }
-            }
-        }
+        order_after(home, foreign);
     }
 
     /// This block's size class, if a thread may keep it whole as its spare
@@ -303,6 +343,34 @@ impl DeviceMem {
     #[inline]
     pub(crate) fn spare_class(&self) -> Option<usize> {
         (self.class <= SPARE_CLASS).then_some(self.class)
+    }
+}
+
+/// Makes `home` wait for the work queued so far on each of `others` (an
+/// event recorded there and waited for by `home`; without an event, a wait
+/// for the other stream), so `home`'s later work runs after it. `home`
+/// itself may be among `others`: it needs no wait.
+#[cold]
+#[inline(never)]
+pub(crate) fn order_after(home: &CudaStream, others: Vec<Arc<CudaStream>>) {
+    if others.is_empty() || home.ctx.bind().is_err() {
+        return;
+    }
+    let label = &home.ctx.label;
+    for other in others {
+        if other.raw == home.raw {
+            continue;
+        }
+        match driver::event_create(label) {
+            Ok(event) => {
+                let _ = driver::event_record(event, other.raw, label);
+                let _ = driver::stream_wait_event(home.raw, event, label);
+                driver::event_destroy(event);
+            }
+            Err(_) => {
+                let _ = driver::stream_synchronize(other.raw, label);
+            }
+        }
     }
 }
 

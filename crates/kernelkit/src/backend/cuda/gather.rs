@@ -116,9 +116,7 @@ impl Gather {
             return Ok(());
         }
         stream.ctx.bind()?;
-        if let Some(mem) = src.mem.device_mem() {
-            mem.used_on(stream);
-        }
+        src.mem.used_on(stream);
         // The view lies inside the source buffer and `dst` holds `n`
         // elements.
         let blocks = args.n.div_ceil(256).min(65_535) as u32;

@@ -135,9 +135,7 @@ fn marshal(
         };
     }
     for (i, (input, info)) in job.inputs.iter().zip(&job.spec.shape_infos).enumerate() {
-        if let Some(mem) = input.mem.device_mem() {
-            mem.used_on(stream);
-        }
+        input.mem.used_on(stream);
         param!();
         word!(input.addr);
         // Most bodies read no layout: their launches pass pointers only.

@@ -73,9 +73,7 @@ pub(super) fn download(
         .into());
     }
     stream.ctx.bind()?;
-    if let Some(mem) = buf.device_mem() {
-        mem.used_on(stream);
-    }
+    buf.used_on(stream);
     // In bounds (checked above); the copy waits for the stream.
     driver::copy_to_host(
         &mut out,
@@ -94,9 +92,7 @@ pub(super) fn fill(stream: &Arc<CudaStream>, buf: &Memory, pattern: &[u8]) -> Re
         return Ok(());
     }
     stream.ctx.bind()?;
-    if let Some(mem) = buf.device_mem() {
-        mem.used_on(stream);
-    }
+    buf.used_on(stream);
     let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     // Every arm writes `n` elements of the pattern's size inside the buffer
     // (`n * size <= len`), in stream order.

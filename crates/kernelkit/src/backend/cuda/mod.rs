@@ -46,8 +46,8 @@ use std::sync::{Arc, OnceLock};
 use driver::{DeviceAttribute as A, RawContext, RawDevice};
 
 use crate::backend::{
-    ArgRef, Backend, CompileJob, Compiled, Function, LaunchDesc, Limits, Memory, Module,
-    StreamHandle,
+    ArgRef, Backend, CompileJob, Compiled, ForeignStream, Function, LaunchDesc, Limits, Memory,
+    Module, StreamHandle,
 };
 use crate::codegen::Dialect;
 use crate::config::CudaConfig;
@@ -56,7 +56,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{CompileError, DeviceError, Result};
 
-pub(crate) use blocks::{CudaStream, DeviceMem};
+pub(crate) use blocks::{order_after, CudaStream, DeviceMem, StreamOrigin};
 pub(crate) use load::CudaFunction;
 
 thread_local! {
@@ -122,6 +122,13 @@ impl Context {
     }
 }
 
+impl Context {
+    /// The driver's handle.
+    pub(in crate::backend::cuda) fn raw(&self) -> RawContext {
+        self.raw
+    }
+}
+
 impl Drop for Context {
     fn drop(&mut self) {
         // Releases the retain taken in `open`. Threads that made this
@@ -144,6 +151,8 @@ pub(crate) struct CudaBackend {
     /// A fault ruins the CUDA context for good: every later operation
     /// reports it at once instead of reaching the driver.
     fault: OnceLock<String>,
+    /// The GPU's ordinal (foreign memory is checked to be on it).
+    ordinal: u32,
 }
 
 impl CudaBackend {
@@ -265,6 +274,7 @@ impl CudaBackend {
             description,
             warp,
             fault: OnceLock::new(),
+            ordinal,
         })
     }
 
@@ -371,6 +381,42 @@ impl Backend for CudaBackend {
     }
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()> {
         self.guarded(|| launch::launch(&self.ctx, launch, self.stream(launch.stream)))
+    }
+    fn wrap_stream(&self, stream: ForeignStream) -> Result<StreamHandle> {
+        let (raw, origin) = match stream {
+            ForeignStream::Raw(raw) => (raw.cast(), StreamOrigin::Raw),
+            ForeignStream::Cudarc(s) => (s.cu_stream(), StreamOrigin::Cudarc(s)),
+        };
+        self.guarded(|| {
+            Ok(StreamHandle::Cuda(CudaStream::wrap(
+                self.allocator.clone(),
+                raw,
+                origin,
+            )?))
+        })
+    }
+    fn check_foreign(&self, addr: u64, len: usize) -> Result<()> {
+        let _ = len;
+        self.ctx.bind()?;
+        let ordinal = self.ordinal;
+        match driver::pointer_device(addr, &self.ctx.label)? {
+            Some(o) if o == ordinal as i32 => Ok(()),
+            found => Err(DeviceError::Unavailable {
+                device: self.ctx.label.clone(),
+                reason: match found {
+                    Some(o) => format!("the foreign memory at {addr:#x} belongs to cuda:{o}"),
+                    None => format!(
+                        "the foreign memory at {addr:#x} is not device memory the driver knows"
+                    ),
+                },
+            }
+            .into()),
+        }
+    }
+    fn note_use(&self, mem: &Memory, stream: &StreamHandle) {
+        if let Some(stream) = stream.cuda() {
+            mem.used_on(stream);
+        }
     }
 }
 

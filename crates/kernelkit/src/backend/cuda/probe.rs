@@ -41,6 +41,8 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuStreamSynchronize",
     "cuStreamQuery",
     "cuStreamWaitEvent",
+    "cuStreamGetCtx",
+    "cuPointerGetAttribute",
     "cuEventCreate",
     "cuEventRecord",
     "cuEventDestroy_v2",

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use super::{Call, Descs};
+use super::{Call, Descs, Targets};
 use crate::array::{checked_count, Array};
 use crate::codegen::attributes::ATTRIBUTES;
 use crate::codegen::spec::{check_identifier, KernelSpec};
@@ -74,7 +74,14 @@ impl<'a> Call<'a> {
         let device = self.device()?;
         self.check_counts()?;
         // Borrowed where possible, for the same reason as the device.
-        let stream: Cow<'a, Stream> = match (self.stream, &device) {
+        // A call that names no stream runs on the stream its first input's
+        // owner named, if that input is foreign (`interop`), else on the
+        // device's default stream.
+        let foreign = match self.stream {
+            None => self.foreign_stream(),
+            named => named,
+        };
+        let stream: Cow<'a, Stream> = match (foreign, &device) {
             (Some(s), _) => Cow::Borrowed(s),
             (None, Cow::Borrowed(d)) => Cow::Borrowed((*d).default_stream()),
             (None, Cow::Owned(d)) => Cow::Owned(d.default_stream().clone()),
@@ -82,6 +89,9 @@ impl<'a> Call<'a> {
         self.check_inputs(&device)?;
         for (i, (shape, dtype)) in self.outputs.iter().enumerate() {
             self.check_output(i, shape, *dtype)?;
+        }
+        if let Some(targets) = &self.targets {
+            self.check_targets(targets, &device)?;
         }
         let (grid, threadgroup) = self.check_dims(&device)?;
         if let Some(v) = self.init_value {
@@ -115,6 +125,13 @@ impl<'a> Call<'a> {
             grid,
             threadgroup,
         })
+    }
+
+    /// The stream the first input's owner named, if it is foreign.
+    #[inline(never)]
+    fn foreign_stream(&self) -> Option<&'a Stream> {
+        let first: &'a Array = self.inputs.first()?;
+        first.foreign_stream()
     }
 
     /// The argument counts against the spec's names.
@@ -308,6 +325,67 @@ impl<'a> Call<'a> {
                     reason: "the body reads its `_shape`, whose extents are 32-bit ints \
                              (at most 2147483647)",
                 }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the arrays given to `output_into`: device, layout, writable,
+    /// not revoked, no shared memory with inputs or each other unless the
+    /// call allows it.
+    #[cold]
+    #[inline(never)]
+    fn check_targets(&self, targets: &Targets<'a>, device: &Device) -> Result<()> {
+        let spec = self.spec();
+        for (k, &(i, target)) in targets.list.iter().enumerate() {
+            let bad = |reason: String| CallError::OutputTarget {
+                kernel: self.err_kernel(),
+                output: spec.output_names.get(i).cloned().unwrap_or_default(),
+                reason,
+            };
+            if !target.device().id().same_memory(&device.id()) {
+                return Err(bad(format!(
+                    "it is on {}, but the call runs on {}",
+                    target.device().label(),
+                    device.label()
+                ))
+                .into());
+            }
+            if !target.is_row_contiguous() {
+                return Err(bad(format!(
+                    "it is not row-contiguous (shape {:?}, strides {:?}); a kernel writes an \
+                     output as a dense array",
+                    target.shape(),
+                    target.strides()
+                ))
+                .into());
+            }
+            if target.shape().contains(&0) {
+                return Err(bad("it has no elements".into()).into());
+            }
+            if !target.is_writable() {
+                return Err(bad("it is read-only (its owner lent it for reading)".into()).into());
+            }
+            if target.is_revoked() {
+                return Err(bad("it views borrowed memory whose scope has ended".into()).into());
+            }
+            if targets.allow_overlap {
+                continue;
+            }
+            if let Some(j) = self.inputs.iter().position(|a| a.overlaps(target)) {
+                return Err(bad(format!(
+                    "it shares memory with input `{}` (allow it with `.allow_overlap(true)` for \
+                     an in-place kernel)",
+                    spec.input_names[j]
+                ))
+                .into());
+            }
+            if let Some(&(j, _)) = targets.list[..k].iter().find(|(_, t)| t.overlaps(target)) {
+                return Err(bad(format!(
+                    "it shares memory with output `{}`",
+                    spec.output_names.get(j).cloned().unwrap_or_default()
+                ))
                 .into());
             }
         }

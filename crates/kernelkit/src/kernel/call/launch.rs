@@ -26,6 +26,8 @@ pub struct Launch {
     pub(super) threadgroup: [u32; 3],
     pub(super) init_value: Option<f64>,
     pub(super) shared_mem_bytes: u32,
+    /// Outputs written into arrays the caller gave (`Call::output_into`).
+    pub(super) targets: Vec<(usize, Array)>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -78,6 +80,7 @@ impl Launch {
         let spec = self.kernel.spec();
         let function = self.variant.function_on(self.stream.device(), &spec.name)?;
         let inputs: SmallVec<[&Array; 8]> = self.inputs.iter().collect();
+        let targets: Vec<(usize, &Array)> = self.targets.iter().map(|(i, a)| (*i, a)).collect();
         let mut outputs = Outputs::default();
         dispatch(
             &Dispatch {
@@ -90,6 +93,7 @@ impl Launch {
                 threadgroup: self.threadgroup,
                 shared_mem_bytes: self.shared_mem_bytes,
                 stream: &self.stream,
+                targets: &targets,
             },
             &mut outputs,
             raw,

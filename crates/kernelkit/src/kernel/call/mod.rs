@@ -56,6 +56,18 @@ pub struct Call<'a> {
     stream: Option<&'a Stream>,
     shared_mem_bytes: u32,
     verbose: bool,
+    /// Outputs written into arrays the caller gave (`output_into`): `None`
+    /// for most calls (one word to set and to test).
+    targets: Option<Box<Targets<'a>>>,
+}
+
+/// A call's outputs written into the caller's arrays.
+#[derive(Default)]
+struct Targets<'a> {
+    /// The output's index and its array.
+    list: Vec<(usize, &'a Array)>,
+    /// They may share memory with the inputs and each other.
+    allow_overlap: bool,
 }
 
 impl<'a> Call<'a> {
@@ -72,6 +84,7 @@ impl<'a> Call<'a> {
             stream: None,
             shared_mem_bytes: 0,
             verbose: false,
+            targets: None,
         }
     }
 
@@ -83,6 +96,41 @@ impl<'a> Call<'a> {
             extents.push(d);
         }
         self.outputs.push((extents, dtype));
+        self
+    }
+
+    /// Adds an output written into `target` instead of a new array (NumPy's
+    /// `out=`): the output's shape and dtype are `target`'s, and the call
+    /// returns `target` (a clone sharing its memory) in its place. The
+    /// target must be on the call's device, row-contiguous (the kernel
+    /// indexes an output as a dense array), writable (not a read-only
+    /// foreign array) and share no memory with an input or another target
+    /// unless [`Call::allow_overlap`] says so. Its memory may be
+    /// kernelkit's or another library's (`interop`), on the CPU or a GPU.
+    ///
+    /// A target written by another stream than the call's is waited for
+    /// first; on a GPU, a call on another stream than the target's own
+    /// waits for its launch before returning (so that readers of the
+    /// target see the result): write into arrays of the call's stream to
+    /// queue without waiting.
+    #[inline]
+    pub fn output_into(mut self, target: &'a Array) -> Self {
+        let index = self.outputs.len();
+        self.targets
+            .get_or_insert_default()
+            .list
+            .push((index, target));
+        let extents = target.shape().iter().map(|&d| d as i64).collect();
+        self.outputs.push((extents, target.dtype()));
+        self
+    }
+
+    /// Lets outputs given by [`Call::output_into`] share memory with the
+    /// inputs (in-place kernels: each thread reads the elements it then
+    /// writes) and with each other. Without it such a call is refused.
+    #[inline]
+    pub fn allow_overlap(mut self, yes: bool) -> Self {
+        self.targets.get_or_insert_default().allow_overlap = yes;
         self
     }
 
@@ -168,6 +216,7 @@ impl<'a> Call<'a> {
                 threadgroup: checked.threadgroup,
                 shared_mem_bytes: self.shared_mem_bytes,
                 stream: &checked.stream,
+                targets: self.targets.as_ref().map_or(&[], |t| &t.list),
             },
             &mut outputs,
             None,
@@ -208,6 +257,9 @@ impl<'a> Call<'a> {
             threadgroup: checked.threadgroup,
             init_value: self.init_value,
             shared_mem_bytes: self.shared_mem_bytes,
+            targets: self.targets.as_ref().map_or_else(Vec::new, |t| {
+                t.list.iter().map(|(i, a)| (*i, (*a).clone())).collect()
+            }),
         }
     }
 

@@ -216,3 +216,26 @@ pub(in crate::backend::cuda) mod memset {
         )
     }
 }
+
+/// The device ordinal that owns `ptr` (`cuPointerGetAttribute`,
+/// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`): `None` for an address the driver
+/// does not know (host memory that was never registered).
+pub(in crate::backend::cuda) fn pointer_device(
+    ptr: DevicePtr,
+    label: &str,
+) -> Result<Option<i32>, DeviceError> {
+    let mut ordinal: i32 = -1;
+    // SAFETY: the attribute is an int, written during the call.
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut ordinal as *mut i32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            ptr,
+        )
+    };
+    if r == sys::CUresult::CUDA_ERROR_INVALID_VALUE {
+        return Ok(None);
+    }
+    check(r, label, "cuPointerGetAttribute")?;
+    Ok(Some(ordinal))
+}

@@ -94,3 +94,27 @@ pub(in crate::backend::cuda) fn event_destroy(event: RawEvent) {
         sys::cuEventDestroy_v2(event.0);
     }
 }
+
+/// `cuStreamGetCtx`: the context a stream belongs to (a foreign stream is
+/// checked to be of the device's context before kernelkit uses it).
+pub(in crate::backend::cuda) fn stream_context(
+    stream: RawStream,
+    label: &str,
+) -> Result<super::RawContext, DeviceError> {
+    // SAFETY: writes one context handle; an invalid stream is the
+    // driver's error.
+    unsafe {
+        out(label, "cuStreamGetCtx", |c| {
+            sys::cuStreamGetCtx(stream.0, c)
+        })
+    }
+    .map(super::RawContext)
+}
+
+impl RawStream {
+    /// A stream handle that another library created (see
+    /// `CudaStream::wrap`, which checks its context first).
+    pub(in crate::backend::cuda) fn from_foreign(raw: sys::CUstream) -> RawStream {
+        RawStream(raw)
+    }
+}
