@@ -68,7 +68,7 @@ mkdir -p "$DEST"
 exclude=$(git -C "$MAIN" rev-parse --git-path info/exclude)
 case "$exclude" in /*) ;; *) exclude="$MAIN/$exclude" ;; esac
 grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
-rm -rf "$DEST/corpus-texts"
+rm -rf "$DEST/corpus-texts" "$DEST/wheels" "$DEST/python-tests"
 rm -f "$DEST"/*
 strip --strip-debug -o "$DEST/kernelkit" target/release/kernelkit
 strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
