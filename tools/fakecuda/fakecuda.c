@@ -39,6 +39,7 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,17 @@ CUresult cuDeviceTotalMem_v2(size_t *b, int dev) { (void)dev; *b = (size_t)16 <<
  * (0: none alive). A thread's current context is the generation it made
  * current; calls that need a context check it is the live one. */
 static int ctx_token;
+/* A destroyed stream keeps its memory with this mark as its first word
+ * (never freed), so a later use is caught: the real driver may crash on
+ * it, and this one aborts with a message. */
+static int dead_stream_token;
+static void live_stream(void *s, const char *call) {
+  /* NULL and the small legacy/per-thread handles are no objects. */
+  if ((uintptr_t)s >= 4096 && *(void **)s == &dead_stream_token) {
+    fprintf(stderr, "fakecuda: %s on a destroyed stream\n", call);
+    abort();
+  }
+}
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctx_retains;
 static uint64_t ctx_generations;
@@ -219,13 +231,17 @@ CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr p) {
   *(int *)data = 0;
   return OK;
 }
-CUresult cuStreamDestroy_v2(void *s) { free(s); return OK; }
-CUresult cuStreamSynchronize(void *s) { (void)s; NEED_CTX(); return OK; }
+CUresult cuStreamDestroy_v2(void *s) {
+  live_stream(s, "cuStreamDestroy");
+  *(void **)s = &dead_stream_token;
+  return OK;
+}
+CUresult cuStreamSynchronize(void *s) { live_stream(s, "cuStreamSynchronize"); NEED_CTX(); return OK; }
 /* Kernels "finish" at once here: every stream is always done. */
-CUresult cuStreamQuery(void *s) { (void)s; NEED_CTX(); return OK; }
+CUresult cuStreamQuery(void *s) { live_stream(s, "cuStreamQuery"); NEED_CTX(); return OK; }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s; (void)e; (void)f; return OK; }
 CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(64); return OK; }
-CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return OK; }
+CUresult cuEventRecord(void *e, void *s) { (void)e; live_stream(s, "cuEventRecord"); return OK; }
 CUresult cuEventDestroy_v2(void *e) { free(e); return OK; }
 CUresult cuEventSynchronize(void *e) { (void)e; return OK; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return OK; }
@@ -246,10 +262,11 @@ CUresult cuMemPoolCreate(void **pool, const void *props) {
 CUresult cuMemPoolDestroy(void *pool) { free(pool); return OK; }
 CUresult cuMemPoolSetAttribute(void *pool, int attr, void *v) { (void)pool; (void)attr; (void)v; return OK; }
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, void *pool, void *s) {
-  (void)pool; (void)s;
+  (void)pool;
+  live_stream(s, "cuMemAllocFromPoolAsync");
   return cuMemAlloc_v2(p, n);
 }
-CUresult cuMemFreeAsync(CUdeviceptr p, void *s) { (void)s; return cuMemFree_v2(p); }
+CUresult cuMemFreeAsync(CUdeviceptr p, void *s) { live_stream(s, "cuMemFreeAsync"); return cuMemFree_v2(p); }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *s) {
   (void)s; NEED_CTX(); memcpy((void *)(uintptr_t)d, h, n); return OK;
 }
@@ -340,7 +357,8 @@ CUresult cuFuncSetAttribute(void *f, int attr, int v) {
 }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shared, void *s, void **params, void **extra) {
-  (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)s; (void)extra;
+  (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)extra;
+  live_stream(s, "cuLaunchKernel");
   NEED_CTX();
   fake_function *fn = f;
   if (shared > (unsigned)fn->max_shared) return CUDA_ERROR_INVALID_VALUE;

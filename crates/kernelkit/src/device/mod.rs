@@ -548,7 +548,10 @@ impl Stream {
     /// its raw `CUstream`: kernelkit's launches on it are ordered with the
     /// owner's own work on it, without a synchronize. kernelkit never
     /// destroys it. Outputs allocated on it are kernelkit's memory, cached
-    /// on it like any stream's. A stream of another device or context is
+    /// on it like any stream's, except that no thread keeps one as its
+    /// spare (a spare outlives the user's arrays, and the owner may
+    /// destroy the stream once they are gone). A stream of another device
+    /// or context is
     /// refused (the driver is asked which context it belongs to).
     ///
     /// # Safety

@@ -81,6 +81,11 @@ pub(crate) struct CudaStream {
     allocator: Arc<Allocator>,
     /// `allocator.cache`, copied here (the allocator's line stays cold).
     caching: bool,
+    /// Whether a thread may keep an output of this stream as its spare:
+    /// not on a stream another library owns by its raw handle, which its
+    /// owner may destroy once the user's arrays are gone (a spare outlives
+    /// them, until the thread's next output or its exit).
+    spares: bool,
     /// The block this stream freed last, if small ([`pack`]): taken and
     /// given back with one atomic operation each, no lock. A call that
     /// frees its output before the next call allocates one (the common
@@ -146,11 +151,13 @@ impl CudaStream {
 
     fn with_origin(allocator: Arc<Allocator>, raw: RawStream, origin: StreamOrigin) -> Arc<Self> {
         let ctx = allocator.ctx.clone();
+        let spares = allocator.cache && !matches!(origin, StreamOrigin::Raw);
         Arc::new(CudaStream {
             raw,
             origin,
             ctx,
             caching: allocator.cache,
+            spares,
             allocator,
             recent: AtomicU64::new(0),
             cache: Mutex::new((Vec::new(), 0)),
@@ -242,11 +249,12 @@ impl CudaStream {
 
     /// The spare size class of an output of `len` bytes on this stream:
     /// `None` for streams that cache no blocks (the block cache is off)
-    /// and for outputs larger than [`SPARE_CLASS`].
+    /// and raw foreign streams (`spares`), and for outputs larger than
+    /// [`SPARE_CLASS`].
     #[inline]
     pub(crate) fn spare_class(&self, len: usize) -> Option<usize> {
         let class = size_class(len);
-        (self.caching && class <= SPARE_CLASS).then_some(class)
+        (self.spares && class <= SPARE_CLASS).then_some(class)
     }
 }
 
