@@ -94,11 +94,9 @@ pub(crate) fn cuda_kernel(
         .outputs(output_names)
         .source(source)
         .header(header)
-        .ensure_row_contiguous(ensure_row_contiguous);
-    // SEAM(body dialect): when `KernelBuilder` gets its body-dialect option
-    // (branch `compat`), mark this body as CUDA C++ here; until then it is
-    // built like a `metal_kernel` body, which the CUDA backend compiles as
-    // CUDA C++ anyway.
+        .ensure_row_contiguous(ensure_row_contiguous)
+        // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
+        .language(kernelkit::BodyLanguage::Cuda);
     let kernel = builder.build().py_err()?;
     Ok(PyKernel::new(kernel, Flavor::Cuda, shared_memory))
 }
@@ -203,6 +201,10 @@ enum Plan<'py> {
     /// through this module's `from_dlpack` when there is one.
     Export(Option<Py<PyAny>>),
 }
+
+/// A call's output shapes and dtypes, the arrays they are written into
+/// (none: kernelkit allocates them), and how they are returned.
+type Planned<'py> = (SmallVec<[OutputSpec; 2]>, SmallVec<[Array; 2]>, Plan<'py>);
 
 /// Extents as `usize`, or `None` when kernelkit will refuse them (an
 /// extent below 1, a size past `isize::MAX` bytes): its check then words
@@ -493,7 +495,7 @@ impl PyKernel {
         frame: &Frame,
         stream: &Stream,
         torch_stream: Option<&Stream>,
-    ) -> PyResult<(SmallVec<[OutputSpec; 2]>, SmallVec<[Array; 2]>, Plan<'py>)> {
+    ) -> PyResult<Planned<'py>> {
         let kernel = self.name();
         let names = self.kernel.spec().output_names();
         let label = |index: usize| Named {
