@@ -64,26 +64,37 @@ extern "C" __global__ void add_one(const float* x, float* y, int n) {
 
 
 def raw_launcher(cupy, fn, x_ptr, y_ptr, stream_ptr):
-    """cuLaunchKernel through ctypes on CuPy's compiled function."""
+    """cuLaunchKernel of a resolved function (CuPy's), its arguments
+    marshalled once: through ``cupy.cuda.driver.launchKernel`` (Cython)
+    where CuPy has it, else ctypes. Returns the launcher and how."""
     import ctypes
 
-    libcuda = ctypes.CDLL("libcuda.so.1")
-    launch = libcuda.cuLaunchKernel
-    launch.restype = ctypes.c_int
-    launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6 + [ctypes.c_uint, ctypes.c_void_p,
-                                                                   ctypes.c_void_p, ctypes.c_void_p]
     a, b, n = ctypes.c_uint64(x_ptr), ctypes.c_uint64(y_ptr), ctypes.c_int(N)
     params = (ctypes.c_void_p * 3)(ctypes.addressof(a), ctypes.addressof(b), ctypes.addressof(n))
+    params_ptr = ctypes.addressof(params)
     keep = (a, b, n, params)
-    func, stream = ctypes.c_void_p(fn), ctypes.c_void_p(stream_ptr)
+    launch = getattr(cupy.cuda.driver, "launchKernel", None)
+    if launch is not None:
+        def go():
+            launch(fn, N // 256, 1, 1, 256, 1, 1, 0, stream_ptr, params_ptr, 0)
 
-    def go():
-        rc = launch(func, N // 256, 1, 1, 256, 1, 1, 0, stream, params, None)
-        if rc:
-            raise RuntimeError(f"cuLaunchKernel: {rc}")
+        how = "cupy.cuda.driver.launchKernel"
+    else:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        cu_launch = libcuda.cuLaunchKernel
+        cu_launch.restype = ctypes.c_int
+        cu_launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        func, stream = ctypes.c_void_p(fn), ctypes.c_void_p(stream_ptr)
 
+        def go():
+            rc = cu_launch(func, N // 256, 1, 1, 256, 1, 1, 0, stream, params_ptr, None)
+            if rc:
+                raise RuntimeError(f"cuLaunchKernel: {rc}")
+
+        how = "ctypes libcuda.cuLaunchKernel"
     go.keep = keep
-    return go
+    return go, how
 
 
 def warm(rounds, batch):
@@ -119,9 +130,11 @@ def warm(rounds, batch):
             return out
 
         candidates["warm_alloc.cupy_us"] = cupy_alloc
-        go = raw_launcher(cupy, raw.kernel.ptr, x.data_ptr(), y.data_ptr(), stream_ptr)
+        fn = cupy.RawModule(code=CUDA_SOURCE).get_function("add_one")
+        go, how = raw_launcher(cupy, fn.ptr, x.data_ptr(), y.data_ptr(), stream_ptr)
         go()
         candidates["warm_out.raw_launch_us"] = go
+        say("warm_out.raw_launch_how", how)
     except Exception as e:  # noqa: BLE001
         say("warm.cupy_absent", repr(e)[:200])
     try:
