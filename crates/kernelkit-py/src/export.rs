@@ -88,6 +88,49 @@ impl PyArray {
         crate::protocols::capsule(py, tensor, versioned)
     }
 
+    /// CUDA's array interface (version 3), for CUDA arrays: the memory in
+    /// place, and in `stream` the raw handle of the stream that writes it,
+    /// which the consumer waits for. An `AttributeError` on the CPU, so
+    /// that `hasattr` tells.
+    #[getter]
+    fn __cuda_array_interface__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let a = &self.array;
+        if a.device().kind() != DeviceKind::Cuda {
+            return Err(pyo3::exceptions::PyAttributeError::new_err(
+                "__cuda_array_interface__: the array is in host memory",
+            ));
+        }
+        let tensor = dlpack::export_versioned(a).py_err()?;
+        // SAFETY: `export` returned a live tensor that this function owns;
+        // it is read once and then deleted through its own deleter.
+        let (data, offset) = unsafe {
+            let t = &(*tensor).dl_tensor;
+            let read = (t.data as u64, t.byte_offset);
+            if let Some(deleter) = (*tensor).deleter {
+                deleter(tensor);
+            }
+            read
+        };
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("version", 3)?;
+        d.set_item("shape", PyTuple::new(py, a.shape())?)?;
+        d.set_item("typestr", typestr(a.dtype()))?;
+        d.set_item("data", (data + offset, !a.is_writable()))?;
+        let size = a.dtype().size() as isize;
+        let strides: Vec<isize> = a.strides().iter().map(|&s| s * size).collect();
+        d.set_item("strides", PyTuple::new(py, strides)?)?;
+        let stream = self
+            .producer
+            .as_ref()
+            .and_then(Stream::raw_cuda)
+            .map(|raw| if raw == 0 { 1 } else { raw });
+        d.set_item("stream", stream)?;
+        Ok(d)
+    }
+
     /// A NumPy copy of the array (waits for its stream).
     #[pyo3(signature = (dtype = None, copy = None))]
     fn __array__<'py>(
@@ -153,5 +196,27 @@ impl PyArray {
             };
             consumer.wait_for(&producer).py_err()
         })
+    }
+}
+
+/// NumPy's type string of a dtype (little-endian), for the CUDA array
+/// interface; bfloat16 has none in NumPy and is given as two raw bytes.
+fn typestr(dtype: kernelkit::DType) -> &'static str {
+    use kernelkit::DType::*;
+    match dtype {
+        Bool => "|b1",
+        U8 => "|u1",
+        U16 => "<u2",
+        U32 => "<u4",
+        U64 => "<u8",
+        I8 => "|i1",
+        I16 => "<i2",
+        I32 => "<i4",
+        I64 => "<i8",
+        F16 => "<f2",
+        BF16 => "<V2",
+        F32 => "<f4",
+        F64 => "<f8",
+        Complex64 => "<c8",
     }
 }

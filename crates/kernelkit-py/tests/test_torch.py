@@ -169,6 +169,9 @@ def test_dlpack_general_path_on_the_gpu():
     y = torch.from_dlpack(out)
     torch.testing.assert_close(y, x * 2)
     assert int(torch.from_dlpack(where)[0].item()) == x.data_ptr()
+    # The CUDA array interface points at the same memory.
+    iface = out.__cuda_array_interface__
+    assert iface["data"][0] == y.data_ptr() and iface["shape"] == (1024,) and iface["typestr"] == "<f4"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")

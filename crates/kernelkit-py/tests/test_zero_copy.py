@@ -122,3 +122,8 @@ def test_arrays_of_another_device_are_refused():
 
     with pytest.raises(kk.CallError, match="input `inp` is on cuda:0 but the call runs on cpu"):
         call(OnGpu(np.arange(8, dtype=np.float32)), device="cpu")
+
+
+def test_host_arrays_have_no_cuda_array_interface():
+    out, _ = call(DlpackOnly(np.arange(8, dtype=np.float32)))
+    assert not hasattr(out, "__cuda_array_interface__")

@@ -80,6 +80,10 @@ class Array:
         """A DLPack capsule (no copy); the consumer's ``stream`` (the legacy
         default stream for ``None``, nothing for ``-1``) waits for the
         array's stream with an event."""
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """CUDA's array interface (version 3) of a CUDA array, its ``stream``
+        the one that writes it; ``AttributeError`` on the CPU."""
     def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
         """A NumPy copy (waits for the array's stream)."""
 

@@ -700,6 +700,19 @@ mod tests {
         }
     }
 
+    /// CPU streams have no raw handle and nothing to order (launches
+    /// finish before they return); streams of two devices cannot be
+    /// ordered.
+    #[test]
+    fn cpu_streams_order_trivially_and_refuse_other_devices() {
+        let (a, b) = (Device::new_cpu(), Device::new_cpu());
+        let s = a.new_stream().unwrap();
+        assert_eq!(s.raw_cuda(), None);
+        s.wait_for(a.default_stream()).unwrap();
+        let e = s.wait_for(b.default_stream()).unwrap_err().to_string();
+        assert!(e.contains("cannot wait for a stream of"), "{e}");
+    }
+
     /// The default stream is lent from the device and compares, prints
     /// and clones as one stream; a clone keeps the device alive.
     #[test]
