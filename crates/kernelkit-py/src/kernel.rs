@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use smallvec::SmallVec;
 
-use crate::args::{self, OutputSpec, Template, TemplateMemo};
+use crate::args::{self, DimsMemo, OutputSpec, Template, TemplateMemo};
 use crate::arrays::{self, Named};
 use crate::device::{place_of, Place, PyStream};
 use crate::dtypes::describe;
@@ -44,6 +44,8 @@ pub(crate) struct PyKernel {
     /// `cuda_kernel`'s dynamic shared memory per threadgroup, in bytes.
     shared_memory: u32,
     template: TemplateMemo,
+    grid: DimsMemo,
+    threadgroup: DimsMemo,
     /// The device a call uses when it names none, opened on first use.
     default_device: OnceLock<Device>,
 }
@@ -236,6 +238,8 @@ impl PyKernel {
             flavor,
             shared_memory,
             template: TemplateMemo::default(),
+            grid: DimsMemo::default(),
+            threadgroup: DimsMemo::default(),
             default_device: OnceLock::new(),
         }
     }
@@ -676,8 +680,8 @@ impl PyKernel {
             outputs,
             targets,
             template: self.template.parse(template, kernel)?,
-            grid: args::dims3(grid, kernel, "grid")?,
-            threadgroup: args::dims3(threadgroup, kernel, "threadgroup")?,
+            grid: self.grid.get(grid, kernel, "grid")?,
+            threadgroup: self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
             init_value,
             shared_memory: self.shared_memory,
             stream,

@@ -89,6 +89,15 @@ pub(crate) fn is_tensor(obj: &Bound<'_, PyAny>) -> bool {
     obj.get_type().is(tensor) || obj.is_instance(tensor).unwrap_or(false)
 }
 
+/// Whether `obj`'s type is `torch.Tensor` itself (not a subclass), once
+/// torch was seen: one pointer comparison.
+#[inline]
+pub(crate) fn is_exact_tensor(obj: &Bound<'_, PyAny>) -> bool {
+    TORCH
+        .get(obj.py())
+        .is_some_and(|t| obj.get_type().is(t.tensor.bind(obj.py())))
+}
+
 /// A tensor's layout, read through its methods.
 pub(crate) struct Tensor {
     /// Element 0's address.
