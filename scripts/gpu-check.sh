@@ -23,6 +23,9 @@
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
 #   wheels/            the Python package's wheel (abi3, CUDA built in), and
 #   python-tests/      its pytest suite, run there on the CPU and on CUDA
+#                      (torch and CuPy tests included: the machine has both)
+#   compare.py         the Python package's benchmark against raw launches,
+#                      CuPy and Triton (crates/kernelkit-py/bench)
 #   gpu-remote.sh, gpu_baselines.py   what runs there
 # Binaries are stripped of debug info to stay well under the 64 MiB limit.
 # Then it prints the one `run` call to make.
@@ -103,6 +106,7 @@ if [ -n "${KK_BASE_CLI:-}" ]; then strip --strip-debug -o "$DEST/kernelkit_base"
 rm -rf "$DEST/wheels" "$DEST/python-tests"
 python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
+cp crates/kernelkit-py/bench/compare.py "$DEST/compare.py"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"

@@ -75,6 +75,14 @@ python_tests() {
     KERNELKIT_SEED_ROUNDS=100 KERNELKIT_CACHE=memory python3 -m pytest -q -rs "$G/python-tests"
 }
 step python python_tests
+# The Python package against raw cuLaunchKernel, CuPy RawKernel and Triton,
+# in one process, interleaved, medians; 16 threads on cold kernels with the
+# CLI as compile worker and without; import time (BENCHMARKS.md, issue 16).
+python_bench() {
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_CACHE=memory timeout 500 python3 "$G/compare.py" --worker "$PWD/$G/kernelkit" --json "$OUT/python_bench.json"
+}
+step python_bench python_bench
 step perf "$G/cuda_perf"
 # Host speed against the development machine: the same CPU-backend dispatch
 # loop here and there (a C++ compiler is needed for the CPU backend), then
@@ -153,4 +161,6 @@ grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/fault_defa
 grep -h "^corpus totals" "$LOGS/corpus_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
+grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
+grep -hE "^(import|warm|warm_out|warm_alloc|parallel)\." "$LOGS/python_bench.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

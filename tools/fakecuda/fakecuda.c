@@ -218,9 +218,16 @@ CUresult cuStreamCreate(void **s, unsigned flags) {
   return OK;
 }
 /* The context a stream was created in; a stream whose first word is not
- * the context (a foreign handle made up by a test) belongs to none. */
+ * the context (a foreign handle made up by a test) belongs to none. The
+ * special handles (NULL, CU_STREAM_LEGACY = 1, CU_STREAM_PER_THREAD = 2)
+ * name the calling thread's current context, as the driver's do. */
 CUresult cuStreamGetCtx(void *s, void **ctx) {
-  if (s == NULL || *(void **)s != &ctx_token) return CUDA_ERROR_INVALID_HANDLE;
+  if ((uintptr_t)s <= 2) {
+    NEED_CTX();
+    *ctx = &ctx_token;
+    return OK;
+  }
+  if (*(void **)s != &ctx_token) return CUDA_ERROR_INVALID_HANDLE;
   *ctx = &ctx_token;
   return OK;
 }

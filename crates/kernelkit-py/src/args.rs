@@ -80,6 +80,39 @@ pub(crate) fn dims3(
     Ok(dims)
 }
 
+/// The last tuple of extents a kernel was called with, by identity:
+/// `grid=(n, 1, 1)` written as a constant is the same tuple object call
+/// after call, and a tuple cannot change, so a repeated call compares a
+/// pointer and parses nothing.
+#[derive(Default)]
+pub(crate) struct DimsMemo(Mutex<Option<(Py<PyAny>, [u64; 3])>>);
+
+impl DimsMemo {
+    /// [`dims3`] of `obj`, remembered when `obj` is a tuple.
+    pub(crate) fn get(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        kernel: &str,
+        what: &'static str,
+    ) -> PyResult<[u64; 3]> {
+        {
+            let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((o, dims)) = &*memo {
+                if o.as_ptr() == obj.as_ptr() {
+                    return Ok(*dims);
+                }
+            }
+        }
+        let dims = dims3(obj, kernel, what)?;
+        if obj.get_type().is(obj.py().get_type::<PyTuple>()) {
+            // The strong reference keeps the tuple, so its address cannot
+            // be another object's while it is remembered.
+            *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((obj.clone().unbind(), dims));
+        }
+        Ok(dims)
+    }
+}
+
 /// "the shape of output `y`", formatted only for an error.
 struct ShapeOf<'a>(&'a dyn Display);
 

@@ -18,11 +18,13 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use kernelkit::interop::{foreign_array, ForeignLayout, ForeignOwner};
 use kernelkit::{Array, DType, Device};
 use numpy::npyffi::{self, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt};
+use smallvec::SmallVec;
 
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy};
@@ -54,7 +56,7 @@ impl std::fmt::Display for Named<'_> {
 /// and a panic inside rust-numpy if it is not installed).
 static NUMPY_LOADED: AtomicBool = AtomicBool::new(false);
 
-fn numpy_loaded(py: Python<'_>) -> bool {
+pub(crate) fn numpy_loaded(py: Python<'_>) -> bool {
     if NUMPY_LOADED.load(Ordering::Relaxed) {
         return true;
     }
@@ -67,6 +69,20 @@ fn numpy_loaded(py: Python<'_>) -> bool {
         NUMPY_LOADED.store(true, Ordering::Relaxed);
     }
     loaded
+}
+
+/// Whether `obj` is a NumPy scalar (`np.float32(1)`); NumPy is loaded.
+pub(crate) fn is_numpy_scalar(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    static GENERIC: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
+    let py = obj.py();
+    let generic = GENERIC.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py
+            .import("numpy")?
+            .getattr("generic")?
+            .cast_into::<pyo3::types::PyType>()?
+            .unbind())
+    })?;
+    obj.is_instance(generic.bind(py))
 }
 
 /// Imports NumPy (for outputs): an error, not a panic, where it is missing.
@@ -109,7 +125,10 @@ pub(crate) fn input(obj: &Bound<'_, PyAny>, device: &Device, name: &Named<'_>) -
 }
 
 /// A Python bool, int, float or complex as (dtype, little-endian bytes).
-fn python_scalar(obj: &Bound<'_, PyAny>, name: &Named<'_>) -> PyResult<Option<(DType, [u8; 8])>> {
+pub(crate) fn python_scalar(
+    obj: &Bound<'_, PyAny>,
+    name: &Named<'_>,
+) -> PyResult<Option<(DType, [u8; 8])>> {
     let mut bytes = [0u8; 8];
     // `bool` first: it is a subclass of `int`.
     if let Ok(b) = obj.cast::<PyBool>() {
@@ -165,6 +184,116 @@ fn dtype_of_descr(descr: &Bound<'_, PyArrayDescr>) -> PyResult<Option<DType>> {
         (b'V', 2) if descr.typeobj().name()?.to_cow()? == "bfloat16" => DType::BF16,
         _ => return Ok(None),
     }))
+}
+
+/// A NumPy array as a kernelkit array of the CPU `device` over its own
+/// memory: no copy (a copy only for a byte order or strides kernelkit
+/// cannot read). The array keeps the NumPy array alive; a read-only NumPy
+/// array is a read-only kernelkit array (refused as an output).
+pub(crate) fn numpy_host(
+    array: &Bound<'_, PyUntypedArray>,
+    device: &Device,
+    name: &Named<'_>,
+) -> PyResult<Array> {
+    let descr = array.dtype();
+    let Some(dtype) = dtype_of_descr(&descr)? else {
+        return Err(unsupported_dtype(&descr, name));
+    };
+    if descr.is_native_byteorder() == Some(false) {
+        let native = descr.call_method1("newbyteorder", ("=",))?;
+        let converted = array.call_method1("astype", (native,))?;
+        return numpy_host(converted.cast::<PyUntypedArray>()?, device, name);
+    }
+    let size = dtype.size() as isize;
+    let mut strides: SmallVec<[isize; 4]> = SmallVec::new();
+    for &b in array.strides() {
+        if b % size != 0 {
+            let contiguous = array
+                .py()
+                .import("numpy")?
+                .getattr("ascontiguousarray")?
+                .call1((array,))?;
+            return numpy_host(contiguous.cast::<PyUntypedArray>()?, device, name);
+        }
+        strides.push(b / size);
+    }
+    // SAFETY: reads two fields of a live array object (GIL held).
+    let (data, flags) = unsafe {
+        let raw = &*array.as_array_ptr();
+        (raw.fields.data as u64, raw.fields.flags)
+    };
+    let shape = array.shape();
+    let layout = ForeignLayout {
+        data: if shape.contains(&0) { 0 } else { data },
+        dtype,
+        shape,
+        strides: Some(&strides),
+        stream: None,
+        read_only: flags & NPY_ARRAY_WRITEABLE == 0,
+    };
+    // SAFETY: NumPy's shape and strides describe memory the array holds
+    // (host memory, the CPU device's), alive while the owner keeps the
+    // array object. CPU launches finish before they return, and the GIL
+    // is taken again only then, so no Python code writes the memory while
+    // a kernel reads it except through the call's own outputs.
+    unsafe { foreign_array(device, layout, ForeignOwner::keep(array.clone().unbind())) }.py_err()
+}
+
+/// A new, uninitialised C-contiguous NumPy array of `shape` and `dtype`.
+pub(crate) fn numpy_empty<'py>(
+    py: Python<'py>,
+    shape: &[usize],
+    dtype: DType,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let descr = numpy_dtype(py, dtype)?;
+    let mut dims: Vec<npyffi::npy_intp> = shape.iter().map(|&d| d as npyffi::npy_intp).collect();
+    // SAFETY: `PyArray_NewFromDescr` with no data and no strides allocates
+    // a C-contiguous array of `dims`; it steals the descriptor reference
+    // that `into_dtype_ptr` hands over, and returns a new reference or
+    // NULL with an exception set (turned into an error). `dims` outlives
+    // the call. NumPy's C API was loaded by `numpy_dtype` above.
+    let array = unsafe {
+        let ptr = PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type),
+            descr.into_dtype_ptr(),
+            dims.len() as std::os::raw::c_int,
+            dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+        );
+        Bound::from_owned_ptr_or_err(py, ptr)?
+    };
+    Ok(array.cast_into::<PyUntypedArray>()?)
+}
+
+/// Makes every byte of a bool NumPy array (C-contiguous, on the host, that
+/// a kernel wrote) 0 or 1: a kernel may store any non-zero byte as `true`.
+pub(crate) fn normalize_bools(array: &Bound<'_, PyUntypedArray>) {
+    if !array.is_c_contiguous() || array.dtype().kind() != b'b' || array.is_empty() {
+        return;
+    }
+    // SAFETY: a C-contiguous array of `len` one-byte elements, alive while
+    // borrowed; the GIL is held and the kernel that wrote it has finished.
+    let bytes = unsafe {
+        let data = (*array.as_array_ptr()).fields.data as *mut u8;
+        std::slice::from_raw_parts_mut(data, array.len())
+    };
+    for b in bytes {
+        *b = (*b != 0) as u8;
+    }
+}
+
+fn unsupported_dtype(descr: &Bound<'_, PyArrayDescr>, name: &Named<'_>) -> PyErr {
+    errors::argument_type(format!(
+        "kernel `{}`: {} has NumPy dtype {}, which kernelkit does not have \
+         (bool, (u)int8..64, float16, bfloat16, float32, float64, complex64)",
+        name.kernel,
+        name,
+        descr.str().map(|s| s.to_string()).unwrap_or_default()
+    ))
 }
 
 /// A NumPy array as a kernelkit array (a copy; see the module docs).
@@ -290,29 +419,9 @@ pub(crate) fn to_numpy<'py>(
     shape: &[usize],
     dtype: DType,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let descr = numpy_dtype(py, dtype)?;
-    let mut dims: Vec<npyffi::npy_intp> = shape.iter().map(|&d| d as npyffi::npy_intp).collect();
-    // SAFETY: `PyArray_NewFromDescr` with no data and no strides allocates
-    // a C-contiguous array of `dims`; it steals the descriptor reference
-    // that `into_dtype_ptr` hands over, and returns a new reference or
-    // NULL with an exception set (turned into an error). `dims` outlives
-    // the call. NumPy's C API was loaded by `numpy_dtype` above.
-    let array = unsafe {
-        let ptr = PY_ARRAY_API.PyArray_NewFromDescr(
-            py,
-            npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type),
-            descr.into_dtype_ptr(),
-            dims.len() as std::os::raw::c_int,
-            dims.as_mut_ptr(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            0,
-            std::ptr::null_mut(),
-        );
-        Bound::from_owned_ptr_or_err(py, ptr)?
-    };
-    fill(array.cast::<PyUntypedArray>()?, bytes, dtype)?;
-    Ok(array)
+    let array = numpy_empty(py, shape, dtype)?;
+    fill(&array, bytes, dtype)?;
+    Ok(array.into_any())
 }
 
 /// Copies `bytes` into a C-contiguous array of the same byte size.

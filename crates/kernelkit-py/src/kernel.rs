@@ -13,11 +13,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use smallvec::SmallVec;
 
-use crate::args::{self, OutputSpec, Template, TemplateMemo};
+use crate::args::{self, DimsMemo, OutputSpec, Template, TemplateMemo};
 use crate::arrays::{self, Named};
 use crate::device::{place_of, Place, PyStream};
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy, Kind};
+use crate::export::PyArray;
+use crate::sources::{Frame, Source};
+use crate::{streams, torch};
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::intern;
 
 /// Which MLX function made the kernel: it sets the default device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +44,8 @@ pub(crate) struct PyKernel {
     /// `cuda_kernel`'s dynamic shared memory per threadgroup, in bytes.
     shared_memory: u32,
     template: TemplateMemo,
+    grid: DimsMemo,
+    threadgroup: DimsMemo,
     /// The device a call uses when it names none, opened on first use.
     default_device: OnceLock<Device>,
 }
@@ -89,11 +96,9 @@ pub(crate) fn cuda_kernel(
         .outputs(output_names)
         .source(source)
         .header(header)
-        .ensure_row_contiguous(ensure_row_contiguous);
-    // SEAM(body dialect): when `KernelBuilder` gets its body-dialect option
-    // (branch `compat`), mark this body as CUDA C++ here; until then it is
-    // built like a `metal_kernel` body, which the CUDA backend compiles as
-    // CUDA C++ anyway.
+        .ensure_row_contiguous(ensure_row_contiguous)
+        // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
+        .language(kernelkit::BodyLanguage::Cuda);
     let kernel = builder.build().py_err()?;
     Ok(PyKernel::new(kernel, Flavor::Cuda, shared_memory))
 }
@@ -142,6 +147,9 @@ impl std::fmt::Display for KernelName<'_> {
 struct Parts {
     inputs: SmallVec<[Array; 4]>,
     outputs: SmallVec<[OutputSpec; 2]>,
+    /// The arrays the outputs are written into, when the caller's kind of
+    /// array holds them (empty: kernelkit allocates them).
+    targets: SmallVec<[Array; 2]>,
     template: Template,
     grid: [u64; 3],
     threadgroup: [u64; 3],
@@ -158,8 +166,14 @@ impl Parts {
             .grid(self.grid)
             .threadgroup(self.threadgroup)
             .on(&self.stream);
-        for (shape, dtype) in &self.outputs {
-            call = call.output(shape.iter().copied(), *dtype);
+        if self.targets.is_empty() {
+            for (shape, dtype) in &self.outputs {
+                call = call.output(shape.iter().copied(), *dtype);
+            }
+        } else {
+            for target in &self.targets {
+                call = call.output_into(target);
+            }
         }
         for (name, value) in &self.template {
             call = call.template(&**name, *value);
@@ -174,6 +188,49 @@ impl Parts {
     }
 }
 
+/// Where a call's outputs come from and how they are returned.
+enum Plan<'py> {
+    /// Written in place into the caller's kind of arrays (new ones, or
+    /// `out=`), which are returned. `numpy`: bool outputs are made 0/1.
+    Into {
+        objects: SmallVec<[Bound<'py, PyAny>; 2]>,
+        numpy: bool,
+    },
+    /// kernelkit allocates them and they are read back into NumPy arrays
+    /// (host memory for a GPU's outputs): new ones, or the `out=` ones.
+    ReadBack(Option<SmallVec<[Bound<'py, PyAny>; 4]>>),
+    /// kernelkit allocates them and hands them over as `kernelkit.Array`s,
+    /// through this module's `from_dlpack` when there is one.
+    Export(Option<Py<PyAny>>),
+}
+
+/// A call's output shapes and dtypes, the arrays they are written into
+/// (none: kernelkit allocates them), and how they are returned.
+type Planned<'py> = (SmallVec<[OutputSpec; 2]>, SmallVec<[Array; 2]>, Plan<'py>);
+
+/// Extents as `usize`, or `None` when kernelkit will refuse them (an
+/// extent below 1, a size past `isize::MAX` bytes): its check then words
+/// the error.
+fn extents(shape: &[i64], dtype: kernelkit::DType) -> Option<SmallVec<[usize; 4]>> {
+    let extents: SmallVec<[usize; 4]> = shape
+        .iter()
+        .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
+        .collect::<Option<_>>()?;
+    extents
+        .iter()
+        .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))
+        .filter(|&bytes| bytes <= isize::MAX as usize)?;
+    Some(extents)
+}
+
+/// The place a device is.
+fn place_of_device(device: &Device) -> Place {
+    match device.kind() {
+        kernelkit::DeviceKind::Cuda => Place::Cuda(device.id().ordinal),
+        _ => Place::Cpu,
+    }
+}
+
 impl PyKernel {
     fn new(kernel: Kernel, flavor: Flavor, shared_memory: u32) -> PyKernel {
         PyKernel {
@@ -181,6 +238,8 @@ impl PyKernel {
             flavor,
             shared_memory,
             template: TemplateMemo::default(),
+            grid: DimsMemo::default(),
+            threadgroup: DimsMemo::default(),
             default_device: OnceLock::new(),
         }
     }
@@ -189,34 +248,69 @@ impl PyKernel {
         self.kernel.name()
     }
 
-    /// The stream a call runs on: `stream=` (a stream, or a device whose
-    /// default stream it is), else the default stream of `device=`, else
-    /// of the kernel's default device.
+    /// The stream a call runs on, and torch's current stream of its device
+    /// when the call has torch tensors (their producer).
+    ///
+    /// `stream=` says, when given: a `kernelkit.Stream`, a device (its
+    /// default stream), or a framework's stream (an object with
+    /// `cuda_stream`, as torch's, or `ptr`, as CuPy's). Otherwise the
+    /// device is `device=`'s, else the first array's, else the kernel's
+    /// default, and the stream is torch's current stream of that device
+    /// for torch tensors, CuPy's current stream for CuPy arrays, and the
+    /// device's default kernelkit stream for everything else.
     fn stream(
         &self,
         py: Python<'_>,
         stream: Option<&Bound<'_, PyAny>>,
         device: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Stream> {
+        first: Option<&Source<'_>>,
+        frame: &Frame,
+    ) -> PyResult<(Stream, Option<Stream>)> {
         let stream = stream.filter(|s| !s.is_none());
         let device = device.filter(|d| !d.is_none());
         let what = KernelName(self.name());
         let wanted = device.map(|d| place_of(d, &what)).transpose()?;
-        let (stream, place) = match stream {
-            Some(s) => match s.cast::<PyStream>() {
-                Ok(s) => (s.get().stream()?.clone(), s.get().place()),
-                Err(_) => {
-                    let place = place_of(s, &what)?;
-                    (place.open(py)?.default_stream().clone(), place)
+        // NumPy arrays go to any device (a GPU gets a copy): the kernel's
+        // default device decides for them.
+        let data = first
+            .filter(|s| !matches!(s, Source::NumPy(_)))
+            .and_then(Source::place);
+        let torch_of = |place: Place| -> PyResult<Option<Stream>> {
+            match (frame, place) {
+                (Frame::Torch, Place::Cuda(n)) => {
+                    let raw = torch::current_stream(py, n)?;
+                    Ok(Some(streams::wrap(&place.open(py)?, raw)?))
                 }
-            },
-            None => {
-                let device = match wanted {
-                    Some(place) => place.open(py)?,
-                    None => self.default_device(py)?,
-                };
-                return Ok(device.default_stream().clone());
+                _ => Ok(None),
             }
+        };
+        let Some(s) = stream else {
+            let place = wanted.or(data);
+            let device = match place {
+                Some(p) => p.open(py)?,
+                None => self.default_device(py)?,
+            };
+            let place = place_of_device(&device);
+            return match (frame, place) {
+                (Frame::Torch, Place::Cuda(_)) => {
+                    let s = torch_of(place)?.expect("a CUDA place");
+                    Ok((s.clone(), Some(s)))
+                }
+                (Frame::CuPy, Place::Cuda(n)) => {
+                    let raw = streams::cupy_current(py, n)?;
+                    Ok((streams::wrap(&device, raw)?, None))
+                }
+                _ => Ok((device.default_stream().clone(), None)),
+            };
+        };
+        let (stream, place) = if let Ok(s) = s.cast::<PyStream>() {
+            (s.get().stream()?.clone(), s.get().place())
+        } else if let Some(raw) = framework_stream(s)? {
+            let place = wanted.or(data).unwrap_or(Place::Cuda(0));
+            (streams::wrap(&place.open(py)?, raw)?, place)
+        } else {
+            let place = place_of(s, &what)?;
+            (place.open(py)?.default_stream().clone(), place)
         };
         if let Some(w) = wanted.filter(|w| *w != place) {
             return Err(errors::call(format!(
@@ -225,7 +319,7 @@ impl PyKernel {
                 w.label()
             )));
         }
-        Ok(stream)
+        Ok((stream, torch_of(place)?))
     }
 
     fn default_device(&self, py: Python<'_>) -> PyResult<Device> {
@@ -240,33 +334,80 @@ impl PyKernel {
         Ok(self.default_device.get_or_init(|| device).clone())
     }
 
-    /// `inputs=` as kernelkit arrays on `device` (copies; see `arrays`).
-    fn inputs(&self, inputs: &Bound<'_, PyAny>, device: &Device) -> PyResult<SmallVec<[Array; 4]>> {
-        let names = self.kernel.spec().input_names();
-        let mut arrays = SmallVec::new();
-        for (i, obj) in args::items(inputs, self.name(), &"inputs")?
-            .iter()
-            .enumerate()
-        {
+    /// What each item of `items` is (`role`: `input` or `output`).
+    fn sources<'py>(
+        &self,
+        items: &[Bound<'py, PyAny>],
+        role: &'static str,
+    ) -> PyResult<SmallVec<[Source<'py>; 4]>> {
+        let spec = self.kernel.spec();
+        let names = if role == "input" {
+            spec.input_names()
+        } else {
+            spec.output_names()
+        };
+        let mut sources = SmallVec::new();
+        for (index, obj) in items.iter().enumerate() {
             let named = Named {
                 kernel: self.name(),
-                role: "input",
+                role,
                 names,
-                index: i,
+                index,
             };
-            arrays.push(arrays::input(obj, device, &named)?);
+            sources.push(Source::of(obj, &named)?);
+        }
+        Ok(sources)
+    }
+
+    /// The kernelkit arrays over `sources` (`role`: `input` or `output`).
+    fn arrays(
+        &self,
+        sources: &[Source<'_>],
+        role: &'static str,
+        stream: &Stream,
+        torch_stream: Option<&Stream>,
+    ) -> PyResult<SmallVec<[Array; 4]>> {
+        let spec = self.kernel.spec();
+        let names = if role == "input" {
+            spec.input_names()
+        } else {
+            spec.output_names()
+        };
+        let device = stream.device();
+        let here = place_of_device(device);
+        let mut arrays = SmallVec::new();
+        for (index, source) in sources.iter().enumerate() {
+            let named = Named {
+                kernel: self.name(),
+                role,
+                names,
+                index,
+            };
+            // Host arrays reach a GPU by a copy; every other array must be
+            // on the call's device (a CPU kernel must never be handed a
+            // GPU's address).
+            if let Some(p) = source.place().filter(|&p| p != here) {
+                if !(matches!(source, Source::NumPy(_)) && role == "input") {
+                    return Err(errors::call(format!(
+                        "kernel `{}`: {named} is on {} but the call runs on {}",
+                        self.name(),
+                        p.label(),
+                        here.label()
+                    )));
+                }
+            }
+            arrays.push(source.array(device, stream, torch_stream, role == "output", &named)?);
         }
         Ok(arrays)
     }
 
-    /// Output shapes and dtypes from `output_shapes=`/`output_dtypes=`,
-    /// or from `out=` arrays (which they must then match).
-    fn outputs<'py>(
+    /// Output shapes and dtypes from `output_shapes=`/`output_dtypes=`, if
+    /// given.
+    fn given_outputs(
         &self,
-        shapes: Option<&Bound<'py, PyAny>>,
-        dtypes: Option<&Bound<'py, PyAny>>,
-        out: Option<&SmallVec<[Bound<'py, PyAny>; 4]>>,
-    ) -> PyResult<SmallVec<[OutputSpec; 2]>> {
+        shapes: Option<&Bound<'_, PyAny>>,
+        dtypes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<SmallVec<[OutputSpec; 2]>>> {
         let kernel = self.name();
         let names = self.kernel.spec().output_names();
         let label = |index: usize| Named {
@@ -283,7 +424,7 @@ impl PyKernel {
             .filter(|d| !d.is_none())
             .map(|d| args::items(d, kernel, &"output_dtypes"))
             .transpose()?;
-        let given: Option<SmallVec<[OutputSpec; 2]>> = match (&shapes, &dtypes) {
+        match (&shapes, &dtypes) {
             (Some(s), Some(d)) => {
                 if s.len() != d.len() {
                     return Err(errors::call(format!(
@@ -300,68 +441,200 @@ impl PyKernel {
                         args::dtype(dtype, kernel, &name)?,
                     ));
                 }
-                Some(specs)
+                Ok(Some(specs))
             }
-            (None, None) => None,
-            _ => {
-                return Err(errors::argument_type(format!(
-                    "kernel `{kernel}`: output_shapes and output_dtypes go together"
-                )))
-            }
-        };
-        let Some(out) = out else {
-            return given.ok_or_else(|| {
-                errors::argument_type(format!(
-                    "kernel `{kernel}`: output_shapes and output_dtypes are required (or out=)"
-                ))
-            });
-        };
-        if out.len() != names.len() {
-            return Err(errors::call(format!(
-                "kernel `{kernel}`: out= has {} array(s) for {} output(s) ({})",
-                out.len(),
-                names.len(),
-                names.join(", ")
-            )));
+            (None, None) => Ok(None),
+            _ => Err(errors::argument_type(format!(
+                "kernel `{kernel}`: output_shapes and output_dtypes go together"
+            ))),
         }
-        let mut specs: SmallVec<[OutputSpec; 2]> = SmallVec::new();
-        for (i, obj) in out.iter().enumerate() {
-            let (shape, dtype) = arrays::out_array(obj, &label(i))?;
-            specs.push((shape.into_iter().collect(), dtype));
-        }
-        if let Some(given) = given {
-            for (i, (g, o)) in given.iter().zip(&specs).enumerate() {
-                if g != o {
-                    return Err(errors::call(format!(
-                        "kernel `{kernel}`: {} is asked as {:?} {} but out= holds {:?} {}",
-                        label(i),
-                        g.0.as_slice(),
-                        g.1,
-                        o.0.as_slice(),
-                        o.1
-                    )));
-                }
-            }
-            if given.len() != specs.len() {
+    }
+
+    /// Checks `out=` arrays' shapes and dtypes against the ones asked for.
+    fn check_out(
+        &self,
+        given: Option<&SmallVec<[OutputSpec; 2]>>,
+        specs: &[OutputSpec],
+    ) -> PyResult<()> {
+        let kernel = self.name();
+        let names = self.kernel.spec().output_names();
+        let Some(given) = given else {
+            return Ok(());
+        };
+        for (i, (g, o)) in given.iter().zip(specs).enumerate() {
+            if g != o {
+                let label = Named {
+                    kernel,
+                    role: "output",
+                    names,
+                    index: i,
+                };
                 return Err(errors::call(format!(
-                    "kernel `{kernel}`: {} output_shapes for {} out= arrays",
-                    given.len(),
-                    specs.len()
+                    "kernel `{kernel}`: {label} is asked as {:?} {} but out= holds {:?} {}",
+                    g.0.as_slice(),
+                    g.1,
+                    o.0.as_slice(),
+                    o.1
                 )));
             }
         }
-        Ok(specs)
+        if given.len() != specs.len() {
+            return Err(errors::call(format!(
+                "kernel `{kernel}`: {} output_shapes for {} out= arrays",
+                given.len(),
+                specs.len()
+            )));
+        }
+        Ok(())
     }
+
+    /// The outputs' shapes and dtypes, the arrays they are written into
+    /// (none: kernelkit allocates), and how they are returned.
+    #[allow(clippy::too_many_arguments)]
+    fn plan<'py>(
+        &self,
+        py: Python<'py>,
+        given: Option<SmallVec<[OutputSpec; 2]>>,
+        out: Option<SmallVec<[Bound<'py, PyAny>; 4]>>,
+        frame: &Frame,
+        stream: &Stream,
+        torch_stream: Option<&Stream>,
+    ) -> PyResult<Planned<'py>> {
+        let kernel = self.name();
+        let names = self.kernel.spec().output_names();
+        let label = |index: usize| Named {
+            kernel,
+            role: "output",
+            names,
+            index,
+        };
+        let on_gpu = stream.device().kind() == kernelkit::DeviceKind::Cuda;
+        if let Some(out) = out {
+            if out.len() != names.len() {
+                return Err(errors::call(format!(
+                    "kernel `{kernel}`: out= has {} array(s) for {} output(s) ({})",
+                    out.len(),
+                    names.len(),
+                    names.join(", ")
+                )));
+            }
+            let sources = self.sources(&out, "output")?;
+            let numpy = sources.iter().all(|s| matches!(s, Source::NumPy(_)));
+            // NumPy arrays a GPU writes, or whose layout a kernel cannot
+            // write in place: written through a read-back.
+            let read_back = numpy
+                && (on_gpu
+                    || sources.iter().any(|s| match s {
+                        Source::NumPy(a) => !a.is_c_contiguous(),
+                        _ => false,
+                    }));
+            if read_back {
+                let mut specs: SmallVec<[OutputSpec; 2]> = SmallVec::new();
+                for (i, obj) in out.iter().enumerate() {
+                    let (shape, dtype) = arrays::out_array(obj, &label(i))?;
+                    specs.push((shape.into_iter().collect(), dtype));
+                }
+                self.check_out(given.as_ref(), &specs)?;
+                return Ok((specs, SmallVec::new(), Plan::ReadBack(Some(out))));
+            }
+            if numpy {
+                for (i, obj) in out.iter().enumerate() {
+                    arrays::out_array(obj, &label(i))?;
+                }
+            }
+            let targets: SmallVec<[Array; 2]> = self
+                .arrays(&sources, "output", stream, torch_stream)?
+                .into_iter()
+                .collect();
+            let specs: SmallVec<[OutputSpec; 2]> = targets
+                .iter()
+                .map(|t| (t.shape().iter().map(|&d| d as i64).collect(), t.dtype()))
+                .collect();
+            self.check_out(given.as_ref(), &specs)?;
+            let objects = out.into_iter().collect();
+            return Ok((specs, targets, Plan::Into { objects, numpy }));
+        }
+        let specs = given.ok_or_else(|| {
+            errors::argument_type(format!(
+                "kernel `{kernel}`: output_shapes and output_dtypes are required (or out=)"
+            ))
+        })?;
+        // Shapes kernelkit will refuse: let it word the error.
+        let Some(shapes) = specs
+            .iter()
+            .map(|(s, d)| extents(s, *d))
+            .collect::<Option<SmallVec<[SmallVec<[usize; 4]>; 2]>>>()
+        else {
+            return Ok((specs, SmallVec::new(), Plan::ReadBack(None)));
+        };
+        let here = place_of_device(stream.device());
+        let mut objects: SmallVec<[Bound<'py, PyAny>; 2]> = SmallVec::new();
+        match frame {
+            Frame::NumPy if on_gpu => return Ok((specs, SmallVec::new(), Plan::ReadBack(None))),
+            Frame::NumPy => {
+                for (shape, (_, dtype)) in shapes.iter().zip(&specs) {
+                    objects.push(arrays::numpy_empty(py, shape, *dtype)?.into_any());
+                }
+            }
+            Frame::Torch => {
+                for (i, (shape, (_, dtype))) in shapes.iter().zip(&specs).enumerate() {
+                    objects.push(torch::empty(py, shape, *dtype, here, &label(i))?);
+                }
+            }
+            Frame::CuPy => {
+                let alloc = py.import("kernelkit._alloc")?.getattr("cupy_empty")?;
+                let ordinal = match here {
+                    Place::Cuda(n) => n,
+                    Place::Cpu => 0,
+                };
+                for (shape, (_, dtype)) in shapes.iter().zip(&specs) {
+                    objects.push(alloc.call1((
+                        pyo3::types::PyTuple::new(py, shape)?,
+                        dtype.name(),
+                        ordinal,
+                    ))?);
+                }
+            }
+            Frame::Dlpack(module) => {
+                let module = module.as_ref().map(|m| m.clone_ref(py));
+                return Ok((specs, SmallVec::new(), Plan::Export(module)));
+            }
+        }
+        let sources = self.sources(&objects, "output")?;
+        let targets = self
+            .arrays(&sources, "output", stream, torch_stream)?
+            .into_iter()
+            .collect();
+        let numpy = matches!(frame, Frame::NumPy);
+        Ok((specs, targets, Plan::Into { objects, numpy }))
+    }
+}
+
+/// A framework's stream object's raw handle: torch's `cuda_stream`, CuPy's
+/// `ptr` (an `int` either way); `None` for other objects.
+fn framework_stream(obj: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+    let py = obj.py();
+    for attr in [intern!(py, "cuda_stream"), intern!(py, "ptr")] {
+        if let Ok(v) = obj.getattr(attr) {
+            if let Ok(raw) = v.extract::<u64>() {
+                return Ok(Some(raw));
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[pymethods]
 impl PyKernel {
     /// Runs the kernel; returns the outputs, in the order of
-    /// `output_names`, as NumPy arrays (the `out=` arrays themselves when
-    /// given).
+    /// `output_names`, as arrays of the inputs' kind: NumPy arrays for
+    /// NumPy inputs, torch tensors (from `torch.empty`, on the inputs'
+    /// device) for torch tensors, CuPy arrays for CuPy arrays, and for
+    /// other DLPack arrays their library's (`from_dlpack`) or a
+    /// `kernelkit.Array`; the `out=` arrays themselves when given.
     ///
     /// The GIL is released while the kernel is compiled (once per variant),
-    /// loaded and launched, and while its outputs are read back.
+    /// loaded and launched, and while outputs are read back.
     #[pyo3(signature = (*, inputs, grid, threadgroup, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = false, stream = None, device = None, out = None))]
     #[allow(clippy::too_many_arguments)] // MLX's signature, plus device= and out=.
     fn __call__<'py>(
@@ -380,17 +653,35 @@ impl PyKernel {
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let kernel = self.name();
-        let stream = self.stream(py, stream, device)?;
+        let items = args::items(inputs, kernel, &"inputs")?;
+        let sources = self.sources(&items, "input")?;
         let out = out
             .filter(|o| !o.is_none())
             .map(|o| args::items(o, kernel, &"out"))
             .transpose()?;
+        let out_first = match &out {
+            Some(items) if sources.iter().all(|s| s.place().is_none()) => {
+                self.sources(&items[..items.len().min(1)], "output")?
+            }
+            _ => SmallVec::new(),
+        };
+        let first = sources
+            .iter()
+            .chain(out_first.iter())
+            .find(|s| s.place().is_some());
+        let frame = first.and_then(Source::frame).unwrap_or(Frame::NumPy);
+        let (stream, torch_stream) = self.stream(py, stream, device, first, &frame)?;
+        let inputs = self.arrays(&sources, "input", &stream, torch_stream.as_ref())?;
+        let given = self.given_outputs(output_shapes, output_dtypes)?;
+        let (outputs, targets, plan) =
+            self.plan(py, given, out, &frame, &stream, torch_stream.as_ref())?;
         let parts = Parts {
-            inputs: self.inputs(inputs, stream.device())?,
-            outputs: self.outputs(output_shapes, output_dtypes, out.as_ref())?,
+            inputs,
+            outputs,
+            targets,
             template: self.template.parse(template, kernel)?,
-            grid: args::dims3(grid, kernel, "grid")?,
-            threadgroup: args::dims3(threadgroup, kernel, "threadgroup")?,
+            grid: self.grid.get(grid, kernel, "grid")?,
+            threadgroup: self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
             init_value,
             shared_memory: self.shared_memory,
             stream,
@@ -404,24 +695,61 @@ impl PyKernel {
                 .getattr("print")?
                 .call1((generated.source.to_string(),))?;
         }
-        let bytes = py
-            .detach(|| {
-                let outputs = parts.call(&self.kernel).launch()?;
-                arrays::read_outputs(&outputs)
-            })
-            .py_err()?;
-        let results = PyList::empty(py);
-        for (i, (bytes, (shape, dtype))) in bytes.iter().zip(&parts.outputs).enumerate() {
-            let shape: SmallVec<[usize; 4]> = shape.iter().map(|&d| d as usize).collect();
-            match &out {
-                Some(out) => {
-                    arrays::write_out(&out[i], bytes, &shape, *dtype)?;
-                    results.append(&out[i])?;
+        match plan {
+            Plan::Into { objects, numpy } => {
+                py.detach(|| parts.call(&self.kernel).launch().map(drop))
+                    .py_err()?;
+                if numpy {
+                    for o in &objects {
+                        if let Ok(a) = o.cast::<PyUntypedArray>() {
+                            arrays::normalize_bools(a);
+                        }
+                    }
                 }
-                None => results.append(arrays::to_numpy(py, bytes, &shape, *dtype)?)?,
+                PyList::new(py, objects)
+            }
+            Plan::ReadBack(out) => {
+                let bytes = py
+                    .detach(|| {
+                        let outputs = parts.call(&self.kernel).launch()?;
+                        arrays::read_outputs(&outputs)
+                    })
+                    .py_err()?;
+                let results = PyList::empty(py);
+                for (i, (bytes, (shape, dtype))) in bytes.iter().zip(&parts.outputs).enumerate() {
+                    let shape: SmallVec<[usize; 4]> = shape.iter().map(|&d| d as usize).collect();
+                    match &out {
+                        Some(out) => {
+                            arrays::write_out(&out[i], bytes, &shape, *dtype)?;
+                            results.append(&out[i])?;
+                        }
+                        None => results.append(arrays::to_numpy(py, bytes, &shape, *dtype)?)?,
+                    }
+                }
+                Ok(results)
+            }
+            Plan::Export(module) => {
+                let outputs = py.detach(|| parts.call(&self.kernel).launch()).py_err()?;
+                let results = PyList::empty(py);
+                for array in outputs.iter() {
+                    let exported = Bound::new(
+                        py,
+                        PyArray {
+                            array: array.clone(),
+                            producer: Some(parts.stream.clone()),
+                        },
+                    )?;
+                    match &module {
+                        Some(m) => results.append(
+                            m.bind(py)
+                                .call_method1(intern!(py, "from_dlpack"), (exported,))?,
+                        )?,
+                        None => results.append(exported)?,
+                    }
+                }
+                Ok(results)
             }
         }
-        Ok(results)
     }
 
     /// The kernel's name.

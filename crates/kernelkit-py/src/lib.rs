@@ -42,8 +42,13 @@ pub mod arrays;
 pub mod device;
 pub mod dtypes;
 pub mod errors;
+pub mod export;
 pub mod kernel;
 pub mod layout;
+pub mod protocols;
+pub mod sources;
+pub mod streams;
+pub mod torch;
 
 use device::{Place, PyDevice, PyStream};
 
@@ -54,6 +59,7 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_class::<PyStream>()?;
     m.add_class::<kernel::PyKernel>()?;
+    m.add_class::<export::PyArray>()?;
     m.add_function(wrap_pyfunction!(kernel::metal_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::cuda_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(device::new_stream, m)?)?;

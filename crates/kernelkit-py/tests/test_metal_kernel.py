@@ -280,10 +280,10 @@ def test_cuda_kernel_signature():
     )
     assert "cuda_kernel" in repr(k)
     x = np.ones(1, np.float32)
-    # Portable bodies run on the CPU when asked.
-    (y,) = k(inputs=[x], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(1,)],
-             output_dtypes=[np.float32], device="cpu")
-    assert y[0] == 1
+    # A CUDA C++ body (the body language `cuda`) runs on CUDA devices only.
+    with pytest.raises(kk.CallError, match="CUDA C\\+\\+"):
+        k(inputs=[x], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(1,)],
+          output_dtypes=[np.float32], device="cpu")
 
 
 @pytest.mark.skipif(not __import__("conftest")._CUDA_REASON, reason="a GPU is present")

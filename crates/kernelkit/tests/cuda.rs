@@ -873,3 +873,45 @@ mod foreign {
         assert_eq!(out[0].to_vec::<i32>().unwrap(), vec![4; 8]);
     }
 }
+
+/// The legacy default stream (PyTorch's and CuPy's default) as a kernelkit
+/// stream: kernels queue on it, kernelkit's own (non-blocking) streams are
+/// ordered after it with `wait_for` (an event, no host wait), and its raw
+/// handle is `CU_STREAM_LEGACY` for the DLPack stream exchange.
+#[cfg(feature = "cuda")]
+#[test]
+fn the_legacy_default_stream_orders_with_kernelkits_streams() {
+    let Some(dev) = gpu() else { return };
+    let legacy = kernelkit::Stream::cuda_legacy_default(&dev).unwrap();
+    let own = dev.new_stream().unwrap();
+    assert_eq!(legacy.raw_cuda(), Some(1));
+    assert!(own.raw_cuda().is_some_and(|raw| raw > 2));
+    let k = kernel(
+        "legacy_then_own",
+        &["inp"],
+        &["out"],
+        "uint i = thread_position_in_grid.x; out[i] = inp[i] * 2 + 1;",
+    );
+    let n = 1 << 20;
+    let x = dev.array_from_slice(&vec![1.0f32; n], [n]).unwrap();
+    let y = k
+        .call([&x])
+        .output([n as i64], DType::F32)
+        .grid([n as u64, 1, 1])
+        .on(&legacy)
+        .launch()
+        .unwrap()
+        .remove(0);
+    own.wait_for(&legacy).unwrap();
+    let z = k
+        .call([&y])
+        .output([n as i64], DType::F32)
+        .grid([n as u64, 1, 1])
+        .on(&own)
+        .launch()
+        .unwrap()
+        .remove(0);
+    assert!(z.to_vec::<f32>().unwrap().iter().all(|&v| v == 7.0));
+    let cpu = Device::new_cpu();
+    assert!(own.wait_for(cpu.default_stream()).is_err());
+}

@@ -549,3 +549,39 @@ fn a_foreign_stream_is_used_but_never_destroyed() {
         }
     });
 }
+
+/// The legacy default stream (the default stream of PyTorch and CuPy) is a
+/// stream of the device's primary context: kernels queue on it, it orders
+/// with kernelkit's own streams both ways, its raw handle is
+/// `CU_STREAM_LEGACY`, and dropping it destroys nothing.
+#[test]
+fn the_legacy_default_stream_is_the_devices() {
+    alone(|| {
+        let Some(device) = gpu() else { return };
+        let legacy = kernelkit::Stream::cuda_legacy_default(&device).unwrap();
+        assert_eq!(legacy.raw_cuda(), Some(1));
+        let own = device.new_stream().unwrap();
+        own.wait_for(&legacy).unwrap();
+        legacy.wait_for(&own).unwrap();
+        let x = device.array_from_slice(&[2.0f32; 64], [64]).unwrap();
+        let k = kernel(
+            "on_the_legacy_stream",
+            "uint i = thread_position_in_grid.x; out[i] = inp[i];",
+        );
+        let out = k
+            .call([&x])
+            .output([64], DType::F32)
+            .grid([64, 1, 1])
+            .on(&legacy)
+            .launch()
+            .unwrap();
+        legacy.synchronize().unwrap();
+        if !stand_in(&device) {
+            assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.0; 64]);
+        }
+        drop((out, legacy, own));
+        // Another wrap of it is as good as the first.
+        let again = kernelkit::Stream::cuda_legacy_default(&device).unwrap();
+        again.synchronize().unwrap();
+    });
+}

@@ -14,10 +14,15 @@ and launches it, on the CPU (the system C++ compiler) or an NVIDIA GPU.
 ...   output_shapes=[x.shape], output_dtypes=[x.dtype])[0]
 array([3., 4., 5., 6.], dtype=float32)
 
-Arrays: NumPy arrays and Python scalars in, NumPy arrays out. This first
-stage copies: inputs are copied to the device and outputs back into new
-NumPy arrays (``device="cuda"`` takes NumPy in and gives NumPy out the same
-way). Zero-copy PyTorch, CuPy and DLPack arrays come later.
+Arrays: the caller's own, without copies, and outputs of the same kind.
+NumPy arrays on the CPU are read and written in place; PyTorch tensors (CPU
+or CUDA) are read through ``data_ptr()``/``stride()`` and outputs come from
+``torch.empty`` on their device, on torch's current stream; CuPy arrays and
+anything with ``__cuda_array_interface__`` or ``__dlpack__`` go through
+those protocols (with their stream exchange), outputs from CuPy or, for
+other libraries, ``kernelkit.Array`` handed to their ``from_dlpack``.
+``out=[...]`` writes into arrays the caller gives. NumPy arrays given to a
+CUDA device are copied there and back. Python scalars are 0-d inputs.
 """
 
 from ._errors import (
@@ -30,6 +35,7 @@ from ._errors import (
     KernelError,
 )
 from ._kernelkit import (
+    Array,
     Device,
     Kernel,
     Stream,
@@ -49,16 +55,20 @@ def eval(*arrays: object) -> None:
     """Returns once the given arrays (or lists or tuples of them) hold their
     results, as MLX's ``mx.eval``.
 
-    kernelkit returns NumPy arrays only after their results are in them (the
-    outputs are read back before a call returns), so every array a call
-    returned is complete already; ``eval`` checks that it was given arrays.
+    NumPy outputs hold their results when a call returns; GPU outputs are
+    queued on the stream of the call (torch's or CuPy's current one, or a
+    kernelkit stream), in order with the framework's own work, which reads
+    them after the kernel as any of its arrays. ``eval`` checks that it was
+    given arrays and waits for none (no hidden synchronize).
     """
     pending = list(arrays)
     while pending:
         a = pending.pop()
         if isinstance(a, (list, tuple)):
             pending.extend(a)
-        elif not hasattr(a, "__array_interface__"):
+        elif not any(
+            hasattr(a, p) for p in ("__array_interface__", "__cuda_array_interface__", "__dlpack__")
+        ):
             raise ArgumentTypeError(
                 f"eval: expected arrays or lists of arrays, got {type(a).__name__}"
             )
@@ -68,6 +78,7 @@ __all__ = [
     "metal_kernel",
     "cuda_kernel",
     "Kernel",
+    "Array",
     "Device",
     "Stream",
     "cpu",

@@ -10,8 +10,15 @@ __version__: str
 #: Anything that names a dtype: a NumPy dtype or scalar type, a
 #: ``torch.dtype``, an MLX dtype, or a name such as ``"float32"``.
 DTypeLike = Any
-#: A NumPy array or a Python/NumPy scalar (a 0-d input).
-InputLike = Union[np.ndarray, np.generic, bool, int, float, complex]
+#: An array: a NumPy array, a torch tensor, a CuPy array, or any object with
+#: ``__dlpack__`` or ``__cuda_array_interface__`` (typed loosely: none of
+#: those libraries is a dependency).
+ArrayLike = Any
+#: An array or a Python/NumPy scalar (a 0-d input).
+InputLike = Union[np.ndarray, np.generic, bool, int, float, complex, ArrayLike]
+#: A stream: a kernelkit ``Stream``, a device (its default stream), or a
+#: framework's (``torch.cuda.Stream``, ``cupy.cuda.Stream``).
+StreamLike = Any
 #: A template value: ``bool`` and ``int`` are distinct kinds, as in MLX.
 TemplateValue = Union[bool, int, DTypeLike]
 #: A device, or its name: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"gpu"``.
@@ -48,6 +55,38 @@ class Stream:
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 
+class Array:
+    """An output kernelkit allocated, returned for arrays that came through
+    DLPack when their library has no ``from_dlpack``. No copy is made until
+    another library takes it (``np.from_dlpack(a)``, ``torch.from_dlpack(a)``)."""
+
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def dtype(self) -> str:
+        """The dtype's name, e.g. ``"float32"``."""
+    @property
+    def device(self) -> str:
+        """``"cpu"`` or ``"cuda:N"``."""
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[int] = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any:
+        """A DLPack capsule (no copy); the consumer's ``stream`` (the legacy
+        default stream for ``None``, nothing for ``-1``) waits for the
+        array's stream with an event."""
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """CUDA's array interface (version 3) of a CUDA array, its ``stream``
+        the one that writes it; ``AttributeError`` on the CPU."""
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+        """A NumPy copy (waits for the array's stream)."""
+
 class Kernel:
     """A custom kernel made by ``metal_kernel`` or ``cuda_kernel``."""
 
@@ -70,22 +109,29 @@ class Kernel:
         ] = None,
         init_value: Optional[float] = None,
         verbose: bool = False,
-        stream: Optional[Union[Stream, DeviceLike]] = None,
+        stream: Optional[Union[Stream, DeviceLike, StreamLike]] = None,
         device: Optional[DeviceLike] = None,
-        out: Optional[Sequence[np.ndarray]] = None,
-    ) -> List[np.ndarray]:
+        out: Optional[Sequence[ArrayLike]] = None,
+    ) -> List[Any]:
         """Runs the kernel and returns its outputs, in the order of
-        ``output_names``, as NumPy arrays (the ``out=`` arrays themselves
-        when given; then ``output_shapes`` and ``output_dtypes`` may be
-        left out).
+        ``output_names``, as arrays of the inputs' kind: NumPy arrays for
+        NumPy inputs, torch tensors (``torch.empty`` on the inputs' device)
+        for torch tensors, CuPy arrays for CuPy arrays, and for other
+        DLPack arrays their library's ``from_dlpack`` of a ``kernelkit.Array``
+        (or the ``kernelkit.Array``). With ``out=``, the outputs are written
+        into those arrays, which are returned (``output_shapes`` and
+        ``output_dtypes`` may then be left out). No copies, except NumPy
+        arrays given to a GPU.
 
         ``grid`` counts threads, as in MLX (Metal's ``dispatchThreads``);
         ``threadgroup`` is clamped to it. ``init_value`` fills the outputs
         first. ``verbose`` prints the generated source. The call runs on
-        ``stream`` (a stream, or a device's default stream), else on
-        ``device``, else where the inputs live (the CPU for NumPy arrays;
-        ``cuda:0`` for a ``cuda_kernel``). The GIL is released while the
-        kernel is compiled, loaded and run.
+        ``stream`` when given; else on ``device``, else where the first
+        array lives (the kernel's default device for NumPy arrays: the CPU,
+        or ``cuda:0`` for a ``cuda_kernel``), on torch's current stream of
+        that device for torch tensors, CuPy's current stream for CuPy
+        arrays, and the device's default kernelkit stream otherwise. The GIL
+        is released while the kernel is compiled, loaded and run.
         """
 
 def metal_kernel(

@@ -556,14 +556,69 @@ impl Stream {
     ///
     /// # Safety
     ///
-    /// `stream` must be a valid `CUstream` (not the legacy or per-thread
-    /// default stream handle, which has no context of its own) and must
+    /// `stream` must be a valid `CUstream` and must
     /// stay valid for as long as the returned [`Stream`], its clones or any
     /// array whose memory it produced are alive: kernelkit queues work and,
     /// when the last of them goes, frees its cached blocks on it. For a
     /// stream with a safe owner, use `interop::cudarc::stream`.
     pub unsafe fn from_raw_cuda(device: &Device, stream: *mut std::ffi::c_void) -> Result<Stream> {
         Stream::wrap(device, crate::backend::ForeignStream::Raw(stream))
+    }
+
+    /// The legacy default stream of `device`'s context (CUDA), the stream
+    /// that PyTorch and CuPy call their default one: kernelkit's launches
+    /// on it are ordered with theirs. kernelkit's own streams do not
+    /// synchronize with it (they are non-blocking); order them with
+    /// [`Stream::wait_for`]. Valid for the life of the process; kernelkit
+    /// makes the device's context (its primary one, which those libraries
+    /// share) current before every use, so the handle always means that
+    /// context's default stream.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_legacy_default(device: &Device) -> Result<Stream> {
+        /// `CU_STREAM_LEGACY`.
+        const LEGACY: usize = 0x1;
+        // SAFETY: `CU_STREAM_LEGACY` is valid for the life of the process
+        // and names the legacy default stream of the context current when
+        // it is used: kernelkit binds its device's context before every
+        // driver call on a stream (launches, allocations, events, the
+        // stream's drop), so it is always this device's.
+        unsafe { Stream::from_raw_cuda(device, LEGACY as *mut std::ffi::c_void) }
+    }
+
+    /// The raw `CUstream` handle of a CUDA stream, as a number, for the
+    /// protocols that exchange stream handles (DLPack's
+    /// `__dlpack__(stream=...)`, `__cuda_array_interface__`'s `stream`);
+    /// `None` on other devices. The handle stays the stream's: use it only
+    /// while the stream (or a clone) lives.
+    pub fn raw_cuda(&self) -> Option<u64> {
+        #[cfg(feature = "cuda")]
+        if let Some(s) = self.handle().cuda() {
+            return Some(s.raw_handle());
+        }
+        None
+    }
+
+    /// Makes the work queued on this stream from now on wait for the work
+    /// queued on `earlier` so far, without a host wait (CUDA: an event
+    /// recorded on `earlier` and waited for here). On the CPU, launches
+    /// finish before they return: there is nothing to order. Streams of
+    /// two devices are refused.
+    pub fn wait_for(&self, earlier: &Stream) -> Result<()> {
+        if self.device() != earlier.device() {
+            return Err(crate::error::DeviceError::Unavailable {
+                device: self.device().label().to_string(),
+                reason: format!(
+                    "its stream cannot wait for a stream of {}",
+                    earlier.device().label()
+                ),
+            }
+            .into());
+        }
+        #[cfg(feature = "cuda")]
+        if let (Some(later), Some(earlier)) = (self.handle().cuda(), earlier.handle().cuda()) {
+            crate::backend::cuda::order_after(later, vec![earlier.clone()]);
+        }
+        Ok(())
     }
 
     /// A stream of `device` over a stream another library made.
@@ -646,6 +701,19 @@ mod tests {
                 "1000 opened and dropped devices grew the process by {grown} bytes"
             );
         }
+    }
+
+    /// CPU streams have no raw handle and nothing to order (launches
+    /// finish before they return); streams of two devices cannot be
+    /// ordered.
+    #[test]
+    fn cpu_streams_order_trivially_and_refuse_other_devices() {
+        let (a, b) = (Device::new_cpu(), Device::new_cpu());
+        let s = a.new_stream().unwrap();
+        assert_eq!(s.raw_cuda(), None);
+        s.wait_for(a.default_stream()).unwrap();
+        let e = s.wait_for(b.default_stream()).unwrap_err().to_string();
+        assert!(e.contains("cannot wait for a stream of"), "{e}");
     }
 
     /// The default stream is lent from the device and compares, prints

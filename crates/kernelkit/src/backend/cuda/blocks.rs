@@ -164,6 +164,12 @@ impl CudaStream {
         })
     }
 
+    /// The raw `CUstream` handle as a number, for protocols that exchange
+    /// stream handles (DLPack's `__dlpack__(stream=...)`).
+    pub(crate) fn raw_handle(&self) -> u64 {
+        self.raw.addr() as u64
+    }
+
     /// The cudarc stream this wraps, if cudarc made it.
     pub(crate) fn cudarc(&self) -> Option<&Arc<cudarc::driver::CudaStream>> {
         match &self.origin {

@@ -1,0 +1,261 @@
+"""kernelkit from Python against raw launches, CuPy and Triton, in ONE
+process, interleaved, medians (issue 16's targets). Prints ``name = value``
+lines and a JSON summary (``--json PATH``).
+
+Figures (µs per call, host time of a batch of calls, no synchronize inside
+a batch; the GPU is synchronized, untimed, between batches):
+
+- ``warm_out.kernelkit_us``: a trivial kernel on torch tensors with
+  ``out=`` (no allocation), against ``warm_out.raw_launch_us``
+  (``cuLaunchKernel`` through ctypes on the same compiled function, the
+  floor a Python caller can reach) and ``warm_out.cupy_rawkernel_us``
+  (a CuPy ``RawKernel`` launch into a preallocated output).
+  Target: kernelkit ≤ raw + 1.5 µs.
+- ``warm_alloc.kernelkit_us`` (torch in, ``torch.empty`` out) against
+  ``warm_alloc.cupy_us`` (``cupy.empty_like`` + ``RawKernel``) and
+  ``warm_alloc.triton_us`` (a trivial ``@triton.jit`` kernel into
+  ``torch.empty_like``). Target: kernelkit fastest. MLX's ``cuda_kernel``
+  is not measured: MLX's CUDA wheel does not install on the GPU machine.
+- ``parallel.*``: 16 Python threads calling 16 distinct cold kernels,
+  wall time, against one cold compile of the same kind, measured in turns
+  in a fresh process per mode (compile workers on: ``KERNELKIT_WORKER``
+  names the CLI; off: ``KERNELKIT_COMPILE_WORKERS=0``). Target: ≤ 1.5×.
+- ``import.kernelkit_ms``: ``import kernelkit`` in a fresh interpreter,
+  median of several. Target: ≤ 50 ms.
+
+Usage: python compare.py [--rounds 15] [--batch 200] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+N = 1024
+RESULTS = {}
+
+
+def say(name, value, note=""):
+    RESULTS[name] = value
+    text = f"{value:.3f}" if isinstance(value, float) else str(value)
+    print(f"{name} = {text}{('  # ' + note) if note else ''}", flush=True)
+
+
+def import_time(repeats=7):
+    times = []
+    for _ in range(repeats):
+        code = "import time; t = time.perf_counter(); import kernelkit; print(time.perf_counter() - t)"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        times.append(float(done.stdout.strip()) * 1e3)
+    say("import.kernelkit_ms", statistics.median(times), f"min {min(times):.1f} (target <= 50)")
+
+
+CUDA_SOURCE = r"""
+extern "C" __global__ void add_one(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] + 1.0f;
+}
+"""
+
+
+def raw_launcher(cupy, fn, x_ptr, y_ptr, stream_ptr):
+    """cuLaunchKernel of a resolved function (CuPy's), its arguments
+    marshalled once: through ``cupy.cuda.driver.launchKernel`` (Cython)
+    where CuPy has it, else ctypes. Returns the launcher and how."""
+    import ctypes
+
+    a, b, n = ctypes.c_uint64(x_ptr), ctypes.c_uint64(y_ptr), ctypes.c_int(N)
+    params = (ctypes.c_void_p * 3)(ctypes.addressof(a), ctypes.addressof(b), ctypes.addressof(n))
+    params_ptr = ctypes.addressof(params)
+    keep = (a, b, n, params)
+    launch = getattr(cupy.cuda.driver, "launchKernel", None)
+    if launch is not None:
+        def go():
+            launch(fn, N // 256, 1, 1, 256, 1, 1, 0, stream_ptr, params_ptr, 0)
+
+        how = "cupy.cuda.driver.launchKernel"
+    else:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        cu_launch = libcuda.cuLaunchKernel
+        cu_launch.restype = ctypes.c_int
+        cu_launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        func, stream = ctypes.c_void_p(fn), ctypes.c_void_p(stream_ptr)
+
+        def go():
+            rc = cu_launch(func, N // 256, 1, 1, 256, 1, 1, 0, stream, params_ptr, None)
+            if rc:
+                raise RuntimeError(f"cuLaunchKernel: {rc}")
+
+        how = "ctypes libcuda.cuLaunchKernel"
+    go.keep = keep
+    return go, how
+
+
+def warm(rounds, batch):
+    import torch
+
+    import kernelkit as kk
+
+    x = torch.arange(N, dtype=torch.float32, device="cuda")
+    y = torch.empty_like(x)
+    k = kk.cuda_kernel(name="add_one_kk", input_names=["x"], output_names=["y"],
+                       source="int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = x[i] + 1.0f;")
+    grid, tg = (N, 1, 1), (256, 1, 1)
+    shapes, dtypes = [x.shape], [x.dtype]
+    candidates = {}
+    candidates["warm_out.kernelkit_us"] = lambda: k(inputs=[x], grid=grid, threadgroup=tg, out=[y])
+    candidates["warm_alloc.kernelkit_us"] = lambda: k(inputs=[x], grid=grid, threadgroup=tg,
+                                                      output_shapes=shapes, output_dtypes=dtypes)
+    stream_ptr = torch.cuda.current_stream().cuda_stream
+    try:
+        import cupy
+
+        raw = cupy.RawKernel(CUDA_SOURCE, "add_one")
+        cx = cupy.asarray(x)  # the same memory (CUDA array interface)
+        cy = cupy.empty_like(cx)
+        n32 = cupy.int32(N)
+        blocks, threads = (N // 256,), (256,)
+        raw(blocks, threads, (cx, cy, n32))
+        candidates["warm_out.cupy_rawkernel_us"] = lambda: raw(blocks, threads, (cx, cy, n32))
+
+        def cupy_alloc():
+            out = cupy.empty_like(cx)
+            raw(blocks, threads, (cx, out, n32))
+            return out
+
+        candidates["warm_alloc.cupy_us"] = cupy_alloc
+        fn = cupy.RawModule(code=CUDA_SOURCE).get_function("add_one")
+        go, how = raw_launcher(cupy, fn.ptr, x.data_ptr(), y.data_ptr(), stream_ptr)
+        go()
+        candidates["warm_out.raw_launch_us"] = go
+        say("warm_out.raw_launch_how", how)
+    except Exception as e:  # noqa: BLE001
+        say("warm.cupy_absent", repr(e)[:200])
+    try:
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def add_one_triton(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = i < n
+            tl.store(y_ptr + i, tl.load(x_ptr + i, mask=m) + 1.0, mask=m)
+
+        tgrid = (N // 256,)
+
+        def triton_alloc():
+            out = torch.empty_like(x)
+            add_one_triton[tgrid](x, out, N, BLOCK=256)
+            return out
+
+        triton_alloc()
+        candidates["warm_alloc.triton_us"] = triton_alloc
+    except Exception as e:  # noqa: BLE001
+        say("warm.triton_absent", repr(e)[:200])
+    # Correctness once, then warm-up.
+    for f in candidates.values():
+        f()
+    torch.cuda.synchronize()
+    assert torch.equal(y, x + 1), "kernelkit's out= result is wrong"
+    (fresh,) = candidates["warm_alloc.kernelkit_us"]()
+    torch.cuda.synchronize()
+    assert torch.equal(fresh, x + 1) and fresh.device == x.device
+    samples = {name: [] for name in candidates}
+    for _ in range(rounds):  # interleaved: every candidate once per round
+        for name, f in candidates.items():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                f()
+            t1 = time.perf_counter()
+            samples[name].append((t1 - t0) / batch * 1e6)
+    torch.cuda.synchronize()
+    for name, s in samples.items():
+        say(name, statistics.median(s), f"min {min(s):.3f}")
+    if "warm_out.raw_launch_us" in RESULTS:
+        say("warm_out.over_raw_us", RESULTS["warm_out.kernelkit_us"] - RESULTS["warm_out.raw_launch_us"],
+            "target <= 1.5")
+    say("warm_alloc.note", "MLX cuda_kernel not measured: MLX's CUDA wheel is not installable on the GPU machine")
+
+
+PARALLEL_CHILD = r"""
+import json, sys, threading, time, uuid
+import torch, kernelkit as kk
+x = torch.ones(1024, device="cuda")
+torch.cuda.synchronize()
+def fresh(tag):
+    src = "uint i = thread_position_in_grid.x; out[i] = inp[i] * 2.0f + %d.0f; /* %s */" % (len(tag), tag)
+    return kk.metal_kernel(name="cold_" + tag[:8], input_names=["inp"], output_names=["out"], source=src)
+def call(k):
+    (y,) = k(inputs=[x], grid=(1024, 1, 1), threadgroup=(256, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
+    return y
+call(fresh(uuid.uuid4().hex))  # the device, NVRTC and the workers started
+torch.cuda.synchronize()
+single, parallel = [], []
+for _ in range(int(sys.argv[1])):
+    k = fresh(uuid.uuid4().hex)
+    t = time.perf_counter(); call(k); torch.cuda.synchronize(); single.append(time.perf_counter() - t)
+    ks = [fresh(uuid.uuid4().hex) for _ in range(16)]
+    barrier = threading.Barrier(17)
+    def work(k):
+        barrier.wait(); call(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in ks]
+    for th in threads: th.start()
+    barrier.wait(); t = time.perf_counter()
+    for th in threads: th.join()
+    torch.cuda.synchronize(); parallel.append(time.perf_counter() - t)
+print(json.dumps({"single": single, "parallel": parallel}))
+"""
+
+
+def parallel(turns, worker):
+    modes = {"workers": {"KERNELKIT_WORKER": worker} if worker else {}, "in_process": {"KERNELKIT_COMPILE_WORKERS": "0"}}
+    if not worker:
+        say("parallel.note", "no CLI for compile workers (--worker); the workers mode uses what kernelkit finds")
+    for mode, extra in modes.items():
+        env = dict(os.environ, KERNELKIT_CACHE="memory", **extra)
+        done = subprocess.run([sys.executable, "-c", PARALLEL_CHILD, str(turns)], env=env,
+                              capture_output=True, text=True, timeout=400)
+        if done.returncode != 0:
+            say(f"parallel.{mode}.error", done.stderr.strip()[-400:])
+            continue
+        d = json.loads(done.stdout.strip().splitlines()[-1])
+        single = statistics.median(d["single"]) * 1e3
+        wall = statistics.median(d["parallel"]) * 1e3
+        say(f"parallel.{mode}.one_cold_ms", single)
+        say(f"parallel.{mode}.sixteen_threads_ms", wall)
+        say(f"parallel.{mode}.ratio", wall / single, "target <= 1.5 (MLX CUDA: 0.91x of serial = 14.6x)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--batch", type=int, default=200)
+    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--worker", default=os.environ.get("KERNELKIT_WORKER"))
+    ap.add_argument("--json")
+    ap.add_argument("--skip", default="", help="comma-separated: import,warm,parallel")
+    a = ap.parse_args()
+    skip = set(filter(None, a.skip.split(",")))
+    steps = [("import", lambda: import_time()), ("warm", lambda: warm(a.rounds, a.batch)),
+             ("parallel", lambda: parallel(a.turns, a.worker))]
+    for name, step in steps:
+        if name in skip:
+            continue
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001
+            say(f"{name}.error", repr(e)[:400])
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(RESULTS, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

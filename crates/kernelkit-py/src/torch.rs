@@ -1,0 +1,209 @@
+//! PyTorch tensors on the hot path, without DLPack and without copies.
+//!
+//! A tensor is read through its own methods (`data_ptr()`, `stride()`,
+//! `shape`, `dtype`, `get_device()`): five C-level calls, no capsule, no
+//! dict. Outputs come from torch's allocator (`torch.empty` on the tensors'
+//! device), so torch in gives torch out; calls run on torch's current
+//! stream of the tensors' device (`torch._C._cuda_getCurrentRawStream`,
+//! what `torch.cuda.current_stream(device).cuda_stream` returns, without
+//! building a `Stream` object).
+//!
+//! torch is never imported here: the module's functions are looked up once
+//! a tensor was seen, from `sys.modules` (where the tensor's maker put it).
+
+use kernelkit::DType;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::{intern, IntoPyObjectExt};
+use smallvec::SmallVec;
+
+use crate::device::Place;
+use crate::dtypes::dtype_of;
+use crate::errors;
+
+/// What is kept of the torch module.
+struct Torch {
+    tensor: Py<PyType>,
+    empty: Py<PyAny>,
+    /// `torch._C._cuda_getCurrentRawStream`, when this build has it.
+    current_raw: Option<Py<PyAny>>,
+    /// `torch.cuda.current_stream`, the documented fallback.
+    current_stream: Option<Py<PyAny>>,
+    /// torch's dtype object per kernelkit dtype (`None`: torch has none).
+    dtypes: Vec<(DType, Option<Py<PyAny>>)>,
+}
+
+static TORCH: PyOnceLock<Torch> = PyOnceLock::new();
+
+/// The torch module's parts, once torch is imported by the program.
+fn torch(py: Python<'_>) -> Option<&Torch> {
+    if let Some(t) = TORCH.get(py) {
+        return Some(t);
+    }
+    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
+    let torch = modules.get_item("torch").ok()?;
+    let tensor = torch.getattr("Tensor").ok()?.cast_into::<PyType>().ok()?;
+    let empty = torch.getattr("empty").ok()?;
+    let current_raw = torch
+        .getattr("_C")
+        .and_then(|c| c.getattr("_cuda_getCurrentRawStream"))
+        .ok();
+    let current_stream = torch
+        .getattr("cuda")
+        .and_then(|c| c.getattr("current_stream"))
+        .ok();
+    let dtypes = DType::ALL
+        .iter()
+        .map(|&d| (d, torch.getattr(d.name()).ok().map(Bound::unbind)))
+        .collect();
+    let state = Torch {
+        tensor: tensor.unbind(),
+        empty: empty.unbind(),
+        current_raw: current_raw.map(Bound::unbind),
+        current_stream: current_stream.map(Bound::unbind),
+        dtypes,
+    };
+    Some(TORCH.get_or_init(py, || state))
+}
+
+/// Whether `obj` is a torch tensor (a subclass too). Cheap when torch was
+/// never seen: the type's module is read only for objects that are not
+/// NumPy arrays or scalars.
+pub(crate) fn is_tensor(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    let state = match TORCH.get(py) {
+        Some(t) => t,
+        None => {
+            let from_torch = obj
+                .get_type()
+                .module()
+                .is_ok_and(|m| m.to_cow().is_ok_and(|m| m.starts_with("torch")));
+            match from_torch.then(|| torch(py)).flatten() {
+                Some(t) => t,
+                None => return false,
+            }
+        }
+    };
+    let tensor = state.tensor.bind(py);
+    obj.get_type().is(tensor) || obj.is_instance(tensor).unwrap_or(false)
+}
+
+/// Whether `obj`'s type is `torch.Tensor` itself (not a subclass), once
+/// torch was seen: one pointer comparison.
+#[inline]
+pub(crate) fn is_exact_tensor(obj: &Bound<'_, PyAny>) -> bool {
+    TORCH
+        .get(obj.py())
+        .is_some_and(|t| obj.get_type().is(t.tensor.bind(obj.py())))
+}
+
+/// A tensor's layout, read through its methods.
+pub(crate) struct Tensor {
+    /// Element 0's address.
+    pub data: u64,
+    /// The CPU, or the CUDA device of this ordinal.
+    pub place: Place,
+    pub dtype: DType,
+    pub shape: SmallVec<[usize; 4]>,
+    /// In elements.
+    pub strides: SmallVec<[isize; 4]>,
+}
+
+/// Reads `t` (a tensor: [`is_tensor`]); `what` names it for errors.
+pub(crate) fn read(t: &Bound<'_, PyAny>, what: &dyn std::fmt::Display) -> PyResult<Tensor> {
+    let py = t.py();
+    let dtype_obj = t.getattr(intern!(py, "dtype"))?;
+    let Some(dtype) = dtype_of(&dtype_obj)? else {
+        return Err(errors::argument_type(format!(
+            "{what} is a torch tensor of dtype {}, which kernelkit does not have \
+             (bool, (u)int8..64, float16, bfloat16, float32, float64, complex64)",
+            dtype_obj.str()?
+        )));
+    };
+    let device = t
+        .call_method0(intern!(py, "get_device"))?
+        .extract::<i64>()?;
+    let place = match u32::try_from(device) {
+        Ok(n) => Place::Cuda(n),
+        Err(_) => {
+            let kind = t
+                .getattr(intern!(py, "device"))?
+                .getattr(intern!(py, "type"))?;
+            if kind.extract::<String>()? != "cpu" {
+                return Err(errors::argument_type(format!(
+                    "{what} is a torch tensor on {}; kernelkit takes CPU and CUDA tensors",
+                    t.getattr(intern!(py, "device"))?.str()?
+                )));
+            }
+            Place::Cpu
+        }
+    };
+    let data = t.call_method0(intern!(py, "data_ptr"))?.extract::<u64>()?;
+    let shape_obj = t.getattr(intern!(py, "shape"))?;
+    let shape_tuple = shape_obj.cast::<PyTuple>()?;
+    let mut shape = SmallVec::new();
+    for d in shape_tuple.iter() {
+        shape.push(d.extract::<usize>()?);
+    }
+    let strides_obj = t.call_method0(intern!(py, "stride"))?;
+    let mut strides = SmallVec::new();
+    for s in strides_obj.cast::<PyTuple>()?.iter() {
+        strides.push(s.extract::<isize>()?);
+    }
+    Ok(Tensor {
+        data,
+        place,
+        dtype,
+        shape,
+        strides,
+    })
+}
+
+/// A new tensor of `shape` and `dtype` on `place`, from torch's allocator
+/// (`torch.empty`), on torch's current stream there.
+pub(crate) fn empty<'py>(
+    py: Python<'py>,
+    shape: &[usize],
+    dtype: DType,
+    place: Place,
+    what: &dyn std::fmt::Display,
+) -> PyResult<Bound<'py, PyAny>> {
+    let state = torch(py).ok_or_else(|| errors::call("torch is not imported"))?;
+    let dtype_obj = state
+        .dtypes
+        .iter()
+        .find(|(d, _)| *d == dtype)
+        .and_then(|(_, o)| o.as_ref())
+        .ok_or_else(|| {
+            errors::argument_type(format!("{what}: this torch has no {dtype} tensors"))
+        })?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(intern!(py, "dtype"), dtype_obj.bind(py))?;
+    match place {
+        Place::Cpu => kwargs.set_item(intern!(py, "device"), intern!(py, "cpu"))?,
+        Place::Cuda(n) => kwargs.set_item(intern!(py, "device"), n)?,
+    }
+    let shape = PyTuple::new(py, shape)?;
+    state.empty.bind(py).call((shape,), Some(&kwargs))
+}
+
+/// torch's current CUDA stream on device `ordinal`, as a raw handle (0:
+/// the legacy default stream).
+pub(crate) fn current_stream(py: Python<'_>, ordinal: u32) -> PyResult<u64> {
+    let state = torch(py).ok_or_else(|| errors::call("torch is not imported"))?;
+    if let Some(f) = &state.current_raw {
+        if let Ok(raw) = f.bind(py).call1((ordinal,)) {
+            return raw.extract::<u64>();
+        }
+    }
+    let Some(current) = &state.current_stream else {
+        return Err(errors::call("this torch has no torch.cuda.current_stream"));
+    };
+    let device = ordinal.into_bound_py_any(py)?;
+    current
+        .bind(py)
+        .call1((device,))?
+        .getattr(intern!(py, "cuda_stream"))?
+        .extract::<u64>()
+}

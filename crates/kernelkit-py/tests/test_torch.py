@@ -1,0 +1,207 @@
+"""PyTorch tensors (issue 16, items 3 and 4): read in place through
+``data_ptr()``/``stride()``, outputs from ``torch.empty`` on the inputs'
+device (torch in, torch out), ``out=`` written in place, calls on torch's
+current stream of the tensors' device. CPU tensors run on kernelkit's CPU
+device; CUDA tensors where a GPU is present. Skipped, with the reason,
+where torch is not installed (the H200 machine has it)."""
+
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed here (the GPU machine has it)")
+
+import kernelkit as kk  # noqa: E402
+
+DEVICES = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param(
+        "cuda",
+        id="cuda",
+        marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device"),
+    ),
+]
+
+ADDR = kk.metal_kernel(
+    name="torch_addresses",
+    input_names=["inp"],
+    output_names=["out", "where"],
+    source="""
+        uint i = thread_position_in_grid.x;
+        out[i] = inp[i] * 2;
+        if (i == 0) {
+            where[0] = reinterpret_cast<uint64_t>(inp);
+            where[1] = reinterpret_cast<uint64_t>(out);
+        }
+    """,
+)
+
+STRIDED = kk.metal_kernel(
+    name="torch_strided",
+    input_names=["inp"],
+    output_names=["out"],
+    ensure_row_contiguous=False,
+    source="""
+        uint i = thread_position_in_grid.x;
+        uint rest = i;
+        int64_t at = 0;
+        for (int d = inp_ndim - 1; d >= 0; --d) {
+            at += int64_t(rest % inp_shape[d]) * inp_strides[d];
+            rest /= inp_shape[d];
+        }
+        out[i] = inp[at];
+    """,
+)
+
+
+def call(x, **kw):
+    n = x.numel()
+    args = dict(inputs=[x], grid=(n, 1, 1), threadgroup=(min(n, 256), 1, 1))
+    if "out" not in kw:
+        args.update(output_shapes=[x.shape, (2,)], output_dtypes=[x.dtype, torch.int64])
+    args.update(kw)
+    return ADDR(**args)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_in_torch_out_in_place(device):
+    x = torch.arange(1024, dtype=torch.float32, device=device)
+    out, where = call(x)
+    assert isinstance(out, torch.Tensor) and out.device == x.device and out.dtype == x.dtype
+    assert out.shape == x.shape and out.is_contiguous()
+    torch.testing.assert_close(out, x * 2)
+    # The kernel was handed the tensors' own memory.
+    assert int(where[0]) == x.data_ptr() and int(where[1]) == out.data_ptr()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_tensors_are_written_in_place(device):
+    x = torch.arange(64, dtype=torch.float32, device=device)
+    buf = torch.full_like(x, -1)
+    where = torch.zeros(2, dtype=torch.int64, device=device)
+    result = call(x, out=[buf, where])
+    assert result[0] is buf and result[1] is where
+    torch.testing.assert_close(buf, x * 2)
+    assert int(where[1]) == buf.data_ptr()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool"])
+def test_torch_dtypes(device, dtype):
+    copy = kk.metal_kernel(name="torch_copy", input_names=["inp"], output_names=["out"],
+                           source="uint i = thread_position_in_grid.x; out[i] = inp[i];")
+    x = (torch.arange(32, device=device) % 7).to(getattr(torch, dtype))
+    (y,) = copy(inputs=[x], grid=(32, 1, 1), threadgroup=(32, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
+    assert y.dtype == x.dtype
+    assert torch.equal(y, x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_strided_tensors_follow_ensure_row_contiguous(device):
+    base = torch.arange(60, dtype=torch.float32, device=device).reshape(3, 4, 5)
+    for x in (base.transpose(0, 2), base[:, 1:3, ::2], base.expand(2, 3, 4, 5)[1]):
+        (y,) = STRIDED(inputs=[x], grid=(x.numel(), 1, 1), threadgroup=(32, 1, 1),
+                       output_shapes=[x.shape], output_dtypes=[x.dtype])
+        torch.testing.assert_close(y, x.contiguous())
+        out, _ = call(x)
+        torch.testing.assert_close(out, x.contiguous() * 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_python_scalars_are_0d_inputs(device):
+    k = kk.metal_kernel(name="torch_scale", input_names=["x", "s"], output_names=["y"],
+                        source="uint i = thread_position_in_grid.x; y[i] = x[i] * s;")
+    x = torch.ones(16, device=device)
+    (y,) = k(inputs=[x, 3.0], grid=(16, 1, 1), threadgroup=(16, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
+    torch.testing.assert_close(y, x * 3)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
+def test_runs_on_torchs_current_stream_without_dlpack(monkeypatch):
+    # The hot path reads tensors through their methods: a DLPack export
+    # would fail here.
+    def no_dlpack(*a, **k):
+        raise AssertionError("torch tensors must not go through DLPack")
+
+    monkeypatch.setattr(torch.Tensor, "__dlpack__", no_dlpack)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        # Written on `side` and read there by the kernel without a
+        # synchronize in between: only stream order makes it right.
+        x = torch.full((1 << 20,), 3.0, device="cuda")
+        out, _ = call(x)
+        y = out + 1
+    side.synchronize()
+    torch.testing.assert_close(y, torch.full_like(x, 7.0))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
+def test_stream_argument_overrides_the_current_stream():
+    x = torch.arange(256, dtype=torch.float32, device="cuda")
+    for stream in (kk.new_stream("cuda"), torch.cuda.Stream()):
+        out, _ = call(x, stream=stream)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, x * 2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
+def test_dlpack_general_path_on_the_gpu():
+    class DlpackOnly:
+        def __init__(self, t):
+            self.t = t
+            self.asked = []
+
+        def __dlpack__(self, **kw):
+            self.asked.append(kw)
+            return self.t.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    x = torch.arange(1024, dtype=torch.float32, device="cuda")
+    wrapped = DlpackOnly(x)
+    out, where = call(wrapped)
+    # The consumer's stream was named (never 0).
+    assert wrapped.asked and wrapped.asked[0].get("stream") not in (None, 0)
+    assert isinstance(out, kk.Array) and out.device == "cuda:0"
+    # Exported to torch through DLPack (the legacy default stream waits
+    # for kernelkit's with an event).
+    y = torch.from_dlpack(out)
+    torch.testing.assert_close(y, x * 2)
+    assert int(torch.from_dlpack(where)[0].item()) == x.data_ptr()
+    # The CUDA array interface points at the same memory.
+    iface = out.__cuda_array_interface__
+    assert iface["data"][0] == y.data_ptr() and iface["shape"] == (1024,) and iface["typestr"] == "<f4"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
+def test_seed_reproduction_with_torch_tensors():
+    k_by_thread = [
+        kk.metal_kernel(name="torch_seed", input_names=["inp"], output_names=["out"],
+                        source=f"uint i = thread_position_in_grid.x; out[i] = inp[i] + {i}.0f;")
+        for i in range(16)
+    ]
+    before = kk.cache_stats("cuda")
+    for _ in range(5):
+        barrier = threading.Barrier(16)
+        results, errors = [None] * 16, []
+
+        def worker(i):
+            try:
+                stream = kk.new_stream("cuda")
+                value = torch.zeros(1, device="cuda")
+                barrier.wait()
+                (r,) = k_by_thread[i](inputs=[value], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+                                      output_shapes=[value.shape], output_dtypes=[value.dtype], stream=stream)
+                results[i] = r.item()
+            except BaseException as e:  # noqa: BLE001
+                errors.append((i, repr(e)))
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert results == [float(i) for i in range(16)]
+    assert kk.cache_stats("cuda")["compiles"] - before["compiles"] == 16
