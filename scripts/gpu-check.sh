@@ -23,6 +23,12 @@
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
 #   wheels/            the Python package's wheel (abi3, CUDA built in), and
 #   python-tests/      its pytest suite, run there on the CPU and on CUDA
+#   candle_fused.gz    examples/candle_fused.rs on candle's CUDA tensors, and
+#   candle-tests.gz    tests/candle.rs, both built with candle's CUDA backend by
+#                      scripts/candle-cuda.sh, which needs nvcc: NVIDIA's PyPI
+#                      wheels, fetched once by `scripts/candle-cuda.sh setup`
+#                      (skipped, with a message, until then); gzipped (candle's
+#                      kernels are PTX text in them), unpacked there
 #   gpu-remote.sh, gpu_baselines.py   what runs there
 # Binaries are stripped of debug info to stay well under the 64 MiB limit.
 # Then it prints the one `run` call to make.
@@ -59,6 +65,19 @@ fault_tests=$(exe test cuda_fault)
 lifecycle_tests=$(exe test cuda_lifecycle)
 timeout_lib_tests=$(exe test cuda_timeout)
 compat_tests=$(exe test compat)
+# candle's CUDA tensors: its own target directory and RUSTFLAGS (see
+# scripts/candle-cuda.sh); the first build compiles candle's kernels.
+candle_tests=
+if bash scripts/candle-cuda.sh nvcc-found; then
+  bash scripts/candle-cuda.sh cargo build --release -p kernelkit --features candle,cuda --example candle_fused
+  candle_tests=$(bash scripts/candle-cuda.sh cargo test --release -p kernelkit --features candle,cuda \
+    --test candle --no-run --message-format=json 2>/dev/null |
+    jq -r 'select(.reason=="compiler-artifact" and .target.name=="candle" and .profile.test and .executable)
+           | .executable' | tail -n1)
+  [ -x "$candle_tests" ] || { echo "candle test executable not found" >&2; exit 1; }
+else
+  echo "candle on CUDA: skipped (no nvcc here; scripts/candle-cuda.sh setup fetches it from PyPI)" >&2
+fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
          "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
@@ -85,6 +104,13 @@ strip --strip-debug -o "$DEST/corpus-tests" "$corpus_tests"
 strip --strip-debug -o "$DEST/timeout-lib-tests" "$timeout_lib_tests"
 strip --strip-debug -o "$DEST/compat-tests" "$compat_tests"
 strip --strip-debug -o "$DEST/timeout-tests" "$timeout_tests"
+if [ -n "$candle_tests" ]; then
+  candle_dir=${KK_CANDLE_TARGET:-target/candle-cuda}
+  strip --strip-debug -o "$DEST/candle_fused" "$candle_dir/release/examples/candle_fused"
+  strip --strip-debug -o "$DEST/candle-tests" "$candle_tests"
+  gzip -9f "$DEST/candle_fused" "$DEST/candle-tests"
+  du -h "$DEST/candle_fused.gz" "$DEST/candle-tests.gz"
+fi
 rm -rf "$DEST/corpus-texts"
 for text in crates/kernelkit-cli/tests/corpus/*/source.metal crates/kernelkit-cli/tests/corpus/*/header.metal; do
   [ -f "$text" ] || continue

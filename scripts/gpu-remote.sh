@@ -75,6 +75,28 @@ python_tests() {
     KERNELKIT_SEED_ROUNDS=100 KERNELKIT_CACHE=memory python3 -m pytest -q -rs "$G/python-tests"
 }
 step python python_tests
+# candle's CUDA tensors (built by gpu-check.sh only where nvcc was set up:
+# scripts/candle-cuda.sh setup): the candle tests on CUDA, then fused ops
+# against candle's unfused sequence. The binaries link CUDA 13's libcuda,
+# libnvrtc, libcublas, libcublasLt, libcurand and libcudart: from the
+# toolkit ($CUDA_HOME) or, failing that, NVIDIA's wheels of the python.
+candle_cuda() {
+  [ -f "$G/candle_fused.gz" ] || {
+    echo "no $G/candle_fused.gz (gpu-check.sh builds it where scripts/candle-cuda.sh setup ran)"
+    return 0
+  }
+  local bin=/tmp/kernelkit-candle wheels
+  mkdir -p "$bin"
+  gunzip -c "$G/candle_fused.gz" >"$bin/candle_fused" && gunzip -c "$G/candle-tests.gz" >"$bin/candle-tests" &&
+    chmod +x "$bin/candle_fused" "$bin/candle-tests" || return 1
+  wheels=$(python3 -c "import glob, site; print(':'.join(sorted(set(d for p in site.getsitepackages() for d in glob.glob(p + '/nvidia/*/lib')))))" 2>/dev/null)
+  (
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$wheels"
+    ldd "$bin/candle_fused" | grep -E 'cuda|nvrtc|cublas|curand|not found'
+    "$bin/candle-tests" --test-threads=1 && "$bin/candle_fused"
+  )
+}
+step candle candle_cuda
 step perf "$G/cuda_perf"
 # Host speed against the development machine: the same CPU-backend dispatch
 # loop here and there (a C++ compiler is needed for the CPU backend), then
@@ -152,5 +174,6 @@ grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/fault_defa
   "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" "$LOGS/compat.log" "$LOGS/timeout_lib.log" "$LOGS/timeout_cuda.log" 2>/dev/null
 grep -h "^corpus totals" "$LOGS/corpus_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
+grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
