@@ -4,6 +4,8 @@
 #
 #   scripts/candle-cuda.sh setup            # once: nvcc etc. from PyPI, link stubs
 #   scripts/candle-cuda.sh cargo build --release -p kernelkit --features candle,cuda --example candle_fused
+#   LD_LIBRARY_PATH=target/nv/link:target/nv/nvidia/cu13/lib target/candle-cuda/release/examples/candle_fused
+#                                           # here: the CPU part (the stand-ins say "no device")
 #
 # Why a script: candle-core's `cuda` feature compiles candle's kernels with
 # `nvcc` when it is built (candle-kernels, through cudaforge), and turns on
@@ -39,17 +41,19 @@ setup() {
     chmod +x "$cu"/bin/* "$cu"/bin/crt/* "$cu"/nvvm/bin/* 2>/dev/null || true
   fi
   # Stand-ins to link against: every function cudarc declares for the
-  # library, doing nothing (never loaded where the program runs: the
-  # sonames name the real libraries).
+  # library, failing (the driver's say CUDA_ERROR_NO_DEVICE, so a program
+  # run here with them on LD_LIBRARY_PATH finds no GPU and runs its CPU
+  # part). Where the program runs on a GPU they are not loaded: the
+  # sonames name the real libraries.
   local sys
   sys=$(cd "$top" && cargo metadata --format-version 1 2>/dev/null |
     python3 -c "import json,sys; print(next(p['manifest_path'] for p in json.load(sys.stdin)['packages'] if p['name']=='cudarc').rsplit('/',1)[0] + '/src')")
   mkdir -p "$links"
   local spec mod so
-  for spec in driver:libcuda.so.1 cublas:libcublas.so.13 cublaslt:libcublasLt.so.13 curand:libcurand.so.10; do
-    mod=${spec%%:*} so=${spec#*:}
-    grep -oE '^pub unsafe fn \w+\(' "$sys/$mod/sys/mod.rs" | sed -E 's/pub unsafe fn (\w+)\(/void \1(void) {}/' |
-      sort -u >"$links/$mod.c"
+  for spec in driver:libcuda.so.1:100 cublas:libcublas.so.13:1 cublaslt:libcublasLt.so.13:1 curand:libcurand.so.10:1; do
+    IFS=: read -r mod so fail <<<"$spec"
+    grep -oE '^pub unsafe fn \w+\(' "$sys/$mod/sys/mod.rs" |
+      sed -E "s/pub unsafe fn (\\w+)\\(/int \\1(void) { return $fail; }/" | sort -u >"$links/$mod.c"
     cc -shared -fPIC -o "$links/$so" -Wl,-soname,"$so" "$links/$mod.c"
     ln -sf "$so" "$links/${so%%.so*}.so"
   done

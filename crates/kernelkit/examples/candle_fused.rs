@@ -42,7 +42,10 @@ fn main() -> Result<(), CandleError> {
                 let (rows, cols) = size(8192, 4096);
                 run(&gpu, rows, cols, 20)?;
             }
-            Err(e) => println!("cuda: no device ({e}); CPU only"),
+            Err(e) => println!(
+                "cuda: no device ({}); CPU only",
+                e.to_string().lines().next().unwrap_or("")
+            ),
         }
     } else {
         println!("cuda: this build has no candle CUDA backend (scripts/candle-cuda.sh builds one)");
@@ -61,7 +64,7 @@ fn run(dev: &Device, rows: usize, cols: usize, batch: usize) -> Result<(), Candl
         .outputs(["y"])
         .source(
             "uint i = thread_position_in_grid.x;\n\
-             if (i >= y_shape[0] * y_shape[1]) return;\n\
+             if (i >= b_shape[0] * b_shape[1]) return;\n\
              uint r = i / b_shape[1], c = i % b_shape[1];\n\
              float x = a[r * a_strides[0] + c * a_strides[1]];\n\
              y[i] = x / (1.0f + metal::exp(-x)) * b[i];",
@@ -112,12 +115,15 @@ fn run(dev: &Device, rows: usize, cols: usize, batch: usize) -> Result<(), Candl
     let x = Tensor::randn(0f32, 1.0, (rows, cols), dev)?;
     let w = Tensor::randn(1f32, 0.1, cols, dev)?;
     let eps = 1e-5;
-    // 256 threads per row (a power of two, as the reduction needs).
+    // Threads per row (a power of two, as the reduction needs): 256 on a
+    // GPU; one on the CPU, where a threadgroup's threads that meet at
+    // barriers are fibers taking turns, and one thread per row is fastest.
+    let per_row: u64 = if dev.is_cuda() { 256 } else { 1 };
     let fused = || {
         launch(&rms_norm, &[&x, &w], &[(&[rows, cols], DType::F32)], |c| {
             c.template("EPS_E6", 10)
-                .grid([rows as u64 * 256, 1, 1])
-                .threadgroup([256, 1, 1])
+                .grid([rows as u64 * per_row, 1, 1])
+                .threadgroup([per_row, 1, 1])
         })
         .map(|mut t| t.remove(0))
     };

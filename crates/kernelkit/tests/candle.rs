@@ -127,7 +127,11 @@ mod cuda {
         match Device::new_cuda(0) {
             Ok(d) => Some(d),
             Err(e) => {
-                eprintln!("skipped: no CUDA device ({e})");
+                let e = e.to_string();
+                eprintln!(
+                    "skipped: no CUDA device ({})",
+                    e.lines().next().unwrap_or("")
+                );
                 None
             }
         }
