@@ -81,14 +81,15 @@ step python python_tests
 # libnvrtc, libcublas, libcublasLt, libcurand and libcudart: from the
 # toolkit ($CUDA_HOME) or, failing that, NVIDIA's wheels of the python.
 candle_cuda() {
-  [ -f "$G/candle_fused.gz" ] || {
-    echo "no $G/candle_fused.gz (gpu-check.sh builds it where scripts/candle-cuda.sh setup ran)"
+  [ -f "$G/candle.tar.xz" ] || {
+    echo "no $G/candle.tar.xz (gpu-check.sh builds it where scripts/candle-cuda.sh setup ran)"
     return 0
   }
   local bin=/tmp/kernelkit-candle wheels
   mkdir -p "$bin"
-  gunzip -c "$G/candle_fused.gz" >"$bin/candle_fused" && gunzip -c "$G/candle-tests.gz" >"$bin/candle-tests" &&
-    chmod +x "$bin/candle_fused" "$bin/candle-tests" || return 1
+  python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$G/candle.tar.xz" "$bin" &&
+    chmod +x "$bin/candle_fused" "$bin/candle-tests" ||
+    return 1
   wheels=$(python3 -c "import glob, site; print(':'.join(sorted(set(d for p in site.getsitepackages() for d in glob.glob(p + '/nvidia/*/lib')))))" 2>/dev/null)
   (
     export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$wheels"
