@@ -26,6 +26,12 @@
 #                      (torch and CuPy tests included: the machine has both)
 #   compare.py         the Python package's benchmark against raw launches,
 #                      CuPy and Triton (crates/kernelkit-py/bench)
+#   candle.tar.xz      candle_fused (examples/candle_fused.rs on candle's CUDA
+#                      tensors) and candle-tests (tests/candle.rs), built with
+#                      candle's CUDA backend by scripts/candle-cuda.sh, which
+#                      needs nvcc: NVIDIA's PyPI wheels, fetched once by
+#                      `scripts/candle-cuda.sh setup` (skipped, with a message,
+#                      until then); unpacked there
 #   gpu-remote.sh, gpu_baselines.py   what runs there
 # Binaries are stripped of debug info to stay well under the 64 MiB limit.
 # Then it prints the one `run` call to make.
@@ -62,6 +68,19 @@ fault_tests=$(exe test cuda_fault)
 lifecycle_tests=$(exe test cuda_lifecycle)
 timeout_lib_tests=$(exe test cuda_timeout)
 compat_tests=$(exe test compat)
+# candle's CUDA tensors: its own target directory and RUSTFLAGS (see
+# scripts/candle-cuda.sh); the first build compiles candle's kernels.
+candle_tests=
+if bash scripts/candle-cuda.sh nvcc-found; then
+  bash scripts/candle-cuda.sh cargo build --release -p kernelkit --features candle,cuda --example candle_fused
+  candle_tests=$(bash scripts/candle-cuda.sh cargo test --release -p kernelkit --features candle,cuda \
+    --test candle --no-run --message-format=json 2>/dev/null |
+    jq -r 'select(.reason=="compiler-artifact" and .target.name=="candle" and .profile.test and .executable)
+           | .executable' | tail -n1)
+  [ -x "$candle_tests" ] || { echo "candle test executable not found" >&2; exit 1; }
+else
+  echo "candle on CUDA: skipped (no nvcc here; scripts/candle-cuda.sh setup fetches it from PyPI)" >&2
+fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
          "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
@@ -88,6 +107,18 @@ strip --strip-debug -o "$DEST/corpus-tests" "$corpus_tests"
 strip --strip-debug -o "$DEST/timeout-lib-tests" "$timeout_lib_tests"
 strip --strip-debug -o "$DEST/compat-tests" "$compat_tests"
 strip --strip-debug -o "$DEST/timeout-tests" "$timeout_tests"
+if [ -n "$candle_tests" ]; then
+  # One xz archive: the two binaries share most of their bytes (candle's
+  # kernels, kernelkit), which xz's window finds (about 6 MB for both,
+  # against 22 MB gzipped apart).
+  candle_dir=${KK_CANDLE_TARGET:-target/candle-cuda}
+  mkdir -p "$DEST/candle"
+  strip --strip-debug -o "$DEST/candle/candle_fused" "$candle_dir/release/examples/candle_fused"
+  strip --strip-debug -o "$DEST/candle/candle-tests" "$candle_tests"
+  tar cf - -C "$DEST/candle" candle_fused candle-tests | xz -9 -T2 >"$DEST/candle.tar.xz"
+  rm -rf "$DEST/candle"
+  du -h "$DEST/candle.tar.xz"
+fi
 rm -rf "$DEST/corpus-texts"
 for text in crates/kernelkit-cli/tests/corpus/*/source.metal crates/kernelkit-cli/tests/corpus/*/header.metal; do
   [ -f "$text" ] || continue

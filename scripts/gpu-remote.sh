@@ -83,6 +83,29 @@ python_bench() {
     KERNELKIT_CACHE=memory timeout 500 python3 "$G/compare.py" --worker "$PWD/$G/kernelkit" --json "$OUT/python_bench.json"
 }
 step python_bench python_bench
+# candle's CUDA tensors (built by gpu-check.sh only where nvcc was set up:
+# scripts/candle-cuda.sh setup): the candle tests on CUDA, then fused ops
+# against candle's unfused sequence. The binaries link CUDA 13's libcuda,
+# libnvrtc, libcublas, libcublasLt, libcurand and libcudart: from the
+# toolkit ($CUDA_HOME) or, failing that, NVIDIA's wheels of the python.
+candle_cuda() {
+  [ -f "$G/candle.tar.xz" ] || {
+    echo "no $G/candle.tar.xz (gpu-check.sh builds it where scripts/candle-cuda.sh setup ran)"
+    return 0
+  }
+  local bin=/tmp/kernelkit-candle wheels
+  mkdir -p "$bin"
+  python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$G/candle.tar.xz" "$bin" &&
+    chmod +x "$bin/candle_fused" "$bin/candle-tests" ||
+    return 1
+  wheels=$(python3 -c "import glob, site; print(':'.join(sorted(set(d for p in site.getsitepackages() for d in glob.glob(p + '/nvidia/*/lib')))))" 2>/dev/null)
+  (
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$wheels"
+    ldd "$bin/candle_fused" | grep -E 'cuda|nvrtc|cublas|curand|not found'
+    "$bin/candle-tests" --test-threads=1 && "$bin/candle_fused"
+  )
+}
+step candle candle_cuda
 step perf "$G/cuda_perf"
 # Host speed against the development machine: the same CPU-backend dispatch
 # loop here and there (a C++ compiler is needed for the CPU backend), then
@@ -160,6 +183,7 @@ grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/fault_defa
   "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" "$LOGS/compat.log" "$LOGS/timeout_lib.log" "$LOGS/timeout_cuda.log" 2>/dev/null
 grep -h "^corpus totals" "$LOGS/corpus_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
+grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
 grep -hE "^(import|warm|warm_out|warm_alloc|parallel)\." "$LOGS/python_bench.log" 2>/dev/null

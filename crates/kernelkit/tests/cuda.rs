@@ -780,6 +780,52 @@ mod foreign {
         assert_eq!(y, x.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
     }
 
+    /// Strided views of a cudarc slice (a transposed 4x5 block at an
+    /// offset) and an output, all produced by one kernelkit stream over the
+    /// slice's cudarc stream: read and written in place, and refused for
+    /// another stream or a reach past the slice.
+    #[test]
+    fn foreign_cudarc_strided_views_share_one_stream() {
+        let Some(dev) = gpu() else { return };
+        let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+        let stream = ctx.new_stream().unwrap();
+        let x: Vec<f32> = (0..40).map(|i| i as f32).collect();
+        let xs = stream.clone_htod(&x).unwrap();
+        let mut ys = stream.alloc_zeros::<f32>(20).unwrap();
+        let home = interop::cudarc::stream(&dev, stream.clone()).unwrap();
+        let k = kernelkit::Kernel::builder("foreign_strided_copy")
+            .inputs(["inp"])
+            .outputs(["out"])
+            .source(
+                "uint i = thread_position_in_grid.x; uint r = i / 5, c = i % 5;\n\
+                 out[i] = inp[r * inp_strides[0] + c * inp_strides[1]];",
+            )
+            .ensure_row_contiguous(false)
+            .build()
+            .unwrap();
+        interop::scope(|s| {
+            // Element (r, c) at 3 + r + 4c: a transposed 5x4 block at offset 3.
+            let a = s.cuda_strided(&home, &xs, &[4, 5], &[1, 4], 3).unwrap();
+            let b = s.cuda_slice_mut_on(&home, &mut ys, [20]).unwrap();
+            k.call([&a])
+                .output_into(&b)
+                .grid([20, 1, 1])
+                .on(&home)
+                .launch()
+                .unwrap();
+            // Past the slice's 40 elements: 3 + 3 + 4 * 9 = 42.
+            let far = s.cuda_strided(&home, &xs, &[4, 10], &[1, 4], 3);
+            assert!(far.is_err(), "{far:?}");
+            // A stream over another cudarc stream is not the slice's.
+            let other = interop::cudarc::stream(&dev, ctx.new_stream().unwrap()).unwrap();
+            let r = s.cuda_strided(&other, &xs, &[4, 5], &[1, 4], 3);
+            assert!(r.is_err(), "{r:?}");
+        });
+        let y = stream.clone_dtoh(&ys).unwrap();
+        let want: Vec<f32> = (0..20).map(|i| (3 + i / 5 + 4 * (i % 5)) as f32).collect();
+        assert_eq!(y, want);
+    }
+
     #[test]
     fn foreign_cudarc_memory_needs_a_cudarc_stream() {
         let Some(dev) = gpu() else { return };

@@ -155,13 +155,60 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         slice: &'env mut CudaSlice<T>,
         shape: impl IntoIterator<Item = usize>,
     ) -> Result<Array> {
+        let home = stream(device, slice.stream().clone())?;
+        self.cuda_slice_mut_on(&home, slice, shape)
+    }
+
+    /// A read-only strided view of a cudarc slice: element 0 at
+    /// `slice[offset]`, `strides` in elements (negative and zero allowed),
+    /// every element it reaches inside the slice. No copy: a transposed or
+    /// sliced tensor is read in place. Produced by `home`, a stream from
+    /// [`stream`] over the slice's own cudarc stream (an error otherwise):
+    /// arrays that share `home` with the call's stream are ordered on it
+    /// without waits, as candle's own kernels are.
+    pub fn cuda_strided<T: Element>(
+        &'scope self,
+        home: &Stream,
+        slice: &'env CudaSlice<T>,
+        shape: &[usize],
+        strides: &[isize],
+        offset: usize,
+    ) -> Result<Array> {
+        let hook = Reader::<T, CudaSlice<T>> {
+            source: slice,
+            _element: PhantomData,
+        };
+        let at = Place {
+            addr: address(slice),
+            len: slice.len(),
+            strides: Some(strides),
+            offset,
+        };
+        self.cuda_array::<T>(home, slice.stream(), at, shape, true, Box::new(hook))
+    }
+
+    /// A writable row-major view of a cudarc slice (as
+    /// [`Scope::cuda_slice_mut`]), produced by `home` (as
+    /// [`Scope::cuda_strided`]).
+    pub fn cuda_slice_mut_on<T: Element>(
+        &'scope self,
+        home: &Stream,
+        slice: &'env mut CudaSlice<T>,
+        shape: impl IntoIterator<Item = usize>,
+    ) -> Result<Array> {
         writable::<T>()?;
         let shape: Vec<usize> = shape.into_iter().collect();
-        let (addr, len, home) = (address(&*slice), slice.len(), slice.stream().clone());
+        let at = Place {
+            addr: address(&*slice),
+            len: slice.len(),
+            strides: None,
+            offset: 0,
+        };
+        let own = slice.stream().clone();
         let hook = Writer::<T> {
             slice: Mutex::new(slice),
         };
-        self.cuda_array::<T>(device, addr, len, home, &shape, false, Box::new(hook))
+        self.cuda_array::<T>(home, &own, at, &shape, false, Box::new(hook))
     }
 
     fn cuda_view_of<T: Element, S: DevicePtr<T>>(
@@ -172,39 +219,78 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         read_only: bool,
         hook: Box<dyn ForeignAccess>,
     ) -> Result<Array> {
-        let (addr, len, home) = (address(source), source.len(), source.stream().clone());
-        self.cuda_array::<T>(device, addr, len, home, shape, read_only, hook)
+        let home = stream(device, source.stream().clone())?;
+        let at = Place {
+            addr: address(source),
+            len: source.len(),
+            strides: None,
+            offset: 0,
+        };
+        self.cuda_array::<T>(&home, source.stream(), at, shape, read_only, hook)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// An array over cudarc memory at `at`, checked to stay inside it,
+    /// produced by `home` (which must be `own`, the memory's cudarc stream).
     fn cuda_array<T: Element>(
         &'scope self,
-        device: &Device,
-        addr: u64,
-        len: usize,
-        home: Arc<CudaStream>,
+        home: &Stream,
+        own: &Arc<CudaStream>,
+        at: Place<'_>,
         shape: &[usize],
         read_only: bool,
         hook: Box<dyn ForeignAccess>,
     ) -> Result<Array> {
-        let described = foreign::describe(addr, T::DTYPE, shape, None)?;
-        if described.len > len * T::DTYPE.size() {
+        let same = home
+            .handle()
+            .cuda()
+            .and_then(|s| s.cudarc())
+            .is_some_and(|s| Arc::ptr_eq(s, own));
+        if !same {
+            return Err(ArrayError::Foreign(
+                "the stream given is not a kernelkit stream over the slice's own cudarc stream \
+                 (make it with `interop::cudarc::stream(device, slice.stream().clone())`)"
+                    .into(),
+            )
+            .into());
+        }
+        let size = T::DTYPE.size();
+        let data = at.addr + (at.offset.min(at.len) * size) as u64;
+        let described = foreign::describe(data, T::DTYPE, shape, at.strides)?;
+        let end = at.addr + (at.len * size) as u64;
+        let inside = described.len == 0
+            || (at.offset <= at.len
+                && described.base >= at.addr
+                && described.base + described.len as u64 <= end);
+        if !inside {
             return Err(ArrayError::Foreign(format!(
-                "shape {shape:?} holds more than the slice's {len} elements"
+                "shape {shape:?} with strides {:?} at offset {} reaches outside the slice's {} \
+                 elements",
+                at.strides.map(|s| s.to_vec()).unwrap_or_default(),
+                at.offset,
+                at.len
             ))
             .into());
         }
-        let home = stream(device, home)?;
         self.view_with(
-            device,
+            home.device(),
             described,
             T::DTYPE,
             read_only,
-            Some(&home),
+            Some(home),
             |mut source| {
                 source.access = Some(hook);
                 source
             },
         )
     }
+}
+
+/// Where a view lies in a cudarc slice: the slice's first element's
+/// address and length, the view's strides (`None`: row-major) and offset,
+/// in elements.
+struct Place<'a> {
+    addr: u64,
+    len: usize,
+    strides: Option<&'a [isize]>,
+    offset: usize,
 }

@@ -32,6 +32,8 @@ mod driver;
 mod gather;
 mod includes;
 mod launch;
+#[cfg(kernelkit_candle_cuda)]
+mod linked;
 mod load;
 mod memory;
 mod nvrtc;

@@ -49,6 +49,7 @@ fn check(result: sys::nvrtcResult, call: &'static str) -> Result<(), NvrtcError>
 }
 
 /// Whether the NVRTC library loads (by the names cudarc's loader tries).
+#[cfg(not(kernelkit_candle_cuda))]
 pub(super) fn library_present() -> bool {
     // SAFETY: a dlopen by name that drops the handle; nothing is called.
     unsafe { sys::is_culib_present() }
@@ -56,6 +57,7 @@ pub(super) fn library_present() -> bool {
 
 /// The first of `names` that the NVRTC library lacks (call only when
 /// [`library_present`]).
+#[cfg(not(kernelkit_candle_cuda))]
 pub(super) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
     // SAFETY: present (the caller checked), so `culib` loads it without
     // panicking; looking up symbols runs no code.
@@ -65,6 +67,21 @@ pub(super) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
         .copied()
         // SAFETY: a symbol lookup only; the pointer is not called here.
         .find(|name| unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err())
+}
+
+/// Linked, not loaded (`--cfg kernelkit_candle_cuda`: candle's CUDA backend
+/// turns on cudarc's `dynamic-linking`): the program started, so the
+/// NVRTC library is there.
+#[cfg(kernelkit_candle_cuda)]
+pub(super) fn library_present() -> bool {
+    true
+}
+
+/// Linked, not loaded: the first of `names` that the process's loaded
+/// libraries lack.
+#[cfg(kernelkit_candle_cuda)]
+pub(super) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
+    crate::backend::cuda::linked::missing_symbol(names)
 }
 
 /// Loads a library of the CUDA toolkit (`libnvrtc`, its builtins) so that

@@ -188,6 +188,7 @@ unsafe fn out<T>(
 }
 
 /// Whether the driver library loads (by the names cudarc's loader tries).
+#[cfg(not(kernelkit_candle_cuda))]
 pub(super) fn library_present() -> bool {
     // SAFETY: `is_culib_present` only tries to dlopen the driver library by
     // its usual names and drops the handle; it calls nothing in it.
@@ -196,6 +197,7 @@ pub(super) fn library_present() -> bool {
 
 /// The first of `names` that the driver library lacks (call only when
 /// [`library_present`]).
+#[cfg(not(kernelkit_candle_cuda))]
 pub(super) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
     // SAFETY: the library is present (the caller checked), so `culib`
     // loads it without panicking; looking up symbols runs no code.
@@ -205,4 +207,19 @@ pub(super) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
         .copied()
         // SAFETY: a symbol lookup only; the pointer is not called here.
         .find(|name| unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err())
+}
+
+/// Linked, not loaded (`--cfg kernelkit_candle_cuda`: candle's CUDA backend
+/// turns on cudarc's `dynamic-linking`): the program started, so the
+/// driver library is there.
+#[cfg(kernelkit_candle_cuda)]
+pub(super) fn library_present() -> bool {
+    true
+}
+
+/// Linked, not loaded: the first of `names` that the process's loaded
+/// libraries lack.
+#[cfg(kernelkit_candle_cuda)]
+pub(super) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
+    crate::backend::cuda::linked::missing_symbol(names)
 }
