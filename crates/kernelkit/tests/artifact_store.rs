@@ -116,8 +116,8 @@ fn a_transient_load_failure_keeps_the_entry() {
 
 /// What the writers of the next test share.
 mod writers {
-    use kernelkit::cache::entry::Dependencies;
-    use kernelkit::cache::key::ModuleKey;
+    use kernelkit::cache::entry::{Contents, Dependencies};
+    use kernelkit::cache::key::{IdentityDigest, ModuleKey};
     use kernelkit::cache::store::ArtifactStore;
 
     pub const COUNT: usize = 16;
@@ -139,14 +139,7 @@ mod writers {
     pub fn write(store: &ArtifactStore, writer: usize, n: usize) {
         let f = format!("f{writer:02}_{n:03}");
         store
-            .write(
-                &key(writer, n),
-                "writers",
-                "cpu",
-                &f,
-                &Dependencies::default(),
-                &payload(writer, n),
-            )
+            .write(&key(writer, n), &Contents { kernel: "writers", backend: "cpu", function: &f, identity: IdentityDigest::of("cpu", "writers"), dependencies: &Dependencies::default(), payload: &payload(writer, n) })
             .unwrap();
     }
 

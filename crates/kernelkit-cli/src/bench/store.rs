@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use kernelkit::cache::entry::{self, Dependencies};
-use kernelkit::cache::key::ModuleKey;
+use kernelkit::cache::entry::{self, Contents, Dependencies};
+use kernelkit::cache::key::{IdentityDigest, ModuleKey};
 use kernelkit::cache::store::ArtifactStore;
 use serde::Serialize;
 
@@ -111,28 +111,14 @@ impl Store {
         let key = self.key(n);
         let function = format!("{}_{n}", self.tag);
         self.store
-            .write(
-                &key,
-                self.tag,
-                "cpu",
-                &function,
-                &Dependencies::default(),
-                payload,
-            )
+            .write(&key, &Contents { kernel: self.tag, backend: "cpu", function: &function, identity: IdentityDigest::of("cpu", "bench"), dependencies: &Dependencies::default(), payload: payload })
             .map_err(|e| BenchError::Child(format!("a store write failed: {e}")))
     }
 }
 
 fn encode(key: &ModuleKey, tag: &str, n: u64, payload: &[u8]) -> Result<Vec<u8>, BenchError> {
     let function = format!("{tag}_{n}");
-    entry::encode(
-        key,
-        tag,
-        "cpu",
-        &function,
-        &Dependencies::default(),
-        payload,
-    )
+    entry::encode(key, &Contents { kernel: tag, backend: "cpu", function: &function, identity: IdentityDigest::of("cpu", "bench"), dependencies: &Dependencies::default(), payload: payload })
     .map_err(|e| BenchError::Child(format!("cannot encode a generated entry: {e}")))
 }
 

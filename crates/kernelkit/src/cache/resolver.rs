@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use crate::backend::{Backend, CompileJob, Compiled, Module};
 use crate::cache::kernel_cache::{KernelCache, Outcome};
-use crate::cache::key::ModuleKey;
+use crate::cache::key::{IdentityDigest, ModuleKey};
 use crate::cache::tier::{Artifact, ArtifactTier};
 use crate::error::CompileError;
 use crate::stats::CacheStats;
@@ -112,8 +112,9 @@ impl ModuleResolver {
                     kernel: job.kernel,
                     backend: backend.name(),
                     function: job.function,
+                    identity: IdentityDigest::of(backend.name(), backend.identity()),
                     dependencies,
-                    bytes: &compiled.artifact,
+                    payload: &compiled.artifact,
                 };
                 for tier in &self.tiers {
                     tier.put(key, &artifact);
