@@ -160,6 +160,7 @@ pub use array::Array;
 pub use backend::cpu::FLAGS as CPU_COMPILE_FLAGS;
 pub use backend::null::{ArgRecord, LaunchRecord, NullOptions};
 pub use backend::Limits;
+pub use cache::CacheState;
 pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
@@ -169,6 +170,9 @@ pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
 pub use kernel::call::{Call, Launch};
+pub use kernel::precompile::{
+    Precompile, PrecompileBuilder, PrecompileReport, PrecompileResult, Progress,
+};
 pub use kernel::variant::Variant;
 pub use kernel::variants::memo::MAX_CACHED_VARIANTS;
 pub use kernel::{Kernel, KernelBuilder};

@@ -139,7 +139,17 @@ mod writers {
     pub fn write(store: &ArtifactStore, writer: usize, n: usize) {
         let f = format!("f{writer:02}_{n:03}");
         store
-            .write(&key(writer, n), &Contents { kernel: "writers", backend: "cpu", function: &f, identity: IdentityDigest::of("cpu", "writers"), dependencies: &Dependencies::default(), payload: &payload(writer, n) })
+            .write(
+                &key(writer, n),
+                &Contents {
+                    kernel: "writers",
+                    backend: "cpu",
+                    function: &f,
+                    identity: IdentityDigest::of("cpu", "writers"),
+                    dependencies: &Dependencies::default(),
+                    payload: &payload(writer, n),
+                },
+            )
             .unwrap();
     }
 

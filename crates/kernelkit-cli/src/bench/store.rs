@@ -111,14 +111,34 @@ impl Store {
         let key = self.key(n);
         let function = format!("{}_{n}", self.tag);
         self.store
-            .write(&key, &Contents { kernel: self.tag, backend: "cpu", function: &function, identity: IdentityDigest::of("cpu", "bench"), dependencies: &Dependencies::default(), payload: payload })
+            .write(
+                &key,
+                &Contents {
+                    kernel: self.tag,
+                    backend: "cpu",
+                    function: &function,
+                    identity: IdentityDigest::of("cpu", "bench"),
+                    dependencies: &Dependencies::default(),
+                    payload: payload,
+                },
+            )
             .map_err(|e| BenchError::Child(format!("a store write failed: {e}")))
     }
 }
 
 fn encode(key: &ModuleKey, tag: &str, n: u64, payload: &[u8]) -> Result<Vec<u8>, BenchError> {
     let function = format!("{tag}_{n}");
-    entry::encode(key, &Contents { kernel: tag, backend: "cpu", function: &function, identity: IdentityDigest::of("cpu", "bench"), dependencies: &Dependencies::default(), payload: payload })
+    entry::encode(
+        key,
+        &Contents {
+            kernel: tag,
+            backend: "cpu",
+            function: &function,
+            identity: IdentityDigest::of("cpu", "bench"),
+            dependencies: &Dependencies::default(),
+            payload: payload,
+        },
+    )
     .map_err(|e| BenchError::Child(format!("cannot encode a generated entry: {e}")))
 }
 

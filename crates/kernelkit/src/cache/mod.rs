@@ -15,6 +15,7 @@ pub(crate) mod kernel_cache;
 pub mod key;
 mod lock;
 pub(crate) mod resolver;
+pub use resolver::CacheState;
 pub mod store;
 mod tally;
 pub(crate) mod tier;

@@ -97,7 +97,9 @@ impl CacheConfig {
             mode,
             dir,
             max_bytes,
-            trusted_keys: vars.os_nonempty("KERNELKIT_TRUSTED_KEYS").map(PathBuf::from),
+            trusted_keys: vars
+                .os_nonempty("KERNELKIT_TRUSTED_KEYS")
+                .map(PathBuf::from),
             home: vars
                 .os("HOME")
                 .map(PathBuf::from)

@@ -47,7 +47,9 @@ pub enum KeyError {
         reason: String,
     },
     /// The private key file may be read by others.
-    #[error("private key file {path} may be read by group or others (mode {mode:o}); chmod 600 it")]
+    #[error(
+        "private key file {path} may be read by group or others (mode {mode:o}); chmod 600 it"
+    )]
     Exposed {
         /// The file.
         path: PathBuf,

@@ -253,7 +253,10 @@ pub fn export(
         let why = match entry::parse(&bytes) {
             Ok(parsed) => local_path(&parsed, home),
             Err(e) => {
-                unusable.push(skipped(&header.kernel, EntryFault::Malformed(e).to_string()));
+                unusable.push(skipped(
+                    &header.kernel,
+                    EntryFault::Malformed(e).to_string(),
+                ));
                 continue;
             }
         };
@@ -374,7 +377,7 @@ pub fn read(path: &Path) -> Result<Vec<u8>, BundleError> {
 }
 
 /// Writes a bundle file whole (a temporary file beside it, renamed), so a
-/// reader never sees part of one.
+/// reader never sees part of one; mode `0644`.
 pub fn write(path: &Path, bundle: &[u8]) -> Result<(), BundleError> {
     let io = |source| BundleError::Io {
         path: path.to_path_buf(),
@@ -389,6 +392,15 @@ pub fn write(path: &Path, bundle: &[u8]) -> Result<(), BundleError> {
         .tempfile_in(dir)
         .map_err(io)?;
     std::io::Write::write_all(&mut tmp, bundle).map_err(io)?;
+    // A bundle holds no secret (it is signed, not encrypted) and is meant
+    // to be read by the services of an image: readable by all.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(io)?;
+    }
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
     Ok(())

@@ -231,7 +231,10 @@ fn refused(bundle: &[u8], keys: &TrustedKeys) -> BundleError {
     let err = import(bundle, keys, &[identity()], &store)
         .err()
         .unwrap_or_else(|| panic!("a bad bundle of {} bytes was imported", bundle.len()));
-    assert!(entry_files(&store).is_empty(), "{err}: something was written");
+    assert!(
+        entry_files(&store).is_empty(),
+        "{err}: something was written"
+    );
     assert_eq!(store.stats().unwrap().entries, 0);
     err
 }
@@ -393,8 +396,11 @@ fn path_traversal_and_other_foreign_names_refuse_the_bundle_whole() {
 fn a_key_twice_refuses_the_bundle() {
     let one = bundle_of(1);
     let verified = verify(&one, &trusted()).unwrap();
-    let bytes = entry::encode(&verified.entries[0].header.key, &verified.entries[0].contents())
-        .unwrap();
+    let bytes = entry::encode(
+        &verified.entries[0].header.key,
+        &verified.entries[0].contents(),
+    )
+    .unwrap();
     let twice = format::encode(&[bytes.clone(), bytes], &signer());
     assert!(matches!(
         refused(&twice, &trusted()),

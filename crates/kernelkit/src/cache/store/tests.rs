@@ -27,7 +27,17 @@ fn payload(n: u32) -> Vec<u8> {
 fn put(store: &ArtifactStore, n: u32) {
     let none = Dependencies::default();
     store
-        .write(&key(n), &Contents { kernel: "kern", backend: "cpu", function: &format!("f{n}"), identity: IdentityDigest::of("cpu", "test compiler"), dependencies: &none, payload: &payload(n) })
+        .write(
+            &key(n),
+            &Contents {
+                kernel: "kern",
+                backend: "cpu",
+                function: &format!("f{n}"),
+                identity: IdentityDigest::of("cpu", "test compiler"),
+                dependencies: &none,
+                payload: &payload(n),
+            },
+        )
         .unwrap();
 }
 
@@ -444,7 +454,17 @@ fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
             ..Dependencies::default()
         };
         store
-            .write(&key(1), &Contents { kernel: "kern", backend: "cpu", function: "f1", identity: IdentityDigest::of("cpu", "test compiler"), dependencies: &deps, payload: &payload(1) })
+            .write(
+                &key(1),
+                &Contents {
+                    kernel: "kern",
+                    backend: "cpu",
+                    function: "f1",
+                    identity: IdentityDigest::of("cpu", "test compiler"),
+                    dependencies: &deps,
+                    payload: &payload(1),
+                },
+            )
             .unwrap();
     };
     write("#define VAL 1.0f\n");
@@ -466,7 +486,17 @@ fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
 /// does not keep to the store's lock would (or a kernelkit of layout 1,
 /// with `flat`), last used `age` ago. Nothing is counted.
 fn plant(store: &ArtifactStore, n: u32, flat: bool, age: Duration) -> PathBuf {
-    let bytes = entry::encode(&key(n), &Contents { kernel: "kern", backend: "cpu", function: &format!("f{n}"), identity: IdentityDigest::of("cpu", "test compiler"), dependencies: &Dependencies::default(), payload: &payload(n) })
+    let bytes = entry::encode(
+        &key(n),
+        &Contents {
+            kernel: "kern",
+            backend: "cpu",
+            function: &format!("f{n}"),
+            identity: IdentityDigest::of("cpu", "test compiler"),
+            dependencies: &Dependencies::default(),
+            payload: &payload(n),
+        },
+    )
     .unwrap();
     let path = if flat {
         layout::flat_entry_path(store.dir(), &key(n))
@@ -597,7 +627,17 @@ fn the_running_total_follows_every_change_and_stats_does_not_list() {
     }
     // A rewrite of another size replaces the old entry's bytes.
     store
-        .write(&key(2), &Contents { kernel: "a longer kernel name", backend: "cpu", function: "f2", identity: IdentityDigest::of("cpu", "test compiler"), dependencies: &Dependencies::default(), payload: &[1; 500] })
+        .write(
+            &key(2),
+            &Contents {
+                kernel: "a longer kernel name",
+                backend: "cpu",
+                function: "f2",
+                identity: IdentityDigest::of("cpu", "test compiler"),
+                dependencies: &Dependencies::default(),
+                payload: &[1; 500],
+            },
+        )
         .unwrap();
     assert_eq!(running(&store), on_disk(&store), "after a rewrite");
     assert_eq!(running(&store).0, 5);
