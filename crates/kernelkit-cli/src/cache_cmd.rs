@@ -261,25 +261,6 @@ fn utc(t: SystemTime) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn dates_and_sizes() {
-        assert_eq!(utc(UNIX_EPOCH), "1970-01-01 00:00:00");
-        // 2000-02-29 12:34:56 UTC, a leap day in a century leap year.
-        assert_eq!(
-            utc(UNIX_EPOCH + Duration::from_secs(951_827_696)),
-            "2000-02-29 12:34:56"
-        );
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(1 << 30), "1.0 GiB");
-    }
-}
-
 fn keygen(out: &Path, comment: &str) -> ExitCode {
     let public = public_path(out);
     let made = SecretKey::generate().and_then(|key| {
@@ -435,5 +416,24 @@ fn local_identities() -> Vec<kernelkit::cache::key::IdentityDigest> {
 fn print_skipped(what: &str, skipped: &[Skipped]) {
     for s in skipped {
         println!("{what}: {} (kernel {}): {}", s.key, s.kernel, s.reason);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn dates_and_sizes() {
+        assert_eq!(utc(UNIX_EPOCH), "1970-01-01 00:00:00");
+        // 2000-02-29 12:34:56 UTC, a leap day in a century leap year.
+        assert_eq!(
+            utc(UNIX_EPOCH + Duration::from_secs(951_827_696)),
+            "2000-02-29 12:34:56"
+        );
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1 << 30), "1.0 GiB");
     }
 }

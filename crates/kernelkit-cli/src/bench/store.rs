@@ -119,7 +119,7 @@ impl Store {
                     function: &function,
                     identity: IdentityDigest::of("cpu", "bench"),
                     dependencies: &Dependencies::default(),
-                    payload: payload,
+                    payload,
                 },
             )
             .map_err(|e| BenchError::Child(format!("a store write failed: {e}")))
@@ -136,7 +136,7 @@ fn encode(key: &ModuleKey, tag: &str, n: u64, payload: &[u8]) -> Result<Vec<u8>,
             function: &function,
             identity: IdentityDigest::of("cpu", "bench"),
             dependencies: &Dependencies::default(),
-            payload: payload,
+            payload,
         },
     )
     .map_err(|e| BenchError::Child(format!("cannot encode a generated entry: {e}")))
