@@ -229,8 +229,15 @@ pub(crate) mod tests {
             ("KERNELKIT_WORKER", "/bin/worker"),
             ("KERNELKIT_COMPILE_WORKERS", " 3 "),
             ("KERNELKIT_CUDA_ALLOC", "pool"),
+            ("KERNELKIT_TRUSTED_KEYS", "/etc/kernelkit/trusted"),
+            ("HOME", "/home/u"),
         ]);
         assert_eq!(c.cache.mode, CacheMode::Memory);
+        assert_eq!(
+            c.cache.trusted_keys,
+            Some(PathBuf::from("/etc/kernelkit/trusted"))
+        );
+        assert_eq!(c.cache.home, Some(PathBuf::from("/home/u")));
         assert_eq!(c.cache.dir, Some(PathBuf::from("/store")));
         assert_eq!(c.cache.max_bytes, 512 << 20);
         assert_eq!(c.cpu.compiler.as_deref(), Some("clang++-18"));
