@@ -79,12 +79,7 @@ pub(crate) fn measure(backend: BackendName, rounds: usize) -> Result<BundleFigur
         let (_, report) = startup::spawn(backend, ChildTask::Kernel, built.path())?;
         Ok(report.first_call_us)
     })?;
-    // Warm disk: the last compile's store.
-    let warm_us = measure::repeated(rounds, || {
-        let (_, report) = startup::spawn(backend, ChildTask::Kernel, built.path())?;
-        Ok(report.first_call_us)
-    })?;
-    // A bundle of that store, imported into a new store for every child.
+    // A bundle of that store.
     let source = ArtifactStore::open(built.path())
         .map_err(|e| BenchError::Child(format!("cannot open the built store: {e}")))?;
     let key = SecretKey::generate().map_err(|e| BenchError::Child(e.to_string()))?;
@@ -92,9 +87,16 @@ pub(crate) fn measure(backend: BackendName, rounds: usize) -> Result<BundleFigur
         .map_err(|e| BenchError::Child(format!("export failed: {e}")))?;
     let trusted = TrustedKeys::new([key.public()]);
     let identity = backend.open_as_configured()?.artifact_identity();
+    // In turns, so that a change of the machine's load between them
+    // weighs on both alike: a child on the warm store, then one on a new
+    // store that the bundle was just imported into.
     let mut import_ms = Vec::new();
+    let mut warm_us = Vec::new();
+    let mut imported_us = Vec::new();
     let mut compiled_nothing = true;
-    let imported_us = measure::repeated(rounds, || {
+    for _ in 0..rounds {
+        let (_, warm) = startup::spawn(backend, ChildTask::Kernel, built.path())?;
+        warm_us.push(warm.first_call_us);
         let target = tmp("a temporary artifact store")?;
         let store = ArtifactStore::create(target.path())
             .map_err(|e| BenchError::Child(format!("cannot create a store: {e}")))?;
@@ -110,8 +112,10 @@ pub(crate) fn measure(backend: BackendName, rounds: usize) -> Result<BundleFigur
         }
         let (_, report) = startup::spawn(backend, ChildTask::Kernel, target.path())?;
         compiled_nothing &= report.compiles == 0 && report.disk_hits == 1;
-        Ok(report.first_call_us)
-    })?;
+        imported_us.push(report.first_call_us);
+    }
+    let warm_us = measure::median(&warm_us);
+    let imported_us = measure::median(&imported_us);
     let (precompile_ms, slowest_ms, serial_ms) = precompile_figures(backend)?;
     Ok(BundleFigures {
         backend: backend.as_str(),
