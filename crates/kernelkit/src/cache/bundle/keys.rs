@@ -92,8 +92,11 @@ impl PublicKey {
     }
 
     /// Checks `signature` over `message` with this key (strict: no
-    /// malleable or small-order forms).
-    pub(super) fn verify(&self, message: &[u8], signature: &[u8; 64]) -> bool {
+    /// malleable or small-order forms). Another user of these keys (a
+    /// fleet tier that signs entries) must sign messages that start with
+    /// a context of its own, as bundles do, so that a signature made for
+    /// one use never passes for another.
+    pub fn verify(&self, message: &[u8], signature: &[u8; 64]) -> bool {
         let Ok(key) = VerifyingKey::from_bytes(&self.0) else {
             return false;
         };
@@ -146,8 +149,9 @@ impl SecretKey {
         PublicKey(self.0.verifying_key().to_bytes())
     }
 
-    /// Signs `message`.
-    pub(super) fn sign(&self, message: &[u8]) -> [u8; 64] {
+    /// Signs `message` (see [`PublicKey::verify`] for the context a
+    /// message must start with).
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.0.sign(message).to_bytes()
     }
 
