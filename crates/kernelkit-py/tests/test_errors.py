@@ -145,10 +145,30 @@ def test_device_errors():
         assert "cuda:7" in str(e)
 
 
-def test_cpu_refuses_barrier_bodies_with_a_call_error():
-    k = kernel(name="needs_group", source="threadgroup_barrier(mem_flags::mem_threadgroup); out[0] = inp[0];")
-    with pytest.raises(kk.CallError, match="the cpu backend cannot run this body"):
+def test_cpu_refuses_what_it_cannot_run_with_a_call_error():
+    # Metal textures: no portable backend has them.
+    k = kernel(name="needs_texture", source="texture2d<float> t; out[0] = inp[0];")
+    with pytest.raises(kk.CallError, match="texture2d"):
         run(k, device="cpu")
+    # CUDA C++ words in a Metal body run on a CUDA device only.
+    k = kernel(name="needs_cuda", source="__syncthreads(); out[0] = inp[0];")
+    with pytest.raises(kk.CallError, match="__syncthreads"):
+        run(k, device="cpu")
+
+
+def test_cpu_runs_barrier_bodies():
+    # Since the Metal compatibility layer, the CPU runs a threadgroup's
+    # threads as fibers: a barrier body runs, and sees the whole group.
+    k = kernel(name="group_sum", source=(
+        "threadgroup float acc[8];\n"
+        "uint i = thread_position_in_threadgroup.x;\n"
+        "acc[i] = inp[i];\n"
+        "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+        "float s = 0;\n"
+        "for (uint j = 0; j < 8; ++j) s += acc[j];\n"
+        "out[i] = s;"))
+    (out,) = run(k, device="cpu")
+    assert list(out) == [28.0] * 8
 
 
 def random_value(rng):

@@ -20,7 +20,8 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
 use kernelkit::{
-    CacheMode, CallError, CompileError, DType, Device, DeviceError, Error, Kernel, WeakDevice,
+    BodyLanguage, CacheMode, CallError, CompileError, DType, Device, DeviceError, Error, Kernel,
+    WeakDevice,
 };
 
 /// Runs a test alone: one at a time (each needs to be the only holder of
@@ -431,10 +432,12 @@ fn expect_fault(r: kernelkit::Result<()>) {
     }
 }
 
-/// Issue 13, defect 10: a body that synchronizes its threadgroup has no
-/// grid guard, so every thread of the last block runs it; when that block
-/// reaches past 2^32 threads its 32-bit positions would wrap and repeat,
-/// and the launch is refused. A threadgroup that divides the grid is not.
+/// Issue 13, defect 10: a body that uses CUDA's own block collectives has
+/// no grid guard, so every thread of the last block runs it; when that
+/// block reaches past 2^32 threads its 32-bit positions would wrap and
+/// repeat, and the launch is refused. A threadgroup that divides the grid
+/// is not. (A Metal body's `threadgroup_barrier` is guarded since issue 18:
+/// threads past the grid exit, and an exited thread holds up no barrier.)
 #[test]
 fn an_unguarded_body_whose_last_block_passes_2_32_is_refused() {
     alone(|| {
@@ -442,9 +445,10 @@ fn an_unguarded_body_whose_last_block_passes_2_32_is_refused() {
         let k = Kernel::builder("barrier_body")
             .inputs(["inp"])
             .outputs(["out"])
+            .language(BodyLanguage::Cuda)
             .source(
-                "uint i = thread_position_in_grid.x;\n\
-                 threadgroup_barrier(mem_flags::mem_threadgroup);\n\
+                "unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                 __syncthreads();\n\
                  if (i < 1) out[i] = inp[i];",
             )
             .build()
@@ -458,12 +462,34 @@ fn an_unguarded_body_whose_last_block_passes_2_32_is_refused() {
             .launch()
             .expect_err("4294968 blocks of 1000 threads pass 2^32");
         assert!(matches!(err, Error::Call(CallError::Dims { .. })), "{err}");
-        assert!(err.to_string().contains("threadgroup_barrier"), "{err}");
+        assert!(err.to_string().contains("__syncthreads"), "{err}");
         // The same body on a grid that fits is launched.
         let out = k
             .call([&x])
             .output([1], DType::F32)
             .grid([1000, 1, 1])
+            .threadgroup([1000, 1, 1])
+            .launch()
+            .unwrap();
+        if !stand_in(&dev) {
+            assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![1.0]);
+        }
+        // A Metal body with a barrier has the 64-bit guard: the same grid
+        // is launched, and the threads past it exit before the barrier.
+        let metal = Kernel::builder("metal_barrier_body")
+            .inputs(["inp"])
+            .outputs(["out"])
+            .source(
+                "uint i = thread_position_in_grid.x;\n\
+                 threadgroup_barrier(mem_flags::mem_threadgroup);\n\
+                 if (i < 1) out[i] = inp[i];",
+            )
+            .build()
+            .unwrap();
+        let out = metal
+            .call([&x])
+            .output([1], DType::F32)
+            .grid([u32::MAX as u64, 1, 1])
             .threadgroup([1000, 1, 1])
             .launch()
             .unwrap();
