@@ -420,3 +420,64 @@ fn bundles_round_trip_through_files() {
         Err(BundleError::Io { .. })
     ));
 }
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A bundle's header naming the trusted signer, then `body`, signed:
+    /// what reaches the parser of entries only with a good signature.
+    fn signed_body(count: u32, body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&BUNDLE_FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(signer().public().as_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(body);
+        let mut message = b"kernelkit bundle signature v1\0".to_vec();
+        message.extend_from_slice(&out);
+        let signature = signer().sign(&message);
+        out.extend_from_slice(&signature);
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_are_refused_without_a_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..512),
+        ) {
+            prop_assert!(verify(&bytes, &trusted()).is_err());
+        }
+
+        #[test]
+        fn arbitrary_signed_contents_never_panic(
+            count in 0u32..6,
+            body in proptest::collection::vec(any::<u8>(), 0..400),
+        ) {
+            let _ = verify(&signed_body(count, &body), &trusted());
+        }
+
+        #[test]
+        fn corrupted_real_bundles_are_refused(
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+        ) {
+            static ONE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+            let bundle = ONE.get_or_init(|| bundle_of(1));
+            let mut b = bundle.clone();
+            for (at, v) in edits {
+                let n = b.len();
+                b[at % n] = v;
+            }
+            prop_assume!(&b != bundle);
+            prop_assert!(verify(&b, &trusted()).is_err());
+        }
+    }
+
+    #[test]
+    fn a_signed_body_of_real_entries_verifies() {
+        // The helper above makes what `format::encode` makes.
+        let bundle = bundle_of(2);
+        let body = &bundle[48..bundle.len() - 64];
+        assert_eq!(signed_body(2, body), bundle);
+    }
+}
