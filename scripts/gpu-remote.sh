@@ -160,6 +160,31 @@ elif [ -z "${KK_STEPS:-}" ]; then
   status+=("bench: not in this build of the CLI")
 fi
 
+# Cold start (issue 22): a fresh process's first call after a compile, on a
+# warm store and after a signed bundle's import; 16 kernels precompiled by
+# the library beside the slowest single compile.
+if "$G/kernelkit" bench --help 2>/dev/null | grep -q -- '--only-bundles'; then
+  step cold_start timeout 300 "$G/kernelkit" bench --only-bundles --backend cuda --json "$OUT/bundles.json"
+fi
+# `kernelkit precompile` of 16 CUDA specs on an empty store, beside each
+# spec precompiled alone (a process each, on an empty store of its own).
+precompile_cuda() {
+  local d i
+  d=$(mktemp -d)
+  for i in $(seq 0 15); do
+    printf '{"name": "pre_%d", "inputs": [["a", "float32", [64]]], "outputs": [["out", "float32", [64]]], "source": "uint i = thread_position_in_grid.x; out[i] = a[i] * %d.0f + %d.0f;"}\n' \
+      "$i" "$i" "$RANDOM" > "$d/pre_$i.json"
+  done
+  for i in $(seq 0 15); do
+    KERNELKIT_CACHE=disk KERNELKIT_CACHE_DIR="$d/one_$i" "$G/kernelkit" precompile --device cuda "$d/pre_$i.json" | tail -n1 | sed "s/^/alone $i: /"
+  done
+  KERNELKIT_CACHE=disk KERNELKIT_CACHE_DIR="$d/all" "$G/kernelkit" precompile --device cuda "$d"/pre_*.json | tail -n1 | sed 's/^/all 16: /'
+  rm -rf "$d"
+}
+if "$G/kernelkit" --help 2>/dev/null | grep -q precompile; then
+  step precompile_cuda precompile_cuda
+fi
+
 echo
 echo "===== SUMMARY ====="
 printf '%s\n' "${status[@]}"
@@ -187,4 +212,6 @@ grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
 grep -hE "^(import|warm|warm_out|warm_alloc|parallel)\." "$LOGS/python_bench.log" 2>/dev/null
+grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
+grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

@@ -1,15 +1,21 @@
 //! `kernelkit cache stats|list|verify|clear`: inspects and maintains the
-//! artifact store that devices share between processes.
+//! artifact store that devices share between processes;
+//! `kernelkit cache keygen|export|import`: signed bundles of compiled
+//! kernels (see `kernelkit::cache::bundle`).
 //!
-//! Exit status: 0 when all went well, 1 when `verify` found bad entries, 2
-//! when the store cannot be read (not trusted, I/O error).
+//! Exit status: 0 when all went well, 1 when `verify` found bad entries or
+//! a bundle was refused, 2 when the store cannot be read (not trusted, I/O
+//! error) or a key cannot be used.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::path::Path;
+
+use kernelkit::cache::bundle::{self, ExportFilter, SecretKey, Skipped, TrustedKeys};
 use kernelkit::cache::store::{ArtifactStore, StoreError};
-use kernelkit::Config;
+use kernelkit::{Config, Device};
 
 /// Arguments of `kernelkit cache`.
 #[derive(clap::Args)]
@@ -37,6 +43,45 @@ enum Action {
     Verify,
     /// Removes every entry (and the store's lock and temporary files).
     Clear,
+    /// Makes an Ed25519 key pair for signing bundles: FILE (private, mode
+    /// 0600: keep it on the build machine) and FILE.pub (for the nodes'
+    /// KERNELKIT_TRUSTED_KEYS file).
+    Keygen {
+        /// The private key file to create (never replaced).
+        #[arg(long)]
+        out: PathBuf,
+        /// A comment for the public key's line (e.g. the build machine).
+        #[arg(long, default_value = "")]
+        comment: String,
+    },
+    /// Writes the store's entries (selected by the filters) into one signed
+    /// bundle file.
+    Export {
+        /// The bundle file to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// The private key to sign with (made by `kernelkit cache keygen`).
+        #[arg(long)]
+        signing_key: PathBuf,
+        /// Only entries of this kernel (repeatable).
+        #[arg(long = "kernel")]
+        kernels: Vec<String>,
+        /// Only entries of this backend: cpu, cuda (repeatable).
+        #[arg(long = "backend")]
+        backends: Vec<String>,
+    },
+    /// Verifies a signed bundle and adds its entries for this machine's
+    /// compilers to the store.
+    Import {
+        /// The bundle file.
+        file: PathBuf,
+        /// The trusted public keys (default: $KERNELKIT_TRUSTED_KEYS).
+        #[arg(long)]
+        trusted_keys: Option<PathBuf>,
+        /// Only verify the bundle and say what an import would do.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// Runs `kernelkit cache`.
@@ -46,6 +91,18 @@ pub fn main(args: Args) -> ExitCode {
         eprintln!("kernelkit cache: no home directory; pass --dir or set KERNELKIT_CACHE_DIR");
         return ExitCode::from(2);
     };
+    let action = match args.action {
+        Action::Keygen { out, comment } => return keygen(&out, &comment),
+        Action::Import {
+            file,
+            trusted_keys,
+            dry_run,
+        } => {
+            let keys = trusted_keys.or(config.trusted_keys.clone());
+            return import(&dir, config.max_bytes, &file, keys.as_deref(), dry_run);
+        }
+        other => other,
+    };
     let store = match ArtifactStore::open(&dir) {
         Ok(s) => s.with_max_bytes(config.max_bytes),
         Err(StoreError::Missing { dir }) => {
@@ -54,11 +111,21 @@ pub fn main(args: Args) -> ExitCode {
         }
         Err(e) => return fail(e),
     };
-    let result = match args.action {
+    let result = match action {
         Action::Stats { recount } => stats(&store, recount),
         Action::List => list(&store),
         Action::Verify => verify(&store),
         Action::Clear => clear(&store),
+        Action::Export {
+            out,
+            signing_key,
+            kernels,
+            backends,
+        } => {
+            let filter = ExportFilter { kernels, backends };
+            return export(&store, &filter, config.home.as_deref(), &signing_key, &out);
+        }
+        Action::Keygen { .. } | Action::Import { .. } => unreachable!("handled above"),
     };
     result.unwrap_or_else(fail)
 }
@@ -192,6 +259,164 @@ fn utc(t: SystemTime) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+fn keygen(out: &Path, comment: &str) -> ExitCode {
+    let public = public_path(out);
+    let made = SecretKey::generate().and_then(|key| {
+        key.write(out, &public, comment)?;
+        Ok(key.public())
+    });
+    match made {
+        Ok(key) => {
+            println!(
+                "private key: {} (keep it on the build machine)",
+                out.display()
+            );
+            println!(
+                "public key:  {} (add its line to the nodes' KERNELKIT_TRUSTED_KEYS file)",
+                public.display()
+            );
+            println!("{}", key.to_line());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("kernelkit cache keygen: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `FILE.pub` beside `FILE`.
+fn public_path(secret: &Path) -> PathBuf {
+    let mut name = secret.as_os_str().to_owned();
+    name.push(".pub");
+    PathBuf::from(name)
+}
+
+fn export(
+    store: &ArtifactStore,
+    filter: &ExportFilter,
+    home: Option<&Path>,
+    signing_key: &Path,
+    out: &Path,
+) -> ExitCode {
+    let key = match SecretKey::read(signing_key) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("kernelkit cache export: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = match bundle::export(store, filter, home, &key)
+        .and_then(|r| bundle::write(out, &r.bundle).map(|_| r))
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("kernelkit cache export: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    print_skipped("not exported (local to this machine)", &report.local);
+    print_skipped("not exported (unusable)", &report.unusable);
+    println!(
+        "exported {} entries to {} ({}), signed by {}; {} left out as local to this machine, {} unusable",
+        report.entries,
+        out.display(),
+        human_bytes(report.bundle.len() as u64),
+        key.public(),
+        report.local.len(),
+        report.unusable.len()
+    );
+    ExitCode::SUCCESS
+}
+
+fn import(
+    dir: &Path,
+    max_bytes: u64,
+    file: &Path,
+    trusted_keys: Option<&Path>,
+    dry_run: bool,
+) -> ExitCode {
+    let refuse = |why: String, code: u8| {
+        eprintln!(
+            "kernelkit cache import: {}: refused, nothing imported: {why}",
+            file.display()
+        );
+        ExitCode::from(code)
+    };
+    let trusted = match trusted_keys {
+        Some(path) => match TrustedKeys::read(path) {
+            Ok(k) => k,
+            Err(e) => return refuse(e.to_string(), 2),
+        },
+        None => TrustedKeys::default(),
+    };
+    let bytes = match bundle::read(file) {
+        Ok(b) => b,
+        Err(e) => return refuse(e.to_string(), 2),
+    };
+    if dry_run {
+        return match bundle::verify(&bytes, &trusted) {
+            Ok(v) => {
+                println!(
+                    "{}: signed by {}, {} entries (not imported: --dry-run)",
+                    file.display(),
+                    v.signer,
+                    v.entries.len()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => refuse(e.to_string(), 1),
+        };
+    }
+    let store = match ArtifactStore::create(dir) {
+        Ok(s) => s.with_max_bytes(max_bytes),
+        Err(e) => return refuse(e.to_string(), 2),
+    };
+    let identities = local_identities();
+    match bundle::import(&bytes, &trusted, &identities, &store) {
+        Ok(r) => {
+            print_skipped("skipped (another compiler)", &r.other_compiler);
+            print_skipped("skipped (dependencies differ here)", &r.stale);
+            println!(
+                "imported {} entries into {} from a bundle signed by {}; {} already present, {} \
+                 skipped for another compiler, {} skipped for dependencies that differ here",
+                r.imported,
+                store.dir().display(),
+                r.signer.map_or_else(|| "?".into(), |k| k.to_string()),
+                r.present,
+                r.other_compiler.len(),
+                r.stale.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => refuse(e.to_string(), 1),
+    }
+}
+
+/// The compiler identities of this machine's devices: the CPU's, and each
+/// CUDA device's that opens.
+fn local_identities() -> Vec<kernelkit::cache::key::IdentityDigest> {
+    let mut out = vec![Device::cpu().artifact_identity()];
+    for ordinal in 0..64 {
+        match Device::cuda(ordinal) {
+            Ok(d) => {
+                let id = d.artifact_identity();
+                if !out.contains(&id) {
+                    out.push(id);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+fn print_skipped(what: &str, skipped: &[Skipped]) {
+    for s in skipped {
+        println!("{what}: {} (kernel {}): {}", s.key, s.kernel, s.reason);
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 //! - `run`: runs a kernel from a spec file on real data.
 //! - `bench`: host overhead, contention and compile time, each beside its
 //!   baseline.
-//! - `cache`: inspects and maintains the artifact store.
+//! - `cache`: inspects and maintains the artifact store; exports and
+//!   imports signed bundles of compiled kernels.
+//! - `precompile`: compiles spec files' calls ahead of time, in parallel.
 //! - `compile-worker` (hidden, `cuda` feature): serves CUDA compile jobs on
 //!   stdin/stdout for another process's kernelkit (see
 //!   `kernelkit::CompileWorkers`).
@@ -16,6 +18,7 @@ mod cache_cmd;
 mod demo;
 mod failure;
 mod out_dir;
+mod precompile;
 mod run;
 mod source;
 mod spec_help;
@@ -45,8 +48,10 @@ enum Command {
     Run(run::Args),
     /// Measures dispatch, memo, contention and compile costs beside baselines.
     Bench(bench::Args),
-    /// Inspects and maintains the on-disk artifact store.
+    /// Inspects and maintains the on-disk artifact store; signed bundles.
     Cache(cache_cmd::Args),
+    /// Compiles the calls of spec files in parallel without running them.
+    Precompile(precompile::Args),
     /// Serves CUDA compile jobs on stdin/stdout (started by kernelkit itself).
     #[cfg(feature = "cuda")]
     #[command(name = "compile-worker", hide = true)]
@@ -68,6 +73,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Cache(a) => cache_cmd::main(a),
+        Command::Precompile(a) => precompile::main(a),
         #[cfg(feature = "cuda")]
         Command::CompileWorker => match kernelkit::compile_worker::serve_stdio() {
             Ok(()) => ExitCode::SUCCESS,

@@ -58,7 +58,12 @@
 //!    each entry checked against the files its compile read; placed,
 //!    bounded or turned off by the [`Config`], whose environment variables
 //!    are read in one place, [`Config::from_env`]), then the backend's
-//!    compiler.
+//!    compiler. Steps 3 and 4 can run ahead of time, in parallel and in
+//!    the background ([`Precompile`]); [`Call::cache_state`] says where a
+//!    call would find its function without looking further; and the
+//!    store's entries travel between machines in signed bundles
+//!    ([`cache::bundle`]), so a fresh process on a node loads rather than
+//!    compiles.
 //! 5. **Launch** (`device::dispatch`): outputs allocated in the stream's
 //!    order (a thread's spare first), then one borrowed launch description
 //!    to the backend, which marshals the arguments and launches on the
@@ -160,6 +165,7 @@ pub use array::Array;
 pub use backend::cpu::FLAGS as CPU_COMPILE_FLAGS;
 pub use backend::null::{ArgRecord, LaunchRecord, NullOptions};
 pub use backend::Limits;
+pub use cache::CacheState;
 pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
@@ -169,6 +175,9 @@ pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
 pub use kernel::call::{Call, Launch};
+pub use kernel::precompile::{
+    Precompile, PrecompileBuilder, PrecompileReport, PrecompileResult, Progress,
+};
 pub use kernel::variant::Variant;
 pub use kernel::variants::memo::MAX_CACHED_VARIANTS;
 pub use kernel::{Kernel, KernelBuilder};

@@ -116,8 +116,8 @@ fn a_transient_load_failure_keeps_the_entry() {
 
 /// What the writers of the next test share.
 mod writers {
-    use kernelkit::cache::entry::Dependencies;
-    use kernelkit::cache::key::ModuleKey;
+    use kernelkit::cache::entry::{Contents, Dependencies};
+    use kernelkit::cache::key::{IdentityDigest, ModuleKey};
     use kernelkit::cache::store::ArtifactStore;
 
     pub const COUNT: usize = 16;
@@ -141,11 +141,14 @@ mod writers {
         store
             .write(
                 &key(writer, n),
-                "writers",
-                "cpu",
-                &f,
-                &Dependencies::default(),
-                &payload(writer, n),
+                &Contents {
+                    kernel: "writers",
+                    backend: "cpu",
+                    function: &f,
+                    identity: IdentityDigest::of("cpu", "writers"),
+                    dependencies: &Dependencies::default(),
+                    payload: &payload(writer, n),
+                },
             )
             .unwrap();
     }

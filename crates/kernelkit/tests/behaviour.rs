@@ -107,6 +107,9 @@ all_backends!(
         the_unchanged_call_is_accepted,
         arrays_of_another_device_object_are_accepted,
         arrays_of_another_device_kind_are_refused,
+        precompiled_variants_are_compiled_once_and_calls_find_them,
+        precompile_reports_each_variants_error,
+        a_dropped_precompile_still_fills_the_cache,
     ],
     results: [
         strided_views_with_and_without_row_contiguous,

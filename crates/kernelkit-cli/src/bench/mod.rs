@@ -25,6 +25,7 @@
 //! turn it on for their children only (through the environment they are
 //! started with); the store figures use stores of their own.
 
+mod bundle;
 mod compile;
 mod contention;
 mod group;
@@ -72,6 +73,11 @@ pub struct Args {
     /// Measure the artifact store figures only.
     #[arg(long)]
     only_store: bool,
+    /// Measure the cold-start figures only: a fresh process's first call
+    /// after a compile, on a warm store, after a bundle import; a
+    /// precompile of 16 kernels beside the slowest single compile.
+    #[arg(long)]
+    only_bundles: bool,
     /// Internal: run as the child process of the start figures.
     #[arg(long, value_enum, hide = true)]
     child: Option<ChildTask>,
@@ -192,7 +198,20 @@ pub fn main(args: Args) -> ExitCode {
         plan: effort.store_writes,
         stats_runs: effort.store_stats_runs,
     };
-    let (table, json) = if args.only_store {
+    let (table, json) = if args.only_bundles {
+        let backend = args.backend.unwrap_or_else(BackendName::detect);
+        let rounds = if args.quick { 3 } else { 9 };
+        match bundle::measure(backend, rounds) {
+            Ok(f) => (
+                report::bundle_table(&f, args.quick),
+                serde_json::to_string_pretty(&f),
+            ),
+            Err(e) => {
+                eprintln!("kernelkit bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else if args.only_store {
         let report = store::measure(&store_setup).map(|store| StoreReport {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             quick: args.quick,

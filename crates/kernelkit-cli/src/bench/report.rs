@@ -547,6 +547,61 @@ impl StoreReport {
     }
 }
 
+/// The table of `--only-bundles`.
+pub(crate) fn bundle_table(f: &super::bundle::BundleFigures, quick: bool) -> String {
+    let title = format!(
+        "kernelkit bench --only-bundles: {} ({} cores){}\n",
+        f.backend,
+        f.cores,
+        if quick { ", --quick" } else { "" }
+    );
+    let us = |v: f64| format!("{v:.0} µs");
+    let over = f.first_call_imported_us - f.first_call_warm_disk_us;
+    let pre_ratio = f.precompile_ms / f.slowest_single_compile_ms;
+    let rows = [
+        Row::new("first_call_imported_us", us(f.first_call_imported_us))
+            .baseline(
+                "first_call_warm_disk_us",
+                us(f.first_call_warm_disk_us),
+                format!("{over:+.0} µs"),
+            )
+            .target(
+                "within 1 ms, no compile",
+                over.abs() <= 1000.0 && f.imported_compiled_nothing,
+            ),
+        Row::new("first_call_imported_us", us(f.first_call_imported_us)).baseline(
+            "first_call_compile_us",
+            us(f.first_call_compile_us),
+            times(f.first_call_imported_us / f.first_call_compile_us),
+        ),
+        Row::new("import_ms", ms(f.import_ms)).baseline(
+            "bundle_bytes",
+            format!("{}", f.bundle_bytes),
+            String::new(),
+        ),
+        Row::new(
+            format!("precompile_{}_ms", f.precompile_kernels),
+            ms(f.precompile_ms),
+        )
+        .baseline(
+            "slowest_single_compile_ms",
+            ms(f.slowest_single_compile_ms),
+            times(pre_ratio),
+        )
+        .target("≤ 1.5× (H200)", pre_ratio <= 1.5),
+        Row::new(
+            format!("precompile_{}_ms", f.precompile_kernels),
+            ms(f.precompile_ms),
+        )
+        .baseline(
+            "serial_compile_ms",
+            ms(f.serial_compile_ms),
+            times(f.precompile_ms / f.serial_compile_ms),
+        ),
+    ];
+    table(title, &rows)
+}
+
 /// `title`, then the rows under a header, then which targets were missed.
 fn table(title: String, rows: &[Row]) -> String {
     let head = [

@@ -44,6 +44,10 @@ pub(crate) struct ChildReport {
     pub(crate) compiles: u64,
     /// Modules loaded from the artifact store.
     pub(crate) disk_hits: u64,
+    /// µs of the first call: from the call to the end of its work (a
+    /// compile or a load, then the launch).
+    #[serde(default)]
+    pub(crate) first_call_us: f64,
 }
 
 /// The start figures.
@@ -85,10 +89,15 @@ fn child(backend: BackendName, task: ChildTask) -> Result<ChildReport, BenchErro
     let device = backend.open_as_configured()?;
     let stream = device.new_stream()?;
     let x = workload::input(&device)?;
+    stream.synchronize()?;
+    let mut first_call_us = 0.0;
     if task == ChildTask::Kernel {
         // The same source in every child, so a warm store has it.
         let kernel = workload::kernel("bench_start", &workload::trivial_body(0), "")?;
+        let started = Instant::now();
         let out = workload::call(&kernel, &x, &stream).launch()?;
+        stream.synchronize()?;
+        first_call_us = started.elapsed().as_secs_f64() * 1e6;
         workload::check_output(&kernel, &out, 0)?;
     }
     stream.synchronize()?;
@@ -96,11 +105,12 @@ fn child(backend: BackendName, task: ChildTask) -> Result<ChildReport, BenchErro
     Ok(ChildReport {
         compiles: stats.compiles,
         disk_hits: stats.disk_hits,
+        first_call_us,
     })
 }
 
 /// Spawns one child with the store in `store`; its wall time (ms) and report.
-fn spawn(
+pub(crate) fn spawn(
     backend: BackendName,
     task: ChildTask,
     store: &Path,

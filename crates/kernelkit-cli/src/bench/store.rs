@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use kernelkit::cache::entry::{self, Dependencies};
-use kernelkit::cache::key::ModuleKey;
+use kernelkit::cache::entry::{self, Contents, Dependencies};
+use kernelkit::cache::key::{IdentityDigest, ModuleKey};
 use kernelkit::cache::store::ArtifactStore;
 use serde::Serialize;
 
@@ -113,11 +113,14 @@ impl Store {
         self.store
             .write(
                 &key,
-                self.tag,
-                "cpu",
-                &function,
-                &Dependencies::default(),
-                payload,
+                &Contents {
+                    kernel: self.tag,
+                    backend: "cpu",
+                    function: &function,
+                    identity: IdentityDigest::of("cpu", "bench"),
+                    dependencies: &Dependencies::default(),
+                    payload,
+                },
             )
             .map_err(|e| BenchError::Child(format!("a store write failed: {e}")))
     }
@@ -127,11 +130,14 @@ fn encode(key: &ModuleKey, tag: &str, n: u64, payload: &[u8]) -> Result<Vec<u8>,
     let function = format!("{tag}_{n}");
     entry::encode(
         key,
-        tag,
-        "cpu",
-        &function,
-        &Dependencies::default(),
-        payload,
+        &Contents {
+            kernel: tag,
+            backend: "cpu",
+            function: &function,
+            identity: IdentityDigest::of("cpu", "bench"),
+            dependencies: &Dependencies::default(),
+            payload,
+        },
     )
     .map_err(|e| BenchError::Child(format!("cannot encode a generated entry: {e}")))
 }

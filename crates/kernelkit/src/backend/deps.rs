@@ -82,6 +82,14 @@ impl Dependencies {
                 return Err(Stale::OtherDirectory(cwd.clone(), here));
             }
         }
+        self.check_files()
+    }
+
+    /// [`check`](Dependencies::check) without the working directory: the
+    /// files and the absent paths only. A bundle import checks this much
+    /// (it runs in another directory than the programs that will load the
+    /// entries; their lookups check the rest).
+    pub fn check_files(&self) -> Result<(), Stale> {
         for f in &self.files {
             let bytes = std::fs::read(&f.path)
                 .map_err(|e| Stale::Unreadable(f.path.clone(), e.to_string()))?;
@@ -93,6 +101,19 @@ impl Dependencies {
             return Err(Stale::Appeared(p.clone()));
         }
         Ok(())
+    }
+}
+
+impl Dependencies {
+    /// Every path the list names: include directories, the working
+    /// directory, the files read and the paths found absent.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.include_dirs
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(self.cwd.as_deref())
+            .chain(self.files.iter().map(|f| f.path.as_path()))
+            .chain(self.absent.iter().map(PathBuf::as_path))
     }
 }
 

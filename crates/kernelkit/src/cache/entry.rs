@@ -5,12 +5,13 @@
 //!      0     8  magic  b"KKARTIFC"
 //!      8     4  format version (u32 LE, ARTIFACT_FORMAT_VERSION)
 //!     12    16  store key
-//!     28     8  payload length (u64 LE)
-//!     36     4  dependency list length (u32 LE)
-//!     40     2  kernel name length (u16 LE)
-//!     42     2  backend name length (u16 LE)
-//!     44     2  function name length (u16 LE)
-//!     46     …  kernel name, backend name, function name (UTF-8)
+//!     28    16  compiler identity digest ([`IdentityDigest`])
+//!     44     8  payload length (u64 LE)
+//!     52     4  dependency list length (u32 LE)
+//!     56     2  kernel name length (u16 LE)
+//!     58     2  backend name length (u16 LE)
+//!     60     2  function name length (u16 LE)
+//!     62     …  kernel name, backend name, function name (UTF-8)
 //!      …     …  dependency list (below)
 //!      …     …  payload (the compiled artifact)
 //!      …    16  checksum: xxh3-128 of every byte before it (u128 LE)
@@ -29,9 +30,20 @@
 //! bounds, the length adds up exactly, and the checksum matches; it never
 //! panics, whatever the bytes.
 //!
-//! Format version 1 had no dependency list; its entries (and those of any
-//! other version) are refused with [`EntryError::Version`], which the store
-//! treats as a miss.
+//! The identity digest names the compiler configuration that built the
+//! payload (the backend's whole artifact identity, hashed: see
+//! [`IdentityDigest`]). The store key covers it already; it is written
+//! out so that an entry that travels without its source (a bundle, a
+//! fleet tier) can be checked against the compiler of the machine that
+//! receives it, which cannot derive the key.
+//!
+//! This module is the one serialization of an entry: the disk store, the
+//! bundles ([`crate::cache::bundle`]) and any other tier that moves
+//! entries as bytes use [`encode`] and [`parse`].
+//!
+//! Format version 1 had no dependency list, version 2 no identity digest;
+//! their entries (and those of any other version) are refused with
+//! [`EntryError::Version`], which the store treats as a miss.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -40,7 +52,7 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_128;
 
 pub use crate::backend::deps::{Dependencies, FileDigest, Stale};
-use crate::cache::key::{ModuleKey, ARTIFACT_FORMAT_VERSION};
+use crate::cache::key::{IdentityDigest, ModuleKey, ARTIFACT_FORMAT_VERSION};
 
 /// The first eight bytes of every artifact file.
 pub const MAGIC: [u8; 8] = *b"KKARTIFC";
@@ -54,7 +66,7 @@ pub const MAX_NAME_BYTES: usize = 1024;
 pub const MAX_DEPENDENCY_BYTES: usize = 16 << 20;
 
 /// Bytes before the names.
-const FIXED_HEADER: usize = 46;
+const FIXED_HEADER: usize = 62;
 /// Bytes of the trailing checksum.
 const CHECKSUM: usize = 16;
 
@@ -68,6 +80,8 @@ pub struct Header {
     pub version: u32,
     /// The key the entry was stored under.
     pub key: ModuleKey,
+    /// The compiler configuration that built the payload.
+    pub identity: IdentityDigest,
     /// Length of the payload in bytes.
     pub payload_len: u64,
     /// Length of the dependency list in bytes.
@@ -145,25 +159,52 @@ pub enum EntryError {
     },
 }
 
+/// What one entry holds, borrowed: what a compile hands to the tiers, and
+/// what [`encode`] writes.
+#[derive(Clone, Copy, Debug)]
+pub struct Contents<'a> {
+    /// The kernel's name (kept for `kernelkit cache list`).
+    pub kernel: &'a str,
+    /// `cpu` or `cuda`.
+    pub backend: &'a str,
+    /// The generated function's name.
+    pub function: &'a str,
+    /// The compiler configuration that built the payload.
+    pub identity: IdentityDigest,
+    /// The files the compile read, checked on every later load.
+    pub dependencies: &'a Dependencies,
+    /// The compiled artifact: shared library bytes, cubin or PTX.
+    pub payload: &'a [u8],
+}
+
+impl Entry<'_> {
+    /// What this entry holds, to write it again (into a store, a bundle).
+    pub fn contents(&self) -> Contents<'_> {
+        Contents {
+            kernel: &self.header.kernel,
+            backend: &self.header.backend,
+            function: &self.header.function,
+            identity: self.header.identity,
+            dependencies: &self.dependencies,
+            payload: self.payload,
+        }
+    }
+}
+
 /// Encodes an entry. Names longer than [`MAX_NAME_BYTES`] are cut. A
 /// dependency list over [`MAX_DEPENDENCY_BYTES`] is an error (the entry is
 /// then not written: a later process could not check it).
-pub fn encode(
-    key: &ModuleKey,
-    kernel: &str,
-    backend: &str,
-    function: &str,
-    dependencies: &Dependencies,
-    payload: &[u8],
-) -> Result<Vec<u8>, EntryError> {
-    let names = [kernel, backend, function].map(cut_name);
+pub fn encode(key: &ModuleKey, contents: &Contents<'_>) -> Result<Vec<u8>, EntryError> {
+    let payload = contents.payload;
+    let names = [contents.kernel, contents.backend, contents.function].map(cut_name);
     let names_len: usize = names.iter().map(|n| n.len()).sum();
-    let deps = encode_dependencies(dependencies)?;
+    let deps = encode_dependencies(contents.dependencies)?;
     let mut out =
         Vec::with_capacity(FIXED_HEADER + names_len + deps.len() + payload.len() + CHECKSUM);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&ARTIFACT_FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(contents.identity.as_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     // `encode_dependencies` keeps the list within u32 range.
     out.extend_from_slice(&(deps.len() as u32).to_le_bytes());
@@ -320,6 +361,7 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Header, usize), EntryError> {
         });
     }
     let key = ModuleKey::from_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
+    let identity = IdentityDigest::from_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
     let payload_len = u64::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
     let dependencies_len = u32::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?);
     if dependencies_len as usize > MAX_DEPENDENCY_BYTES {
@@ -347,6 +389,7 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Header, usize), EntryError> {
         Header {
             version,
             key,
+            identity,
             payload_len,
             dependencies_len,
             kernel,
@@ -415,14 +458,36 @@ mod tests {
         }
     }
 
+    fn identity() -> IdentityDigest {
+        IdentityDigest::of("cpu", "c++ 13")
+    }
+
+    fn contents<'a>(
+        kernel: &'a str,
+        function: &'a str,
+        deps: &'a Dependencies,
+        payload: &'a [u8],
+    ) -> Contents<'a> {
+        Contents {
+            kernel,
+            backend: "cpu",
+            function,
+            identity: identity(),
+            dependencies: deps,
+            payload,
+        }
+    }
+
     fn sample() -> Vec<u8> {
+        let deps = deps();
         encode(
             &key(),
-            "add_offset",
-            "cpu",
-            "custom_kernel_add_offset",
-            &deps(),
-            b"\x7fELF payload",
+            &contents(
+                "add_offset",
+                "custom_kernel_add_offset",
+                &deps,
+                b"\x7fELF payload",
+            ),
         )
         .unwrap()
     }
@@ -433,6 +498,7 @@ mod tests {
         let e = parse(&bytes).unwrap();
         assert_eq!(e.payload, b"\x7fELF payload");
         assert_eq!(e.header.key, key());
+        assert_eq!(e.header.identity, identity());
         assert_eq!(e.header.kernel, "add_offset");
         assert_eq!(e.header.backend, "cpu");
         assert_eq!(e.header.function, "custom_kernel_add_offset");
@@ -444,8 +510,11 @@ mod tests {
         assert_eq!(parse_header(&bytes[..header_len]).unwrap(), e.header);
         assert!(parse_header(&bytes[..header_len - 1]).is_err());
         // No dependencies at all round-trip too.
-        let bare = encode(&key(), "k", "cpu", "f", &Dependencies::default(), b"x").unwrap();
+        let none = Dependencies::default();
+        let bare = encode(&key(), &contents("k", "f", &none, b"x")).unwrap();
         assert_eq!(parse(&bare).unwrap().dependencies, Dependencies::default());
+        // What a parsed entry holds encodes to the same bytes.
+        assert_eq!(encode(&key(), &e.contents()).unwrap(), bytes);
     }
 
     #[test]
@@ -455,11 +524,11 @@ mod tests {
             ..Dependencies::default()
         };
         assert_eq!(
-            encode(&key(), "k", "cpu", "f", &huge, b"").unwrap_err(),
+            encode(&key(), &contents("k", "f", &huge, b"")).unwrap_err(),
             EntryError::Dependencies
         );
         let mut b = sample();
-        b[36..40].copy_from_slice(&(MAX_DEPENDENCY_BYTES as u32 + 1).to_le_bytes());
+        b[52..56].copy_from_slice(&(MAX_DEPENDENCY_BYTES as u32 + 1).to_le_bytes());
         assert_eq!(parse_header(&b).unwrap_err(), EntryError::Dependencies);
     }
 
@@ -510,7 +579,8 @@ mod tests {
     #[test]
     fn long_names_are_cut_on_a_char_boundary() {
         let long = "é".repeat(MAX_NAME_BYTES); // 2 bytes per char
-        let bytes = encode(&key(), &long, "cpu", "f", &deps(), b"").unwrap();
+        let deps = deps();
+        let bytes = encode(&key(), &contents(&long, "f", &deps, b"")).unwrap();
         let e = parse(&bytes).unwrap();
         assert_eq!(e.header.kernel.len(), MAX_NAME_BYTES);
         assert!(long.starts_with(&e.header.kernel));
@@ -519,7 +589,7 @@ mod tests {
     #[test]
     fn huge_declared_lengths_do_not_overflow() {
         let mut b = sample();
-        b[28..36].copy_from_slice(&u64::MAX.to_le_bytes());
+        b[44..52].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(matches!(parse(&b), Err(EntryError::Truncated { .. })));
     }
 

@@ -207,6 +207,18 @@ impl KernelCache {
         slot.finish(State::Failed(error));
     }
 
+    /// Whether the module for `key` is loaded (not merely being built),
+    /// without building it or counting anything.
+    pub(crate) fn is_ready(&self, key: &ModuleKey) -> bool {
+        let slot = self
+            .shard(key)
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned();
+        slot.is_some_and(|s| s.ready().is_some())
+    }
+
     /// Number of modules loaded or being built.
     pub(crate) fn len(&self) -> usize {
         self.shards

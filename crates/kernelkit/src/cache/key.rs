@@ -22,8 +22,9 @@ use xxhash_rust::xxh3::Xxh3;
 /// Version of the artifact file format and of the key derivation. Bump it
 /// whenever either changes: old entries then stop matching any key and age
 /// out of the store by least-recent use. Version 2 added the dependency
-/// list (see [`crate::cache::entry`]).
-pub const ARTIFACT_FORMAT_VERSION: u32 = 2;
+/// list, version 3 the compiler identity digest (see
+/// [`crate::cache::entry`]).
+pub const ARTIFACT_FORMAT_VERSION: u32 = 3;
 
 /// The 128-bit content key of one artifact.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,6 +77,59 @@ impl ModuleKey {
     }
 }
 
+/// A 128-bit digest of one backend's artifact identity: the compiler, its
+/// version, its flags and the target (the `identity` that
+/// [`ModuleKey::derive`] hashes into every key).
+///
+/// Written into each entry so that an entry moved without its source (in
+/// a bundle) can be checked against the compiler of the machine that
+/// receives it: an entry whose digest is not one of this machine's
+/// backends' was built by another compiler, for another target, and is
+/// never loaded here. The digest holds no path of its own making: the
+/// identity is the compiler's `--version`, flags and CPU features (CPU)
+/// or NVRTC's version, target and options (CUDA).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IdentityDigest([u8; 16]);
+
+impl IdentityDigest {
+    /// The digest of `backend`'s artifact identity `identity`.
+    pub fn of(backend: &str, identity: &str) -> IdentityDigest {
+        let mut h = Xxh3::new();
+        h.update(b"kernelkit identity\0");
+        for field in [backend, identity] {
+            h.update(&(field.len() as u64).to_le_bytes());
+            h.update(field.as_bytes());
+        }
+        IdentityDigest(h.digest128().to_le_bytes())
+    }
+
+    /// A digest from its raw bytes.
+    pub fn from_bytes(bytes: [u8; 16]) -> IdentityDigest {
+        IdentityDigest(bytes)
+    }
+
+    /// The raw bytes.
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+}
+
+/// 32 lowercase hex digits.
+impl fmt::Display for IdentityDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in &self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for IdentityDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IdentityDigest({self})")
+    }
+}
+
 /// 32 lowercase hex digits.
 impl fmt::Display for ModuleKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -114,7 +168,7 @@ mod tests {
     #[test]
     fn derivation_is_stable() {
         let key = ModuleKey::derive("cpu", "g++ 13", "f", "src");
-        assert_eq!(key.to_string(), "a1c0fb209040a6ffb0505005bd084513");
+        assert_eq!(key.to_string(), "42fb7dedecc03d196a85975cbb4d184f");
     }
 
     #[test]

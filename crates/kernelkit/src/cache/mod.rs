@@ -3,16 +3,19 @@
 //! in-memory module cache with single flight (`kernel_cache`), the tier
 //! seam (`tier`) and its first implementation, the disk store ([`store`]
 //! and its file format [`entry`]; its settings are
-//! [`crate::config::CacheConfig`]).
+//! [`crate::config::CacheConfig`]), and the signed bundles that carry
+//! store entries from one machine to others ([`bundle`]).
 //!
 //! **What this floor may import:** `backend` (to compile and load) and the
 //! floors below it; nothing from `device`, `array` or `kernel`.
 
+pub mod bundle;
 pub mod entry;
 pub(crate) mod kernel_cache;
 pub mod key;
 mod lock;
 pub(crate) mod resolver;
+pub use resolver::CacheState;
 pub mod store;
 mod tally;
 pub(crate) mod tier;

@@ -22,10 +22,29 @@ use std::time::Instant;
 
 use crate::backend::{Backend, CompileJob, Compiled, Module};
 use crate::cache::kernel_cache::{KernelCache, Outcome};
-use crate::cache::key::ModuleKey;
+use crate::cache::key::{IdentityDigest, ModuleKey};
 use crate::cache::tier::{Artifact, ArtifactTier};
 use crate::error::CompileError;
 use crate::stats::CacheStats;
+
+/// Where a variant's module is already compiled (see `Call::cache_state`):
+/// a call that finds it in memory costs no compile and no load; one that
+/// finds it on disk costs a load (well under a millisecond on the CPU);
+/// one that finds neither compiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheState {
+    /// Loaded by this device, in this process.
+    pub memory: bool,
+    /// In the device's artifact store, good and up to date.
+    pub disk: bool,
+}
+
+impl CacheState {
+    /// Whether a call would find it without compiling.
+    pub fn compiled(&self) -> bool {
+        self.memory || self.disk
+    }
+}
 
 /// See the module documentation.
 pub(crate) struct ModuleResolver {
@@ -66,6 +85,17 @@ impl ModuleResolver {
             Outcome::Built | Outcome::Waited => self.memory.misses.incr(),
         }
         module
+    }
+
+    /// Where the module of `job` is already compiled: loaded in memory,
+    /// kept (good and up to date) in a tier. Nothing is compiled, loaded
+    /// or counted.
+    pub(crate) fn cache_state(&self, backend: &dyn Backend, job: &CompileJob<'_>) -> CacheState {
+        let key = ModuleKey::derive(backend.name(), backend.identity(), job.function, job.source);
+        CacheState {
+            memory: self.memory.is_ready(&key),
+            disk: self.tiers.iter().any(|t| t.holds(&key)),
+        }
     }
 
     /// Counts a hit answered without asking the resolver (a variant that
@@ -112,8 +142,9 @@ impl ModuleResolver {
                     kernel: job.kernel,
                     backend: backend.name(),
                     function: job.function,
+                    identity: IdentityDigest::of(backend.name(), backend.identity()),
                     dependencies,
-                    bytes: &compiled.artifact,
+                    payload: &compiled.artifact,
                 };
                 for tier in &self.tiers {
                     tier.put(key, &artifact);

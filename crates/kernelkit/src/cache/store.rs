@@ -63,7 +63,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use crate::cache::entry::{self, Dependencies, EntryError, Header, MAX_HEADER_BYTES};
+use crate::cache::entry::{self, Contents, Dependencies, EntryError, Header, MAX_HEADER_BYTES};
 use crate::cache::key::ModuleKey;
 use crate::cache::lock::KeyLock;
 use crate::cache::tally;
@@ -416,6 +416,13 @@ impl ArtifactStore {
         }
     }
 
+    /// Whether the store holds a good, trusted entry for `key` whose
+    /// dependencies are unchanged: what a lookup would load, found without
+    /// counting anything, recording a use or removing a bad entry.
+    pub fn holds(&self, key: &ModuleKey) -> bool {
+        matches!(self.find(key).1, Ok(Some(good)) if good.dependencies.check().is_ok())
+    }
+
     /// Looks `key` up. An entry that cannot be used is a miss: counted as
     /// an error and reported, and removed only when it is proven corrupt
     /// (see [`EntryFault::is_corrupt`]); an entry of another format version
@@ -481,8 +488,40 @@ impl ArtifactStore {
         }
     }
 
+    /// The whole file of `key`'s entry when it passes every check of its
+    /// own (trust, checksum, key; not its dependency list): what a bundle
+    /// export copies. `Ok(None)` when there is none.
+    pub fn entry_bytes(&self, key: &ModuleKey) -> Result<Option<Vec<u8>>, EntryFault> {
+        for place in [Place::Fanout, Place::Flat] {
+            if let Some((bytes, _)) = self.read_file(key, place)? {
+                parse_for(key, &bytes)?;
+                return Ok(Some(bytes));
+            }
+        }
+        Ok(None)
+    }
+
     /// Reads and checks one entry; `Ok(None)` when there is none.
     fn read_entry(&self, key: &ModuleKey, place: Place) -> Result<Option<Good>, EntryFault> {
+        let Some((bytes, file)) = self.read_file(key, place)? else {
+            return Ok(None);
+        };
+        let parsed = parse_for(key, &bytes)?;
+        Ok(Some(Good {
+            payload: parsed.payload.to_vec(),
+            dependencies: parsed.dependencies,
+            file,
+        }))
+    }
+
+    /// Reads one entry's file once the directory, its subdirectory and
+    /// the file are trusted (the contents are [`parse_for`]'s to check);
+    /// `Ok(None)` when there is none.
+    fn read_file(
+        &self,
+        key: &ModuleKey,
+        place: Place,
+    ) -> Result<Option<(Vec<u8>, File)>, EntryFault> {
         let dir_meta = std::fs::metadata(&self.dir).map_err(EntryFault::Unreadable)?;
         trust::check_dir(&dir_meta)
             .map_err(|reason| EntryFault::Untrusted(format!("the directory: {reason}")))?;
@@ -513,18 +552,7 @@ impl ArtifactStore {
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         file.read_to_end(&mut bytes)
             .map_err(EntryFault::Unreadable)?;
-        let parsed = entry::parse(&bytes).map_err(EntryFault::Malformed)?;
-        if parsed.header.key != *key {
-            return Err(EntryFault::Malformed(EntryError::WrongKey {
-                found: parsed.header.key,
-                expected: *key,
-            }));
-        }
-        Ok(Some(Good {
-            payload: parsed.payload.to_vec(),
-            dependencies: parsed.dependencies,
-            file,
-        }))
+        Ok(Some((bytes, file)))
     }
 
     /// Removes an entry a lookup found corrupt. In its subdirectory this
@@ -628,16 +656,13 @@ impl ArtifactStore {
     /// evicts down to [`LOW_WATER_PERCENT`] of it. A failure is counted,
     /// reported once per store, and returned (devices ignore it: they have
     /// their artifact either way, and a later process compiles it again).
-    pub fn write(
-        &self,
-        key: &ModuleKey,
-        kernel: &str,
-        backend: &str,
-        function: &str,
-        dependencies: &Dependencies,
-        artifact: &[u8],
-    ) -> Result<(), StoreError> {
-        let bytes = entry::encode(key, kernel, backend, function, dependencies, artifact)
+    ///
+    /// This is the store's one way in: compiles (through the device's
+    /// module resolver) and imported bundles ([`crate::cache::bundle`])
+    /// both come through it, so the running total, eviction and file
+    /// modes hold for every entry.
+    pub fn write(&self, key: &ModuleKey, contents: &Contents<'_>) -> Result<(), StoreError> {
+        let bytes = entry::encode(key, contents)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
             .and_then(|bytes| match bytes.len() as u64 {
                 n if n > MAX_ENTRY_BYTES => Err(io::Error::new(
@@ -996,6 +1021,18 @@ impl ArtifactStore {
     }
 }
 
+/// `bytes` parsed as an entry (checksum and lengths) stored under `key`.
+fn parse_for<'a>(key: &ModuleKey, bytes: &'a [u8]) -> Result<entry::Entry<'a>, EntryFault> {
+    let parsed = entry::parse(bytes).map_err(EntryFault::Malformed)?;
+    if parsed.header.key != *key {
+        return Err(EntryFault::Malformed(EntryError::WrongKey {
+            found: parsed.header.key,
+            expected: *key,
+        }));
+    }
+    Ok(parsed)
+}
+
 /// The store's lock stayed held (by a process stopped, or a long recount).
 fn busy() -> io::Error {
     io::Error::new(
@@ -1076,14 +1113,10 @@ impl crate::cache::tier::ArtifactTier for ArtifactStore {
     fn put(&self, key: &ModuleKey, artifact: &crate::cache::tier::Artifact<'_>) {
         // A failure is counted and reported by `write`; the device has its
         // artifact either way.
-        let _ = self.write(
-            key,
-            artifact.kernel,
-            artifact.backend,
-            artifact.function,
-            artifact.dependencies,
-            artifact.bytes,
-        );
+        let _ = self.write(key, artifact);
+    }
+    fn holds(&self, key: &ModuleKey) -> bool {
+        ArtifactStore::holds(self, key)
     }
     fn add_stats(&self, stats: &mut CacheStats) {
         ArtifactStore::add_stats(self, stats)

@@ -7,24 +7,14 @@
 //! the tier's own counters ([`ArtifactTier::add_stats`]), and the module is
 //! compiled instead.
 
-use crate::backend::deps::Dependencies;
+use crate::cache::entry::Contents;
 use crate::cache::key::ModuleKey;
 use crate::error::CompileError;
 use crate::stats::CacheStats;
 
-/// What the resolver writes into a tier after a compile.
-pub(crate) struct Artifact<'a> {
-    /// The kernel's name (kept for `kernelkit cache list`).
-    pub(crate) kernel: &'a str,
-    /// `cpu` or `cuda`.
-    pub(crate) backend: &'a str,
-    /// The generated function's name.
-    pub(crate) function: &'a str,
-    /// The files the compile read, checked on every later load.
-    pub(crate) dependencies: &'a Dependencies,
-    /// Shared library bytes, cubin or PTX.
-    pub(crate) bytes: &'a [u8],
-}
+/// What the resolver writes into a tier after a compile: an entry's
+/// contents (see [`crate::cache::entry`]).
+pub(crate) type Artifact<'a> = Contents<'a>;
 
 /// A held claim on a key: while it lives, other processes that miss the
 /// same key wait for this one's artifact instead of compiling it too.
@@ -48,6 +38,10 @@ pub(crate) trait ArtifactTier: Send + Sync + 'static {
     fn claim(&self, key: &ModuleKey) -> Option<Claim>;
     /// Keeps a compiled artifact (a failed write is counted, never fatal).
     fn put(&self, key: &ModuleKey, artifact: &Artifact<'_>);
+    /// Whether the tier holds a good artifact for `key` whose dependencies
+    /// are unchanged, without loading it and without counting a hit or a
+    /// miss (for "is this kernel compiled?").
+    fn holds(&self, key: &ModuleKey) -> bool;
     /// Adds this tier's counters to a device's statistics.
     fn add_stats(&self, stats: &mut CacheStats);
 }

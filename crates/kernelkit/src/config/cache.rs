@@ -34,6 +34,14 @@ pub struct CacheConfig {
     /// The size limit in bytes (`KERNELKIT_CACHE_MAX_BYTES`); least
     /// recently used entries go first.
     pub max_bytes: u64,
+    /// The file of Ed25519 public keys whose bundles may be imported
+    /// (`KERNELKIT_TRUSTED_KEYS`; see [`crate::cache::bundle`]). Without
+    /// one, no bundle is imported.
+    pub trusted_keys: Option<PathBuf>,
+    /// The user's home directory (`HOME`): an exported bundle never holds
+    /// an entry whose dependency list names a path under it, since such a
+    /// path means nothing on another machine or for another user.
+    pub home: Option<PathBuf>,
 }
 
 /// No disk tier (no directory is known without the environment), the
@@ -44,6 +52,8 @@ impl Default for CacheConfig {
             mode: CacheMode::Memory,
             dir: None,
             max_bytes: DEFAULT_MAX_BYTES,
+            trusted_keys: None,
+            home: None,
         }
     }
 }
@@ -52,8 +62,9 @@ impl Default for CacheConfig {
 static WARNED: AtomicBool = AtomicBool::new(false);
 
 impl CacheConfig {
-    /// `KERNELKIT_CACHE`, `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`
-    /// (and `HOME`, `XDG_CACHE_HOME` for the default directory).
+    /// `KERNELKIT_CACHE`, `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`,
+    /// `KERNELKIT_TRUSTED_KEYS` (and `HOME`, `XDG_CACHE_HOME` for the
+    /// default directory).
     pub(super) fn from_vars(vars: &Vars<'_>) -> CacheConfig {
         let warn = |message: String| {
             warn_once(&WARNED, &format!("kernelkit artifact store: {message}"));
@@ -86,6 +97,13 @@ impl CacheConfig {
             mode,
             dir,
             max_bytes,
+            trusted_keys: vars
+                .os_nonempty("KERNELKIT_TRUSTED_KEYS")
+                .map(PathBuf::from),
+            home: vars
+                .os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute()),
         }
     }
 }

@@ -17,6 +17,7 @@
 //! | `KERNELKIT_CACHE` | [`CacheConfig::mode`]: `disk` (memory and disk tiers); `memory` or `off` (no disk tier) | `disk` |
 //! | `KERNELKIT_CACHE_DIR` | [`CacheConfig::dir`] | `$XDG_CACHE_HOME/kernelkit`, else `$HOME/.cache/kernelkit` (`~/Library/Caches/kernelkit` on macOS) |
 //! | `KERNELKIT_CACHE_MAX_BYTES` | [`CacheConfig::max_bytes`]: bytes, or with a `K`, `M`, `G` suffix (powers of 1024) | 1 GiB |
+//! | `KERNELKIT_TRUSTED_KEYS` | [`CacheConfig::trusted_keys`]: a file of Ed25519 public keys (one a line) whose signed bundles `kernelkit cache import` accepts | none: no bundle is imported |
 //! | `CXX` | [`CpuConfig::compiler`] | the first of `c++`, `g++`, `clang++` on the `PATH` |
 //! | `KERNELKIT_COMPILE_TIMEOUT` | [`CpuConfig::compile_timeout`], seconds | 300 |
 //! | `KERNELKIT_PCH_DIR` | [`CpuConfig::pch_dir`]; empty: no precompiled header | `kernelkit-pch-<uid>` in `$TMPDIR` (else `/tmp`) |
@@ -88,6 +89,13 @@ impl Config {
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Config {
         self.cache.dir = Some(dir.into());
         self.cache.mode = CacheMode::Disk;
+        self
+    }
+
+    /// Trusts the bundle signers whose public keys are in `file` (see
+    /// [`crate::cache::bundle`]).
+    pub fn trusted_keys(mut self, file: impl Into<PathBuf>) -> Config {
+        self.cache.trusted_keys = Some(file.into());
         self
     }
 
@@ -221,8 +229,15 @@ pub(crate) mod tests {
             ("KERNELKIT_WORKER", "/bin/worker"),
             ("KERNELKIT_COMPILE_WORKERS", " 3 "),
             ("KERNELKIT_CUDA_ALLOC", "pool"),
+            ("KERNELKIT_TRUSTED_KEYS", "/etc/kernelkit/trusted"),
+            ("HOME", "/home/u"),
         ]);
         assert_eq!(c.cache.mode, CacheMode::Memory);
+        assert_eq!(
+            c.cache.trusted_keys,
+            Some(PathBuf::from("/etc/kernelkit/trusted"))
+        );
+        assert_eq!(c.cache.home, Some(PathBuf::from("/home/u")));
         assert_eq!(c.cache.dir, Some(PathBuf::from("/store")));
         assert_eq!(c.cache.max_bytes, 512 << 20);
         assert_eq!(c.cpu.compiler.as_deref(), Some("clang++-18"));

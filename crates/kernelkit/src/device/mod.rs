@@ -24,9 +24,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::array::Array;
 use crate::backend::{Backend, CompileJob, Function, Limits, StreamHandle};
+use crate::cache::key::IdentityDigest;
 use crate::cache::resolver::ModuleResolver;
 use crate::cache::store::ArtifactStore;
 use crate::cache::tier::ArtifactTier;
+use crate::cache::CacheState;
 use crate::codegen::Dialect;
 use crate::config::{CacheConfig, Config, CudaCompileOptions};
 use crate::dtype::{DType, Element};
@@ -423,6 +425,20 @@ impl Device {
     /// What the kernel cache and artifact store have done so far.
     pub fn cache_stats(&self) -> CacheStats {
         self.0.modules.stats()
+    }
+
+    /// The digest of this device's compiler configuration: what an
+    /// artifact built here carries, and what a bundle's entries must carry
+    /// to be imported for this device (see [`crate::cache::bundle`]).
+    pub fn artifact_identity(&self) -> IdentityDigest {
+        let backend = self.backend();
+        IdentityDigest::of(backend.name(), backend.identity())
+    }
+
+    /// Where the module of `job` is compiled already (see
+    /// [`CacheState`]); compiles, loads and counts nothing.
+    pub(crate) fn cache_state(&self, job: &CompileJob<'_>) -> CacheState {
+        self.0.modules.cache_state(self.backend(), job)
     }
 
     /// Number of modules this device has loaded (or is compiling).

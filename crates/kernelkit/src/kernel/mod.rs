@@ -9,6 +9,7 @@
 //! `codegen`, the base); the top floor (spec files, interop) builds on it.
 
 pub mod call;
+pub mod precompile;
 pub mod variant;
 pub mod variants;
 
@@ -16,14 +17,16 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use crate::cache::CacheState;
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::variant::VariantDesc;
 use crate::codegen::{self, BodyLanguage, Dialect, Generated};
+use crate::device::Device;
 use crate::error::{CallError, Result};
 use call::Call;
 use variant::Variant;
 use variants::key::{encode_key, KeyBytes};
-use variants::VariantCache;
+use variants::{VariantCache, VariantKey};
 
 struct KernelShared {
     spec: KernelSpec,
@@ -201,6 +204,50 @@ impl Kernel {
         let mut key = KeyBytes::new();
         encode_key(dialect, desc, &mut key);
         codegen::generate(dialect, &self.0.spec, desc, self.variant_id(&key))
+    }
+
+    /// The memoized variant that `desc` describes on `device`, built (not
+    /// compiled) if no call made it yet: a variant named without arrays,
+    /// to compile ahead of time ([`Precompile::variant`](crate::Precompile))
+    /// or to ask where it is compiled ([`Kernel::cache_state`]). A call
+    /// with inputs of these dtypes and pass modes, these output dtypes and
+    /// template arguments runs this very variant.
+    pub fn variant_on(&self, device: &Device, desc: &VariantDesc<'_>) -> Result<Arc<Variant>> {
+        let spec = self.spec();
+        if desc.inputs.len() != spec.input_names.len() {
+            return Err(CallError::InputCount {
+                kernel: spec.name.clone(),
+                expected: spec.input_names.len(),
+                got: desc.inputs.len(),
+                names: KernelSpec::list(&spec.input_names),
+            }
+            .into());
+        }
+        if desc.outputs.len() != spec.output_names.len() {
+            return Err(CallError::OutputCount {
+                kernel: spec.name.clone(),
+                expected: spec.output_names.len(),
+                got: desc.outputs.len(),
+                names: KernelSpec::list(&spec.output_names),
+            }
+            .into());
+        }
+        let (dialect, backend) = (device.dialect(), device.backend().name());
+        let mut key = KeyBytes::new();
+        encode_key(dialect, desc, &mut key);
+        let found = self.variants().get(VariantKey::Bytes(&key), |key| {
+            call::check::check_variant(self, dialect, backend, desc)?;
+            Ok(self.build_variant(dialect, desc, key))
+        })?;
+        Ok(found.to_arc())
+    }
+
+    /// Where the variant `desc` describes is compiled on `device` already
+    /// (loaded in memory, kept in the artifact store), without compiling
+    /// or loading it.
+    pub fn cache_state(&self, device: &Device, desc: &VariantDesc<'_>) -> Result<CacheState> {
+        let variant = self.variant_on(device, desc)?;
+        Ok(device.cache_state(&variant.job(self.name())))
     }
 
     /// The kernel's variant cache (key → variant), shared by its clones.

@@ -15,6 +15,7 @@
 
 pub mod bad_input;
 pub mod hot_path;
+pub mod precompile;
 pub mod soak;
 
 pub use bad_input::{
@@ -22,6 +23,10 @@ pub use bad_input::{
     every_bad_input_is_a_typed_error_naming_its_argument, the_unchanged_call_is_accepted,
 };
 pub use hot_path::a_memo_hit_allocates_nothing;
+pub use precompile::{
+    a_dropped_precompile_still_fills_the_cache, precompile_reports_each_variants_error,
+    precompiled_variants_are_compiled_once_and_calls_find_them,
+};
 pub use soak::soak_random_kernels_on_many_threads;
 
 use std::fmt::Debug;

@@ -6,7 +6,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, SystemTime};
 
 use super::*;
-use crate::cache::key::ARTIFACT_FORMAT_VERSION;
+use crate::cache::entry::Contents;
+use crate::cache::key::{IdentityDigest, ARTIFACT_FORMAT_VERSION};
 use std::path::PathBuf;
 
 fn new_store() -> (tempfile::TempDir, ArtifactStore) {
@@ -26,7 +27,17 @@ fn payload(n: u32) -> Vec<u8> {
 fn put(store: &ArtifactStore, n: u32) {
     let none = Dependencies::default();
     store
-        .write(&key(n), "kern", "cpu", &format!("f{n}"), &none, &payload(n))
+        .write(
+            &key(n),
+            &Contents {
+                kernel: "kern",
+                backend: "cpu",
+                function: &format!("f{n}"),
+                identity: IdentityDigest::of("cpu", "test compiler"),
+                dependencies: &none,
+                payload: &payload(n),
+            },
+        )
         .unwrap();
 }
 
@@ -443,7 +454,17 @@ fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
             ..Dependencies::default()
         };
         store
-            .write(&key(1), "kern", "cpu", "f1", &deps, &payload(1))
+            .write(
+                &key(1),
+                &Contents {
+                    kernel: "kern",
+                    backend: "cpu",
+                    function: "f1",
+                    identity: IdentityDigest::of("cpu", "test compiler"),
+                    dependencies: &deps,
+                    payload: &payload(1),
+                },
+            )
             .unwrap();
     };
     write("#define VAL 1.0f\n");
@@ -467,11 +488,14 @@ fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
 fn plant(store: &ArtifactStore, n: u32, flat: bool, age: Duration) -> PathBuf {
     let bytes = entry::encode(
         &key(n),
-        "kern",
-        "cpu",
-        &format!("f{n}"),
-        &Dependencies::default(),
-        &payload(n),
+        &Contents {
+            kernel: "kern",
+            backend: "cpu",
+            function: &format!("f{n}"),
+            identity: IdentityDigest::of("cpu", "test compiler"),
+            dependencies: &Dependencies::default(),
+            payload: &payload(n),
+        },
     )
     .unwrap();
     let path = if flat {
@@ -605,11 +629,14 @@ fn the_running_total_follows_every_change_and_stats_does_not_list() {
     store
         .write(
             &key(2),
-            "a longer kernel name",
-            "cpu",
-            "f2",
-            &Dependencies::default(),
-            &[1; 500],
+            &Contents {
+                kernel: "a longer kernel name",
+                backend: "cpu",
+                function: "f2",
+                identity: IdentityDigest::of("cpu", "test compiler"),
+                dependencies: &Dependencies::default(),
+                payload: &[1; 500],
+            },
         )
         .unwrap();
     assert_eq!(running(&store), on_disk(&store), "after a rewrite");

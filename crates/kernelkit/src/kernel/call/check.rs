@@ -18,6 +18,7 @@ use crate::codegen::{BodyLanguage, Dialect};
 use crate::device::{Device, Stream};
 use crate::dtype::DType;
 use crate::error::{shown, CallError, Result};
+use crate::kernel::Kernel;
 
 /// Why a backend cannot run a body in its language, if it cannot: a CUDA
 /// C++ body runs on CUDA only; a Metal body on the CPU cannot use CUDA C++;
@@ -195,71 +196,7 @@ impl<'a> Call<'a> {
         backend: &'static str,
         desc: &VariantDesc<'_>,
     ) -> Result<()> {
-        let spec = self.spec();
-        for (i, t) in desc.template.iter().enumerate() {
-            let reject = |reason: String| CallError::TemplateName {
-                kernel: spec.name.clone(),
-                name: shown(&t.name),
-                reason,
-            };
-            if let Err(e) = check_identifier(&spec.name, &t.name, "template") {
-                let reason = match e {
-                    crate::error::BuildError::InvalidName { reason, .. } => reason.to_string(),
-                    other => other.to_string(),
-                };
-                return Err(reject(format!("is not usable: {reason}")).into());
-            }
-            if let Some(n) = spec.input_names.iter().find(|n| **n == t.name) {
-                return Err(reject(format!("has the name of input `{n}`")).into());
-            }
-            if let Some(n) = spec.output_names.iter().find(|n| **n == t.name) {
-                return Err(reject(format!("has the name of output `{n}`")).into());
-            }
-            if desc.template[..i].iter().any(|o| o.name == t.name) {
-                return Err(reject("is given twice".into()).into());
-            }
-            if let Some(inp) = spec.input_names.iter().find(|n| {
-                ["_shape", "_strides", "_ndim"]
-                    .iter()
-                    .any(|s| t.name.strip_prefix(n.as_str()) == Some(*s))
-            }) {
-                return Err(reject(format!(
-                    "collides with a generated layout parameter of input `{inp}`"
-                ))
-                .into());
-            }
-            if ATTRIBUTES.iter().any(|a| a.name == t.name) {
-                return Err(reject("is a position attribute name".into()).into());
-            }
-        }
-        let lacks = |dtype: DType| dialect == Dialect::Metal && dtype == DType::F64;
-        let named = |role: &str, names: &[String], i: usize| format!("{role} `{}`", names[i]);
-        for (i, d) in desc.inputs.iter().enumerate() {
-            if lacks(d.dtype) {
-                return Err(CallError::UnsupportedDType {
-                    kernel: spec.name.clone(),
-                    arg: named("input", &spec.input_names, i),
-                    dtype: d.dtype,
-                    backend,
-                }
-                .into());
-            }
-        }
-        for (i, d) in desc.outputs.iter().enumerate() {
-            if lacks(*d) {
-                return Err(CallError::UnsupportedDType {
-                    kernel: spec.name.clone(),
-                    arg: named("output", &spec.output_names, i),
-                    dtype: *d,
-                    backend,
-                }
-                .into());
-            }
-        }
-        if let Some(reason) = language_refusal(spec, dialect, backend) {
-            return Err(self.kernel.unsupported(backend, reason).into());
-        }
-        Ok(())
+        check_variant(self.kernel, dialect, backend, desc)
     }
 
     /// The device the call runs on, borrowed where the call names it: a
@@ -551,4 +488,81 @@ impl<'a> Call<'a> {
         }
         Ok((grid.map(|g| g as u32), tg.map(|t| t as u32)))
     }
+}
+
+/// The checks that run once per variant, on a kernel and a variant's
+/// description: template names, dtypes the dialect lacks, the body's
+/// language. A call runs them on a miss of the variant cache;
+/// [`Kernel::variant_on`] runs them for a variant described without arrays.
+pub(crate) fn check_variant(
+    kernel: &Kernel,
+    dialect: Dialect,
+    backend: &'static str,
+    desc: &VariantDesc<'_>,
+) -> Result<()> {
+    let spec = kernel.spec();
+    for (i, t) in desc.template.iter().enumerate() {
+        let reject = |reason: String| CallError::TemplateName {
+            kernel: spec.name.clone(),
+            name: shown(&t.name),
+            reason,
+        };
+        if let Err(e) = check_identifier(&spec.name, &t.name, "template") {
+            let reason = match e {
+                crate::error::BuildError::InvalidName { reason, .. } => reason.to_string(),
+                other => other.to_string(),
+            };
+            return Err(reject(format!("is not usable: {reason}")).into());
+        }
+        if let Some(n) = spec.input_names.iter().find(|n| **n == t.name) {
+            return Err(reject(format!("has the name of input `{n}`")).into());
+        }
+        if let Some(n) = spec.output_names.iter().find(|n| **n == t.name) {
+            return Err(reject(format!("has the name of output `{n}`")).into());
+        }
+        if desc.template[..i].iter().any(|o| o.name == t.name) {
+            return Err(reject("is given twice".into()).into());
+        }
+        if let Some(inp) = spec.input_names.iter().find(|n| {
+            ["_shape", "_strides", "_ndim"]
+                .iter()
+                .any(|s| t.name.strip_prefix(n.as_str()) == Some(*s))
+        }) {
+            return Err(reject(format!(
+                "collides with a generated layout parameter of input `{inp}`"
+            ))
+            .into());
+        }
+        if ATTRIBUTES.iter().any(|a| a.name == t.name) {
+            return Err(reject("is a position attribute name".into()).into());
+        }
+    }
+    let lacks = |dtype: DType| dialect == Dialect::Metal && dtype == DType::F64;
+    let named = |role: &str, names: &[String], i: usize| format!("{role} `{}`", names[i]);
+    for (i, d) in desc.inputs.iter().enumerate() {
+        if lacks(d.dtype) {
+            return Err(CallError::UnsupportedDType {
+                kernel: spec.name.clone(),
+                arg: named("input", &spec.input_names, i),
+                dtype: d.dtype,
+                backend,
+            }
+            .into());
+        }
+    }
+    for (i, d) in desc.outputs.iter().enumerate() {
+        if lacks(*d) {
+            return Err(CallError::UnsupportedDType {
+                kernel: spec.name.clone(),
+                arg: named("output", &spec.output_names, i),
+                dtype: *d,
+                backend,
+            }
+            .into());
+        }
+    }
+    if let Some(reason) = language_refusal(spec, dialect, backend) {
+        return Err(kernel.unsupported(backend, reason).into());
+    }
+    Ok(())
 }

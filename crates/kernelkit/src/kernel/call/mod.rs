@@ -16,7 +16,7 @@
 //! 5. **launch**: `device::dispatch` allocates the outputs and hands the
 //!    backend one borrowed launch description.
 
-mod check;
+pub(crate) mod check;
 mod launch;
 
 use std::borrow::Cow;
@@ -26,6 +26,7 @@ use smallvec::SmallVec;
 
 use crate::array::outputs::Outputs;
 use crate::array::Array;
+use crate::cache::CacheState;
 use crate::codegen::template::{TemplateArg, TemplateParam};
 use crate::codegen::variant::{InputDesc, VariantDesc};
 use crate::codegen::{Dialect, Generated};
@@ -271,6 +272,28 @@ impl<'a> Call<'a> {
         let variant = self.variant(&checked)?;
         variant.function_on(&checked.device, self.kernel.name())?;
         Ok(())
+    }
+
+    /// Where this call's variant is compiled already on its device: loaded
+    /// in memory, kept in the artifact store (see [`CacheState`]). Nothing
+    /// is compiled or loaded; only the variant's source is generated if no
+    /// call made it yet. A call whose state is neither pays a compile.
+    pub fn cache_state(&self) -> Result<CacheState> {
+        let (device, variant) = self.device_and_variant()?;
+        Ok(device.cache_state(&variant.job(self.kernel.name())))
+    }
+
+    /// The name of the kernel called.
+    pub(crate) fn kernel_name(&self) -> &str {
+        self.kernel.name()
+    }
+
+    /// The call's device and its memoized variant there: what a compile
+    /// ahead of time needs (no grid, no stream, no output memory).
+    pub(crate) fn device_and_variant(&self) -> Result<(Device, Arc<Variant>)> {
+        let device = self.device()?.into_owned();
+        let variant = self.variant_on(&device)?;
+        Ok((device, variant))
     }
 
     /// The memoized variant this call runs on `device`.

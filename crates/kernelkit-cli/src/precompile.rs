@@ -1,0 +1,172 @@
+//! `kernelkit precompile SPEC.json... [--device cpu|cuda|cuda:N] [--workers N]`:
+//! compiles the variant of each spec file's call, in parallel, without
+//! running anything, into the device's caches (the artifact store keeps
+//! them for every later process; `kernelkit cache export` ships them).
+//!
+//! On a terminal, a progress bar on stderr; otherwise one line per spec as
+//! it finishes. Then one line per spec (`ok`, `FAILED: why`) and a summary
+//! with the wall time and the slowest single item. Exit status: 0 when
+//! every spec compiled, 1 when any failed, 2 when no device could be
+//! opened.
+//!
+//! A spec file needs no data here: the variant depends on the inputs'
+//! dtypes and shapes only (`SpecFile::placeholder_inputs`).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use kernelkit::spec_file::SpecFile;
+use kernelkit::{Array, Device, Error, Kernel, Precompile};
+
+/// Arguments of `kernelkit precompile`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Spec files (the format of `kernelkit run`; data are not needed).
+    #[arg(required = true)]
+    specs: Vec<PathBuf>,
+    /// The device: cpu, cuda or cuda:N (default: CUDA if present, else cpu).
+    #[arg(long)]
+    device: Option<String>,
+    /// Compiles at once (default: the core count, at most 16).
+    #[arg(long)]
+    workers: Option<usize>,
+}
+
+/// One spec, read and ready to add (or why not).
+struct Loaded {
+    spec: SpecFile,
+    kernel: Kernel,
+    inputs: Vec<Array>,
+}
+
+/// Runs `kernelkit precompile`.
+pub fn main(args: Args) -> ExitCode {
+    let device = match &args.device {
+        Some(name) => Device::from_name(name),
+        None => Device::default_device(),
+    };
+    let device = match device {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("kernelkit precompile: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Reading and generating is quick; the compiles run in the background.
+    let loaded: Vec<Result<Loaded, String>> =
+        args.specs.iter().map(|path| load(path, &device)).collect();
+    let mut builder = Precompile::builder();
+    if let Some(n) = args.workers {
+        builder = builder.workers(n);
+    }
+    for l in loaded.iter().flatten() {
+        builder = builder.call(&l.spec.call(&l.kernel, &l.inputs));
+    }
+    let handle = builder.start();
+    let terminal = std::io::stderr().is_terminal();
+    let mut last_done = 0;
+    loop {
+        let p = handle.wait_timeout(Duration::from_millis(100));
+        if terminal {
+            draw_bar(p.done, p.total, p.failed, p.elapsed);
+        } else if p.done != last_done {
+            eprintln!(
+                "kernelkit precompile: {}/{} done ({:.2} s)",
+                p.done,
+                p.total,
+                p.elapsed.as_secs_f64()
+            );
+        }
+        last_done = p.done;
+        if p.finished() {
+            break;
+        }
+    }
+    if terminal {
+        eprintln!();
+    }
+    let report = handle.wait();
+    let mut results = report.results.iter();
+    let mut failed = 0;
+    let mut slowest = Duration::ZERO;
+    for (path, l) in args.specs.iter().zip(&loaded) {
+        let line = match l {
+            Err(why) => {
+                failed += 1;
+                format!("FAILED: {why}")
+            }
+            Ok(_) => match results.next() {
+                Some(r) => {
+                    slowest = slowest.max(r.time);
+                    match &r.result {
+                        Ok(()) => format!("ok {} ({:.3} s)", r.function, r.time.as_secs_f64()),
+                        Err(e) => {
+                            failed += 1;
+                            format!("FAILED: {}", one_line(e))
+                        }
+                    }
+                }
+                None => "FAILED: no result".to_string(),
+            },
+        };
+        println!("{}: {line}", path.display());
+    }
+    println!(
+        "precompiled {} of {} specs on {} in {:.3} s (slowest single: {:.3} s)",
+        args.specs.len() - failed,
+        args.specs.len(),
+        device.label(),
+        report.elapsed.as_secs_f64(),
+        slowest.as_secs_f64()
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Reads a spec and makes the arrays its call needs (placeholders).
+fn load(path: &std::path::Path, device: &Device) -> Result<Loaded, String> {
+    let spec = SpecFile::from_path(path).map_err(|e| e.to_string())?;
+    let kernel = spec.kernel().map_err(|e| one_line(&e))?;
+    let inputs = spec.placeholder_inputs(device).map_err(|e| one_line(&e))?;
+    Ok(Loaded {
+        spec,
+        kernel,
+        inputs,
+    })
+}
+
+/// The first line of an error (a compile error carries the whole log).
+fn one_line(e: &Error) -> String {
+    let text = e.to_string();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("").to_string();
+    match lines.count() {
+        0 => first,
+        n => format!("{first} (+{n} lines)"),
+    }
+}
+
+/// `[#####.....] 5/16  1 failed  0.8 s`, redrawn in place.
+fn draw_bar(done: usize, total: usize, failed: usize, elapsed: Duration) {
+    const WIDTH: usize = 30;
+    let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\r[{}{}] {done}/{total}{}  {:.1} s ",
+        "#".repeat(filled),
+        ".".repeat(WIDTH - filled),
+        if failed > 0 {
+            format!("  {failed} failed")
+        } else {
+            String::new()
+        },
+        elapsed.as_secs_f64()
+    );
+    let _ = err.flush();
+}

@@ -1,0 +1,483 @@
+//! Bundles on their own, with made-up entries (no compiler): what export
+//! takes and leaves, what import accepts, skips and refuses, and that a
+//! refused bundle leaves the store untouched.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use super::*;
+use crate::backend::deps::{Dependencies, FileDigest};
+use crate::cache::entry::Contents;
+
+fn identity() -> IdentityDigest {
+    IdentityDigest::of("cpu", "test compiler")
+}
+
+fn key(n: u32) -> ModuleKey {
+    ModuleKey::derive("cpu", "test compiler", &format!("f{n}"), "source")
+}
+
+fn payload(n: u32) -> Vec<u8> {
+    format!("artifact number {n}").into_bytes()
+}
+
+fn store_in(dir: &Path) -> ArtifactStore {
+    ArtifactStore::create(dir.join("store")).unwrap()
+}
+
+fn put_with(store: &ArtifactStore, n: u32, kernel: &str, id: IdentityDigest, deps: &Dependencies) {
+    let p = payload(n);
+    let function = format!("f{n}");
+    store
+        .write(
+            &key(n),
+            &Contents {
+                kernel,
+                backend: "cpu",
+                function: &function,
+                identity: id,
+                dependencies: deps,
+                payload: &p,
+            },
+        )
+        .unwrap();
+}
+
+fn put(store: &ArtifactStore, n: u32) {
+    put_with(store, n, "kern", identity(), &Dependencies::default());
+}
+
+fn signer() -> SecretKey {
+    SecretKey::from_seed([42; 32])
+}
+
+fn trusted() -> TrustedKeys {
+    TrustedKeys::new([signer().public()])
+}
+
+/// A bundle of entries 0..n, exported from a store of its own.
+fn bundle_of(n: u32) -> Vec<u8> {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(tmp.path());
+    for i in 0..n {
+        put(&store, i);
+    }
+    let report = export(&store, &ExportFilter::default(), None, &signer()).unwrap();
+    assert_eq!(report.entries, n as usize);
+    report.bundle
+}
+
+/// Files under the store directory other than its bookkeeping (`usage`,
+/// counters, lock files).
+fn entry_files(store: &ArtifactStore) -> Vec<PathBuf> {
+    store.list().unwrap().into_iter().map(|e| e.path).collect()
+}
+
+#[test]
+fn export_then_import_elsewhere_hits_every_entry_through_the_write_path() {
+    let bundle = bundle_of(5);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(tmp.path());
+    let report = import(&bundle, &trusted(), &[identity()], &store).unwrap();
+    assert_eq!(report.imported, 5);
+    assert_eq!(report.signer, Some(signer().public()));
+    assert!(report.other_compiler.is_empty() && report.stale.is_empty());
+    for n in 0..5 {
+        assert_eq!(store.get(&key(n)), Some(payload(n)), "entry {n}");
+    }
+    // The store's own write path: the running total, 0600 files in 0700
+    // directories.
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.entries, 5);
+    assert!(!stats.counted, "the running total was kept, not recounted");
+    assert_eq!(stats.lifetime.writes, 5);
+    for path in entry_files(&store) {
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+        let dir = std::fs::metadata(path.parent().unwrap()).unwrap();
+        assert_eq!(dir.permissions().mode() & 0o777, 0o700);
+    }
+    // A second import finds them all present.
+    let again = import(&bundle, &trusted(), &[identity()], &store).unwrap();
+    assert_eq!((again.imported, again.present), (0, 5));
+}
+
+#[test]
+fn filters_select_by_kernel_and_backend() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(tmp.path());
+    put_with(&store, 1, "alpha", identity(), &Dependencies::default());
+    put_with(&store, 2, "beta", identity(), &Dependencies::default());
+    let only = |kernels: &[&str], backends: &[&str]| {
+        let filter = ExportFilter {
+            kernels: kernels.iter().map(|s| s.to_string()).collect(),
+            backends: backends.iter().map(|s| s.to_string()).collect(),
+        };
+        export(&store, &filter, None, &signer()).unwrap().entries
+    };
+    assert_eq!(only(&[], &[]), 2);
+    assert_eq!(only(&["alpha"], &[]), 1);
+    assert_eq!(only(&["alpha", "beta"], &["cpu"]), 2);
+    assert_eq!(only(&[], &["cuda"]), 0);
+}
+
+#[test]
+fn entries_of_another_compiler_are_skipped_with_a_count_and_never_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(tmp.path());
+    put(&store, 1);
+    put_with(
+        &store,
+        2,
+        "kern",
+        IdentityDigest::of("cpu", "another compiler"),
+        &Dependencies::default(),
+    );
+    let bundle = export(&store, &ExportFilter::default(), None, &signer())
+        .unwrap()
+        .bundle;
+    let tmp2 = tempfile::tempdir().unwrap();
+    let target = store_in(tmp2.path());
+    let report = import(&bundle, &trusted(), &[identity()], &target).unwrap();
+    assert_eq!(report.imported, 1);
+    assert_eq!(report.other_compiler.len(), 1);
+    assert_eq!(report.other_compiler[0].key, key(2));
+    assert!(target.get(&key(2)).is_none());
+    assert!(!target.entry_path(&key(2)).exists());
+    // A machine with no matching backend at all imports nothing.
+    let tmp3 = tempfile::tempdir().unwrap();
+    let none = store_in(tmp3.path());
+    let report = import(&bundle, &trusted(), &[], &none).unwrap();
+    assert_eq!((report.imported, report.other_compiler.len()), (0, 2));
+    assert!(entry_files(&none).is_empty());
+}
+
+#[test]
+fn dependency_lists_local_to_the_exporter_stay_home_and_others_are_checked_on_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home/alice");
+    let opt = tmp.path().join("opt/include");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&opt).unwrap();
+    let shared_header = opt.join("params.h");
+    std::fs::write(&shared_header, "#define P 1\n").unwrap();
+    let digest = |path: &Path| FileDigest {
+        path: path.to_path_buf(),
+        hash: xxhash_rust::xxh3::xxh3_128(&std::fs::read(path).unwrap()),
+    };
+    let store = store_in(tmp.path());
+    // 1: a header under the home directory; 2: a relative include
+    // directory; 3: a working directory; 4: a header elsewhere (travels).
+    let in_home = home.join("mine.h");
+    std::fs::write(&in_home, "#define M 1\n").unwrap();
+    let deps = [
+        Dependencies {
+            files: vec![digest(&in_home)],
+            ..Dependencies::default()
+        },
+        Dependencies {
+            include_dirs: vec!["include".into()],
+            ..Dependencies::default()
+        },
+        Dependencies {
+            cwd: Some(tmp.path().to_path_buf()),
+            ..Dependencies::default()
+        },
+        Dependencies {
+            include_dirs: vec![opt.clone()],
+            files: vec![digest(&shared_header)],
+            absent: vec![opt.join("shadow.h")],
+            ..Dependencies::default()
+        },
+    ];
+    for (n, d) in deps.iter().enumerate() {
+        put_with(&store, n as u32 + 1, "kern", identity(), d);
+    }
+    let report = export(&store, &ExportFilter::default(), Some(&home), &signer()).unwrap();
+    assert_eq!(report.entries, 1, "{:?}", report.local);
+    let mut local: Vec<ModuleKey> = report.local.iter().map(|s| s.key).collect();
+    local.sort_by_key(|k| k.to_string());
+    let mut expected = vec![key(1), key(2), key(3)];
+    expected.sort_by_key(|k| k.to_string());
+    assert_eq!(local, expected);
+    let bundle = report.bundle;
+    // The header is there, unchanged: imported.
+    let target_dir = tempfile::tempdir().unwrap();
+    let target = store_in(target_dir.path());
+    let ok = import(&bundle, &trusted(), &[identity()], &target).unwrap();
+    assert_eq!((ok.imported, ok.stale.len()), (1, 0));
+    // The header differs, or a file appeared where the compile found none:
+    // skipped with a count.
+    for change in ["differs", "appears"] {
+        let target_dir = tempfile::tempdir().unwrap();
+        let target = store_in(target_dir.path());
+        match change {
+            "differs" => std::fs::write(&shared_header, "#define P 2\n").unwrap(),
+            _ => std::fs::write(opt.join("shadow.h"), "").unwrap(),
+        }
+        let r = import(&bundle, &trusted(), &[identity()], &target).unwrap();
+        assert_eq!((r.imported, r.stale.len()), (0, 1), "{change}");
+        assert!(entry_files(&target).is_empty());
+        std::fs::write(&shared_header, "#define P 1\n").unwrap();
+        let _ = std::fs::remove_file(opt.join("shadow.h"));
+    }
+}
+
+/// Imports `bundle` into a new store and checks that it was refused with
+/// nothing written; returns the error.
+fn refused(bundle: &[u8], keys: &TrustedKeys) -> BundleError {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(tmp.path());
+    let err = import(bundle, keys, &[identity()], &store)
+        .err()
+        .unwrap_or_else(|| panic!("a bad bundle of {} bytes was imported", bundle.len()));
+    assert!(
+        entry_files(&store).is_empty(),
+        "{err}: something was written"
+    );
+    assert_eq!(store.stats().unwrap().entries, 0);
+    err
+}
+
+#[test]
+fn every_truncation_is_refused_whole() {
+    let bundle = bundle_of(3);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(tmp.path());
+    for n in 0..bundle.len() {
+        let err = import(&bundle[..n], &trusted(), &[identity()], &store).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BundleError::Truncated | BundleError::BadSignature { .. } | BundleError::Unsigned
+            ),
+            "cut to {n}: {err}"
+        );
+    }
+    assert!(entry_files(&store).is_empty(), "something was written");
+    let mut longer = bundle.clone();
+    longer.push(0);
+    refused(&longer, &trusted());
+}
+
+/// Every bit of a bundle, flipped one at a time.
+#[test]
+fn every_single_bit_flip_is_refused_whole() {
+    let bundle = bundle_of(2);
+    let n = bundle.len();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(tmp.path());
+    let mut flips = 0;
+    for byte in 0..n {
+        for bit in 0..8 {
+            let mut b = bundle.clone();
+            b[byte] ^= 1 << bit;
+            assert!(
+                import(&b, &trusted(), &[identity()], &store).is_err(),
+                "flip of bit {bit} of byte {byte} went unnoticed"
+            );
+            flips += 1;
+        }
+    }
+    assert_eq!(flips, 8 * n);
+    assert!(entry_files(&store).is_empty(), "something was written");
+    assert_eq!(store.stats().unwrap().entries, 0);
+}
+
+#[test]
+fn unsigned_foreign_and_untrusted_bundles_are_refused_with_their_reason() {
+    let bundle = bundle_of(2);
+    // No trusted keys at all.
+    assert!(matches!(
+        refused(&bundle, &TrustedKeys::default()),
+        BundleError::NoTrustedKeys
+    ));
+    // Signed by a key the node does not trust.
+    let other = TrustedKeys::new([SecretKey::from_seed([1; 32]).public()]);
+    assert!(matches!(
+        refused(&bundle, &other),
+        BundleError::UntrustedSigner { .. }
+    ));
+    // The signature stripped.
+    let mut unsigned = bundle.clone();
+    let n = unsigned.len();
+    unsigned[n - 64..].fill(0);
+    assert!(matches!(
+        refused(&unsigned, &trusted()),
+        BundleError::Unsigned
+    ));
+    // A node that trusts the signer puts its own (untrusted elsewhere) key
+    // in the signer field and re-signs: other nodes refuse it.
+    let node = SecretKey::from_seed([9; 32]);
+    let mut forged = bundle.clone();
+    forged[12..44].copy_from_slice(node.public().as_bytes());
+    assert!(matches!(
+        refused(&forged, &trusted()),
+        BundleError::UntrustedSigner { .. }
+    ));
+    // The trusted signer's key named, contents changed: the signature fails.
+    let mut changed = bundle.clone();
+    let last_payload_byte = n - 64 - 17;
+    changed[last_payload_byte] ^= 0x40;
+    assert!(matches!(
+        refused(&changed, &trusted()),
+        BundleError::BadSignature { .. }
+    ));
+    // Not a bundle at all, or another version.
+    assert!(matches!(
+        refused(b"#!/bin/sh\nrm -rf /\n", &trusted()),
+        BundleError::NotABundle
+    ));
+    let mut v2 = bundle.clone();
+    v2[8] = 2;
+    assert!(matches!(
+        refused(&v2, &trusted()),
+        BundleError::Version { found: 2, .. }
+    ));
+}
+
+/// A bundle made by hand, signed by the trusted key, of entries with the
+/// given names.
+fn signed_with_names(names: &[(&str, &str, &str)]) -> Vec<u8> {
+    let none = Dependencies::default();
+    let entries: Vec<Vec<u8>> = names
+        .iter()
+        .enumerate()
+        .map(|(n, (kernel, backend, function))| {
+            let p = payload(n as u32);
+            entry::encode(
+                &key(n as u32),
+                &Contents {
+                    kernel,
+                    backend,
+                    function,
+                    identity: identity(),
+                    dependencies: &none,
+                    payload: &p,
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    format::encode(&entries, &signer())
+}
+
+#[test]
+fn path_traversal_and_other_foreign_names_refuse_the_bundle_whole() {
+    // A good entry first: it must not be imported either.
+    for bad in [
+        ("../../../../tmp/evil", "cpu", "f"),
+        ("k", "cpu", "/etc/passwd"),
+        ("k", "../cpu", "f"),
+        ("k\0", "cpu", "f"),
+        ("", "cpu", "f"),
+    ] {
+        let bundle = signed_with_names(&[("good", "cpu", "f0"), bad]);
+        let err = refused(&bundle, &trusted());
+        assert!(
+            matches!(err, BundleError::Malformed { index: 1, .. }),
+            "{bad:?}: {err}"
+        );
+    }
+    assert!(!Path::new("/tmp/evil").exists());
+    // The same bundle with proper names imports.
+    let bundle = signed_with_names(&[("good", "cpu", "f0"), ("k", "cpu", "f1")]);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(tmp.path());
+    assert_eq!(
+        import(&bundle, &trusted(), &[identity()], &store)
+            .unwrap()
+            .imported,
+        2
+    );
+}
+
+#[test]
+fn a_key_twice_refuses_the_bundle() {
+    let one = bundle_of(1);
+    let verified = verify(&one, &trusted()).unwrap();
+    let bytes = entry::encode(
+        &verified.entries[0].header.key,
+        &verified.entries[0].contents(),
+    )
+    .unwrap();
+    let twice = format::encode(&[bytes.clone(), bytes], &signer());
+    assert!(matches!(
+        refused(&twice, &trusted()),
+        BundleError::Malformed { index: 1, .. }
+    ));
+}
+
+#[test]
+fn bundles_round_trip_through_files() {
+    let bundle = bundle_of(2);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("kernels.kkb");
+    write(&path, &bundle).unwrap();
+    assert_eq!(read(&path).unwrap(), bundle);
+    assert!(matches!(
+        read(&tmp.path().join("missing")),
+        Err(BundleError::Io { .. })
+    ));
+}
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A bundle's header naming the trusted signer, then `body`, signed:
+    /// what reaches the parser of entries only with a good signature.
+    fn signed_body(count: u32, body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&BUNDLE_FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(signer().public().as_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(body);
+        let mut message = b"kernelkit bundle signature v1\0".to_vec();
+        message.extend_from_slice(&out);
+        let signature = signer().sign(&message);
+        out.extend_from_slice(&signature);
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_are_refused_without_a_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..512),
+        ) {
+            prop_assert!(verify(&bytes, &trusted()).is_err());
+        }
+
+        #[test]
+        fn arbitrary_signed_contents_never_panic(
+            count in 0u32..6,
+            body in proptest::collection::vec(any::<u8>(), 0..400),
+        ) {
+            let _ = verify(&signed_body(count, &body), &trusted());
+        }
+
+        #[test]
+        fn corrupted_real_bundles_are_refused(
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+        ) {
+            static ONE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+            let bundle = ONE.get_or_init(|| bundle_of(1));
+            let mut b = bundle.clone();
+            for (at, v) in edits {
+                let n = b.len();
+                b[at % n] = v;
+            }
+            prop_assume!(&b != bundle);
+            prop_assert!(verify(&b, &trusted()).is_err());
+        }
+    }
+
+    #[test]
+    fn a_signed_body_of_real_entries_verifies() {
+        // The helper above makes what `format::encode` makes.
+        let bundle = bundle_of(2);
+        let body = &bundle[48..bundle.len() - 64];
+        assert_eq!(signed_body(2, body), bundle);
+    }
+}
