@@ -24,7 +24,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 /// What the variants of one kernel share in one dialect and class (see the
 /// module documentation).
-pub struct SharedText {
+pub(crate) struct SharedText {
     /// The text before each variant's own part, in pieces: the preludes
     /// are `'static` and never copied.
     prefix: Vec<Cow<'static, str>>,
@@ -87,14 +87,14 @@ impl SharedText {
     }
 
     /// Bytes of the prefix text.
-    pub fn prefix_len(&self) -> usize {
+    pub(crate) fn prefix_len(&self) -> usize {
         self.prefix.iter().map(|p| p.len()).sum()
     }
 
     /// Heap bytes this part holds: the pieces that are not `'static`, the
     /// body, the macro words and the hash state. What a memo charges once
     /// for all the variants that share it.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         let owned: usize = self
             .prefix
             .iter()
@@ -114,18 +114,18 @@ impl SharedText {
 /// What one variant adds to its kernel's shared part: its name and the
 /// text around the body.
 #[derive(Debug)]
-pub struct VariantText {
+pub(crate) struct VariantText {
     /// The function (host) name.
-    pub name: String,
+    pub(crate) name: String,
     /// Between the prefix and the body.
-    pub before: String,
+    pub(crate) before: String,
     /// After the body.
-    pub after: String,
+    pub(crate) after: String,
 }
 
 /// A variant's source: a shared part and the variant's own text, with the
 /// hashes of the whole, computed from the shared state.
-pub struct Source {
+pub(crate) struct Source {
     shared: Arc<SharedText>,
     before: Box<str>,
     after: Box<str>,
@@ -172,47 +172,28 @@ impl Source {
         )
     }
 
-    /// The pieces of the text, in order.
-    pub fn pieces(&self) -> impl Iterator<Item = &str> {
-        self.shared.prefix.iter().map(|p| &**p).chain([
-            &*self.before,
-            self.shared.body.as_str(),
-            &*self.after,
-        ])
-    }
-
     /// Builds the whole text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.shared.join(&self.before, &self.after)
     }
 
     /// Bytes of the whole text.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// True for an empty text.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// xxh3-64 of the whole text.
-    pub fn hash64(&self) -> u64 {
+    pub(crate) fn hash64(&self) -> u64 {
         self.hash64
     }
 
     /// xxh3-128 of the whole text: what a module key is derived from.
-    pub fn hash128(&self) -> u128 {
+    pub(crate) fn hash128(&self) -> u128 {
         self.hash128
     }
 
-    /// The shared part.
-    pub fn shared(&self) -> &Arc<SharedText> {
-        &self.shared
-    }
-
     /// Heap bytes of this variant's own text (the shared part not counted).
-    pub fn own_bytes(&self) -> usize {
+    pub(crate) fn own_bytes(&self) -> usize {
         self.before.len() + self.after.len()
     }
 }

@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::array::Array;
-use crate::backend::{Backend, CompileJob, Function, Limits, StreamHandle};
+use crate::backend::{Backend, Function, Limits, StreamHandle};
+use crate::cache::resolver::ModuleRequest;
 use crate::cache::resolver::ModuleResolver;
 use crate::cache::store::ArtifactStore;
 use crate::cache::tier::ArtifactTier;
@@ -430,7 +431,7 @@ impl Device {
         self.0.modules.loaded()
     }
 
-    /// The function `function` of the module compiled from `job`: from
+    /// The function of the module `request` names: from
     /// `cached` when this device resolved it before (no lock: the caller
     /// keeps it, e.g. a variant for its first device), else from the
     /// module resolver, compiling or loading the module once however many
@@ -441,9 +442,9 @@ impl Device {
     /// would be two atomic updates, per call, on a count that every thread
     /// calling the kernel shares.
     #[inline]
-    pub(crate) fn function<'v>(
+    pub(crate) fn function<'v, 'r>(
         &self,
-        job: impl FnOnce() -> CompileJob<'v>,
+        request: impl FnOnce() -> ModuleRequest<'r>,
         cached: Option<&'v (DeviceId, Function)>,
     ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
         if let Some((id, f)) = cached {
@@ -453,15 +454,15 @@ impl Device {
                 return Ok(std::borrow::Cow::Borrowed(f));
             }
         }
-        self.resolve(&job()).map(std::borrow::Cow::Owned)
+        self.resolve(&request()).map(std::borrow::Cow::Owned)
     }
 
-    /// Resolves `job`'s function through the module resolver.
+    /// Resolves `request`'s function through the module resolver.
     #[inline(never)]
-    fn resolve(&self, job: &CompileJob<'_>) -> Result<Function, CompileError> {
+    fn resolve(&self, request: &ModuleRequest<'_>) -> Result<Function, CompileError> {
         let backend = &*self.0.backend;
-        let module = self.0.modules.module(backend, job)?;
-        backend.function(job.kernel, &module, job.function)
+        let module = self.0.modules.module(backend, request)?;
+        backend.function(request.kernel, &module, request.function)
     }
 }
 

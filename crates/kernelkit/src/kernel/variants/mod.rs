@@ -12,7 +12,8 @@
 //!   memo (shared, lock-free reads) ──hit──► VariantRef::Shared (remembered)
 //!                        │ miss
 //!                        ▼
-//!   per-variant checks, generate, hash ──► memo ──► VariantRef::Shared
+//!   per-variant checks, generate this variant's part and hash it from
+//!   the kernel's hashed prefix ──► memo (CLOCK) ──► VariantRef::Shared
 //! ```
 //!
 //! A `VariantRef` holds no lock, no `RefCell` borrow and no snapshot
@@ -20,7 +21,8 @@
 //! with it, in a straight line.
 //!
 //! - `key`: the encoding (see its documentation).
-//! - `memo`: the seed's bounded memo (clear-all when full, lock-free hits).
+//! - `memo`: the bounded memo (a byte budget and an entry cap, CLOCK
+//!   eviction, lock-free hits).
 //! - `recent`: the per-thread cache in front of it (exact: tagged with the
 //!   memo's generation).
 
@@ -99,12 +101,41 @@ impl VariantRef {
 }
 
 /// See the module documentation. Shared by every clone of a kernel.
-#[derive(Default)]
 pub(crate) struct VariantCache {
     memo: VariantMemo,
 }
 
 impl VariantCache {
+    /// An empty cache whose memo keeps within `limits`.
+    pub(crate) fn new(limits: crate::config::MemoConfig) -> VariantCache {
+        VariantCache {
+            memo: VariantMemo::new(limits),
+        }
+    }
+
+    /// An empty cache with the seed's memo (the benchmarks' baseline).
+    #[cfg(feature = "bench")]
+    pub(crate) fn seed() -> VariantCache {
+        VariantCache {
+            memo: VariantMemo::seed(),
+        }
+    }
+
+    /// The memo's bounds.
+    pub(crate) fn limits(&self) -> crate::config::MemoConfig {
+        self.memo.limits()
+    }
+
+    /// Bytes the memo holds (see `memo`).
+    pub(crate) fn bytes(&self) -> usize {
+        self.memo.bytes()
+    }
+
+    /// Charges text shared by the kernel's variants to the memo's budget.
+    pub(crate) fn charge_shared(&self, bytes: usize) {
+        self.memo.charge_shared(bytes)
+    }
+
     /// The variant for `key`: this thread's, the memo's, or, on a miss of
     /// both, the one `build` makes from the encoded key (per-variant checks
     /// included), memoized.
@@ -161,7 +192,7 @@ impl VariantCache {
     }
 
     /// Forgets every memoized variant (this thread's and other threads'
-    /// recent ones become misses).
+    /// recent ones become misses). The kernel's shared text stays.
     pub(crate) fn clear(&self) {
         self.memo.clear()
     }
