@@ -247,6 +247,14 @@ impl Kernel {
         self.0.variants.bytes()
     }
 
+    /// How many variants this kernel has generated: one per miss of its
+    /// memo (a variant evicted and asked for again counts again; two
+    /// threads that race to build one count twice). With the calls made,
+    /// the memo's hit rate.
+    pub fn variants_built(&self) -> u64 {
+        self.0.variants.built()
+    }
+
     /// The bounds of this kernel's memo.
     pub fn memo_config(&self) -> MemoConfig {
         self.0.variants.limits()

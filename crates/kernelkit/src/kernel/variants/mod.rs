@@ -103,6 +103,8 @@ impl VariantRef {
 /// See the module documentation. Shared by every clone of a kernel.
 pub(crate) struct VariantCache {
     memo: VariantMemo,
+    /// Variants built (one per miss of the memo), for the memo's hit rate.
+    built: std::sync::atomic::AtomicU64,
 }
 
 impl VariantCache {
@@ -110,6 +112,7 @@ impl VariantCache {
     pub(crate) fn new(limits: crate::config::MemoConfig) -> VariantCache {
         VariantCache {
             memo: VariantMemo::new(limits),
+            built: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -118,6 +121,7 @@ impl VariantCache {
     pub(crate) fn seed() -> VariantCache {
         VariantCache {
             memo: VariantMemo::seed(),
+            built: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -180,10 +184,19 @@ impl VariantCache {
         let memo = &self.memo;
         let variant = match memo.get(bytes) {
             Some(variant) => variant,
-            None => memo.get_or_build(bytes, || build(bytes))?,
+            None => memo.get_or_build(bytes, || {
+                self.built
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                build(bytes)
+            })?,
         };
         recent::remember(memo.id(), generation, bytes, &variant);
         Ok(VariantRef::Shared(variant))
+    }
+
+    /// How many variants were built (memo misses) since the cache was made.
+    pub(crate) fn built(&self) -> u64 {
+        self.built.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many variants are memoized.
