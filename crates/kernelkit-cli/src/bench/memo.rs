@@ -62,6 +62,10 @@ pub(crate) struct Paired {
     pub(crate) hit_rate: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) seed_hit_rate: Option<f64>,
+    /// (Zipf figures) The figure timed again, in alternation with the
+    /// all-hit call (one variant, `prepare` in a loop), and that call, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) vs_all_hit: Option<(f64, f64)>,
 }
 
 /// The figures of one kernel (short or 95 KB header).
@@ -119,6 +123,10 @@ impl Serialize for MemoFigures {
                 &z.seed_hit_rate,
             )?;
             map.serialize_entry(&format!("memo_zipf_bytes{sfx}{name}"), &z.bytes)?;
+            if let Some((zipf, all_hit)) = z.vs_all_hit {
+                map.serialize_entry(&format!("memo_zipf_ns{sfx}{name}_paired"), &zipf)?;
+                map.serialize_entry(&format!("memo_zipf_all_hit_ns{sfx}{name}"), &all_hit)?;
+            }
         }
         map.end()
     }
@@ -223,6 +231,16 @@ impl Setup<'_> {
             ..Paired::default()
         };
         if hit_rates {
+            let mut k = 0usize;
+            let fixed = values[0];
+            p.vs_all_hit = Some(measure::paired(
+                self.plan,
+                &mut || {
+                    k = (k + 1) % values.len();
+                    self.prepare(&ours, values[k])
+                },
+                &mut || self.prepare(&ours, fixed),
+            )?);
             let pass = &values[..values.len().min(self.warm_calls)];
             p.hit_rate = Some(self.hit_rate(&ours, pass)?);
             p.seed_hit_rate = Some(self.hit_rate(&seed, pass)?);

@@ -228,7 +228,7 @@ impl<'a> Call<'a> {
     pub fn prepare(&self) -> Result<Launch> {
         let checked = self.check()?;
         let variant = self.variant(&checked)?;
-        Ok(self.launch_of(variant.to_arc(), checked))
+        Ok(self.launch_of(variant.into_arc(), checked))
     }
 
     /// As `prepare`, but generates and hashes the source again instead of
@@ -278,7 +278,7 @@ impl<'a> Call<'a> {
         self.check_counts()?;
         Ok(self
             .variant_in(device.dialect(), device.backend().name())?
-            .to_arc())
+            .into_arc())
     }
 
     /// The generated (name, source) of this call in any dialect, without a

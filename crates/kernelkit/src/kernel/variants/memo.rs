@@ -4,9 +4,10 @@
 //! **Reads take no lock.** The entries live in shards picked by the key's
 //! hash; each shard is an immutable list behind a [`Snapshot`], replaced
 //! whole by writers (copy on write). A hit loads one shard, compares
-//! hashes, then the key, clones the variant's `Arc` and sets the entry's
-//! *referenced* bit if it is clear (a plain store, only the first time
-//! after the clock hand cleared it). The shard count grows with the entry
+//! hashes, then the key (inline in the entry), clones the variant's `Arc`
+//! and sets the variant's *referenced* bit if it is clear (a plain store,
+//! only the first time after the clock hand cleared it; a hit of a
+//! thread's recent variants, in front of the memo, sets it too). The shard count grows with the entry
 //! cap (about 8 entries a shard when full), so a writer copies a few
 //! entries per change, never the whole memo.
 //!
@@ -45,6 +46,7 @@ use std::sync::Arc;
 use crate::config::MemoConfig;
 use crate::error::Result;
 use crate::kernel::variant::Variant;
+use crate::kernel::variants::key::KeyBytes;
 use crate::sync::{self, lock, AtomicU64, AtomicUsize, Mutex, Snapshot};
 
 /// The seed's bound, kept for the benchmarks' baseline: 64 variants per
@@ -64,7 +66,8 @@ const MAX_SHARDS: usize = 256;
 /// [`crate::sync`].
 struct Entry {
     hash: u64,
-    key: Box<[u8]>,
+    /// Inline when it fits (most keys): a hit reads no other block.
+    key: KeyBytes,
     variant: Arc<Variant>,
     /// What the entry is charged.
     bytes: usize,
@@ -239,8 +242,13 @@ impl VariantMemo {
             return existing.variant.clone();
         }
         drop(current);
+        let spilled = if key.len() > std::mem::size_of::<KeyBytes>() - 8 {
+            key.len()
+        } else {
+            0
+        };
         let bytes = variant.own_bytes()
-            + key.len()
+            + spilled
             + std::mem::size_of::<Entry>()
             + 16 // the entry's Arc counts
             + std::mem::size_of::<(u64, Arc<Entry>)>()
@@ -277,7 +285,7 @@ impl VariantMemo {
         }
         let entry = Arc::new(Entry {
             hash,
-            key: key.into(),
+            key: KeyBytes::from_slice(key),
             variant: variant.clone(),
             bytes,
         });

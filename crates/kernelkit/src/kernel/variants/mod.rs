@@ -91,11 +91,12 @@ impl std::ops::Deref for VariantRef {
 }
 
 impl VariantRef {
-    /// The variant as an owned `Arc` (a prepared launch keeps it).
-    pub(crate) fn to_arc(&self) -> Arc<Variant> {
+    /// The variant as an owned `Arc` (a prepared launch keeps it): the
+    /// memo's `Arc` moved out, or a count taken on the pinned one.
+    pub(crate) fn into_arc(self) -> Arc<Variant> {
         match self {
             VariantRef::Recent(pin) => pin.to_arc(),
-            VariantRef::Shared(v) => v.clone(),
+            VariantRef::Shared(v) => v,
         }
     }
 }
