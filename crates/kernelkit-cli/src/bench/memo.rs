@@ -158,9 +158,16 @@ pub(crate) enum Shape {
 
 impl Shape {
     /// A fresh kernel of this shape, its builder passed through `memo`.
-    fn kernel(self, memo: impl FnOnce(KernelBuilder) -> KernelBuilder) -> Result<Kernel, BenchError> {
+    fn kernel(
+        self,
+        memo: impl FnOnce(KernelBuilder) -> KernelBuilder,
+    ) -> Result<Kernel, BenchError> {
         let (name, body, header) = match self {
-            Shape::Short => ("bench_short_0".to_string(), workload::trivial_body(0), String::new()),
+            Shape::Short => (
+                "bench_short_0".to_string(),
+                workload::trivial_body(0),
+                String::new(),
+            ),
             Shape::LargeHeader => {
                 let k = workload::large_header_kernel()?;
                 (
@@ -275,7 +282,8 @@ impl Setup<'_> {
         };
         for n in CYCLES {
             let values: Vec<i32> = (0..n as i32).collect();
-            f.cycle.push((n, self.paired(shape, default, &values, false)?));
+            f.cycle
+                .push((n, self.paired(shape, default, &values, false)?));
         }
         let eighty: Vec<i32> = (0..80).collect();
         f.cycle_cap64_80 = self.paired(shape, cap64, &eighty, false)?;

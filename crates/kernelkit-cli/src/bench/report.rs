@@ -364,14 +364,19 @@ fn memo_rows(m: &MemoFigures) -> Vec<Row> {
     let share = c.ns / c.seed_ns;
     rows.push(
         Row::new(format!("memo_cycle_ns{sfx}_cap64 @80"), ns(c.ns))
-            .baseline("seed @80 (every call a miss)", ns(c.seed_ns), times(c.seed_ns / c.ns))
+            .baseline(
+                "seed @80 (every call a miss)",
+                ns(c.seed_ns),
+                times(c.seed_ns / c.ns),
+            )
             .target(
                 format!("miss ≤ 25% of seed (is {:.0}%)", share * 100.0),
                 share <= 0.25,
             ),
     );
     for (name, z) in [("", &m.zipf), ("_cap64", &m.zipf_cap64)] {
-        let rate = |r: Option<f64>| r.map_or("n/a".to_string(), |r| format!("{:.1}% hits", r * 100.0));
+        let rate =
+            |r: Option<f64>| r.map_or("n/a".to_string(), |r| format!("{:.1}% hits", r * 100.0));
         let row = Row::new(format!("memo_zipf_ns{sfx}{name}"), ns(z.ns)).baseline(
             format!("seed ({})", rate(z.seed_hit_rate)),
             ns(z.seed_ns),
