@@ -11,7 +11,7 @@
 //!   so it is the cost of a miss).
 //! - `memo_zipf_ns`: a Zipf(1.0) draw over 1,000 variants (a fixed
 //!   sequence, the same for both sides), with the hit rate of each side
-//!   (1 − variants built / calls, over the first 4,096 draws, 1,024 with
+//!   (1 − variants built / calls, over the first 4,096 draws, 64 with
 //!   `--quick`, after the timing), with the default bounds and with the
 //!   entry cap at 64.
 //!

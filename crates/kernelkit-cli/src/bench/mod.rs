@@ -285,7 +285,9 @@ fn memo_figures(
         stream: &stream,
         x: &x,
         plan,
-        warm_calls: if plan.samples < 10 { 1024 } else { 4096 },
+        // Quick: a short warm-up (the seed's misses with the 95 KB header
+        // take milliseconds each, tens of them in a debug build).
+        warm_calls: if plan.samples < 10 { 64 } else { 4096 },
     };
     let hit = |kernel: &kernelkit::Kernel| {
         let call = workload::call(kernel, &x, &stream);
