@@ -30,6 +30,13 @@ const NUMBERS: &[&str] = &[
     "cores",
 ];
 
+/// The memo figures that hold one number, each also with `_95kb` and
+/// `_seed` (issue 19).
+const MEMO_NUMBERS: &[&str] = &["memo_zipf_ns", "memo_zipf_hit_rate", "memo_zipf_ns_cap64"];
+
+/// The memo figures keyed by the number of variants cycled.
+const MEMO_BY_VARIANTS: &[&str] = &["memo_cycle_ns", "memo_bytes", "memo_entries"];
+
 /// The keys that map thread counts to calls per second.
 const BY_THREADS: &[&str] = &[
     "hit_ops_per_s",
@@ -70,6 +77,34 @@ fn quick_cpu_bench_prints_every_key_as_json() {
             "`{key}` is {}, expected a count",
             report[key]
         );
+    }
+    for base in MEMO_NUMBERS {
+        for sfx in ["", "_95kb"] {
+            let (name, cap) = match base.strip_suffix("_cap64") {
+                Some(name) => (name, "_cap64"),
+                None => (*base, ""),
+            };
+            for seed in ["", "_seed"] {
+                let key = format!("{name}{sfx}{cap}{seed}");
+                let v = &report[&key];
+                assert!(v.is_number(), "`{key}` is {v}, expected a number");
+            }
+        }
+    }
+    for base in MEMO_BY_VARIANTS {
+        for key in [
+            base.to_string(),
+            format!("{base}_seed"),
+            format!("{base}_95kb"),
+            format!("{base}_95kb_seed"),
+        ] {
+            let map = report[&key]
+                .as_object()
+                .unwrap_or_else(|| panic!("`{key}` is {}, expected an object", report[&key]));
+            for n in ["32", "64", "65", "80", "1000"] {
+                assert!(map[n].is_number(), "`{key}` has no number for {n}: {map:?}");
+            }
+        }
     }
     for key in BY_THREADS {
         let map = report[key]

@@ -44,11 +44,14 @@
 //!    value), packed in one word when the call has no template arguments.
 //! 3. **Lookup** in the kernel's variant cache (`kernel::variants`), shared
 //!    by all clones of the [`Kernel`]: this thread's recent variants (a few
-//!    lines it owns, no atomics), then the memo (lock-free reads, bounded to
-//!    [`MAX_CACHED_VARIANTS`] and cleared whole when full), then — once per
-//!    variant — the per-variant checks, the generator (`codegen`) and one
-//!    hash of the source. The answer is a guard that holds no lock and no
-//!    borrow.
+//!    lines it owns, no atomics), then the memo (lock-free reads, bounded
+//!    by a byte budget and an entry cap, [`MemoConfig`], evicting with
+//!    CLOCK), then — once per variant while it stays memoized — the
+//!    per-variant checks and the generator (`codegen`), which writes only
+//!    the variant's own part of the source and hashes it from the kernel's
+//!    hashed prefix (prelude, header and body are held once per kernel;
+//!    the whole text is built only to compile). The answer is a guard that
+//!    holds no lock and no borrow.
 //! 4. **Function**: the one the variant kept for its device (no lock), or
 //!    the device's module resolver (`cache::resolver`): loaded modules in
 //!    memory by their 128-bit [`ModuleKey`](cache::key::ModuleKey) (one
@@ -170,7 +173,7 @@ pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
 pub use codegen::{BodyLanguage, Dialect, Generated};
-pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions};
+pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConfig};
 pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
@@ -179,7 +182,6 @@ pub use kernel::precompile::{
     Precompile, PrecompileBuilder, PrecompileReport, PrecompileResult, Progress,
 };
 pub use kernel::variant::Variant;
-pub use kernel::variants::memo::MAX_CACHED_VARIANTS;
 pub use kernel::{Kernel, KernelBuilder};
 pub use stats::CacheStats;
 

@@ -13,7 +13,7 @@
 //! `cuFuncSetAttribute`, which does not wait for the GPU) and a CUDA
 //! module's list of those limits.
 //!
-//! The loom models (`loom_*` tests in `kernel::memo`,
+//! The loom models (`loom_*` tests in `kernel::variants::memo`,
 //! `cache::kernel_cache`, this module and `backend::cuda::memory`, run by
 //! `scripts/test.sh` with the `cuda` feature) check the variant memo, the
 //! kernel cache's single-flight protocol, [`RaisedLimit`] and the order in
@@ -30,10 +30,10 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 #[cfg(loom)]
-use loom::sync::atomic::AtomicU32;
-#[cfg(not(loom))]
-use std::sync::atomic::AtomicU32;
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::atomic::Ordering;
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 
 /// Locks a mutex, ignoring poisoning: every critical section in this crate
 /// leaves its data consistent before anything that could panic.
@@ -58,12 +58,14 @@ pub(crate) struct Snapshot<T> {
 }
 
 impl<T> Snapshot<T> {
-    pub(crate) fn new(value: T) -> Self {
+    /// A snapshot of `value`, shared (many snapshots may start from one
+    /// empty value without an allocation each).
+    pub(crate) fn from_arc(value: Arc<T>) -> Self {
         Snapshot {
             #[cfg(not(loom))]
-            cell: arc_swap::ArcSwap::from_pointee(value),
+            cell: arc_swap::ArcSwap::new(value),
             #[cfg(loom)]
-            cell: RwLock::new(Arc::new(value)),
+            cell: RwLock::new(value),
         }
     }
 

@@ -95,6 +95,8 @@ all_backends!(
         memoized_variant_equals_fresh_generation,
         clones_share_one_memo_across_threads,
         bounded_memo_evicts_without_breaking_launches,
+        a_hot_variant_survives_a_long_tail,
+        memo_bytes_stay_within_the_budget,
         concurrent_distinct_kernels,
         single_flight_compiles_once,
         compile_errors_are_reported_and_not_cached,

@@ -15,7 +15,10 @@
 //!    artifact store;
 //! 5. (CPU) a threadgroup that synchronises (`group`): a 256-thread
 //!    reduction with barriers (fibers) against the same sums by one thread;
-//! 6. the artifact store (`store`): a write into a store of 1,000 entries
+//! 6. the variant memo (`memo`): `prepare` cycling over 32 to 1,000
+//!    variants of one kernel and under a Zipf draw, beside the seed's
+//!    clear-all-at-64 memo;
+//! 7. the artifact store (`store`): a write into a store of 1,000 entries
 //!    and into one of 100,000 (generated, not compiled), and `kernelkit
 //!    cache stats` on the large one (`--only-store` runs this step alone).
 //!
@@ -32,6 +35,7 @@ mod group;
 mod header;
 mod host;
 mod measure;
+mod memo;
 mod report;
 mod rwlock_cache;
 mod sched;
@@ -44,7 +48,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use measure::Plan;
-use report::{Report, StoreReport};
+use report::{MemoReport, Report, StoreReport};
 use startup::ChildTask;
 use workload::BackendName;
 
@@ -78,6 +82,10 @@ pub struct Args {
     /// precompile of 16 kernels beside the slowest single compile.
     #[arg(long)]
     only_bundles: bool,
+    /// Measure the variant memo figures only (with the all-hit `prepare`
+    /// they are compared with).
+    #[arg(long, conflicts_with = "only_store")]
+    only_memo: bool,
     /// Internal: run as the child process of the start figures.
     #[arg(long, value_enum, hide = true)]
     child: Option<ChildTask>,
@@ -224,6 +232,15 @@ pub fn main(args: Args) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    } else if args.only_memo {
+        let backend = args.backend.unwrap_or_else(BackendName::detect);
+        match only_memo(backend, &effort) {
+            Ok(r) => (r.table(), serde_json::to_string_pretty(&r)),
+            Err(e) => {
+                eprintln!("kernelkit bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     } else {
         // Every device of the run keeps its caches in memory (see
         // `BackendName::open`): the compile figures must find nothing on
@@ -275,6 +292,55 @@ fn progress(what: &str) {
     eprintln!("bench: {what}");
 }
 
+/// The memo figures of both kernels, each kernel's all-hit `prepare`
+/// measured first (the Zipf figure's target is relative to it).
+fn memo_figures(
+    device: &kernelkit::Device,
+    plan: measure::Plan,
+) -> Result<(memo::MemoFigures, memo::MemoFigures, f64, f64), BenchError> {
+    let stream = device.new_stream()?;
+    let x = workload::input(device)?;
+    let m = memo::Setup {
+        stream: &stream,
+        x: &x,
+        plan,
+        // Quick: a short warm-up (the seed's misses with the 95 KB header
+        // take milliseconds each, tens of them in a debug build).
+        warm_calls: if plan.samples < 10 { 64 } else { 4096 },
+    };
+    let hit = |kernel: &kernelkit::Kernel| {
+        let call = workload::call(kernel, &x, &stream);
+        measure::single(plan, &mut || {
+            std::hint::black_box(call.prepare()?);
+            Ok(())
+        })
+    };
+    progress("the variant memo: cycles of 32 to 1000 variants, a Zipf draw (short header)");
+    let short_hit = hit(&workload::short_kernel(0)?)?;
+    let short = m.figures(memo::Shape::Short)?;
+    progress("the variant memo (95 KB header)");
+    let large_hit = hit(&workload::large_header_kernel()?)?;
+    let large = m.figures(memo::Shape::LargeHeader)?;
+    Ok((short, large, short_hit, large_hit))
+}
+
+/// `--only-memo`: the memo figures alone.
+fn only_memo(backend: BackendName, effort: &Effort) -> Result<MemoReport, BenchError> {
+    let device = backend.open()?;
+    let (memo, memo_95kb, prepare_hit_ns, prepare_hit_ns_95kb) =
+        memo_figures(&device, effort.host)?;
+    Ok(MemoReport {
+        backend: backend.as_str().to_string(),
+        device: device.description(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        quick: effort.quick,
+        prepare_hit_ns,
+        prepare_hit_ns_95kb,
+        memo,
+        memo_95kb,
+    })
+}
+
 /// Every figure, in order.
 fn run(backend: BackendName, effort: &Effort, store: &store::Setup) -> Result<Report, BenchError> {
     let quick = effort.quick;
@@ -300,6 +366,7 @@ fn run(backend: BackendName, effort: &Effort, store: &store::Setup) -> Result<Re
     let l = setup.figures(effort.host, &large)?;
     progress("raw launches");
     let raw_launch_ns = setup.raw_launch_ns(effort.host, &short)?;
+    let (memo, memo_95kb, _, _) = memo_figures(&device, effort.host)?;
 
     let at_least = if backend == BackendName::Cuda { 16 } else { 1 };
     let threads = contention::thread_counts(cores, at_least);
@@ -399,6 +466,8 @@ fn run(backend: BackendName, effort: &Effort, store: &store::Setup) -> Result<Re
         warm_start_disk_hits: starts.warm.disk_hits,
         group_reduce_barrier_ns: group.as_ref().map(|g| g.barrier_ns),
         group_reduce_plain_ns: group.as_ref().map(|g| g.plain_ns),
+        memo,
+        memo_95kb,
         store,
     })
 }

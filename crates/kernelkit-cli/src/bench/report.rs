@@ -5,6 +5,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use super::contention::Scaling;
+use super::memo::MemoFigures;
 use super::store::StoreFigures;
 
 /// Everything one run measured. The field names are the JSON keys; the
@@ -105,6 +106,12 @@ pub(crate) struct Report {
     /// (CPU) The same sums by one thread per group, no barrier, ns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) group_reduce_plain_ns: Option<f64>,
+    /// The variant memo by variants cycled and under a Zipf draw, beside the
+    /// seed's memo (short header, then 95 KB).
+    #[serde(flatten)]
+    pub(crate) memo: MemoFigures,
+    #[serde(flatten)]
+    pub(crate) memo_95kb: MemoFigures,
     /// Artifact store writes by store size, and `cache stats`.
     #[serde(flatten)]
     pub(crate) store: StoreFigures,
@@ -119,6 +126,42 @@ pub(crate) struct StoreReport {
     pub(crate) quick: bool,
     #[serde(flatten)]
     pub(crate) store: StoreFigures,
+}
+
+/// The report of `kernelkit bench --only-memo`: the memo figures alone.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct MemoReport {
+    pub(crate) backend: String,
+    pub(crate) device: String,
+    pub(crate) cores: usize,
+    pub(crate) quick: bool,
+    /// `Call::prepare` on a hit of the memo (one variant), ns.
+    pub(crate) prepare_hit_ns: f64,
+    pub(crate) prepare_hit_ns_95kb: f64,
+    #[serde(flatten)]
+    pub(crate) memo: MemoFigures,
+    #[serde(flatten)]
+    pub(crate) memo_95kb: MemoFigures,
+}
+
+impl MemoReport {
+    /// The table for people.
+    pub(crate) fn table(&self) -> String {
+        let title = format!(
+            "kernelkit bench --only-memo: {} on {} ({} cores){}\n",
+            self.backend,
+            self.device,
+            self.cores,
+            if self.quick { ", --quick" } else { "" }
+        );
+        let mut rows = vec![
+            Row::new("prepare_hit_ns", ns(self.prepare_hit_ns)),
+            Row::new("prepare_hit_ns_95kb", ns(self.prepare_hit_ns_95kb)),
+        ];
+        rows.extend(memo_rows(&self.memo));
+        rows.extend(memo_rows(&self.memo_95kb));
+        table(title, &rows)
+    }
 }
 
 /// `{"1000": v, "100000": v}`: a figure by store size, in order.
@@ -294,6 +337,81 @@ fn store_rows(f: &StoreFigures) -> Vec<Row> {
                 "per entry".to_string(),
             ),
         );
+    }
+    rows
+}
+
+/// The memo figures of one kernel: each beside the seed's memo, with the
+/// issue's targets (the cycle and miss targets were set with an 84 KB
+/// header; the 95 KB one is held to them).
+fn memo_rows(m: &MemoFigures) -> Vec<Row> {
+    let sfx = m.suffix;
+    let mut rows = Vec::new();
+    let at32 = m.cycle_of(32).map_or(f64::NAN, |p| p.ns);
+    for (n, p) in &m.cycle {
+        let mut row = Row::new(format!("memo_cycle_ns{sfx} @{n}"), ns(p.ns)).baseline(
+            "seed (clear at 64)",
+            ns(p.seed_ns),
+            times(p.seed_ns / p.ns),
+        );
+        if *n == 80 {
+            let r = p.ns / at32;
+            row = row.target(format!("≤ 3× @32 (is {r:.2}×)"), r <= 3.0);
+        }
+        rows.push(row);
+    }
+    let c = &m.cycle_cap64_80;
+    let share = c.ns / c.seed_ns;
+    rows.push(
+        Row::new(format!("memo_cycle_ns{sfx}_cap64 @80"), ns(c.ns))
+            .baseline(
+                "seed @80 (every call a miss)",
+                ns(c.seed_ns),
+                times(c.seed_ns / c.ns),
+            )
+            .target(
+                format!("miss ≤ 25% of seed (is {:.0}%)", share * 100.0),
+                share <= 0.25,
+            ),
+    );
+    for (name, z) in [("", &m.zipf), ("_cap64", &m.zipf_cap64)] {
+        let rate =
+            |r: Option<f64>| r.map_or("n/a".to_string(), |r| format!("{:.1}% hits", r * 100.0));
+        let row = Row::new(format!("memo_zipf_ns{sfx}{name}"), ns(z.ns)).baseline(
+            format!("seed ({})", rate(z.seed_hit_rate)),
+            ns(z.seed_ns),
+            times(z.seed_ns / z.ns),
+        );
+        rows.push(row);
+        if let (true, Some((zipf, all_hit))) = (name.is_empty(), z.vs_all_hit) {
+            let r = zipf / all_hit;
+            rows.push(
+                Row::new(format!("memo_zipf_ns{sfx} (paired)"), ns(zipf))
+                    .baseline("all-hit prepare, same kernel", ns(all_hit), times(r))
+                    .target(format!("≤ 2× all-hit (is {r:.2}×)"), r <= 2.0),
+            );
+        }
+        rows.push(Row::new(
+            format!("memo_zipf_hit_rate{sfx}{name}"),
+            rate(z.hit_rate),
+        ));
+    }
+    for n in [64, 1000] {
+        if let Some(p) = m.cycle_of(n) {
+            let mut row = Row::new(
+                format!("memo_bytes{sfx} @{n}"),
+                format!("{} KiB / {}", p.bytes / 1024, p.entries),
+            )
+            .baseline(
+                "seed (bytes / variants)",
+                format!("{} KiB / {}", p.seed_bytes / 1024, p.seed_entries),
+                times(p.seed_bytes as f64 / p.bytes as f64),
+            );
+            if n == 64 {
+                row = row.target("≤ seed's", p.bytes <= p.seed_bytes);
+            }
+            rows.push(row);
+        }
     }
     rows
 }
@@ -513,6 +631,9 @@ impl Report {
                 ns(plain),
                 times(barrier / plain),
             ));
+        }
+        for memo in [&self.memo, &self.memo_95kb] {
+            rows.extend(memo_rows(memo));
         }
         rows.extend(store_rows(&self.store));
         rows

@@ -4,7 +4,10 @@
 //! binary and is known before compiling: kernelkit's artifact format
 //! version, the backend, the backend's artifact identity (compiler identity
 //! and version, flags, target architecture or CPU features), the generated
-//! function name and the full generated source, headers included. It is
+//! function name and the full generated source, headers included — the
+//! source through its 128-bit xxh3 hash, which a variant computes from its
+//! kernel's hashed prefix without building the text (see
+//! `codegen::parts`), so a key costs a hash of a few dozen bytes. It is
 //! never computed over compiler output, so a process can find an artifact
 //! without compiling. What a header `#include`s is not known before the
 //! compile; each entry carries that list, checked on load (see
@@ -17,14 +20,15 @@
 
 use std::fmt;
 
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 /// Version of the artifact file format and of the key derivation. Bump it
 /// whenever either changes: old entries then stop matching any key and age
 /// out of the store by least-recent use. Version 2 added the dependency
 /// list, version 3 the compiler identity digest (see
-/// [`crate::cache::entry`]).
-pub const ARTIFACT_FORMAT_VERSION: u32 = 3;
+/// [`crate::cache::entry`]), version 4 derives the key from the source's
+/// hash instead of its text ([`ModuleKey::derive_hashed`]).
+pub const ARTIFACT_FORMAT_VERSION: u32 = 4;
 
 /// The 128-bit content key of one artifact.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,13 +40,26 @@ impl ModuleKey {
     /// Each field is written with its length first, so no two different
     /// field lists hash the same bytes.
     pub fn derive(backend: &str, identity: &str, function: &str, source: &str) -> ModuleKey {
+        ModuleKey::derive_hashed(backend, identity, function, xxh3_128(source.as_bytes()))
+    }
+
+    /// [`ModuleKey::derive`] from the xxh3-128 hash of the source, which
+    /// the caller has (a variant computes it from its kernel's hashed
+    /// prefix and its own part): the same key, with no pass over the text.
+    pub fn derive_hashed(
+        backend: &str,
+        identity: &str,
+        function: &str,
+        source_hash: u128,
+    ) -> ModuleKey {
         let mut h = Xxh3::new();
         h.update(b"kernelkit artifact\0");
         h.update(&ARTIFACT_FORMAT_VERSION.to_le_bytes());
-        for field in [backend, identity, function, source] {
+        for field in [backend, identity, function] {
             h.update(&(field.len() as u64).to_le_bytes());
             h.update(field.as_bytes());
         }
+        h.update(&source_hash.to_le_bytes());
         ModuleKey(h.digest128().to_le_bytes())
     }
 
@@ -168,7 +185,7 @@ mod tests {
     #[test]
     fn derivation_is_stable() {
         let key = ModuleKey::derive("cpu", "g++ 13", "f", "src");
-        assert_eq!(key.to_string(), "42fb7dedecc03d196a85975cbb4d184f");
+        assert_eq!(key.to_string(), "7dfa8f17f5afbe33ffaf985b58e20e76");
     }
 
     #[test]
@@ -184,5 +201,9 @@ mod tests {
             ModuleKey::derive("cpu", "a", "bc", "s")
         );
         assert_eq!(base, ModuleKey::derive("cpu", "g++ 13", "f", "src"));
+        assert_eq!(
+            base,
+            ModuleKey::derive_hashed("cpu", "g++ 13", "f", xxh3_128(b"src"))
+        );
     }
 }

@@ -14,10 +14,14 @@
 //! A tier's trouble is a miss and a counter in that tier, never a failed
 //! call; a compile error is reported to every waiter and never cached.
 //!
-//! The key is derived once per resolution from the backend's identity and
-//! the job's function name and source ([`ModuleKey::derive`]): the same
-//! 128 bits name the module in memory and the artifact in every tier.
+//! The key is derived once per resolution from the backend's identity, the
+//! function name and the source's 128-bit hash ([`ModuleKey::derive_hashed`]):
+//! the same 128 bits name the module in memory and the artifact in every
+//! tier. A [`ModuleRequest`] carries the hash and builds the source text
+//! only on a miss of the memory (to load an artifact or to compile), so a
+//! variant whose module is loaded never has its whole text built.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::backend::{Backend, CompileJob, Compiled, Module};
@@ -44,6 +48,19 @@ impl CacheState {
     pub fn compiled(&self) -> bool {
         self.memory || self.disk
     }
+}
+
+/// A module to resolve: the names, the source's xxh3-128 hash, and the
+/// source text on demand.
+pub(crate) struct ModuleRequest<'a> {
+    /// The kernel's name, for messages.
+    pub(crate) kernel: &'a str,
+    /// The generated function's name.
+    pub(crate) function: &'a str,
+    /// xxh3-128 of the whole source.
+    pub(crate) source_hash: u128,
+    /// Builds the whole source (called on a miss of the memory only).
+    pub(crate) source: &'a dyn Fn() -> Arc<str>,
 }
 
 /// See the module documentation.
@@ -76,10 +93,24 @@ impl ModuleResolver {
     pub(crate) fn module(
         &self,
         backend: &dyn Backend,
-        job: &CompileJob<'_>,
+        request: &ModuleRequest<'_>,
     ) -> Result<Module, CompileError> {
-        let key = ModuleKey::derive(backend.name(), backend.identity(), job.function, job.source);
-        let (module, outcome) = self.memory.module(&key, || self.build(backend, job, &key));
+        let key = ModuleKey::derive_hashed(
+            backend.name(),
+            backend.identity(),
+            request.function,
+            request.source_hash,
+        );
+        let (module, outcome) = self.memory.module(&key, || {
+            let source = (request.source)();
+            let job = CompileJob {
+                kernel: request.kernel,
+                function: request.function,
+                source: &source,
+                shared_source: &source,
+            };
+            self.build(backend, &job, &key)
+        });
         match outcome {
             Outcome::Hit => self.memory.hits.incr(),
             Outcome::Built | Outcome::Waited => self.memory.misses.incr(),
@@ -87,11 +118,18 @@ impl ModuleResolver {
         module
     }
 
-    /// Where the module of `job` is already compiled: loaded in memory,
+    /// Where the module of `function`, whose source hashes to
+    /// `source_hash` (xxh3-128), is already compiled: loaded in memory,
     /// kept (good and up to date) in a tier. Nothing is compiled, loaded
-    /// or counted.
-    pub(crate) fn cache_state(&self, backend: &dyn Backend, job: &CompileJob<'_>) -> CacheState {
-        let key = ModuleKey::derive(backend.name(), backend.identity(), job.function, job.source);
+    /// or counted, and the source text is not built.
+    pub(crate) fn cache_state(
+        &self,
+        backend: &dyn Backend,
+        function: &str,
+        source_hash: u128,
+    ) -> CacheState {
+        let key =
+            ModuleKey::derive_hashed(backend.name(), backend.identity(), function, source_hash);
         CacheState {
             memory: self.memory.is_ready(&key),
             disk: self.tiers.iter().any(|t| t.holds(&key)),

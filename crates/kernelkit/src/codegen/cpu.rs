@@ -12,9 +12,11 @@ use std::fmt::Write;
 
 use super::attributes::portable_expr;
 use super::lower::{lower, member_names, Options, Target};
-use super::{cxx_template_args, cxx_template_decl, portable_name, small_floats, Generated};
+use super::parts::{SharedText, VariantText};
+use super::{cxx_template_args, cxx_template_decl, portable_name};
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::variant::{PassMode, VariantDesc};
+use std::borrow::Cow;
 
 /// The first call-site number of the header's SIMD-group calls (the
 /// body's count from 1).
@@ -23,7 +25,42 @@ const HEADER_SITES: usize = 1 << 20;
 /// The prelude every CPU variant starts with.
 pub(crate) const PRELUDE: &str = super::prelude::CPU;
 
-pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> Generated {
+/// The lowered header and body of `spec` in class `small` (16-bit floats
+/// about, see [`super::small_floats`]).
+fn lowered(spec: &KernelSpec, small: bool) -> (String, String) {
+    let header = super::portable_header(&spec.header);
+    let members = member_names(&[&spec.source, &header]);
+    let opts = |first_site| Options {
+        target: Target::Cpu,
+        members: &members,
+        first_site,
+        conditionals: small,
+    };
+    (
+        lower(&header, opts(HEADER_SITES)),
+        lower(&spec.source, opts(1)),
+    )
+}
+
+/// What every CPU variant of `spec` in class `small` shares: the prelude,
+/// the lowered header, the lowered body.
+pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
+    let (header, body) = lowered(spec, small);
+    let mut rest = String::with_capacity(header.len() + 16);
+    rest.push_str("\n// header\n");
+    rest.push_str(&header);
+    rest.push_str("\n\n");
+    SharedText::new(
+        vec![Cow::Borrowed(PRELUDE), Cow::Owned(rest)],
+        body,
+        Vec::new(),
+    )
+}
+
+/// What one CPU variant adds to its kernel's [`shared`] part: the template
+/// declaration and `kk_body`'s signature before the body; after it, the
+/// closing brace and the `extern "C"` entry point.
+pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> VariantText {
     let name = portable_name(spec, desc, variant_id);
     let mut params: Vec<String> = Vec::new();
     let mut unpack = String::new();
@@ -96,25 +133,10 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         args.push(portable_expr(a.name).to_string());
     }
 
-    let header = super::portable_header(&spec.header);
-    let members = member_names(&[&spec.source, &header]);
-    let opts = |first_site| Options {
-        target: Target::Cpu,
-        members: &members,
-        first_site,
-        conditionals: small_floats(spec, desc),
-    };
-    let header = lower(&header, opts(HEADER_SITES));
-    let body = lower(&spec.source, opts(1));
-    let mut src = String::with_capacity(PRELUDE.len() + header.len() + body.len() + 2048);
-    src.push_str(PRELUDE);
-    src.push_str("\n// header\n");
-    src.push_str(&header);
-    src.push_str("\n\n");
-    src.push_str(&cxx_template_decl(desc));
-    let _ = writeln!(src, "static inline void kk_body(");
-    let _ = writeln!(src, "    {}) {{", params.join(",\n    "));
-    src.push_str(&body);
+    let mut before = cxx_template_decl(desc);
+    let _ = writeln!(before, "static inline void kk_body(");
+    let _ = writeln!(before, "    {}) {{", params.join(",\n    "));
+    let mut src = String::with_capacity(2048);
     src.push_str("\n}\n\n");
     let _ = writeln!(
         src,
@@ -163,7 +185,11 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
             "  }\n",
             "}\n",
         ));
-        return Generated { name, source: src };
+        return VariantText {
+            name,
+            before,
+            after: src,
+        };
     }
     src.push_str(concat!(
         "  for (uint64_t kk_g = kk_l->group_begin; kk_g < kk_l->group_end; ++kk_g) {\n",
@@ -181,7 +207,11 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
     ));
     let _ = writeln!(src, "          {call}");
     src.push_str("        }\n      }\n    }\n  }\n}\n");
-    Generated { name, source: src }
+    VariantText {
+        name,
+        before,
+        after: src,
+    }
 }
 
 /// The user's body inside a generated CPU source: between the `kk_body`

@@ -55,10 +55,12 @@ use std::fmt::Write;
 use super::attributes::portable_expr;
 use super::lex::{tokens, Kind};
 use super::lower::{lower, member_names, Options, Target};
-use super::{portable_name, small_floats, BodyLanguage, Generated};
+use super::parts::{SharedText, VariantText};
+use super::{portable_name, BodyLanguage};
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::template::TemplateArg;
 use crate::codegen::variant::{PassMode, VariantDesc};
+use std::borrow::Cow;
 
 /// The prelude of a variant whose body is CUDA C++ (the Metal layer's
 /// prelude starts with it too).
@@ -116,9 +118,82 @@ const LOCALS: &[(&str, &str)] = &[
     ("kk_simd", "const uint kk_simd = WARP_SIZE;"),
 ];
 
-pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> Generated {
-    let name = portable_name(spec, desc, variant_id);
+/// What every CUDA variant of `spec` in class `small` (16-bit floats about,
+/// see [`super::small_floats`]) shares: the includes, the prelude, the
+/// macros, the lowered header, and the lowered body.
+pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
     let metal = spec.language == BodyLanguage::Metal;
+    let (header, body, macros) = if metal {
+        let header = super::portable_header(&spec.header);
+        let members = member_names(&[&spec.source, &header]);
+        let opts = Options {
+            target: Target::Cuda,
+            members: &members,
+            first_site: 1,
+            conditionals: small,
+        };
+        let header = lower(&header, opts);
+        let body = lower(&spec.source, opts);
+        let mut macros: Vec<(String, String)> = BODY_MACROS
+            .iter()
+            .map(|(w, v)| (w.to_string(), v.to_string()))
+            .collect();
+        let used = identifiers(&[&header, &body]);
+        for v in super::prelude::vector_type_names() {
+            // The wrapper declares the position attributes as `uint3`.
+            if used.contains(v.as_str()) || v == "uint3" {
+                let twin = format!("kk_{v}");
+                macros.push((v, twin));
+            }
+        }
+        (header, body, macros)
+    } else {
+        (spec.header.clone(), spec.source.clone(), Vec::new())
+    };
+
+    let prelude = if metal {
+        super::prelude::CUDA_METAL
+    } else {
+        PRELUDE
+    };
+    let mut prefix: Vec<Cow<'static, str>> = Vec::with_capacity(4);
+    let mut head = String::new();
+    if small {
+        head.push_str("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define KK_HALF_TYPES 1\n");
+    }
+    if spec.uses_cooperative_groups {
+        head.push_str("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n");
+    }
+    if !head.is_empty() {
+        prefix.push(Cow::Owned(head));
+    }
+    prefix.push(Cow::Borrowed(prelude));
+    let mut rest = String::with_capacity(header.len() + 64 * macros.len() + 32);
+    for (word, value) in &macros {
+        let line = format!("#define {word} {value}");
+        let _ = writeln!(rest, "{}", line.trim_end());
+    }
+    rest.push_str("\n// header\n");
+    rest.push_str(&header);
+    rest.push_str("\n\n");
+    prefix.push(Cow::Owned(rest));
+    SharedText::new(
+        prefix,
+        body,
+        macros.into_iter().map(|(word, _)| word).collect(),
+    )
+}
+
+/// What one CUDA variant adds to its kernel's [`shared`] part: the
+/// signature, template values, grid guard and locals before the body, the
+/// closing lines after it.
+pub(crate) fn variant(
+    spec: &KernelSpec,
+    shared: &SharedText,
+    desc: &VariantDesc<'_>,
+    variant_id: u64,
+) -> VariantText {
+    let name = portable_name(spec, desc, variant_id);
     let mut params: Vec<String> = Vec::new();
     for ((input, d), info) in spec
         .input_names
@@ -154,54 +229,7 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
     // `uint3` means in the body.
     params.push("const kk_cuda_uint3 kk_grid".to_string());
 
-    let (header, body, macros) = if metal {
-        let header = super::portable_header(&spec.header);
-        let members = member_names(&[&spec.source, &header]);
-        let opts = Options {
-            target: Target::Cuda,
-            members: &members,
-            first_site: 1,
-            conditionals: small_floats(spec, desc),
-        };
-        let header = lower(&header, opts);
-        let body = lower(&spec.source, opts);
-        let mut macros: Vec<(String, String)> = BODY_MACROS
-            .iter()
-            .map(|(w, v)| (w.to_string(), v.to_string()))
-            .collect();
-        let used = identifiers(&[&header, &body]);
-        for v in super::prelude::vector_type_names() {
-            // The wrapper declares the position attributes as `uint3`.
-            if used.contains(v.as_str()) || v == "uint3" {
-                let twin = format!("kk_{v}");
-                macros.push((v, twin));
-            }
-        }
-        (header, body, macros)
-    } else {
-        (spec.header.clone(), spec.source.clone(), Vec::new())
-    };
-
-    let prelude = if metal {
-        super::prelude::CUDA_METAL
-    } else {
-        PRELUDE
-    };
-    let mut src = String::with_capacity(prelude.len() + header.len() + body.len() + 2048);
-    if small_floats(spec, desc) {
-        src.push_str("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define KK_HALF_TYPES 1\n");
-    }
-    if spec.uses_cooperative_groups {
-        src.push_str("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n");
-    }
-    src.push_str(prelude);
-    for (word, value) in &macros {
-        let line = format!("#define {word} {value}");
-        let _ = writeln!(src, "{}", line.trim_end());
-    }
-    src.push_str("\n// header\n");
-    src.push_str(&header);
-    src.push_str("\n\n");
+    let mut src = String::with_capacity(1024);
     let _ = writeln!(src, "\nextern \"C\" __global__ void {name}(");
     let _ = writeln!(src, "    {}) {{", params.join(",\n    "));
 
@@ -239,13 +267,17 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u6
         let _ = writeln!(src, "  const {} {} = {expr};", a.ty, a.name);
     }
     src.push_str(BODY_BEGIN);
-    src.push_str(&body);
-    src.push_str(BODY_END);
-    src.push_str("}\n\n");
-    for (word, _) in &macros {
-        let _ = writeln!(src, "#undef {word}");
+    let mut after = String::with_capacity(BODY_END.len() + 4 + 16 * shared.macros.len());
+    after.push_str(BODY_END);
+    after.push_str("}\n\n");
+    for word in &shared.macros {
+        let _ = writeln!(after, "#undef {word}");
     }
-    Generated { name, source: src }
+    VariantText {
+        name,
+        before: src,
+        after,
+    }
 }
 
 /// The identifiers of some code.
@@ -409,10 +441,10 @@ mod tests {
             outputs: &[crate::DType::F32],
             template: &[],
         };
-        let metal = generate(&spec, &desc, 1).source;
+        let metal = super::super::generate(super::super::Dialect::Cuda, &spec, &desc, 1).source;
         assert!(metal.contains("#define float4 kk_float4") && metal.contains("namespace metal"));
         spec.language = BodyLanguage::Cuda;
-        let cuda = generate(&spec, &desc, 1).source;
+        let cuda = super::super::generate(super::super::Dialect::Cuda, &spec, &desc, 1).source;
         assert!(!cuda.contains("#define") || !cuda.contains("kk_float4"));
         assert!(!cuda.contains("namespace metal"));
         assert!(cuda.contains("float4 v = make_float4"));

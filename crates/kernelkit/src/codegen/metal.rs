@@ -56,11 +56,12 @@
 
 use std::fmt::Write;
 
-use super::Generated;
+use super::parts::{SharedText, VariantText};
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::template::TemplateArg;
 use crate::codegen::variant::{PassMode, VariantDesc};
 use crate::dtype::DType;
+use std::borrow::Cow;
 
 /// The Metal spelling of a dtype (RULES.md section 2), used for parameter
 /// types, in the kernel name and for dtype template values.
@@ -139,21 +140,31 @@ fn kernel_name(spec: &KernelSpec, desc: &VariantDesc<'_>) -> String {
     name
 }
 
-/// Generates the Metal name and source of one variant (see the module docs).
-pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>) -> Generated {
+/// What every Metal variant of `spec` shares: the header, verbatim, with no
+/// separator after it (section 1), and the body, verbatim (sections 5-6).
+pub(crate) fn shared(spec: &KernelSpec) -> SharedText {
+    SharedText::new(
+        vec![Cow::Owned(spec.header.clone())],
+        spec.source.clone(),
+        Vec::new(),
+    )
+}
+
+/// The whole Metal source of one variant (the unchecked goldens' entry).
+#[cfg(test)]
+pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>) -> super::Generated {
+    super::generate(super::Dialect::Metal, spec, desc, 0)
+}
+
+/// What one Metal variant adds to its kernel's [`shared`] part (see the
+/// module docs): the template declaration and signature before the body,
+/// the closing brace and the instantiation after it.
+pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>) -> VariantText {
     let name = kernel_name(spec, desc);
 
     // Parameter lines are short; the instantiation repeats the name 3 times.
     let params = desc.inputs.len() * 4 + desc.outputs.len() + spec.attributes.len();
-    let mut src = String::with_capacity(
-        spec.header.len()
-            + spec.source.len()
-            + 4 * name.len()
-            + 64 * (params + desc.template.len() + 2),
-    );
-
-    // 1. Header, verbatim, with no separator after it.
-    src.push_str(&spec.header);
+    let mut src = String::with_capacity(4 * name.len() + 64 * (params + desc.template.len() + 2));
 
     // 2. Template declaration.
     if !desc.template.is_empty() {
@@ -235,9 +246,8 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>) -> Generated {
     }
     src.push_str(") {\n");
 
-    // 5-6. Body, verbatim.
-    src.push_str(&spec.source);
-    src.push_str("\n}\n");
+    // 5-6. Body, verbatim (the shared part's).
+    let mut after = String::from("\n}\n");
 
     // 7. Explicit instantiation under the host name.
     if !desc.template.is_empty() {
@@ -252,11 +262,15 @@ pub(crate) fn generate(spec: &KernelSpec, desc: &VariantDesc<'_>) -> Generated {
         }
         inst.push('>');
         let _ = writeln!(
-            src,
+            after,
             "\ntemplate [[host_name(\"{name}\")]] [[kernel]] decltype({inst}) {inst};"
         );
     }
-    Generated { name, source: src }
+    VariantText {
+        name,
+        before: src,
+        after,
+    }
 }
 
 #[cfg(test)]
@@ -264,12 +278,11 @@ mod golden_unchecked;
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use super::*;
     use crate::cache::key::ModuleKey;
     use crate::codegen::template::TemplateParam;
     use crate::codegen::variant::InputDesc;
+    use crate::codegen::Generated;
 
     fn spec(inputs: &[&str], outputs: &[&str], body: &str) -> KernelSpec {
         KernelSpec::new(
@@ -286,13 +299,15 @@ mod tests {
 
     fn gen(spec: &KernelSpec, inputs: &[InputDesc], template: &[TemplateParam<'_>]) -> Generated {
         let outputs = vec![DType::F32; spec.output_names.len()];
-        generate(
+        super::super::generate(
+            super::super::Dialect::Metal,
             spec,
             &VariantDesc {
                 inputs,
                 outputs: &outputs,
                 template,
             },
+            0,
         )
     }
 

@@ -16,6 +16,7 @@ pub(crate) mod cuda;
 pub(crate) mod lex;
 pub(crate) mod lower;
 pub(crate) mod metal;
+pub(crate) mod parts;
 pub(crate) mod prelude;
 pub(crate) mod scan;
 pub mod spec;
@@ -124,16 +125,46 @@ pub struct Generated {
 /// and the variant key; dialects whose readable name could repeat for
 /// different sources (CPU, CUDA) append it so the name differs whenever the
 /// source does.
+///
+/// The whole text at once: the shared part ([`shared`]) and the variant's
+/// own ([`variant`]) joined. The kernel's variant cache keeps them apart.
 pub(crate) fn generate(
     dialect: Dialect,
     spec: &KernelSpec,
     desc: &VariantDesc<'_>,
     variant_id: u64,
 ) -> Generated {
+    let shared = shared(dialect, spec, small_floats(spec, desc));
+    let own = variant(dialect, spec, &shared, desc, variant_id);
+    Generated {
+        source: shared.join(&own.before, &own.after),
+        name: own.name,
+    }
+}
+
+/// What every variant of `spec` in `dialect` and class `small` (see
+/// [`small_floats`]; Metal has one class) shares: see [`parts`].
+pub(crate) fn shared(dialect: Dialect, spec: &KernelSpec, small: bool) -> parts::SharedText {
     match dialect {
-        Dialect::Metal => metal::generate(spec, desc),
-        Dialect::Cuda => cuda::generate(spec, desc, variant_id),
-        Dialect::Cpu => cpu::generate(spec, desc, variant_id),
+        Dialect::Metal => metal::shared(spec),
+        Dialect::Cuda => cuda::shared(spec, small),
+        Dialect::Cpu => cpu::shared(spec, small),
+    }
+}
+
+/// What the variant `desc` adds to `shared` (its kernel's part for the
+/// variant's class): its name and the text around the body.
+pub(crate) fn variant(
+    dialect: Dialect,
+    spec: &KernelSpec,
+    shared: &parts::SharedText,
+    desc: &VariantDesc<'_>,
+    variant_id: u64,
+) -> parts::VariantText {
+    match dialect {
+        Dialect::Metal => metal::variant(spec, desc),
+        Dialect::Cuda => cuda::variant(spec, shared, desc, variant_id),
+        Dialect::Cpu => cpu::variant(spec, desc, variant_id),
     }
 }
 
@@ -163,6 +194,11 @@ pub(crate) fn portable_name(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_i
 /// in the body or header (CUDA then needs `cuda_fp16.h` / `cuda_bf16.h`,
 /// ~15 ms of NVRTC; the lowering gives conditionals Metal's types).
 pub(crate) fn small_floats(spec: &KernelSpec, desc: &VariantDesc<'_>) -> bool {
+    small_float_dtypes(desc) || small_float_text(spec)
+}
+
+/// [`small_floats`]' part that depends on the variant: its dtypes.
+pub(crate) fn small_float_dtypes(desc: &VariantDesc<'_>) -> bool {
     let half =
         |d: crate::dtype::DType| matches!(d, crate::dtype::DType::F16 | crate::dtype::DType::BF16);
     desc.inputs.iter().any(|i| half(i.dtype))
@@ -171,11 +207,16 @@ pub(crate) fn small_floats(spec: &KernelSpec, desc: &VariantDesc<'_>) -> bool {
             .template
             .iter()
             .any(|t| matches!(t.value, TemplateArg::DType(d) if half(d)))
-        || [&spec.source, &spec.header].iter().any(|text| {
-            ["half", "bfloat", "float16"]
-                .iter()
-                .any(|w| text.contains(w))
-        })
+}
+
+/// [`small_floats`]' part that depends on the kernel only: a search of its
+/// body and header (of a large header, worth doing once per kernel).
+pub(crate) fn small_float_text(spec: &KernelSpec) -> bool {
+    [&spec.source, &spec.header].iter().any(|text| {
+        ["half", "bfloat", "float16"]
+            .iter()
+            .any(|w| text.contains(w))
+    })
 }
 
 /// `template <typename T, int N, bool B>` for C++ dialects (empty string

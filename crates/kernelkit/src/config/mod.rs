@@ -26,6 +26,12 @@
 //! | `KERNELKIT_WORKER` | [`CudaConfig::worker`] | a `kernelkit` executable next to the running program |
 //! | `KERNELKIT_COMPILE_WORKERS` | [`CudaConfig::max_workers`]; `0`: none | the core count, at most 16 |
 //! | `KERNELKIT_CUDA_ALLOC` | `pool`: [`CudaConfig::block_cache`] off | on |
+//! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
+//! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
+//!
+//! The memo's settings belong to kernels, not devices: a kernel built
+//! without its own ([`KernelBuilder::memo`](crate::KernelBuilder::memo))
+//! takes [`MemoConfig::process`], the environment's, read once.
 //!
 //! A value that cannot be parsed is reported once (a `tracing` warning) and
 //! the default is used. Two things the operating system decides are not
@@ -36,6 +42,7 @@
 mod cache;
 mod cpu;
 mod cuda;
+mod memo;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -44,6 +51,7 @@ use std::time::Duration;
 pub use cache::{parse_size, CacheConfig, CacheMode, DEFAULT_MAX_BYTES};
 pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
 pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig};
+pub use memo::{MemoConfig, DEFAULT_MEMO_BYTES, DEFAULT_MEMO_ENTRIES};
 
 /// Every setting of a device. `Config::default()` is the settings of an
 /// empty environment, less what only the environment can tell (a home
@@ -59,6 +67,9 @@ pub struct Config {
     /// The CUDA backend: NVRTC options, the toolkit, compile workers,
     /// memory.
     pub cuda: CudaConfig,
+    /// Each kernel's variant memo (read by kernels, not devices: see the
+    /// module documentation).
+    pub memo: MemoConfig,
 }
 
 impl Config {
@@ -76,6 +87,7 @@ impl Config {
             cache: CacheConfig::from_vars(vars),
             cpu: CpuConfig::from_vars(vars),
             cuda: CudaConfig::from_vars(vars),
+            memo: MemoConfig::from_vars(vars),
         }
     }
 
@@ -133,6 +145,19 @@ impl Config {
     /// Turns the CUDA per-stream block cache on or off.
     pub fn block_cache(mut self, on: bool) -> Config {
         self.cuda.block_cache = on;
+        self
+    }
+
+    /// Sets each kernel's variant memo budget, in bytes (for kernels that
+    /// take [`Config::memo`], see [`KernelBuilder::memo`](crate::KernelBuilder::memo)).
+    pub fn memo_max_bytes(mut self, bytes: usize) -> Config {
+        self.memo.max_bytes = bytes;
+        self
+    }
+
+    /// Sets the most variants each kernel's memo keeps (at least 1).
+    pub fn memo_max_entries(mut self, entries: usize) -> Config {
+        self.memo = self.memo.max_entries(entries);
         self
     }
 
@@ -212,6 +237,9 @@ pub(crate) mod tests {
         assert!(c.cuda.max_workers >= 1 && c.cuda.max_workers <= 16);
         assert!(c.cuda.block_cache);
         assert_eq!(c.cuda.options, CudaCompileOptions::default());
+        assert_eq!(c.memo, MemoConfig::default());
+        assert_eq!(c.memo.max_bytes, DEFAULT_MEMO_BYTES);
+        assert_eq!(c.memo.max_entries, DEFAULT_MEMO_ENTRIES);
     }
 
     #[test]
@@ -231,6 +259,8 @@ pub(crate) mod tests {
             ("KERNELKIT_CUDA_ALLOC", "pool"),
             ("KERNELKIT_TRUSTED_KEYS", "/etc/kernelkit/trusted"),
             ("HOME", "/home/u"),
+            ("KERNELKIT_MEMO_BYTES", "16M"),
+            ("KERNELKIT_MEMO_ENTRIES", " 64 "),
         ]);
         assert_eq!(c.cache.mode, CacheMode::Memory);
         assert_eq!(
@@ -253,6 +283,8 @@ pub(crate) mod tests {
         assert_eq!(c.cuda.worker, Some(PathBuf::from("/bin/worker")));
         assert_eq!(c.cuda.max_workers, 3);
         assert!(!c.cuda.block_cache);
+        assert_eq!(c.memo.max_bytes, 16 << 20);
+        assert_eq!(c.memo.max_entries, 64);
     }
 
     #[test]
@@ -288,6 +320,8 @@ pub(crate) mod tests {
             ("KERNELKIT_COMPILE_TIMEOUT", "-1"),
             ("KERNELKIT_COMPILE_WORKERS", "many"),
             ("KERNELKIT_CUDA_ALLOC", "cache"),
+            ("KERNELKIT_MEMO_BYTES", "lots"),
+            ("KERNELKIT_MEMO_ENTRIES", "0"),
         ]);
         let d = config_of(&[]);
         assert_eq!(c.cache.mode, CacheMode::Disk);
@@ -295,6 +329,7 @@ pub(crate) mod tests {
         assert_eq!(c.cpu.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
         assert_eq!(c.cuda.max_workers, d.cuda.max_workers);
         assert!(c.cuda.block_cache);
+        assert_eq!(c.memo, MemoConfig::default());
     }
 
     /// A timeout too large for a `Duration` (or infinite) is the default,

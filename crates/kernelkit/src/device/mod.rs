@@ -23,8 +23,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::array::Array;
-use crate::backend::{Backend, CompileJob, Function, Limits, StreamHandle};
+use crate::backend::{Backend, Function, Limits, StreamHandle};
 use crate::cache::key::IdentityDigest;
+use crate::cache::resolver::ModuleRequest;
 use crate::cache::resolver::ModuleResolver;
 use crate::cache::store::ArtifactStore;
 use crate::cache::tier::ArtifactTier;
@@ -435,10 +436,13 @@ impl Device {
         IdentityDigest::of(backend.name(), backend.identity())
     }
 
-    /// Where the module of `job` is compiled already (see
+    /// Where the module of `function` (its source hashed to `source_hash`)
+    /// is compiled already (see
     /// [`CacheState`]); compiles, loads and counts nothing.
-    pub(crate) fn cache_state(&self, job: &CompileJob<'_>) -> CacheState {
-        self.0.modules.cache_state(self.backend(), job)
+    pub(crate) fn cache_state(&self, function: &str, source_hash: u128) -> CacheState {
+        self.0
+            .modules
+            .cache_state(self.backend(), function, source_hash)
     }
 
     /// Number of modules this device has loaded (or is compiling).
@@ -446,7 +450,7 @@ impl Device {
         self.0.modules.loaded()
     }
 
-    /// The function `function` of the module compiled from `job`: from
+    /// The function of the module `request` names: from
     /// `cached` when this device resolved it before (no lock: the caller
     /// keeps it, e.g. a variant for its first device), else from the
     /// module resolver, compiling or loading the module once however many
@@ -457,9 +461,9 @@ impl Device {
     /// would be two atomic updates, per call, on a count that every thread
     /// calling the kernel shares.
     #[inline]
-    pub(crate) fn function<'v>(
+    pub(crate) fn function<'v, 'r>(
         &self,
-        job: impl FnOnce() -> CompileJob<'v>,
+        request: impl FnOnce() -> ModuleRequest<'r>,
         cached: Option<&'v (DeviceId, Function)>,
     ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
         if let Some((id, f)) = cached {
@@ -469,15 +473,15 @@ impl Device {
                 return Ok(std::borrow::Cow::Borrowed(f));
             }
         }
-        self.resolve(&job()).map(std::borrow::Cow::Owned)
+        self.resolve(&request()).map(std::borrow::Cow::Owned)
     }
 
-    /// Resolves `job`'s function through the module resolver.
+    /// Resolves `request`'s function through the module resolver.
     #[inline(never)]
-    fn resolve(&self, job: &CompileJob<'_>) -> Result<Function, CompileError> {
+    fn resolve(&self, request: &ModuleRequest<'_>) -> Result<Function, CompileError> {
         let backend = &*self.0.backend;
-        let module = self.0.modules.module(backend, job)?;
-        backend.function(job.kernel, &module, job.function)
+        let module = self.0.modules.module(backend, request)?;
+        backend.function(request.kernel, &module, request.function)
     }
 }
 

@@ -13,14 +13,16 @@ pub mod precompile;
 pub mod variant;
 pub mod variants;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use smallvec::SmallVec;
 
 use crate::cache::CacheState;
+use crate::codegen::parts::{SharedText, Source};
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::variant::VariantDesc;
 use crate::codegen::{self, BodyLanguage, Dialect, Generated};
+use crate::config::MemoConfig;
 use crate::device::Device;
 use crate::error::{CallError, Result};
 use call::Call;
@@ -33,7 +35,17 @@ struct KernelShared {
     /// Hash of everything in the spec that feeds the source; with the
     /// variant key it names CPU and CUDA variants uniquely.
     fingerprint: u64,
+    /// Whether the body or header names a 16-bit float type (searched once:
+    /// with the variant's dtypes, it picks the shared part's class).
+    small_float_text: bool,
+    /// The text the variants share, per dialect and class (see
+    /// `codegen::parts`), built by the first variant that needs it.
+    shared: [OnceLock<Arc<SharedText>>; 6],
     variants: VariantCache,
+    /// The benchmarks' baseline: every variant generated and hashed whole
+    /// and kept whole, in the seed's memo.
+    #[cfg(feature = "bench")]
+    seed: bool,
 }
 
 /// A custom kernel: a body written inline, its input and output names, and
@@ -63,6 +75,9 @@ pub struct KernelBuilder {
     ensure_row_contiguous: bool,
     atomic_outputs: bool,
     language: BodyLanguage,
+    memo: Option<MemoConfig>,
+    #[cfg(feature = "bench")]
+    seed: bool,
 }
 
 impl KernelBuilder {
@@ -115,6 +130,24 @@ impl KernelBuilder {
         self.language = language;
         self
     }
+    /// Bounds of this kernel's variant memo (default
+    /// [`MemoConfig::process`]: the environment's `KERNELKIT_MEMO_BYTES`
+    /// and `KERNELKIT_MEMO_ENTRIES`, else 4 MiB and 4,096 variants).
+    pub fn memo(mut self, memo: MemoConfig) -> Self {
+        self.memo = Some(memo);
+        self
+    }
+
+    /// The seed's variant memo (64 variants, cleared whole when full;
+    /// every variant generated, hashed and kept whole): the benchmarks'
+    /// baseline. Not part of the stable API.
+    #[cfg(feature = "bench")]
+    #[doc(hidden)]
+    pub fn seed_memo(mut self) -> Self {
+        self.seed = true;
+        self
+    }
+
     /// Validates the names and scans the body once.
     pub fn build(self) -> Result<Kernel> {
         let mut spec = KernelSpec::new(
@@ -127,7 +160,12 @@ impl KernelBuilder {
             self.atomic_outputs,
         )?;
         spec.language = self.language;
-        Ok(Kernel::from_spec(spec))
+        let memo = self.memo.unwrap_or_else(MemoConfig::process);
+        #[cfg(feature = "bench")]
+        if self.seed {
+            return Ok(Kernel::new(spec, VariantCache::seed(), true));
+        }
+        Ok(Kernel::from_spec_with(spec, memo))
     }
 }
 
@@ -144,16 +182,32 @@ impl Kernel {
             ensure_row_contiguous: true,
             atomic_outputs: false,
             language: BodyLanguage::Metal,
+            memo: None,
+            #[cfg(feature = "bench")]
+            seed: false,
         }
     }
 
-    /// A kernel from an already validated spec.
+    /// A kernel from an already validated spec, its memo within
+    /// [`MemoConfig::process`].
     pub fn from_spec(spec: KernelSpec) -> Kernel {
-        let fingerprint = fingerprint(&spec);
+        Kernel::from_spec_with(spec, MemoConfig::process())
+    }
+
+    /// A kernel from an already validated spec, its memo within `memo`.
+    pub fn from_spec_with(spec: KernelSpec, memo: MemoConfig) -> Kernel {
+        Kernel::new(spec, VariantCache::new(memo), false)
+    }
+
+    fn new(spec: KernelSpec, variants: VariantCache, _seed: bool) -> Kernel {
         Kernel(Arc::new(KernelShared {
+            fingerprint: fingerprint(&spec),
+            small_float_text: codegen::small_float_text(&spec),
             spec,
-            fingerprint,
-            variants: VariantCache::default(),
+            shared: Default::default(),
+            variants,
+            #[cfg(feature = "bench")]
+            seed: _seed,
         }))
     }
 
@@ -182,10 +236,31 @@ impl Kernel {
         Call::new(self, arrays)
     }
 
-    /// How many variants are memoized now (at most
-    /// [`MAX_CACHED_VARIANTS`](variants::memo::MAX_CACHED_VARIANTS)).
+    /// How many variants are memoized now (at most the memo's
+    /// [`MemoConfig::max_entries`]).
     pub fn memoized_variants(&self) -> usize {
         self.0.variants.len()
+    }
+
+    /// Bytes the memo holds now: the text this kernel's variants share
+    /// (once per dialect and class) and each memoized variant's own part.
+    /// An estimate of heap bytes, kept within [`MemoConfig::max_bytes`]
+    /// (but for the newest variant, always kept).
+    pub fn memo_bytes(&self) -> usize {
+        self.0.variants.bytes()
+    }
+
+    /// How many variants this kernel has generated: one per miss of its
+    /// memo (a variant evicted and asked for again counts again; two
+    /// threads that race to build one count twice). With the calls made,
+    /// the memo's hit rate.
+    pub fn variants_built(&self) -> u64 {
+        self.0.variants.built()
+    }
+
+    /// The bounds of this kernel's memo.
+    pub fn memo_config(&self) -> MemoConfig {
+        self.0.variants.limits()
     }
 
     /// Forgets every memoized variant. Launches already prepared keep theirs.
@@ -239,7 +314,7 @@ impl Kernel {
             call::check::check_variant(self, dialect, backend, desc)?;
             Ok(self.build_variant(dialect, desc, key))
         })?;
-        Ok(found.to_arc())
+        Ok(found.into_arc())
     }
 
     /// Where the variant `desc` describes is compiled on `device` already
@@ -247,7 +322,7 @@ impl Kernel {
     /// or loading it.
     pub fn cache_state(&self, device: &Device, desc: &VariantDesc<'_>) -> Result<CacheState> {
         let variant = self.variant_on(device, desc)?;
-        Ok(device.cache_state(&variant.job(self.name())))
+        Ok(device.cache_state(variant.name(), variant.source_hash128()))
     }
 
     /// The kernel's variant cache (key → variant), shared by its clones.
@@ -256,15 +331,42 @@ impl Kernel {
         &self.0.variants
     }
 
-    /// Generates the variant for `desc`, whose key is `key`.
+    /// Generates the variant for `desc`, whose key is `key`: its own part
+    /// of the source, hashed from the kernel's shared part (built once).
     pub(crate) fn build_variant(
         &self,
         dialect: Dialect,
         desc: &VariantDesc<'_>,
         key: &[u8],
     ) -> Variant {
-        let g = codegen::generate(dialect, &self.0.spec, desc, self.variant_id(key));
-        Variant::new(dialect, g.name, g.source)
+        let id = self.variant_id(key);
+        #[cfg(feature = "bench")]
+        if self.0.seed {
+            let g = codegen::generate(dialect, &self.0.spec, desc, id);
+            let v = Variant::new(dialect, g.name, g.source);
+            // Kept whole, as the seed kept it.
+            let _ = v.shared_source();
+            return v;
+        }
+        let small = dialect != Dialect::Metal
+            && (self.0.small_float_text || codegen::small_float_dtypes(desc));
+        let shared = self.shared_text(dialect, small);
+        let own = codegen::variant(dialect, &self.0.spec, shared, desc, id);
+        Variant::from_parts(
+            dialect,
+            own.name,
+            Source::new(shared.clone(), own.before, own.after),
+        )
+    }
+
+    /// The text every variant of this kernel in `dialect` and class `small`
+    /// shares, built (and charged to the memo) by the first that asks.
+    fn shared_text(&self, dialect: Dialect, small: bool) -> &Arc<SharedText> {
+        self.0.shared[dialect as usize * 2 + small as usize].get_or_init(|| {
+            let text = Arc::new(codegen::shared(dialect, &self.0.spec, small));
+            self.0.variants.charge_shared(text.heap_bytes());
+            text
+        })
     }
 
     /// A variant built without the memo, for benchmarks of the old path.

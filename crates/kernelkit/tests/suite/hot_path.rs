@@ -66,4 +66,27 @@ pub fn a_memo_hit_allocates_nothing(device: Device) {
         assert_eq!(after - before, 0, "a memo hit allocated");
         assert!(std::sync::Arc::ptr_eq(&first, &hit));
     }
+    // Three variants in turn: a thread keeps two per kernel in front of the
+    // memo, so each of these calls is answered by the memo itself (its
+    // shard snapshot, the referenced bit, and the recent line it refills).
+    let of = |v: i32| {
+        kernel
+            .call([&a, &s])
+            .template("V", v)
+            .template("T", DType::F16)
+            .output([64], DType::F32)
+            .grid([64, 1, 1])
+            .variant_on(&device)
+            .unwrap()
+    };
+    let built: Vec<_> = (10..13).map(of).collect();
+    for round in 0..3 {
+        for (i, v) in (10..13).enumerate() {
+            let before = allocations();
+            let hit = of(v);
+            let after = allocations();
+            assert_eq!(after - before, 0, "a memo hit allocated (round {round})");
+            assert!(std::sync::Arc::ptr_eq(&built[i], &hit));
+        }
+    }
 }

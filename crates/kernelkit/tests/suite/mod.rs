@@ -34,7 +34,7 @@ use std::sync::{Arc, Barrier};
 
 use kernelkit::{
     bf16, f16, Array, CompileError, Complex32, DType, Device, DeviceKind, Element, Error, Kernel,
-    MAX_CACHED_VARIANTS,
+    MemoConfig,
 };
 
 /// Whether `device` runs kernels. The null device records them instead: its
@@ -185,16 +185,24 @@ pub fn clones_share_one_memo_across_threads(device: Device) {
     assert_eq!(device.cache_stats().compiles, 2);
 }
 
-/// The bounded memo: 196 template values give correct results, at most 64
-/// sources stay alive, an evicted variant is rebuilt equal, and a launch
-/// prepared before its eviction still runs.
-pub fn bounded_memo_evicts_without_breaking_launches(device: Device) {
-    let kernel = Kernel::builder("bounded")
+/// A kernel `out[i] = inp[i] + V` whose memo keeps at most `entries`
+/// variants, and a call of it with `V = v`.
+fn plus_v_kernel(name: &str, memo: MemoConfig) -> Kernel {
+    Kernel::builder(name)
         .inputs(["inp"])
         .outputs(["out"])
         .source("uint i = thread_position_in_grid.x; out[i] = inp[i] + V;")
+        .memo(memo)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// The memo bounded to the seed's 64 entries: 196 template values give
+/// correct results, at most 64 variants stay alive (and the one a pending
+/// launch holds), an evicted variant is rebuilt equal, and a launch
+/// prepared before its eviction still runs.
+pub fn bounded_memo_evicts_without_breaking_launches(device: Device) {
+    let kernel = plus_v_kernel("bounded", MemoConfig::default().max_entries(64));
     let x = device.array_from_slice(&[10i32; 8], [8]).unwrap();
     let call = |v: i32| {
         kernel
@@ -208,19 +216,97 @@ pub fn bounded_memo_evicts_without_breaking_launches(device: Device) {
     let mut weak = Vec::new();
     for v in 0..196 {
         let launch = call(v).prepare().unwrap();
-        weak.push(Arc::downgrade(launch.variant().shared_source()));
+        weak.push(Arc::downgrade(launch.variant()));
         assert_output(&launch.run().unwrap()[0], &[10 + v; 8], "V + 10");
-        assert!(kernel.memoized_variants() <= MAX_CACHED_VARIANTS);
+        assert!(kernel.memoized_variants() <= 64);
     }
     let alive = weak.iter().filter(|w| w.upgrade().is_some()).count();
-    // The pending launch keeps variant 0 alive on top of the memo's 64.
-    assert!(alive <= MAX_CACHED_VARIANTS + 1, "{alive} sources alive");
+    // The pending launch keeps variant 0 alive on top of the memo's 64
+    // (and each thread's few recent ones).
+    assert!(alive <= 64 + 1 + 16, "{alive} variants alive");
     // Variant 0 was evicted; building it again gives an equal source.
     let again = call(0).prepare().unwrap();
     assert!(!Arc::ptr_eq(again.variant(), pending.variant()));
     assert_eq!(again.variant().source(), first_source);
     // The launch prepared before the eviction still runs correctly.
     assert_output(&pending.run().unwrap()[0], &[10; 8], "the pending launch");
+}
+
+/// A hot variant called between the variants of a long tail, in a memo of
+/// 16 entries (where the seed's clear-all policy threw it out with the
+/// tail every time the memo filled): it stays memoized, one `Arc`
+/// throughout, compiled once; every tail variant is compiled once too.
+pub fn a_hot_variant_survives_a_long_tail(device: Device) {
+    let kernel = plus_v_kernel("hot_tail", MemoConfig::default().max_entries(16));
+    let x = device.array_from_slice(&[1i32; 8], [8]).unwrap();
+    let variant = |v: i32| {
+        kernel
+            .call([&x])
+            .template("V", v)
+            .output([8], DType::I32)
+            .grid([8, 1, 1])
+            .variant_on(&device)
+            .unwrap()
+    };
+    let compiles = device.cache_stats().compiles;
+    let hot = variant(-1);
+    kernel
+        .call([&x])
+        .template("V", -1)
+        .output([8], DType::I32)
+        .grid([8, 1, 1])
+        .compile()
+        .unwrap();
+    for v in 0..40 {
+        assert!(Arc::ptr_eq(&variant(-1), &hot), "tail variant {v}");
+        let tail = kernel
+            .call([&x])
+            .template("V", v)
+            .output([8], DType::I32)
+            .grid([8, 1, 1]);
+        tail.compile().unwrap();
+    }
+    assert!(Arc::ptr_eq(&variant(-1), &hot));
+    assert_eq!(device.cache_stats().compiles - compiles, 41);
+    assert!(kernel.memoized_variants() <= 16);
+}
+
+/// A small byte budget bounds the memo's bytes (the shared text counted
+/// once), and a variant evicted by it and asked for again finds its module
+/// loaded: no compile.
+pub fn memo_bytes_stay_within_the_budget(device: Device) {
+    let budget = 16 << 10;
+    let kernel = plus_v_kernel("byte_budget", MemoConfig::default().max_bytes(budget));
+    let x = device.array_from_slice(&[1i32; 8], [8]).unwrap();
+    let call = |v: i32| {
+        kernel
+            .call([&x])
+            .template("V", v)
+            .output([8], DType::I32)
+            .grid([8, 1, 1])
+    };
+    call(0).compile().unwrap();
+    let one = kernel.memo_bytes();
+    for v in 1..50 {
+        call(v).compile().unwrap();
+        assert!(
+            kernel.memo_bytes() <= budget.max(one),
+            "{}",
+            kernel.memo_bytes()
+        );
+    }
+    let held = kernel.memoized_variants();
+    assert!(held < 50, "{held} variants in {budget} bytes");
+    assert!(held > 1, "{held} variants in {budget} bytes");
+    let compiles = device.cache_stats().compiles;
+    for v in 0..50 {
+        call(v).compile().unwrap();
+    }
+    assert_eq!(
+        device.cache_stats().compiles,
+        compiles,
+        "modules stay loaded"
+    );
 }
 
 /// The seed's reproduction: 16 threads at a barrier, each its own kernel,

@@ -229,7 +229,7 @@ impl<'a> Call<'a> {
     pub fn prepare(&self) -> Result<Launch> {
         let checked = self.check()?;
         let variant = self.variant(&checked)?;
-        Ok(self.launch_of(variant.to_arc(), checked))
+        Ok(self.launch_of(variant.into_arc(), checked))
     }
 
     /// As `prepare`, but generates and hashes the source again instead of
@@ -280,7 +280,7 @@ impl<'a> Call<'a> {
     /// call made it yet. A call whose state is neither pays a compile.
     pub fn cache_state(&self) -> Result<CacheState> {
         let (device, variant) = self.device_and_variant()?;
-        Ok(device.cache_state(&variant.job(self.kernel.name())))
+        Ok(device.cache_state(variant.name(), variant.source_hash128()))
     }
 
     /// The name of the kernel called.
@@ -301,7 +301,7 @@ impl<'a> Call<'a> {
         self.check_counts()?;
         Ok(self
             .variant_in(device.dialect(), device.backend().name())?
-            .to_arc())
+            .into_arc())
     }
 
     /// The generated (name, source) of this call in any dialect, without a

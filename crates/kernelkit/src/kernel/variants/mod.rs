@@ -12,7 +12,8 @@
 //!   memo (shared, lock-free reads) ──hit──► VariantRef::Shared (remembered)
 //!                        │ miss
 //!                        ▼
-//!   per-variant checks, generate, hash ──► memo ──► VariantRef::Shared
+//!   per-variant checks, generate this variant's part and hash it from
+//!   the kernel's hashed prefix ──► memo (CLOCK) ──► VariantRef::Shared
 //! ```
 //!
 //! A `VariantRef` holds no lock, no `RefCell` borrow and no snapshot
@@ -20,7 +21,8 @@
 //! with it, in a straight line.
 //!
 //! - `key`: the encoding (see its documentation).
-//! - `memo`: the seed's bounded memo (clear-all when full, lock-free hits).
+//! - `memo`: the bounded memo (a byte budget and an entry cap, CLOCK
+//!   eviction, lock-free hits).
 //! - `recent`: the per-thread cache in front of it (exact: tagged with the
 //!   memo's generation).
 
@@ -89,22 +91,56 @@ impl std::ops::Deref for VariantRef {
 }
 
 impl VariantRef {
-    /// The variant as an owned `Arc` (a prepared launch keeps it).
-    pub(crate) fn to_arc(&self) -> Arc<Variant> {
+    /// The variant as an owned `Arc` (a prepared launch keeps it): the
+    /// memo's `Arc` moved out, or a count taken on the pinned one.
+    pub(crate) fn into_arc(self) -> Arc<Variant> {
         match self {
             VariantRef::Recent(pin) => pin.to_arc(),
-            VariantRef::Shared(v) => v.clone(),
+            VariantRef::Shared(v) => v,
         }
     }
 }
 
 /// See the module documentation. Shared by every clone of a kernel.
-#[derive(Default)]
 pub(crate) struct VariantCache {
     memo: VariantMemo,
+    /// Variants built (one per miss of the memo), for the memo's hit rate.
+    built: std::sync::atomic::AtomicU64,
 }
 
 impl VariantCache {
+    /// An empty cache whose memo keeps within `limits`.
+    pub(crate) fn new(limits: crate::config::MemoConfig) -> VariantCache {
+        VariantCache {
+            memo: VariantMemo::new(limits),
+            built: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// An empty cache with the seed's memo (the benchmarks' baseline).
+    #[cfg(feature = "bench")]
+    pub(crate) fn seed() -> VariantCache {
+        VariantCache {
+            memo: VariantMemo::seed(),
+            built: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The memo's bounds.
+    pub(crate) fn limits(&self) -> crate::config::MemoConfig {
+        self.memo.limits()
+    }
+
+    /// Bytes the memo holds (see `memo`).
+    pub(crate) fn bytes(&self) -> usize {
+        self.memo.bytes()
+    }
+
+    /// Charges text shared by the kernel's variants to the memo's budget.
+    pub(crate) fn charge_shared(&self, bytes: usize) {
+        self.memo.charge_shared(bytes)
+    }
+
     /// The variant for `key`: this thread's, the memo's, or, on a miss of
     /// both, the one `build` makes from the encoded key (per-variant checks
     /// included), memoized.
@@ -149,10 +185,19 @@ impl VariantCache {
         let memo = &self.memo;
         let variant = match memo.get(bytes) {
             Some(variant) => variant,
-            None => memo.get_or_build(bytes, || build(bytes))?,
+            None => memo.get_or_build(bytes, || {
+                self.built
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                build(bytes)
+            })?,
         };
         recent::remember(memo.id(), generation, bytes, &variant);
         Ok(VariantRef::Shared(variant))
+    }
+
+    /// How many variants were built (memo misses) since the cache was made.
+    pub(crate) fn built(&self) -> u64 {
+        self.built.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many variants are memoized.
@@ -161,7 +206,7 @@ impl VariantCache {
     }
 
     /// Forgets every memoized variant (this thread's and other threads'
-    /// recent ones become misses).
+    /// recent ones become misses). The kernel's shared text stays.
     pub(crate) fn clear(&self) {
         self.memo.clear()
     }

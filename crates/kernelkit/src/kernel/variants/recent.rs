@@ -9,12 +9,14 @@
 //! owns, with no atomic read-modify-write.
 //!
 //! **Staying exact.** An entry is tagged with its memo's unique id and the
-//! memo's *generation*, which every clear of the memo advances. The
-//! generation is read before the memo is, so an entry can only be tagged
-//! with a generation that was current when its variant was in the memo; a
-//! clear makes every older entry a miss. So a thread never runs a variant
-//! that another thread could not have got from the memo at the same moment,
-//! and "one `Arc` per key at a time" holds as it does for the memo.
+//! memo's *generation*, which every removal from the memo (an eviction, a
+//! clear) advances after it is published. The generation is read before
+//! the memo is, so an entry is tagged with a generation that was current
+//! while its variant was in the memo, and a removal makes every older entry
+//! a miss. So a thread never runs a variant that another thread could not
+//! have got from the memo at the same moment, and "one `Arc` per key at a
+//! time" holds as it does for the memo. A hit here marks its variant used
+//! for the memo's clock (`Variant::touch`), as a memo hit does.
 //!
 //! **Shape.** [`SETS`] sets of [`WAYS`] entries; a memo's entries go to the
 //! set its id selects (ids are sequential, so kernels made one after another
@@ -23,8 +25,8 @@
 //! turn keeps both.
 //!
 //! **Memory.** Each thread holds at most `SETS * WAYS` variants here, which
-//! may outlive a clear of their memo until this thread's next calls replace
-//! them.
+//! may outlive their eviction from the memo until this thread's next calls
+//! replace them.
 //!
 //! **Lending.** A hit lends its variant as a [`Pin`]: no reference count
 //! moves and no borrow of the cache is held while the call runs (a launch
@@ -144,6 +146,8 @@ fn find(memo: u64, generation: u64, same: impl Fn(&Entry) -> bool) -> Option<Pin
                 }
                 if let Some(entry) = &set.entries[w] {
                     if same(entry) {
+                        // A hit for the memo's clock too.
+                        entry.variant.touch();
                         return Some(pin(s * WAYS + w, &entry.variant));
                     }
                 }
