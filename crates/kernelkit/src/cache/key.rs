@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn derivation_is_stable() {
         let key = ModuleKey::derive("cpu", "g++ 13", "f", "src");
-        assert_eq!(key.to_string(), "7dfa8f17f5afbe33ffaf985b58e20e76");
+        assert_eq!(key.to_string(), "da10992b2d48a91f7afc700b20d38caa");
     }
 
     #[test]
