@@ -54,11 +54,13 @@ STRIDED = kk.metal_kernel(
 )
 
 
-def call(x, **kw):
-    n = x.numel()
+def call(x, like=None, **kw):
+    # `like`: the tensor behind a wrapper that has only the protocols.
+    t = x if like is None else like
+    n = t.numel()
     args = dict(inputs=[x], grid=(n, 1, 1), threadgroup=(min(n, 256), 1, 1))
     if "out" not in kw:
-        args.update(output_shapes=[x.shape, (2,)], output_dtypes=[x.dtype, torch.int64])
+        args.update(output_shapes=[t.shape, (2,)], output_dtypes=[t.dtype, torch.int64])
     args.update(kw)
     return ADDR(**args)
 
@@ -160,7 +162,7 @@ def test_dlpack_general_path_on_the_gpu():
 
     x = torch.arange(1024, dtype=torch.float32, device="cuda")
     wrapped = DlpackOnly(x)
-    out, where = call(wrapped)
+    out, where = call(wrapped, like=x)
     # The consumer's stream was named (never 0).
     assert wrapped.asked and wrapped.asked[0].get("stream") not in (None, 0)
     assert isinstance(out, kk.Array) and out.device == "cuda:0"

@@ -223,10 +223,15 @@ fn nvrtc_options(dev: &Device) -> Vec<String> {
         .unwrap_or("90")
         .to_string();
     let major: u32 = sm[..sm.len() - 1].parse().unwrap_or(9);
-    let mut opts = vec![format!(
-        "--gpu-architecture=sm_{sm}{}",
-        if major >= 9 { "a" } else { "" }
-    )];
+    // As kernelkit's own compile (backend/cuda/compile.rs): its preludes
+    // declare device functions without `__device__`.
+    let mut opts = vec![
+        format!(
+            "--gpu-architecture=sm_{sm}{}",
+            if major >= 9 { "a" } else { "" }
+        ),
+        "--device-as-default-execution-space".to_string(),
+    ];
     let homes: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
         .iter()
         .filter_map(std::env::var_os)

@@ -234,7 +234,7 @@ mod cuda {
                 .inputs(["x"])
                 .outputs(["y"])
                 .source(
-                    "uint i = thread_position_in_grid.x; uint r = i / y_shape[1], c = i % y_shape[1];\n\
+                    "uint i = thread_position_in_grid.x; uint r = i / x_shape[1], c = i % x_shape[1];\n\
                      y[i] = x[r * x_strides[0] + c * x_strides[1]];",
                 )
                 .ensure_row_contiguous(false)
