@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
+use super::remote::RemoteConfig;
 use super::{warn_once, Vars};
 
 /// Default size limit of the store: 1 GiB.
@@ -34,6 +35,9 @@ pub struct CacheConfig {
     /// The size limit in bytes (`KERNELKIT_CACHE_MAX_BYTES`); least
     /// recently used entries go first.
     pub max_bytes: u64,
+    /// The fleet tier under the disk tier (Redis; off unless an address
+    /// and a key are given: see [`RemoteConfig`]).
+    pub remote: RemoteConfig,
 }
 
 /// No disk tier (no directory is known without the environment), the
@@ -44,6 +48,7 @@ impl Default for CacheConfig {
             mode: CacheMode::Memory,
             dir: None,
             max_bytes: DEFAULT_MAX_BYTES,
+            remote: RemoteConfig::default(),
         }
     }
 }
@@ -53,7 +58,8 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 
 impl CacheConfig {
     /// `KERNELKIT_CACHE`, `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`
-    /// (and `HOME`, `XDG_CACHE_HOME` for the default directory).
+    /// (and `HOME`, `XDG_CACHE_HOME` for the default directory), and the
+    /// fleet tier's `KERNELKIT_REMOTE_*`.
     pub(super) fn from_vars(vars: &Vars<'_>) -> CacheConfig {
         let warn = |message: String| {
             warn_once(&WARNED, &format!("kernelkit artifact store: {message}"));
@@ -86,6 +92,7 @@ impl CacheConfig {
             mode,
             dir,
             max_bytes,
+            remote: RemoteConfig::from_vars(vars),
         }
     }
 }
