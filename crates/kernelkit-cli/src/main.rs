@@ -6,13 +6,15 @@
 //! - `run`: runs a kernel from a spec file on real data.
 //! - `bench`: host overhead, contention and compile time, each beside its
 //!   baseline.
-//! - `cache`: inspects and maintains the artifact store.
+//! - `cache`: inspects and maintains the artifact store (`--remote`: the
+//!   fleet tier on Redis).
 //! - `compile-worker` (hidden, `cuda` feature): serves CUDA compile jobs on
 //!   stdin/stdout for another process's kernelkit (see
 //!   `kernelkit::CompileWorkers`).
 
 mod bench;
 mod cache_cmd;
+mod cache_remote;
 mod demo;
 mod failure;
 mod out_dir;

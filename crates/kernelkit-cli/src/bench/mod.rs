@@ -27,6 +27,7 @@
 
 mod compile;
 mod contention;
+mod fleet;
 mod group;
 mod header;
 mod host;
@@ -319,6 +320,8 @@ fn run(backend: BackendName, effort: &Effort, store: &store::Setup) -> Result<Re
 
     progress("process starts (cold, warm, floor)");
     let starts = startup::measure(backend, effort.cold_starts, effort.warm_starts)?;
+    progress("process starts on an empty disk, the kernel in the fleet tier (Redis)");
+    let fleet = fleet::measure(backend, effort.warm_starts)?;
 
     let group = if backend == BackendName::Cpu {
         progress("a 256-thread group reduction with and without barriers");
@@ -378,6 +381,9 @@ fn run(backend: BackendName, effort: &Effort, store: &store::Setup) -> Result<Re
         cold_start_compiles: starts.cold.compiles,
         warm_start_compiles: starts.warm.compiles,
         warm_start_disk_hits: starts.warm.disk_hits,
+        remote_hit_ms: fleet.map(|f| f.remote_hit_ms),
+        remote_hit_compiles: fleet.map(|f| f.report.compiles),
+        remote_hit_remote_hits: fleet.map(|f| f.report.remote_hits),
         group_reduce_barrier_ns: group.as_ref().map(|g| g.barrier_ns),
         group_reduce_plain_ns: group.as_ref().map(|g| g.plain_ns),
         store,

@@ -98,6 +98,17 @@ pub(crate) struct Report {
     pub(crate) warm_start_compiles: u64,
     /// Modules the last warm child loaded from the store.
     pub(crate) warm_start_disk_hits: u64,
+    /// A child with an empty disk store whose kernel another node compiled
+    /// and shared through the fleet tier (Redis), ms; absent without a
+    /// Redis to use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_hit_ms: Option<f64>,
+    /// Compiles in the last such child (0 when the fleet tier works).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_hit_compiles: Option<u64>,
+    /// Modules the last such child loaded from the fleet tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_hit_remote_hits: Option<u64>,
     /// (CPU) A 256-thread group reduction with barriers, per group, ns:
     /// the threads run as fibers switched at each of its 9 barriers.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -497,6 +508,28 @@ impl Report {
             )
             .target("≤ 5% of cold", share <= 0.05),
         );
+        if let Some(remote) = self.remote_hit_ms {
+            let over = remote - self.warm_start_ms;
+            rows.push(
+                Row::new(
+                    "remote_hit_ms",
+                    format!(
+                        "{} ({} compiles)",
+                        ms(remote),
+                        self.remote_hit_compiles.unwrap_or(0)
+                    ),
+                )
+                .baseline(
+                    "warm_start_ms",
+                    ms(self.warm_start_ms),
+                    format!("{over:+.2} ms"),
+                )
+                .target(
+                    "≤ warm + 5 ms, 0 compiles",
+                    over <= 5.0 && self.remote_hit_compiles == Some(0),
+                ),
+            );
+        }
         if cuda {
             let over = self.warm_start_ms - self.start_floor_ms;
             rows.push(
