@@ -532,3 +532,97 @@ fn sixteen_processes_racing_on_one_key_compile_it_once() {
         "one compile for sixteen processes"
     );
 }
+
+/// A compile that outlasts the lease many times over keeps it (renewed
+/// while it runs): a second node that misses the kernel meanwhile waits for
+/// the entry and compiles nothing.
+#[test]
+fn a_long_compile_keeps_its_lease_and_the_other_node_waits() {
+    const TEST: &str = "a_long_compile_keeps_its_lease_and_the_other_node_waits";
+    if !available(TEST) {
+        return;
+    }
+    let server = RedisServer::start(&[]);
+    let d = Dirs::new();
+    // A compiler that takes 2 s (every call: both nodes use it, so the
+    // kernel's key is the same for both).
+    let (_script_dir, slow) = common::script("sleep 2\nexec c++ \"$@\"");
+    let mut r = remote(&server.url(), &[d.key("k", 8)]);
+    r.lease = Duration::from_millis(300);
+    let salt = salt(TEST);
+    let open = |name: &str| {
+        let config = Config::from_env()
+            .cache_dir(d.disk(name))
+            .remote(r.clone())
+            .compiler(slow.to_str().unwrap())
+            .pch_dir(None);
+        Device::builder().config(config).cpu().unwrap()
+    };
+    let (a, b) = (open("a"), open("b"));
+    let mut conn = server.connection();
+    std::thread::scope(|s| {
+        let first = s.spawn(|| run(&a, 2, &salt));
+        // B starts once A holds the lease.
+        loop {
+            let leases: Vec<String> = redis::cmd("KEYS")
+                .arg("kernelkit:*:lease")
+                .query(&mut conn)
+                .unwrap();
+            if !leases.is_empty() {
+                break;
+            }
+            assert!(!first.is_finished(), "A finished without a lease");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sb = run(&b, 2, &salt);
+        let sa = first.join().unwrap();
+        assert_eq!((sa.compiles, sa.remote_writes), (1, 1), "{}", sa.summary());
+        assert_eq!(
+            (sb.compiles, sb.remote_hits),
+            (0, 1),
+            "B waited past many lease lifetimes: {}",
+            sb.summary()
+        );
+    });
+}
+
+/// A lease whose holder died (taken here by hand, never renewed, never
+/// released) expires, and the next node takes over and compiles; without
+/// the expiry it would wait for its whole wait bound (an hour here).
+#[test]
+fn a_dead_compilers_lease_expires_and_another_node_takes_over() {
+    const TEST: &str = "a_dead_compilers_lease_expires_and_another_node_takes_over";
+    if !available(TEST) {
+        return;
+    }
+    let (scout, server) = (RedisServer::start(&[]), RedisServer::start(&[]));
+    let d = Dirs::new();
+    let key = d.key("k", 9);
+    let salt = salt(TEST);
+    // The kernel's Redis keys, learned from a scout server.
+    run(
+        &node(&d.disk("scout"), &remote(&scout.url(), &[key.clone()])),
+        4,
+        &salt,
+    );
+    let entry: Vec<String> = redis::cmd("KEYS")
+        .arg("kernelkit:*:entry")
+        .query(&mut scout.connection())
+        .unwrap();
+    let lease = entry[0].replace(":entry", ":lease");
+    // A compiler that died holding the lease (1.5 s left).
+    let mut conn = server.connection();
+    let _: () = redis::cmd("SET")
+        .arg(&lease)
+        .arg("a-dead-process")
+        .arg("PX")
+        .arg(1500)
+        .query(&mut conn)
+        .unwrap();
+    let mut r = remote(&server.url(), &[key]);
+    r.wait = Duration::from_secs(3600);
+    let s = run(&node(&d.disk("n"), &r), 4, &salt);
+    assert_eq!((s.compiles, s.remote_writes), (1, 1), "{}", s.summary());
+    let left: Option<String> = redis::cmd("GET").arg(&lease).query(&mut conn).unwrap();
+    assert_eq!(left, None, "the new holder released its lease");
+}
