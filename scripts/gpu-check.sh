@@ -106,6 +106,7 @@ cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
+[ -f scripts/fleet-check.sh ] && cp scripts/fleet-check.sh "$DEST/"
 du -sh "$DEST"
 echo
 echo 'run(command="bash .gpu/gpu-remote.sh", carry=[".gpu"], timeout_s=600)'
