@@ -55,10 +55,11 @@
 //!    build per key however many threads ask, different keys in parallel, a
 //!    failure delivered to every waiter and never cached), then the
 //!    artifact tiers (the disk store, [`cache::store`], shared by processes,
-//!    each entry checked against the files its compile read; placed,
-//!    bounded or turned off by the [`Config`], whose environment variables
-//!    are read in one place, [`Config::from_env`]), then the backend's
-//!    compiler.
+//!    each entry checked against the files its compile read; then, when
+//!    configured, the fleet tier on Redis, [`cache::remote`], shared by
+//!    nodes, its entries signed; placed, bounded or turned off by the
+//!    [`Config`], whose environment variables are read in one place,
+//!    [`Config::from_env`]), then the backend's compiler.
 //! 5. **Launch** (`device::dispatch`): outputs allocated in the stream's
 //!    order (a thread's spare first), then one borrowed launch description
 //!    to the backend, which marshals the arguments and launches on the

@@ -49,7 +49,8 @@ pub struct RemoteConfig {
     /// every one verifies. Empty: the tier stays off (with a warning when
     /// an address is set).
     pub key_files: Vec<PathBuf>,
-    /// Connection attempts give up after this.
+    /// Connection attempts give up after this (`KERNELKIT_REMOTE_TIMEOUT`,
+    /// seconds, sets both timeouts).
     pub connect_timeout: Duration,
     /// One command gives up after this.
     pub op_timeout: Duration,
@@ -128,7 +129,8 @@ impl RemoteConfig {
     }
 
     /// `KERNELKIT_REMOTE_CACHE`, `KERNELKIT_REMOTE_KEY_FILE`,
-    /// `KERNELKIT_REMOTE_TTL`, `KERNELKIT_REMOTE_WAIT`.
+    /// `KERNELKIT_REMOTE_TTL`, `KERNELKIT_REMOTE_WAIT`,
+    /// `KERNELKIT_REMOTE_TIMEOUT`.
     pub(super) fn from_vars(vars: &Vars<'_>) -> RemoteConfig {
         let warn = |message: String| {
             warn_once(&WARNED, &format!("kernelkit fleet tier: {message}"));
@@ -169,6 +171,12 @@ impl RemoteConfig {
         if let Some(wait) = seconds("KERNELKIT_REMOTE_WAIT", DEFAULT_WAIT) {
             c.wait = wait;
         }
+        if let Some(t) = seconds("KERNELKIT_REMOTE_TIMEOUT", DEFAULT_OP_TIMEOUT) {
+            if !t.is_zero() {
+                c.connect_timeout = t;
+                c.op_timeout = t;
+            }
+        }
         c
     }
 }
@@ -205,9 +213,12 @@ mod tests {
             ("KERNELKIT_REMOTE_KEY_FILE", "/k/new:/k/old"),
             ("KERNELKIT_REMOTE_TTL", "3600"),
             ("KERNELKIT_REMOTE_WAIT", "2.5"),
+            ("KERNELKIT_REMOTE_TIMEOUT", "0.1"),
         ])
         .cache
         .remote;
+        assert_eq!(c.connect_timeout, Duration::from_millis(100));
+        assert_eq!(c.op_timeout, Duration::from_millis(100));
         assert_eq!(c.urls, ["redis://a:1", "redis://b:2"]);
         assert_eq!(c.key_files, ["/k/new", "/k/old"].map(PathBuf::from));
         assert_eq!(c.ttl, Some(Duration::from_secs(3600)));
