@@ -62,7 +62,7 @@ pub(crate) struct ModuleResolver {
 /// What one tier gave for a key.
 enum Stored {
     /// A good artifact, loaded (and what it was loaded from).
-    Loaded(Module, Found),
+    Loaded(Module, Box<Found>),
     /// No artifact.
     Missing,
     /// An artifact the tier does not use here (with the tier's marker).

@@ -276,8 +276,8 @@ struct Good {
 /// A lookup's answer.
 pub(crate) enum Lookup {
     /// A valid, trusted entry whose dependencies are as they were when it
-    /// was compiled.
-    Hit(Found),
+    /// was compiled (boxed: a miss is the common small answer).
+    Hit(Box<Found>),
     /// No entry, an out-of-date one, or a bad one (already counted, and
     /// removed if corrupt).
     Miss,
@@ -436,14 +436,14 @@ impl ArtifactStore {
                 Ok(()) => {
                     // Last use for eviction; failing to record it is harmless.
                     let _ = good.file.set_modified(SystemTime::now());
-                    Lookup::Hit(Found {
+                    Lookup::Hit(Box::new(Found {
                         kernel: good.header.kernel,
                         backend: good.header.backend,
                         function: good.header.function,
                         identity: good.header.identity,
                         dependencies: good.dependencies,
                         payload: good.payload,
-                    })
+                    }))
                 }
                 Err(stale) => {
                     tracing::debug!(

@@ -49,8 +49,8 @@ impl Found {
 
 /// What a tier holds for a key.
 pub(crate) enum Lookup {
-    /// A good artifact.
-    Hit(Found),
+    /// A good artifact (boxed: a miss is the common small answer).
+    Hit(Box<Found>),
     /// Nothing (or nothing that could be read).
     Missing,
     /// Something that is not used here (rejected, out of date on this

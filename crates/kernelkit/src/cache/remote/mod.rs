@@ -230,7 +230,7 @@ impl RemoteTier {
 
     /// The entry and signature stored under `key` (`None` for the entry
     /// when there is none).
-    fn fetch(&self, key: &ModuleKey) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), OpError> {
+    fn fetch(&self, key: &ModuleKey) -> Result<Fetched, OpError> {
         let names = Names::of(key);
         self.server.run(|c| {
             redis::cmd("MGET")
@@ -240,6 +240,9 @@ impl RemoteTier {
         })
     }
 }
+
+/// An entry and its signature as fetched (either may be absent).
+type Fetched = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Why a fetched entry is not used.
 enum Refusal {
@@ -255,7 +258,7 @@ impl ArtifactTier for RemoteTier {
         let started = Instant::now();
         let found = match self.fetch(key) {
             Ok((Some(bytes), sig)) => match self.check(key, &bytes, sig.as_deref()) {
-                Some(found) => Lookup::Hit(found),
+                Some(found) => Lookup::Hit(Box::new(found)),
                 None => Lookup::Unusable {
                     seen: sig.unwrap_or_default(),
                 },
