@@ -141,6 +141,7 @@ cp crates/kernelkit-py/bench/compare.py "$DEST/compare.py"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
+[ -f scripts/fleet-check.sh ] && cp scripts/fleet-check.sh "$DEST/"
 du -sh "$DEST"
 echo
 echo 'run(command="bash .gpu/gpu-remote.sh", carry=[".gpu"], timeout_s=600)'

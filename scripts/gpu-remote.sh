@@ -184,6 +184,18 @@ precompile_cuda() {
 if "$G/kernelkit" --help 2>/dev/null | grep -q precompile; then
   step precompile_cuda precompile_cuda
 fi
+# The fleet tier (issue 23): remote_hit_ms beside warm_start_ms (a redis-server
+# on the PATH is started for it; without one the figure is left out, with a
+# note), then 16 processes x 16 new kernels with one Redis, and the same with
+# the Redis stopped against none configured.
+if "$G/kernelkit" bench --help 2>/dev/null | grep -q -- '--only-starts'; then
+  step fleet_starts timeout 300 "$G/kernelkit" bench --backend cuda --only-starts --json "$OUT/fleet-starts.json"
+  if command -v redis-server >/dev/null && [ -f "$G/fleet-check.sh" ]; then
+    step fleet_check env KK_CLI="$G/kernelkit" timeout 900 bash "$G/fleet-check.sh" cuda 2
+  elif [ -z "${KK_STEPS:-}" ]; then
+    status+=("fleet_check: no redis-server on the PATH")
+  fi
+fi
 
 echo
 echo "===== SUMMARY ====="

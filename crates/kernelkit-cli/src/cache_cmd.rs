@@ -1,5 +1,6 @@
 //! `kernelkit cache stats|list|verify|clear`: inspects and maintains the
-//! artifact store that devices share between processes;
+//! artifact store that devices share between processes (with `--remote`,
+//! the fleet tier on Redis instead: `cache_remote`);
 //! `kernelkit cache keygen|export|import`: signed bundles of compiled
 //! kernels (see `kernelkit::cache::bundle`).
 //!
@@ -17,6 +18,8 @@ use kernelkit::cache::bundle::{self, ExportFilter, SecretKey, Skipped, TrustedKe
 use kernelkit::cache::store::{ArtifactStore, StoreError};
 use kernelkit::{Config, Device};
 
+use crate::cache_remote::RemoteAction;
+
 /// Arguments of `kernelkit cache`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -24,6 +27,11 @@ pub struct Args {
     /// $XDG_CACHE_HOME/kernelkit or ~/.cache/kernelkit).
     #[arg(long, global = true)]
     dir: Option<PathBuf>,
+    /// Act on the fleet tier (the Redis of $KERNELKIT_REMOTE_CACHE; `verify`
+    /// checks signatures with $KERNELKIT_REMOTE_KEY_FILE) instead of the
+    /// disk store.
+    #[arg(long, global = true)]
+    remote: bool,
     #[command(subcommand)]
     action: Action,
 }
@@ -87,6 +95,21 @@ enum Action {
 /// Runs `kernelkit cache`.
 pub fn main(args: Args) -> ExitCode {
     let config = Config::from_env().cache;
+    if args.remote {
+        let action = match args.action {
+            Action::Stats { .. } => RemoteAction::Stats,
+            Action::List => RemoteAction::List,
+            Action::Verify => RemoteAction::Verify,
+            Action::Clear => RemoteAction::Clear,
+            Action::Keygen { .. } | Action::Export { .. } | Action::Import { .. } => {
+                eprintln!(
+                    "kernelkit cache: keygen, export and import work on bundles and the disk store, not on the fleet tier; drop --remote"
+                );
+                return ExitCode::from(2);
+            }
+        };
+        return crate::cache_remote::main(&config.remote, action);
+    }
     let Some(dir) = args.dir.or(config.dir) else {
         eprintln!("kernelkit cache: no home directory; pass --dir or set KERNELKIT_CACHE_DIR");
         return ExitCode::from(2);
@@ -221,7 +244,7 @@ fn clear(store: &ArtifactStore) -> Result<ExitCode, StoreError> {
 }
 
 /// `512 B`, `73.2 KiB`, `1.0 GiB`.
-fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = n as f64;
     let mut unit = 0;

@@ -27,10 +27,20 @@ pub struct Args {
     /// Elements per array.
     #[arg(long, default_value_t = 1024)]
     elements: usize,
+    /// Text put in a comment of every kernel's source: another salt makes
+    /// the same kernels new to every cache (to measure cold fleets).
+    #[arg(long)]
+    salt: Option<String>,
 }
 
 /// One thread's work: build, compile, run and check kernel `index`.
-fn worker(device: &Device, index: usize, elements: usize, barrier: &Barrier) -> Result<(), String> {
+fn worker(
+    device: &Device,
+    index: usize,
+    elements: usize,
+    salt: Option<&str>,
+    barrier: &Barrier,
+) -> Result<(), String> {
     let stream = device.new_stream().map_err(|e| e.to_string())?;
     let data: Vec<f32> = (0..elements).map(|i| i as f32).collect();
     let input = device
@@ -40,7 +50,11 @@ fn worker(device: &Device, index: usize, elements: usize, barrier: &Barrier) -> 
         .inputs(["inp"])
         .outputs(["out"])
         .source(format!(
-            "uint i = thread_position_in_grid.x; out[i] = inp[i] + {index}.0f;"
+            "{}uint i = thread_position_in_grid.x; out[i] = inp[i] + {index}.0f;",
+            salt.map_or(String::new(), |s| format!(
+                "/* {} */\n",
+                s.replace("*/", "* /")
+            ))
         ))
         .build()
         .map_err(|e| e.to_string())?;
@@ -96,8 +110,8 @@ pub fn main(args: Args) -> ExitCode {
         let errors: Vec<String> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..threads)
                 .map(|index| {
-                    let (device, barrier) = (&device, &barrier);
-                    scope.spawn(move || worker(device, index, elements, barrier))
+                    let (device, barrier, salt) = (&device, &barrier, args.salt.as_deref());
+                    scope.spawn(move || worker(device, index, elements, salt, barrier))
                 })
                 .collect();
             handles

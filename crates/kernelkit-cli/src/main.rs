@@ -6,8 +6,9 @@
 //! - `run`: runs a kernel from a spec file on real data.
 //! - `bench`: host overhead, contention and compile time, each beside its
 //!   baseline.
-//! - `cache`: inspects and maintains the artifact store; exports and
-//!   imports signed bundles of compiled kernels.
+//! - `cache`: inspects and maintains the artifact store (`--remote`: the
+//!   fleet tier on Redis); exports and imports signed bundles of compiled
+//!   kernels.
 //! - `precompile`: compiles spec files' calls ahead of time, in parallel.
 //! - `compile-worker` (hidden, `cuda` feature): serves CUDA compile jobs on
 //!   stdin/stdout for another process's kernelkit (see
@@ -15,6 +16,7 @@
 
 mod bench;
 mod cache_cmd;
+mod cache_remote;
 mod demo;
 mod failure;
 mod out_dir;

@@ -49,6 +49,7 @@ const BY_THREADS: &[&str] = &[
 fn quick_cpu_bench_prints_every_key_as_json() {
     let out = Command::new(env!("CARGO_BIN_EXE_kernelkit"))
         .args(["bench", "--backend", "cpu", "--quick", "--json"])
+        .env_remove("KERNELKIT_REMOTE_CACHE")
         .output()
         .expect("the kernelkit binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -142,6 +143,54 @@ fn quick_cpu_bench_prints_every_key_as_json() {
         .is_some_and(|n| n > 0));
     assert_eq!(report["backend"], "cpu");
     assert!(report["device"].as_str().is_some_and(|d| !d.is_empty()));
+    // Issue 23: with a redis-server to start, the first call of a kernel
+    // another node compiled, loaded from the fleet tier without a compile.
+    if redis_server_on_path() {
+        assert!(
+            report["remote_hit_ms"].is_number(),
+            "{}",
+            report["remote_hit_ms"]
+        );
+        assert_eq!(report["remote_hit_compiles"], 0, "{report}");
+        assert_eq!(report["remote_hit_remote_hits"], 1, "{report}");
+    } else {
+        println!("remote_hit_ms not checked: no redis-server on the PATH");
+    }
+}
+
+fn redis_server_on_path() -> bool {
+    Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `--only-starts`: a cold compile and the start figures, the fleet's too.
+#[test]
+fn only_starts_prints_the_start_figures() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit"))
+        .args([
+            "bench",
+            "--backend",
+            "cpu",
+            "--quick",
+            "--only-starts",
+            "--json",
+        ])
+        .env_remove("KERNELKIT_REMOTE_CACHE")
+        .output()
+        .expect("the kernelkit binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in ["cold_compile_ms", "cold_start_ms", "warm_start_ms"] {
+        assert!(report[key].is_number(), "`{key}` is {}", report[key]);
+    }
+    assert_eq!(report["warm_start_compiles"], 0, "{report}");
+    if redis_server_on_path() {
+        assert!(report["remote_hit_ms"].is_number(), "{report}");
+        assert_eq!(report["remote_hit_compiles"], 0, "{report}");
+    }
 }
 
 #[test]

@@ -286,3 +286,29 @@ fn bad_bundles_and_other_compilers_import_nothing() {
         eprintln!("skipped the other-compiler case: no g++ on the PATH");
     }
 }
+
+#[test]
+fn bundle_commands_refuse_the_fleet_tier() {
+    let root = tempfile::tempdir().unwrap();
+    let machine = Layout::new(root.path(), "builder", "work", "store");
+    let key = root.path().join("k");
+    for args in [
+        vec![
+            "cache",
+            "keygen",
+            "--remote",
+            "--out",
+            key.to_str().unwrap(),
+        ],
+        vec!["cache", "import", "--remote", key.to_str().unwrap()],
+    ] {
+        let out = machine.kernelkit(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("drop --remote"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    assert!(!key.exists(), "no key was made");
+}

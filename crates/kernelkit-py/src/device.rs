@@ -305,7 +305,9 @@ pub(crate) fn clear_streams(py: Python<'_>) -> PyResult<()> {
 /// What the kernel cache and the artifact store of `device` have done:
 /// `hits`, `misses`, `compiles` (one per distinct kernel variant, however
 /// many threads asked), `failures`, `compile_ns`, `disk_hits`,
-/// `disk_misses`, `disk_writes`, `disk_errors`, and `loaded_modules`.
+/// `disk_misses`, `disk_writes`, `disk_errors`, the fleet tier's
+/// `remote_hits`, `remote_misses`, `remote_writes`, `remote_errors`,
+/// `remote_rejected`, `remote_wait_ns`, and `loaded_modules`.
 #[pyfunction]
 pub(crate) fn cache_stats<'py>(
     py: Python<'py>,
@@ -331,6 +333,12 @@ fn stats_dict<'py>(py: Python<'py>, device: &Device) -> PyResult<Bound<'py, PyDi
         ("disk_misses", s.disk_misses),
         ("disk_writes", s.disk_writes),
         ("disk_errors", s.disk_errors),
+        ("remote_hits", s.remote_hits),
+        ("remote_misses", s.remote_misses),
+        ("remote_writes", s.remote_writes),
+        ("remote_errors", s.remote_errors),
+        ("remote_rejected", s.remote_rejected),
+        ("remote_wait_ns", s.remote_wait_ns),
         ("loaded_modules", device.loaded_modules() as u64),
     ] {
         dict.set_item(key, value)?;

@@ -58,15 +58,16 @@
 //!    build per key however many threads ask, different keys in parallel, a
 //!    failure delivered to every waiter and never cached), then the
 //!    artifact tiers (the disk store, [`cache::store`], shared by processes,
-//!    each entry checked against the files its compile read; placed,
-//!    bounded or turned off by the [`Config`], whose environment variables
-//!    are read in one place, [`Config::from_env`]), then the backend's
-//!    compiler. Steps 3 and 4 can run ahead of time, in parallel and in
-//!    the background ([`Precompile`]); [`Call::cache_state`] says where a
-//!    call would find its function without looking further; and the
-//!    store's entries travel between machines in signed bundles
-//!    ([`cache::bundle`]), so a fresh process on a node loads rather than
-//!    compiles.
+//!    each entry checked against the files its compile read; then, when
+//!    configured, the fleet tier on Redis, [`cache::remote`], shared by
+//!    nodes, its entries signed; placed, bounded or turned off by the
+//!    [`Config`], whose environment variables are read in one place,
+//!    [`Config::from_env`]), then the backend's compiler. Steps 3 and 4
+//!    can run ahead of time, in parallel and in the background
+//!    ([`Precompile`]); [`Call::cache_state`] says where a call would find
+//!    its function without looking further; and the store's entries travel
+//!    between machines in signed bundles ([`cache::bundle`]), so a fresh
+//!    process on a node loads rather than compiles.
 //! 5. **Launch** (`device::dispatch`): outputs allocated in the stream's
 //!    order (a thread's spare first), then one borrowed launch description
 //!    to the backend, which marshals the arguments and launches on the

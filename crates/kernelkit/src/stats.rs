@@ -173,6 +173,21 @@ pub struct CacheStats {
     pub disk_writes: u64,
     /// Store reads or writes that failed (each degraded to compiling).
     pub disk_errors: u64,
+    /// Modules loaded from the fleet tier (Redis) instead of compiled.
+    pub remote_hits: u64,
+    /// Fleet tier lookups that found nothing usable before a compile.
+    pub remote_misses: u64,
+    /// Entries written to the fleet tier.
+    pub remote_writes: u64,
+    /// Fleet tier commands that failed (server away, stalled, full), each
+    /// degraded to compiling here.
+    pub remote_errors: u64,
+    /// Fleet tier entries refused: unsigned, signed by an unknown key,
+    /// badly signed, corrupt or under another key (never loaded).
+    pub remote_rejected: u64,
+    /// Wall time spent on the fleet tier (reads, writes, waiting for another
+    /// node's compile), in nanoseconds.
+    pub remote_wait_ns: u64,
 }
 
 impl CacheStats {
@@ -180,7 +195,7 @@ impl CacheStats {
     /// `cache:` line that `kernelkit demo` prints.
     pub fn summary(&self) -> String {
         format!(
-            "hits={} misses={} compiles={} failures={} compile_ms={:.1} disk_hits={} disk_misses={} disk_writes={} disk_errors={}",
+            "hits={} misses={} compiles={} failures={} compile_ms={:.1} disk_hits={} disk_misses={} disk_writes={} disk_errors={} remote_hits={} remote_misses={} remote_writes={} remote_errors={} remote_rejected={} remote_wait_ms={:.1}",
             self.hits,
             self.misses,
             self.compiles,
@@ -189,7 +204,13 @@ impl CacheStats {
             self.disk_hits,
             self.disk_misses,
             self.disk_writes,
-            self.disk_errors
+            self.disk_errors,
+            self.remote_hits,
+            self.remote_misses,
+            self.remote_writes,
+            self.remote_errors,
+            self.remote_rejected,
+            self.remote_wait_ns as f64 / 1e6
         )
     }
 }

@@ -76,7 +76,7 @@ pub(crate) fn measure(backend: BackendName, rounds: usize) -> Result<BundleFigur
     let mut built = tmp("a temporary artifact store")?;
     let compile_us = measure::repeated(rounds, || {
         built = tmp("a temporary artifact store")?;
-        let (_, report) = startup::spawn(backend, ChildTask::Kernel, built.path())?;
+        let (_, report) = startup::spawn(backend, ChildTask::Kernel, built.path(), None)?;
         Ok(report.first_call_us)
     })?;
     // A bundle of that store.
@@ -95,7 +95,7 @@ pub(crate) fn measure(backend: BackendName, rounds: usize) -> Result<BundleFigur
     let mut imported_us = Vec::new();
     let mut compiled_nothing = true;
     for _ in 0..rounds {
-        let (_, warm) = startup::spawn(backend, ChildTask::Kernel, built.path())?;
+        let (_, warm) = startup::spawn(backend, ChildTask::Kernel, built.path(), None)?;
         warm_us.push(warm.first_call_us);
         let target = tmp("a temporary artifact store")?;
         let store = ArtifactStore::create(target.path())
@@ -110,7 +110,7 @@ pub(crate) fn measure(backend: BackendName, rounds: usize) -> Result<BundleFigur
                 r.imported, exported.entries
             )));
         }
-        let (_, report) = startup::spawn(backend, ChildTask::Kernel, target.path())?;
+        let (_, report) = startup::spawn(backend, ChildTask::Kernel, target.path(), None)?;
         compiled_nothing &= report.compiles == 0 && report.disk_hits == 1;
         imported_us.push(report.first_call_us);
     }

@@ -12,7 +12,10 @@
 //! 3. compiles (`compile`): one cold compile, N in parallel against N in a
 //!    row, a herd of 64 threads on one new kernel;
 //! 4. process start (`startup`): a child process with an empty, then a warm,
-//!    artifact store;
+//!    artifact store; then (`fleet`) one with an empty store whose kernel
+//!    another child shared through the fleet tier on Redis
+//!    (`remote_hit_ms`; `--only-starts` runs this step and a cold compile
+//!    alone);
 //! 5. (CPU) a threadgroup that synchronises (`group`): a 256-thread
 //!    reduction with barriers (fibers) against the same sums by one thread;
 //! 6. the variant memo (`memo`): `prepare` cycling over 32 to 1,000
@@ -31,6 +34,7 @@
 mod bundle;
 mod compile;
 mod contention;
+mod fleet;
 mod group;
 mod header;
 mod host;
@@ -80,12 +84,16 @@ pub struct Args {
     /// Measure the cold-start figures only: a fresh process's first call
     /// after a compile, on a warm store, after a bundle import; a
     /// precompile of 16 kernels beside the slowest single compile.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["only_store", "only_starts"])]
     only_bundles: bool,
     /// Measure the variant memo figures only (with the all-hit `prepare`
     /// they are compared with).
-    #[arg(long, conflicts_with = "only_store")]
+    #[arg(long, conflicts_with_all = ["only_store", "only_starts", "only_bundles"])]
     only_memo: bool,
+    /// Measure a cold compile and the process starts only (cold, warm, and
+    /// from the fleet tier: `remote_hit_ms`).
+    #[arg(long, conflicts_with = "only_store")]
+    only_starts: bool,
     /// Internal: run as the child process of the start figures.
     #[arg(long, value_enum, hide = true)]
     child: Option<ChildTask>,
@@ -241,6 +249,15 @@ pub fn main(args: Args) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    } else if args.only_starts {
+        let backend = args.backend.unwrap_or_else(BackendName::detect);
+        match starts_only(backend, &effort) {
+            Ok(r) => (r.table(), serde_json::to_string_pretty(&r)),
+            Err(e) => {
+                eprintln!("kernelkit bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     } else {
         // Every device of the run keeps its caches in memory (see
         // `BackendName::open`): the compile figures must find nothing on
@@ -276,6 +293,31 @@ pub fn main(args: Args) -> ExitCode {
         None => print!("{table}"),
     }
     ExitCode::SUCCESS
+}
+
+/// `--only-starts`: a cold compile, the process starts, the fleet's.
+fn starts_only(backend: BackendName, effort: &Effort) -> Result<report::StartsReport, BenchError> {
+    progress("cold compile");
+    let cold_compile_ms =
+        measure::repeated(effort.cold_compiles, || compile::cold_compile_ms(backend))?;
+    progress("process starts (cold, warm, floor)");
+    let starts = startup::measure(backend, effort.cold_starts, effort.warm_starts)?;
+    progress("process starts on an empty disk, the kernel in the fleet tier (Redis)");
+    let fleet = fleet::measure(backend, effort.warm_starts)?;
+    Ok(report::StartsReport {
+        backend: backend.as_str().to_string(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        quick: effort.quick,
+        cold_compile_ms,
+        cold_start_ms: starts.cold_ms,
+        warm_start_ms: starts.warm_ms,
+        start_floor_ms: starts.floor_ms,
+        cold_start_compiles: starts.cold.compiles,
+        warm_start_compiles: starts.warm.compiles,
+        remote_hit_ms: fleet.map(|f| f.remote_hit_ms),
+        remote_hit_compiles: fleet.map(|f| f.report.compiles),
+        remote_hit_remote_hits: fleet.map(|f| f.report.remote_hits),
+    })
 }
 
 /// The 1-minute load average, where the system reports one.
@@ -405,6 +447,8 @@ fn run(backend: BackendName, effort: &Effort, store: &store::Setup) -> Result<Re
 
     progress("process starts (cold, warm, floor)");
     let starts = startup::measure(backend, effort.cold_starts, effort.warm_starts)?;
+    progress("process starts on an empty disk, the kernel in the fleet tier (Redis)");
+    let fleet = fleet::measure(backend, effort.warm_starts)?;
 
     let group = if backend == BackendName::Cpu {
         progress("a 256-thread group reduction with and without barriers");
@@ -464,6 +508,9 @@ fn run(backend: BackendName, effort: &Effort, store: &store::Setup) -> Result<Re
         cold_start_compiles: starts.cold.compiles,
         warm_start_compiles: starts.warm.compiles,
         warm_start_disk_hits: starts.warm.disk_hits,
+        remote_hit_ms: fleet.map(|f| f.remote_hit_ms),
+        remote_hit_compiles: fleet.map(|f| f.report.compiles),
+        remote_hit_remote_hits: fleet.map(|f| f.report.remote_hits),
         group_reduce_barrier_ns: group.as_ref().map(|g| g.barrier_ns),
         group_reduce_plain_ns: group.as_ref().map(|g| g.plain_ns),
         memo,

@@ -99,6 +99,17 @@ pub(crate) struct Report {
     pub(crate) warm_start_compiles: u64,
     /// Modules the last warm child loaded from the store.
     pub(crate) warm_start_disk_hits: u64,
+    /// A child with an empty disk store whose kernel another node compiled
+    /// and shared through the fleet tier (Redis), ms; absent without a
+    /// Redis to use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_hit_ms: Option<f64>,
+    /// Compiles in the last such child (0 when the fleet tier works).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_hit_compiles: Option<u64>,
+    /// Modules the last such child loaded from the fleet tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_hit_remote_hits: Option<u64>,
     /// (CPU) A 256-thread group reduction with barriers, per group, ns:
     /// the threads run as fibers switched at each of its 9 barriers.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -615,6 +626,11 @@ impl Report {
             )
             .target("≤ 5% of cold", share <= 0.05),
         );
+        rows.extend(remote_row(
+            self.remote_hit_ms,
+            self.remote_hit_compiles,
+            self.warm_start_ms,
+        ));
         if cuda {
             let over = self.warm_start_ms - self.start_floor_ms;
             rows.push(
@@ -721,6 +737,89 @@ pub(crate) fn bundle_table(f: &super::bundle::BundleFigures, quick: bool) -> Str
         ),
     ];
     table(title, &rows)
+}
+
+/// The `remote_hit_ms` row beside `warm_start_ms`, if it was measured.
+fn remote_row(remote: Option<f64>, compiles: Option<u64>, warm: f64) -> Option<Row> {
+    let remote = remote?;
+    let over = remote - warm;
+    Some(
+        Row::new(
+            "remote_hit_ms",
+            format!("{} ({} compiles)", ms(remote), compiles.unwrap_or(0)),
+        )
+        .baseline("warm_start_ms", ms(warm), format!("{over:+.2} ms"))
+        .target(
+            "≤ warm + 5 ms, 0 compiles",
+            over <= 5.0 && compiles == Some(0),
+        ),
+    )
+}
+
+/// The report of `kernelkit bench --only-starts`: a cold compile and the
+/// process start figures, with the fleet tier's.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StartsReport {
+    /// `cpu` or `cuda`.
+    pub(crate) backend: String,
+    /// Hardware threads of this machine.
+    pub(crate) cores: usize,
+    /// Whether this was a `--quick` run.
+    pub(crate) quick: bool,
+    pub(crate) cold_compile_ms: f64,
+    pub(crate) cold_start_ms: f64,
+    pub(crate) warm_start_ms: f64,
+    pub(crate) start_floor_ms: f64,
+    pub(crate) cold_start_compiles: u64,
+    pub(crate) warm_start_compiles: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_hit_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_hit_compiles: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_hit_remote_hits: Option<u64>,
+}
+
+impl StartsReport {
+    /// The table for people.
+    pub(crate) fn table(&self) -> String {
+        let title = format!(
+            "kernelkit bench --only-starts: {} ({} cores){}\n",
+            self.backend,
+            self.cores,
+            if self.quick { ", --quick" } else { "" }
+        );
+        let mut rows = vec![
+            Row::new("cold_compile_ms", ms(self.cold_compile_ms)),
+            Row::new(
+                "cold_start_ms",
+                format!(
+                    "{} ({} compiles)",
+                    ms(self.cold_start_ms),
+                    self.cold_start_compiles
+                ),
+            )
+            .baseline(
+                "start_floor_ms (no kernel)",
+                ms(self.start_floor_ms),
+                times(self.cold_start_ms / self.start_floor_ms),
+            ),
+            Row::new(
+                "warm_start_ms",
+                format!(
+                    "{} ({} compiles)",
+                    ms(self.warm_start_ms),
+                    self.warm_start_compiles
+                ),
+            ),
+        ];
+        rows.extend(remote_row(
+            self.remote_hit_ms,
+            self.remote_hit_compiles,
+            self.warm_start_ms,
+        ));
+        table(title, &rows)
+    }
 }
 
 /// `title`, then the rows under a header, then which targets were missed.

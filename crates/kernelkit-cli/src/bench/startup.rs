@@ -48,6 +48,9 @@ pub(crate) struct ChildReport {
     /// compile or a load, then the launch).
     #[serde(default)]
     pub(crate) first_call_us: f64,
+    /// Modules loaded from the fleet tier.
+    #[serde(default)]
+    pub(crate) remote_hits: u64,
 }
 
 /// The start figures.
@@ -106,28 +109,44 @@ fn child(backend: BackendName, task: ChildTask) -> Result<ChildReport, BenchErro
         compiles: stats.compiles,
         disk_hits: stats.disk_hits,
         first_call_us,
+        remote_hits: stats.remote_hits,
     })
 }
 
-/// Spawns one child with the store in `store`; its wall time (ms) and report.
+/// The fleet tier a child uses: the Redis URL and the key files (the
+/// `KERNELKIT_REMOTE_*` values).
+pub(crate) type Fleet<'a> = (&'a str, &'a std::ffi::OsStr);
+
+/// Spawns one child with the store in `store` (and the fleet tier `fleet`,
+/// else none); its wall time (ms) and report.
 pub(crate) fn spawn(
     backend: BackendName,
     task: ChildTask,
     store: &Path,
+    fleet: Option<Fleet<'_>>,
 ) -> Result<(f64, ChildReport), BenchError> {
     let exe = std::env::current_exe().map_err(|e| BenchError::Io("this executable", e))?;
+    let mut cmd = Command::new(&exe);
+    cmd.args([
+        "bench",
+        "--backend",
+        backend.as_str(),
+        "--child",
+        task.as_arg(),
+    ])
+    .env("KERNELKIT_CACHE", "disk")
+    .env("KERNELKIT_CACHE_DIR", store)
+    .stdin(Stdio::null());
+    match fleet {
+        Some((url, key)) => cmd
+            .env("KERNELKIT_REMOTE_CACHE", url)
+            .env("KERNELKIT_REMOTE_KEY_FILE", key),
+        None => cmd
+            .env_remove("KERNELKIT_REMOTE_CACHE")
+            .env_remove("KERNELKIT_REMOTE_KEY_FILE"),
+    };
     let started = Instant::now();
-    let out = Command::new(&exe)
-        .args([
-            "bench",
-            "--backend",
-            backend.as_str(),
-            "--child",
-            task.as_arg(),
-        ])
-        .env("KERNELKIT_CACHE", "disk")
-        .env("KERNELKIT_CACHE_DIR", store)
-        .stdin(Stdio::null())
+    let out = cmd
         .output()
         .map_err(|e| BenchError::Io("a child process", e))?;
     let ms = started.elapsed().as_secs_f64() * 1e3;
@@ -161,19 +180,19 @@ pub(crate) fn measure(
     let mut store = tmp("a temporary artifact store")?;
     let cold_ms = measure::repeated(cold, || {
         store = tmp("a temporary artifact store")?;
-        let (ms, report) = spawn(backend, ChildTask::Kernel, store.path())?;
+        let (ms, report) = spawn(backend, ChildTask::Kernel, store.path(), None)?;
         cold_report = report;
         Ok(ms)
     })?;
     let mut warm_report = ChildReport::default();
     let warm_ms = measure::repeated(warm, || {
-        let (ms, report) = spawn(backend, ChildTask::Kernel, store.path())?;
+        let (ms, report) = spawn(backend, ChildTask::Kernel, store.path(), None)?;
         warm_report = report;
         Ok(ms)
     })?;
     let floor_store = tmp("a temporary artifact store")?;
     let floor_ms = measure::repeated(warm, || {
-        Ok(spawn(backend, ChildTask::Floor, floor_store.path())?.0)
+        Ok(spawn(backend, ChildTask::Floor, floor_store.path(), None)?.0)
     })?;
     Ok(StartFigures {
         cold_ms,

@@ -1,10 +1,11 @@
 //! The module resolver under the variant cache: memory → artifact tiers →
 //! compile (`resolver`), with the one 128-bit module key ([`key`]), the
 //! in-memory module cache with single flight (`kernel_cache`), the tier
-//! seam (`tier`) and its first implementation, the disk store ([`store`]
-//! and its file format [`entry`]; its settings are
-//! [`crate::config::CacheConfig`]), and the signed bundles that carry
-//! store entries from one machine to others ([`bundle`]).
+//! seam (`tier`) and its implementations: the disk store ([`store`] and
+//! its file format [`entry`]; its settings are
+//! [`crate::config::CacheConfig`]) and the fleet tier on Redis ([`remote`],
+//! which stores the same entries, signed); and the signed bundles that
+//! carry store entries from one machine to others ([`bundle`]).
 //!
 //! **What this floor may import:** `backend` (to compile and load) and the
 //! floors below it; nothing from `device`, `array` or `kernel`.
@@ -14,6 +15,7 @@ pub mod entry;
 pub(crate) mod kernel_cache;
 pub mod key;
 mod lock;
+pub mod remote;
 pub(crate) mod resolver;
 pub use resolver::CacheState;
 pub mod store;

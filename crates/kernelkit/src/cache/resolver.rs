@@ -2,14 +2,17 @@
 //!
 //! - **Memory** ([`KernelCache`]): loaded modules by [`ModuleKey`], one
 //!   build per key however many threads ask, different keys in parallel.
-//! - **Tiers** ([`ArtifactTier`]; the disk store when the configuration
-//!   has one): asked in order; the first good artifact that loads wins.
-//!   Before compiling, the resolver claims the key in the first tier that
-//!   offers claims (the store's per-key file lock), so other processes that
-//!   miss it wait for this one's artifact, and asks once more after the
+//! - **Tiers** ([`ArtifactTier`]; the disk store, then the fleet's Redis,
+//!   when the configuration has them): asked in order; the first good
+//!   artifact that loads wins, and is written into the tiers before the
+//!   one it came from (a fleet hit lands on the disk). Before compiling,
+//!   the resolver claims the key in each tier that offers claims (the
+//!   store's per-key file lock, the fleet's lease), so other processes that
+//!   miss it wait for this one's artifact, and looks once more after each
 //!   claim (another process may have published it meanwhile).
 //! - **Compile**: the backend's compiler; the artifact goes into every tier
-//!   (when its dependency list is known), then is loaded.
+//!   (when its dependency list is known), then the claims are released and
+//!   the artifact is loaded.
 //!
 //! A tier's trouble is a miss and a counter in that tier, never a failed
 //! call; a compile error is reported to every waiter and never cached.
@@ -27,26 +30,30 @@ use std::time::Instant;
 use crate::backend::{Backend, CompileJob, Compiled, Module};
 use crate::cache::kernel_cache::{KernelCache, Outcome};
 use crate::cache::key::{IdentityDigest, ModuleKey};
-use crate::cache::tier::{Artifact, ArtifactTier};
+use crate::cache::tier::{Artifact, ArtifactTier, Claimed, Found, Lookup};
 use crate::error::CompileError;
 use crate::stats::CacheStats;
 
 /// Where a variant's module is already compiled (see `Call::cache_state`):
 /// a call that finds it in memory costs no compile and no load; one that
 /// finds it on disk costs a load (well under a millisecond on the CPU);
-/// one that finds neither compiles.
+/// one that finds it in the fleet tier costs a fetch and a load (and
+/// writes it to the disk); one that finds none of them compiles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheState {
     /// Loaded by this device, in this process.
     pub memory: bool,
     /// In the device's artifact store, good and up to date.
     pub disk: bool,
+    /// In the fleet tier (Redis, [`crate::cache::remote`]), signed by a
+    /// key this node holds, good and up to date here.
+    pub remote: bool,
 }
 
 impl CacheState {
     /// Whether a call would find it without compiling.
     pub fn compiled(&self) -> bool {
-        self.memory || self.disk
+        self.memory || self.disk || self.remote
     }
 }
 
@@ -71,10 +78,12 @@ pub(crate) struct ModuleResolver {
 
 /// What one tier gave for a key.
 enum Stored {
-    /// A good artifact, loaded.
-    Loaded(Module),
-    /// No usable artifact.
+    /// A good artifact, loaded (and what it was loaded from).
+    Loaded(Module, Box<Found>),
+    /// No artifact.
     Missing,
+    /// An artifact the tier does not use here (with the tier's marker).
+    Unusable(Vec<u8>),
     /// A good artifact that did not load (already counted).
     NotLoaded,
 }
@@ -132,7 +141,8 @@ impl ModuleResolver {
             ModuleKey::derive_hashed(backend.name(), backend.identity(), function, source_hash);
         CacheState {
             memory: self.memory.is_ready(&key),
-            disk: self.tiers.iter().any(|t| t.holds(&key)),
+            disk: self.tiers.iter().any(|t| !t.shared() && t.holds(&key)),
+            remote: self.tiers.iter().any(|t| t.shared() && t.holds(&key)),
         }
     }
 
@@ -151,22 +161,41 @@ impl ModuleResolver {
         job: &CompileJob<'_>,
         key: &ModuleKey,
     ) -> Result<Module, CompileError> {
-        let mut missing = Vec::with_capacity(self.tiers.len());
-        for tier in &self.tiers {
+        let mut status = Vec::with_capacity(self.tiers.len());
+        for (i, tier) in self.tiers.iter().enumerate() {
             match load_stored(backend, &**tier, key, job) {
-                Stored::Loaded(module) => return Ok(module),
-                stored => missing.push(matches!(stored, Stored::Missing)),
+                Stored::Loaded(module, found) => {
+                    self.backfill(i, key, &found);
+                    return Ok(module);
+                }
+                stored => status.push(stored),
             }
         }
-        let claim = self.tiers.iter().find_map(|tier| tier.claim(key));
-        // Another process may have published it while this one waited (an
-        // artifact that was there but did not load is not tried twice).
-        if claim.is_some() {
-            for (tier, was_missing) in self.tiers.iter().zip(&missing) {
-                if *was_missing {
-                    if let Stored::Loaded(module) = load_stored(backend, &**tier, key, job) {
-                        return Ok(module);
-                    }
+        // Claims in tier order (the disk store's lock serializes the
+        // processes of one machine, the fleet's lease those of every
+        // machine). Another process may have published the artifact while
+        // this one waited: after a claim, look again in that tier, when it
+        // said a new one is there, or when it had nothing before (an
+        // artifact that did not load is not tried twice; one that was
+        // unusable is tried again only once the tier saw it replaced).
+        let mut claims = Vec::new();
+        for (i, tier) in self.tiers.iter().enumerate() {
+            let seen = match &status[i] {
+                Stored::Unusable(seen) => Some(seen.as_slice()),
+                _ => None,
+            };
+            let look_again = match tier.claim(key, seen) {
+                Claimed::Held(claim) => {
+                    claims.push(claim);
+                    matches!(status[i], Stored::Missing)
+                }
+                Claimed::Published => !matches!(status[i], Stored::NotLoaded),
+                Claimed::Unclaimed => false,
+            };
+            if look_again {
+                if let Stored::Loaded(module, found) = load_stored(backend, &**tier, key, job) {
+                    self.backfill(i, key, &found);
+                    return Ok(module);
                 }
             }
         }
@@ -193,8 +222,19 @@ impl ModuleResolver {
                 job.kernel
             ),
         }
-        drop(claim);
+        // Released last: the waiters find the artifact in every tier.
+        drop(claims);
         backend.load(job, &compiled.artifact)
+    }
+
+    /// Keeps an artifact found in tier `found_in` in the tiers before it
+    /// (a fleet hit goes to the disk, so the next process of this machine
+    /// finds it there).
+    fn backfill(&self, found_in: usize, key: &ModuleKey, found: &Found) {
+        let artifact = found.artifact();
+        for tier in &self.tiers[..found_in] {
+            tier.put(key, &artifact);
+        }
     }
 
     /// Runs the backend compiler, counting the run and its wall time.
@@ -243,13 +283,15 @@ fn load_stored(
     key: &ModuleKey,
     job: &CompileJob<'_>,
 ) -> Stored {
-    let Some(bytes) = tier.get(key) else {
-        return Stored::Missing;
+    let found = match tier.get(key) {
+        Lookup::Hit(found) => found,
+        Lookup::Missing => return Stored::Missing,
+        Lookup::Unusable { seen } => return Stored::Unusable(seen),
     };
-    match backend.load(job, &bytes) {
+    match backend.load(job, &found.payload) {
         Ok(module) => {
             tier.record_hit();
-            Stored::Loaded(module)
+            Stored::Loaded(module, found)
         }
         Err(e) => {
             tier.record_bad_load(key, &e);

@@ -67,6 +67,7 @@ use crate::cache::entry::{self, Contents, Dependencies, EntryError, Header, MAX_
 use crate::cache::key::ModuleKey;
 use crate::cache::lock::KeyLock;
 use crate::cache::tally;
+use crate::cache::tier::{Claimed, Found};
 use crate::cache::trust;
 use crate::config::{CacheConfig, CacheMode, DEFAULT_MAX_BYTES};
 use crate::error::CompileError;
@@ -265,6 +266,7 @@ pub struct ClearReport {
 /// An entry that passed every check of its own (the dependency list is
 /// checked by the lookup).
 struct Good {
+    header: Header,
     payload: Vec<u8>,
     dependencies: Dependencies,
     /// The open entry file, to record its last use on a hit.
@@ -273,9 +275,9 @@ struct Good {
 
 /// A lookup's answer.
 pub(crate) enum Lookup {
-    /// The payload of a valid, trusted entry whose dependencies are as
-    /// they were when it was compiled.
-    Hit(Vec<u8>),
+    /// A valid, trusted entry whose dependencies are as they were when it
+    /// was compiled (boxed: a miss is the common small answer).
+    Hit(Box<Found>),
     /// No entry, an out-of-date one, or a bad one (already counted, and
     /// removed if corrupt).
     Miss,
@@ -411,7 +413,7 @@ impl ArtifactStore {
     /// lookup (see [`ArtifactStore`]'s module documentation).
     pub fn get(&self, key: &ModuleKey) -> Option<Vec<u8>> {
         match self.lookup(key) {
-            Lookup::Hit(bytes) => Some(bytes),
+            Lookup::Hit(found) => Some(found.payload),
             Lookup::Miss => None,
         }
     }
@@ -434,7 +436,14 @@ impl ArtifactStore {
                 Ok(()) => {
                     // Last use for eviction; failing to record it is harmless.
                     let _ = good.file.set_modified(SystemTime::now());
-                    Lookup::Hit(good.payload)
+                    Lookup::Hit(Box::new(Found {
+                        kernel: good.header.kernel,
+                        backend: good.header.backend,
+                        function: good.header.function,
+                        identity: good.header.identity,
+                        dependencies: good.dependencies,
+                        payload: good.payload,
+                    }))
                 }
                 Err(stale) => {
                     tracing::debug!(
@@ -508,6 +517,7 @@ impl ArtifactStore {
         };
         let parsed = parse_for(key, &bytes)?;
         Ok(Some(Good {
+            header: parsed.header,
             payload: parsed.payload.to_vec(),
             dependencies: parsed.dependencies,
             file,
@@ -1091,10 +1101,13 @@ fn read_prefix(path: &Path) -> io::Result<Vec<u8>> {
 mod tests;
 
 impl crate::cache::tier::ArtifactTier for ArtifactStore {
-    fn get(&self, key: &ModuleKey) -> Option<Vec<u8>> {
+    fn get(&self, key: &ModuleKey) -> crate::cache::tier::Lookup {
+        // A stale or bad entry is rewritten by the compile; the store's
+        // lock makes the next look after a wait cheap and right, so every
+        // miss is `Missing` here.
         match self.lookup(key) {
-            Lookup::Hit(bytes) => Some(bytes),
-            Lookup::Miss => None,
+            Lookup::Hit(found) => crate::cache::tier::Lookup::Hit(found),
+            Lookup::Miss => crate::cache::tier::Lookup::Missing,
         }
     }
     fn record_hit(&self) {
@@ -1106,9 +1119,11 @@ impl crate::cache::tier::ArtifactTier for ArtifactStore {
     fn record_bad_load(&self, key: &ModuleKey, error: &CompileError) {
         ArtifactStore::record_bad_load(self, key, error)
     }
-    fn claim(&self, key: &ModuleKey) -> Option<crate::cache::tier::Claim> {
-        self.lock(key)
-            .map(|lock| Box::new(lock) as crate::cache::tier::Claim)
+    fn claim(&self, key: &ModuleKey, _seen: Option<&[u8]>) -> Claimed {
+        match self.lock(key) {
+            Some(lock) => Claimed::Held(Box::new(lock)),
+            None => Claimed::Unclaimed,
+        }
     }
     fn put(&self, key: &ModuleKey, artifact: &crate::cache::tier::Artifact<'_>) {
         // A failure is counted and reported by `write`; the device has its
@@ -1117,6 +1132,9 @@ impl crate::cache::tier::ArtifactTier for ArtifactStore {
     }
     fn holds(&self, key: &ModuleKey) -> bool {
         ArtifactStore::holds(self, key)
+    }
+    fn shared(&self) -> bool {
+        false
     }
     fn add_stats(&self, stats: &mut CacheStats) {
         ArtifactStore::add_stats(self, stats)

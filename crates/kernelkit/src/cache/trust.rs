@@ -28,6 +28,39 @@ pub(crate) fn check_file(meta: &Metadata) -> Result<(), Distrust> {
     check_owner_and_mode(meta)
 }
 
+/// Checks a secret's file (the fleet tier's signing key): the current
+/// user's, a regular file, and neither readable nor writable by group or
+/// others (a secret others can read signs for them too).
+pub(crate) fn check_secret_file(meta: &Metadata) -> Result<(), Distrust> {
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    check_owner_and_mode(meta)?;
+    if let Some(mode) = exposed_mode(meta) {
+        return Err(format!(
+            "its mode {mode:04o} lets other users read it (expected 0600 or 0400)"
+        ));
+    }
+    Ok(())
+}
+
+/// The permission bits of a file that group or others may read, write or
+/// run (`None` when they may not): a private key's file must not be
+/// (the fleet's secrets, and the bundles' Ed25519 signing keys).
+pub(crate) fn exposed_mode(meta: &Metadata) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let mode = meta.mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            return Some(mode);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = meta;
+    None
+}
+
 #[cfg(unix)]
 fn check_owner_and_mode(meta: &Metadata) -> Result<(), Distrust> {
     use std::os::unix::fs::MetadataExt;
@@ -69,5 +102,17 @@ mod tests {
         }
         assert!(check_dir(&std::fs::metadata(&file).unwrap()).is_err());
         assert!(check_file(&std::fs::metadata(dir.path()).unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_secret_readable_by_others_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key");
+        std::fs::write(&file, [7u8; 32]).unwrap();
+        for (mode, ok) in [(0o600, true), (0o400, true), (0o640, false), (0o604, false)] {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            let meta = std::fs::metadata(&file).unwrap();
+            assert_eq!(check_secret_file(&meta).is_ok(), ok, "mode {mode:o}");
+        }
     }
 }

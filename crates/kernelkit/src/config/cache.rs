@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
+use super::remote::RemoteConfig;
 use super::{warn_once, Vars};
 
 /// Default size limit of the store: 1 GiB.
@@ -42,6 +43,9 @@ pub struct CacheConfig {
     /// an entry whose dependency list names a path under it, since such a
     /// path means nothing on another machine or for another user.
     pub home: Option<PathBuf>,
+    /// The fleet tier under the disk tier (Redis; off unless an address
+    /// and a key are given: see [`RemoteConfig`]).
+    pub remote: RemoteConfig,
 }
 
 /// No disk tier (no directory is known without the environment), the
@@ -54,6 +58,7 @@ impl Default for CacheConfig {
             max_bytes: DEFAULT_MAX_BYTES,
             trusted_keys: None,
             home: None,
+            remote: RemoteConfig::default(),
         }
     }
 }
@@ -64,7 +69,7 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 impl CacheConfig {
     /// `KERNELKIT_CACHE`, `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`,
     /// `KERNELKIT_TRUSTED_KEYS` (and `HOME`, `XDG_CACHE_HOME` for the
-    /// default directory).
+    /// default directory), and the fleet tier's `KERNELKIT_REMOTE_*`.
     pub(super) fn from_vars(vars: &Vars<'_>) -> CacheConfig {
         let warn = |message: String| {
             warn_once(&WARNED, &format!("kernelkit artifact store: {message}"));
@@ -104,6 +109,7 @@ impl CacheConfig {
                 .os("HOME")
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute()),
+            remote: RemoteConfig::from_vars(vars),
         }
     }
 }

@@ -18,6 +18,11 @@
 //! | `KERNELKIT_CACHE_DIR` | [`CacheConfig::dir`] | `$XDG_CACHE_HOME/kernelkit`, else `$HOME/.cache/kernelkit` (`~/Library/Caches/kernelkit` on macOS) |
 //! | `KERNELKIT_CACHE_MAX_BYTES` | [`CacheConfig::max_bytes`]: bytes, or with a `K`, `M`, `G` suffix (powers of 1024) | 1 GiB |
 //! | `KERNELKIT_TRUSTED_KEYS` | [`CacheConfig::trusted_keys`]: a file of Ed25519 public keys (one a line) whose signed bundles `kernelkit cache import` accepts | none: no bundle is imported |
+//! | `KERNELKIT_REMOTE_CACHE` | [`RemoteConfig::urls`]: the fleet tier's Redis, `redis://host:port/db` (`rediss://` for TLS), or a cluster's seed nodes separated by commas | none (no fleet tier) |
+//! | `KERNELKIT_REMOTE_KEY_FILE` | [`RemoteConfig::key_files`]: the files of the secrets that sign entries, separated by `:` (the first signs, all verify) | none (no fleet tier) |
+//! | `KERNELKIT_REMOTE_TTL` | [`RemoteConfig::ttl`], seconds; `0`: no expiry | 604800 (7 days) |
+//! | `KERNELKIT_REMOTE_WAIT` | [`RemoteConfig::wait`]: the longest wait for another process's compile, seconds | 30 |
+//! | `KERNELKIT_REMOTE_TIMEOUT` | [`RemoteConfig::connect_timeout`] and [`RemoteConfig::op_timeout`], seconds | 1 |
 //! | `CXX` | [`CpuConfig::compiler`] | the first of `c++`, `g++`, `clang++` on the `PATH` |
 //! | `KERNELKIT_COMPILE_TIMEOUT` | [`CpuConfig::compile_timeout`], seconds | 300 |
 //! | `KERNELKIT_PCH_DIR` | [`CpuConfig::pch_dir`]; empty: no precompiled header | `kernelkit-pch-<uid>` in `$TMPDIR` (else `/tmp`) |
@@ -43,6 +48,7 @@ mod cache;
 mod cpu;
 mod cuda;
 mod memo;
+mod remote;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -52,6 +58,11 @@ pub use cache::{parse_size, CacheConfig, CacheMode, DEFAULT_MAX_BYTES};
 pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
 pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig};
 pub use memo::{MemoConfig, DEFAULT_MEMO_BYTES, DEFAULT_MEMO_ENTRIES};
+pub use remote::{
+    parse_remote_urls, RemoteAddressError, RemoteConfig, DEFAULT_BREAKER_COOLDOWN,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_LEASE, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_OP_TIMEOUT,
+    DEFAULT_TTL, DEFAULT_WAIT,
+};
 
 /// Every setting of a device. `Config::default()` is the settings of an
 /// empty environment, less what only the environment can tell (a home
@@ -114,6 +125,30 @@ impl Config {
     /// Sets the artifact store's size limit, in bytes.
     pub fn cache_max_bytes(mut self, bytes: u64) -> Config {
         self.cache.max_bytes = bytes;
+        self
+    }
+
+    /// Uses the Redis server at `urls` (one URL, or a cluster's seed nodes
+    /// separated by commas: the format of `KERNELKIT_REMOTE_CACHE`) as the
+    /// fleet tier; it is on only with a key ([`Config::remote_key_files`]).
+    pub fn remote_cache(mut self, urls: &str) -> Result<Config, RemoteAddressError> {
+        self.cache.remote.urls = parse_remote_urls(urls)?;
+        Ok(self)
+    }
+
+    /// Signs the fleet tier's entries with the secret in the first file and
+    /// accepts entries signed with any of them (a rotation).
+    pub fn remote_key_files<P: Into<PathBuf>>(
+        mut self,
+        files: impl IntoIterator<Item = P>,
+    ) -> Config {
+        self.cache.remote.key_files = files.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets every setting of the fleet tier at once.
+    pub fn remote(mut self, remote: RemoteConfig) -> Config {
+        self.cache.remote = remote;
         self
     }
 

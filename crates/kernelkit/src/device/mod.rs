@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use crate::array::Array;
 use crate::backend::{Backend, Function, Limits, StreamHandle};
 use crate::cache::key::IdentityDigest;
+use crate::cache::remote::RemoteTier;
 use crate::cache::resolver::ModuleRequest;
 use crate::cache::resolver::ModuleResolver;
 use crate::cache::store::ArtifactStore;
@@ -151,10 +152,13 @@ impl Device {
         cache: &CacheConfig,
     ) -> Device {
         let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-        let tiers: Vec<Box<dyn ArtifactTier>> = ArtifactStore::for_devices(cache)
-            .into_iter()
-            .map(|store| Box::new(store) as Box<dyn ArtifactTier>)
-            .collect();
+        let mut tiers: Vec<Box<dyn ArtifactTier>> = Vec::new();
+        if let Some(store) = ArtifactStore::for_devices(cache) {
+            tiers.push(Box::new(store));
+        }
+        if let Some(remote) = RemoteTier::for_devices(&cache.remote) {
+            tiers.push(Box::new(remote));
+        }
         let mut shared = Arc::new(DeviceShared {
             default_handle,
             this: MaybeUninit::uninit(),

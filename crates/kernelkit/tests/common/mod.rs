@@ -10,6 +10,8 @@
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod redis_server;
+
 use std::ffi::OsString;
 use std::process::Command;
 

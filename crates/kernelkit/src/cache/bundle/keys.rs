@@ -162,18 +162,12 @@ impl SecretKey {
             source,
         };
         let meta = std::fs::metadata(path).map_err(io)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(KeyError::Exposed {
-                    path: path.to_path_buf(),
-                    mode,
-                });
-            }
+        if let Some(mode) = crate::cache::trust::exposed_mode(&meta) {
+            return Err(KeyError::Exposed {
+                path: path.to_path_buf(),
+                mode,
+            });
         }
-        let _ = meta;
         let text = std::fs::read_to_string(path).map_err(io)?;
         let malformed = |line: usize, reason: &str| KeyError::Malformed {
             path: path.to_path_buf(),

@@ -43,8 +43,13 @@ fn put(store: &ArtifactStore, n: u32) {
 
 fn hit(store: &ArtifactStore, n: u32) -> bool {
     match store.lookup(&key(n)) {
-        Lookup::Hit(bytes) => {
-            assert_eq!(bytes, payload(n), "a hit returns the payload it stored");
+        Lookup::Hit(found) => {
+            assert_eq!(
+                found.payload,
+                payload(n),
+                "a hit returns the payload it stored"
+            );
+            assert_eq!(found.function, format!("f{n}"), "and its names");
             true
         }
         Lookup::Miss => false,

@@ -275,9 +275,10 @@ impl<'a> Call<'a> {
     }
 
     /// Where this call's variant is compiled already on its device: loaded
-    /// in memory, kept in the artifact store (see [`CacheState`]). Nothing
-    /// is compiled or loaded; only the variant's source is generated if no
-    /// call made it yet. A call whose state is neither pays a compile.
+    /// in memory, kept in the artifact store or the fleet tier (see
+    /// [`CacheState`]). Nothing is compiled or loaded; only the variant's
+    /// source is generated if no call made it yet. A call whose state is
+    /// none of them pays a compile.
     pub fn cache_state(&self) -> Result<CacheState> {
         let (device, variant) = self.device_and_variant()?;
         Ok(device.cache_state(variant.name(), variant.source_hash128()))
