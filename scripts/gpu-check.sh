@@ -142,6 +142,22 @@ rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
 [ -f scripts/fleet-check.sh ] && cp scripts/fleet-check.sh "$DEST/"
+# The GPU machine has no Redis (and no network): Debian's redis-server and
+# redis-cli from here, with the libraries they need; gpu-remote.sh puts
+# lib/ first on the library path and lib2/ (common ones) last.
+rm -rf "$DEST/redis"
+if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+  mkdir -p "$DEST/redis/lib" "$DEST/redis/lib2"
+  cp "$(readlink -f "$(command -v redis-server)")" "$DEST/redis/redis-server"
+  cp "$(readlink -f "$(command -v redis-cli)")" "$DEST/redis/redis-cli"
+  for l in liblzf.so.1 libjemalloc.so.2 libatomic.so.1; do
+    cp -L "/lib/x86_64-linux-gnu/$l" "$DEST/redis/lib/" 2>/dev/null || true
+  done
+  for l in libssl.so.3 libcrypto.so.3 libsystemd.so.0 libcap.so.2 libgcrypt.so.20 libgpg-error.so.0 \
+           liblz4.so.1 libzstd.so.1 liblzma.so.5; do
+    cp -L "/lib/x86_64-linux-gnu/$l" "$DEST/redis/lib2/" 2>/dev/null || true
+  done
+fi
 du -sh "$DEST"
 echo
 echo 'run(command="bash .gpu/gpu-remote.sh", carry=[".gpu"], timeout_s=600)'

@@ -14,6 +14,11 @@ LOGS=${LOGS:-/tmp/kernelkit-gpu-logs}
 mkdir -p "$OUT" "$LOGS"
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 export LD_LIBRARY_PATH="$CUDA_HOME/lib64:$CUDA_HOME/lib:${LD_LIBRARY_PATH:-}"
+# Redis for the fleet steps, carried by gpu-check.sh (see there).
+if [ -x "$G/redis/redis-server" ]; then
+  export PATH="$PWD/$G/redis:$PATH"
+  export LD_LIBRARY_PATH="$PWD/$G/redis/lib:$LD_LIBRARY_PATH:$PWD/$G/redis/lib2"
+fi
 export PYTHONUNBUFFERED=1
 status=()
 
