@@ -282,7 +282,7 @@ fn toolkit_include_dirs(homes: &[PathBuf]) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::Kernel;
+    use crate::codegen::spec::KernelSpec;
     use crate::{DType, Dialect, InputDesc, PassMode, TemplateArg, TemplateParam, VariantDesc};
 
     /// NVRTC for an H200, or `None` (with the reason printed) where NVRTC is
@@ -318,13 +318,16 @@ mod tests {
     }
 
     fn variant_with_header(header: &str, body: &str) -> Source {
-        let kernel = Kernel::builder("k")
-            .inputs(["inp", "s"])
-            .outputs(["out"])
-            .header(header)
-            .source(body)
-            .build()
-            .unwrap();
+        let spec = KernelSpec::new(
+            "k".into(),
+            vec!["inp".into(), "s".into()],
+            vec!["out".into()],
+            body.into(),
+            header.into(),
+            true,
+            false,
+        )
+        .unwrap();
         let inputs = [
             InputDesc {
                 dtype: DType::F16,
@@ -339,13 +342,15 @@ mod tests {
             name: "T".into(),
             value: TemplateArg::DType(DType::BF16),
         }];
-        let g = kernel.generate(
+        let g = crate::codegen::generate(
             Dialect::Cuda,
+            &spec,
             &VariantDesc {
                 inputs: &inputs,
                 outputs: &[DType::F32],
                 template: &template,
             },
+            0,
         );
         Source {
             name: g.name,
