@@ -16,9 +16,11 @@
 //! a definition. The floor of that module is compared with the floor of the
 //! module holding the path.
 //!
-//! Code under `#[cfg(test)]` is exempt: unit tests are not part of what the
-//! library's floors build on, and a low floor's test may well use an upper
-//! floor's API to set up its case. Doc links are comments, not imports.
+//! Code under `#[cfg(test)]` is exempt by default, so that a crate can
+//! adopt the rule for its library code first;
+//! [`Floors::including_tests`] holds unit tests to the floors too (a test
+//! that reaches up ties its floor to one above). Doc links are comments,
+//! not imports.
 //!
 //! ```no_run
 //! let floors = floors::Floors::new(&[
@@ -46,6 +48,8 @@ use syn::visit::Visit;
 #[derive(Clone, Debug)]
 pub struct Floors {
     floors: Vec<(String, Vec<Vec<String>>)>,
+    /// Whether `#[cfg(test)]` code is held to the floors too.
+    tests: bool,
 }
 
 impl Floors {
@@ -58,7 +62,18 @@ impl Floors {
                     (name.to_string(), modules.iter().map(|m| split(m)).collect())
                 })
                 .collect(),
+            tests: false,
         }
+    }
+
+    /// The same floors, with unit tests (`#[cfg(test)]` code) held to them
+    /// too. A unit test that reaches up couples the floor it tests to one
+    /// above: the floor can no longer be built, moved or reasoned about
+    /// alone, which is what the floors are for. (The default exempts tests
+    /// so that a crate can adopt the rule for its library code first.)
+    pub fn including_tests(mut self) -> Floors {
+        self.tests = true;
+        self
     }
 
     /// The floor index and name of `module`, if any listed prefix covers it.
@@ -178,7 +193,7 @@ impl std::error::Error for Error {}
 /// Reads the crate whose root file is `src/lib.rs` under `src` and checks
 /// every path against `floors`.
 pub fn check(src: &Path, floors: &Floors) -> Result<Report, Error> {
-    let tree = Tree::read(&src.join("lib.rs"))?;
+    let tree = Tree::read(&src.join("lib.rs"), floors.tests)?;
     Ok(tree.check(floors))
 }
 
@@ -206,12 +221,15 @@ struct Module {
 /// The crate's modules by path.
 struct Tree {
     modules: BTreeMap<Vec<String>, Module>,
+    /// Whether test code's paths count.
+    tests: bool,
 }
 
 impl Tree {
-    fn read(root: &Path) -> Result<Tree, Error> {
+    fn read(root: &Path, tests: bool) -> Result<Tree, Error> {
         let mut tree = Tree {
             modules: BTreeMap::new(),
+            tests,
         };
         let dir = root.parent().unwrap_or(Path::new(".")).to_path_buf();
         tree.read_file(root, Vec::new(), &dir)?;
@@ -236,7 +254,7 @@ impl Tree {
     ) -> Result<(), Error> {
         self.modules.entry(path.clone()).or_default();
         for item in items {
-            let item_test = test_only || is_test_only(item_attrs(item));
+            let item_test = !self.tests && (test_only || is_test_only(item_attrs(item)));
             match item {
                 syn::Item::Mod(m) => {
                     let name = m.ident.to_string();
@@ -285,6 +303,7 @@ impl Tree {
                                 self.modules.entry(child.clone()).or_default();
                                 let mut sub = Tree {
                                     modules: BTreeMap::new(),
+                                    tests: false,
                                 };
                                 sub.read_file(&child_file, child.clone(), &child_dir)?;
                                 for (p, mut m) in sub.modules {
@@ -302,6 +321,7 @@ impl Tree {
                         module: self.modules.get_mut(&path).expect("inserted above"),
                         file,
                         test_depth: usize::from(item_test),
+                        tests: self.tests,
                     };
                     collector.visit_item(other);
                 }
@@ -466,6 +486,8 @@ struct Collector<'a> {
     file: &'a Path,
     /// Above zero inside `#[cfg(test)]` code.
     test_depth: usize,
+    /// Whether test code's paths count (then `test_depth` stays zero).
+    tests: bool,
 }
 
 impl Collector<'_> {
@@ -592,7 +614,7 @@ fn is_relative_root(s: &str) -> bool {
 
 impl<'ast> Visit<'ast> for Collector<'_> {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let test = is_test_only(item_attrs(item));
+        let test = !self.tests && is_test_only(item_attrs(item));
         self.test_depth += usize::from(test);
         match item {
             // Modules nested in function bodies are not reached by paths
@@ -616,7 +638,7 @@ impl<'ast> Visit<'ast> for Collector<'_> {
             syn::ImplItem::Type(t) => &t.attrs,
             _ => &[],
         };
-        let test = is_test_only(attrs);
+        let test = !self.tests && is_test_only(attrs);
         self.test_depth += usize::from(test);
         syn::visit::visit_impl_item(self, item);
         self.test_depth -= usize::from(test);

@@ -8,6 +8,11 @@ use floors::{check, Floors, Report};
 /// Writes `files` (relative path, text) under a new temporary `src/` and
 /// checks it against three floors: `low` < `mid` < `high`.
 fn run(files: &[(&str, &str)]) -> Report {
+    run_with(files, false)
+}
+
+/// [`run`], with unit tests held to the floors when `tests` is set.
+fn run_with(files: &[(&str, &str)], tests: bool) -> Report {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     for (path, text) in files {
@@ -20,6 +25,11 @@ fn run(files: &[(&str, &str)]) -> Report {
         ("mid", &["mid"]),
         ("high", &["high"]),
     ]);
+    let floors = if tests {
+        floors.including_tests()
+    } else {
+        floors
+    };
     check(Path::new(&src), &floors).unwrap()
 }
 
@@ -141,6 +151,36 @@ fn test_code_is_exempt_and_other_cfgs_are_not() {
          #[cfg(unix)]\nfn not_a_test() { crate::high::top(); }\n",
     );
     assert_one_up(&r, "crate::high::top", "high");
+}
+
+#[test]
+fn test_code_counts_when_tests_are_included() {
+    let low = "pub struct Base;\n\
+               #[cfg(test)]\nmod tests { use crate::high::Top; #[test] fn t() { let _ = Top; } }\n\
+               #[cfg(all(test, unix))]\nfn only_in_tests() { crate::mid::Middle; }\n\
+               #[cfg(test)]\nmod file_tests;\n";
+    let files = [
+        ("lib.rs", LIB),
+        ("low.rs", low),
+        (
+            "low/file_tests.rs",
+            "fn t() { super::super::high::top(); }\n",
+        ),
+        ("mid.rs", MID),
+        ("high/mod.rs", HIGH),
+        ("util.rs", UTIL),
+    ];
+    let exempt = run_with(&files, false);
+    assert!(exempt.violations.is_empty(), "{exempt}");
+    let held = run_with(&files, true);
+    let up = |from: &str, to: &str| {
+        held.violations
+            .iter()
+            .any(|v| v.from.0 == from && v.to.0 == to)
+    };
+    assert!(up("low::tests", "high"), "{held}");
+    assert!(up("low", "mid"), "{held}");
+    assert!(up("low::file_tests", "high"), "{held}");
 }
 
 #[test]

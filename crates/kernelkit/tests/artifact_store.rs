@@ -261,3 +261,44 @@ fn sixteen_writer_processes_keep_the_store_within_its_limit() {
         }
     }
 }
+
+/// A builder's settings reach the device: a memory-only device writes
+/// nothing to the directory the environment names, one given a store
+/// directory compiles into it.
+#[test]
+fn the_cache_settings_reach_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let kernel = Kernel::builder("builder_store")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[i] + 1;")
+        .build()
+        .unwrap();
+    let run = |device: &Device| {
+        let x = device.array_from_slice(&[1.0f32; 4], [4]).unwrap();
+        let out = kernel
+            .call([&x])
+            .output([4], DType::F32)
+            .grid([4, 1, 1])
+            .on(device.default_stream())
+            .launch()
+            .unwrap();
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.0; 4]);
+        device.cache_stats()
+    };
+    let memory = Device::builder()
+        .cache_dir(&store)
+        .cache_mode(kernelkit::CacheMode::Memory)
+        .cpu()
+        .unwrap();
+    let s = run(&memory);
+    assert_eq!((s.compiles, s.disk_writes), (1, 0));
+    assert!(!store.exists(), "a memory-only device made the store");
+    let disk = Device::builder().cache_dir(&store).cpu().unwrap();
+    let s = run(&disk);
+    assert_eq!((s.compiles, s.disk_writes), (1, 1));
+    let again = Device::builder().cache_dir(&store).cpu().unwrap();
+    let s = run(&again);
+    assert_eq!((s.compiles, s.disk_hits), (0, 1), "the store answers");
+}

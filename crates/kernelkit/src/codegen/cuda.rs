@@ -359,23 +359,29 @@ mod tests {
 
     #[test]
     fn the_guard_computes_positions_in_64_bits() {
-        let kernel = crate::Kernel::builder("k")
-            .inputs(["inp"])
-            .outputs(["out"])
-            .source("uint i = thread_position_in_grid.x; out[i] = inp[i];")
-            .build()
-            .unwrap();
-        let input = [crate::InputDesc {
+        let spec = KernelSpec::new(
+            "k".into(),
+            vec!["inp".into()],
+            vec!["out".into()],
+            "uint i = thread_position_in_grid.x; out[i] = inp[i];".into(),
+            String::new(),
+            true,
+            false,
+        )
+        .unwrap();
+        let input = [crate::codegen::variant::InputDesc {
             dtype: DType::F32,
             mode: PassMode::Device,
         }];
-        let g = kernel.generate(
-            crate::Dialect::Cuda,
+        let g = crate::codegen::generate(
+            crate::codegen::Dialect::Cuda,
+            &spec,
             &VariantDesc {
                 inputs: &input,
                 outputs: &[DType::F32],
                 template: &[],
             },
+            0,
         );
         assert!(g.source.contains(GRID_GUARD), "{}", g.source);
         for axis in ["x", "y", "z"] {

@@ -1,0 +1,225 @@
+//! The store's one way in, and the running total it keeps: writing an
+//! entry, recounting the total from the files, evicting down to the low
+//! water mark.
+
+use super::*;
+
+impl ArtifactStore {
+    /// Publishes an artifact, then, if that took the store over its limit,
+    /// evicts down to [`LOW_WATER_PERCENT`] of it. A failure is counted,
+    /// reported once per store, and returned (devices ignore it: they have
+    /// their artifact either way, and a later process compiles it again).
+    ///
+    /// This is the store's one way in: compiles (through the device's
+    /// module resolver) and imported bundles ([`crate::cache::bundle`])
+    /// both come through it, so the running total, eviction and file
+    /// modes hold for every entry.
+    pub fn write(&self, key: &ModuleKey, contents: &Contents<'_>) -> Result<(), StoreError> {
+        let bytes = entry::encode(key, contents)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+            .and_then(|bytes| match bytes.len() as u64 {
+                n if n > MAX_ENTRY_BYTES => Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{n} bytes, over the {MAX_ENTRY_BYTES}-byte limit of an entry"),
+                )),
+                _ => Ok(bytes),
+            });
+        match bytes.and_then(|bytes| self.publish(key, &bytes)) {
+            Ok(()) => {
+                self.counts.writes.incr();
+                self.persist(Tally {
+                    writes: 1,
+                    ..Tally::default()
+                });
+                Ok(())
+            }
+            Err(e) => {
+                self.counts.errors.incr();
+                self.persist(Tally {
+                    errors: 1,
+                    ..Tally::default()
+                });
+                if !self.write_warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "kernelkit artifact store: cannot write to {}: {e}; compiled kernels will not be kept for other processes",
+                        self.dir.display()
+                    );
+                }
+                Err(self.io("write an entry", e))
+            }
+        }
+    }
+
+    /// Writes a temporary file in the entry's subdirectory and syncs it;
+    /// then, holding the store's lock, renames it over the entry's path,
+    /// adds it to the running total and evicts if the total is over the
+    /// limit.
+    fn publish(&self, key: &ModuleKey, bytes: &[u8]) -> io::Result<()> {
+        let sub = layout::create_subdir(&self.dir, key)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&layout::temp_prefix(key))
+            .suffix(TEMP_SUFFIX)
+            .tempfile_in(&sub)?; // mode 0600
+        tmp.write_all(bytes)?;
+        tmp.as_file().sync_all()?;
+        let mut lock = self.lock_usage()?.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the store's lock stayed held for {} s",
+                    USAGE_LOCK_TIMEOUT.as_secs()
+                ),
+            )
+        })?;
+        self.recount_if_suspect(&mut lock)?;
+        let path = layout::entry_path(&self.dir, key);
+        let old = match std::fs::symlink_metadata(&path) {
+            Ok(meta) => Some(layout::counted_bytes(&meta)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        lock.begin_change()?;
+        tmp.persist(&path).map_err(|e| e.error)?;
+        if let Some(old) = old {
+            lock.removed(old);
+        }
+        lock.added(bytes.len() as u64);
+        if let Err(e) = self.evict_from(lock, Some(key)) {
+            tracing::debug!("kernelkit artifact store: eviction failed: {e}");
+        }
+        // Make the rename itself durable; a failure here loses nothing that
+        // a later compile cannot redo.
+        if let Ok(d) = File::open(&sub) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+
+    /// Adds a tally to the store's lifetime counters (best effort).
+    pub(super) fn persist(&self, delta: Tally) {
+        if let Err(e) = tally::add(&self.dir, delta) {
+            tracing::debug!("kernelkit artifact store: counters not updated: {e}");
+        }
+    }
+
+    /// Takes the store's lock (`Ok(None)`: it stayed held too long).
+    pub(super) fn lock_usage(&self) -> io::Result<Option<UsageLock>> {
+        UsageLock::acquire(&self.dir, USAGE_LOCK_TIMEOUT)
+    }
+
+    /// Recounts under `lock` if the total it found cannot be trusted.
+    pub(super) fn recount_if_suspect(&self, lock: &mut UsageLock) -> io::Result<()> {
+        if let Some(why) = lock.suspect() {
+            tracing::debug!(
+                "kernelkit artifact store: counting the entries of {} ({why})",
+                self.dir.display()
+            );
+            self.recount_locked(lock)?;
+        }
+        Ok(())
+    }
+
+    /// Counts the store's entries from its files and makes that the
+    /// running total; on the way, moves flat entries (of kernelkit before
+    /// the fan-out) into their subdirectories and removes temporary files
+    /// left by crashed writers. Its cost grows with the store: it runs when
+    /// the total looks wrong, or when asked ([`ArtifactStore::recount`]).
+    fn recount_locked(&self, lock: &mut UsageLock) -> io::Result<()> {
+        lock.begin_change()?;
+        let listing = layout::scan(&self.dir)?;
+        let now = SystemTime::now();
+        for t in listing
+            .temps
+            .iter()
+            .filter(|t| layout::is_stale(t.modified, now))
+        {
+            let _ = std::fs::remove_file(&t.path);
+        }
+        let mut usage = Usage::default();
+        for e in &listing.entries {
+            if e.flat {
+                let path = layout::entry_path(&self.dir, &e.key);
+                if std::fs::symlink_metadata(&path).is_ok() {
+                    // The fan-out holds this key already: the flat copy is
+                    // the older one.
+                    let _ = std::fs::remove_file(&e.path);
+                    continue;
+                }
+                layout::create_subdir(&self.dir, &e.key)?;
+                match std::fs::rename(&e.path, &path) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+                    Err(err) => return Err(err),
+                }
+            }
+            usage.entries += 1;
+            usage.bytes += e.bytes;
+        }
+        lock.set(usage);
+        Ok(())
+    }
+
+    /// Counts the store's entries from its files and makes that the
+    /// running total (`kernelkit cache stats --recount`), moving the
+    /// entries of a flat store into subdirectories on the way. Needed only
+    /// when files were added or removed behind the store's back (a total
+    /// that looks wrong is recounted without being asked).
+    pub fn recount(&self) -> Result<StoreStats, StoreError> {
+        let mut lock = self
+            .lock_usage()
+            .map_err(|source| self.io("take the store's lock", source))?
+            .ok_or_else(|| self.io("take the store's lock", busy()))?;
+        self.recount_locked(&mut lock)
+            .map_err(|source| self.io("count the entries", source))?;
+        let usage = lock.usage();
+        drop(lock);
+        Ok(self.stats_of(usage, true))
+    }
+
+    /// Removes least recently used entries (approximately: see
+    /// `store/evict.rs`) until the store is under [`LOW_WATER_PERCENT`] of
+    /// its limit, if it is over the limit. Returns the number of entries
+    /// removed. Writes call it; it is public for tools.
+    pub fn evict(&self) -> io::Result<usize> {
+        let mut lock = self.lock_usage()?.ok_or_else(busy)?;
+        self.recount_if_suspect(&mut lock)?;
+        self.evict_from(lock, None)
+    }
+
+    /// Evicts under `lock` (released on return), never `keep`.
+    fn evict_from(&self, mut lock: UsageLock, keep: Option<&ModuleKey>) -> io::Result<usize> {
+        if lock.usage().bytes <= self.max_bytes {
+            return Ok(0);
+        }
+        let target = low_water(self.max_bytes);
+        let mut evictor = Evictor::new(&self.dir, keep.copied());
+        let mut removed = 0;
+        let mut recounted = false;
+        loop {
+            let step = evictor.run(&mut lock, target, EVICT_STEP)?;
+            removed += step.removed;
+            let usage = lock.usage();
+            if usage.bytes <= target {
+                return Ok(removed);
+            }
+            if step.exhausted {
+                // Nothing left to remove. Either only `keep` is left, or
+                // the total counts entries that are gone: count them, once.
+                if recounted || usage.bytes <= self.max_bytes || usage.entries <= 1 {
+                    return Ok(removed);
+                }
+                self.recount_locked(&mut lock)?;
+                recounted = true;
+                evictor = Evictor::new(&self.dir, keep.copied());
+                continue;
+            }
+            if usage.bytes <= self.max_bytes {
+                // Back under the limit: let the other processes in between
+                // steps on the way down to the low-water mark.
+                drop(lock);
+                lock = self.lock_usage()?.ok_or_else(busy)?;
+                self.recount_if_suspect(&mut lock)?;
+            }
+        }
+    }
+}
