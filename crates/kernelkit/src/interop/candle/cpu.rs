@@ -8,25 +8,6 @@ use crate::array::Array;
 use crate::device::Device;
 use crate::kernel::call::Call;
 
-/// Runs `$body` with `$v` bound to the storage's vector, for the dtypes
-/// kernelkit has; `None` for the others.
-macro_rules! each_dtype {
-    ($storage:expr, $v:ident => $body:expr) => {
-        match $storage {
-            CpuStorage::U8($v) => Some($body),
-            CpuStorage::U32($v) => Some($body),
-            CpuStorage::I16($v) => Some($body),
-            CpuStorage::I32($v) => Some($body),
-            CpuStorage::I64($v) => Some($body),
-            CpuStorage::BF16($v) => Some($body),
-            CpuStorage::F16($v) => Some($body),
-            CpuStorage::F32($v) => Some($body),
-            CpuStorage::F64($v) => Some($body),
-            _ => None,
-        }
-    };
-}
-
 /// [`super::launch`] on CPU tensors (`borrowed`: each input's storage,
 /// read-locked, and layout).
 pub(super) fn launch<F: for<'c> FnOnce(Call<'c>) -> Call<'c>>(
@@ -58,7 +39,7 @@ pub(super) fn launch<F: for<'c> FnOnce(Call<'c>) -> Call<'c>>(
             let strides = strides_of(layout)?;
             let (dims, offset) = (layout.dims(), layout.start_offset());
             let view =
-                each_dtype!(cpu, v => s.strided(&device, v.as_slice(), dims, &strides, offset))
+                each_dtype!(CpuStorage, cpu, v => s.strided(&device, v.as_slice(), dims, &strides, offset))
                     .ok_or_else(|| {
                     unsupported(format!(
                         "input {i} has dtype {:?}, which kernelkit lacks",
@@ -70,7 +51,7 @@ pub(super) fn launch<F: for<'c> FnOnce(Call<'c>) -> Call<'c>>(
         for (storage, &(shape, _)) in out_storage.iter_mut().zip(outputs) {
             let shape = shape.iter().copied();
             arrays.push(
-                each_dtype!(storage, v => s.slice_mut(&device, v.as_mut_slice(), shape))
+                each_dtype!(CpuStorage, storage, v => s.slice_mut(&device, v.as_mut_slice(), shape))
                     .expect("outputs are made of the dtypes kernelkit has")?,
             );
         }

@@ -21,25 +21,6 @@ use crate::array::Array;
 use crate::device::{Device, Stream};
 use crate::kernel::call::Call;
 
-/// Runs `$body` with `$v` bound to the storage's cudarc slice, for the
-/// dtypes kernelkit has; `None` for the others.
-macro_rules! each_dtype {
-    ($slice:expr, $v:ident => $body:expr) => {
-        match $slice {
-            CudaStorageSlice::U8($v) => Some($body),
-            CudaStorageSlice::U32($v) => Some($body),
-            CudaStorageSlice::I16($v) => Some($body),
-            CudaStorageSlice::I32($v) => Some($body),
-            CudaStorageSlice::I64($v) => Some($body),
-            CudaStorageSlice::BF16($v) => Some($body),
-            CudaStorageSlice::F16($v) => Some($body),
-            CudaStorageSlice::F32($v) => Some($body),
-            CudaStorageSlice::F64($v) => Some($body),
-            _ => None,
-        }
-    };
-}
-
 /// [`super::launch`] on CUDA tensors of one candle device (`borrowed`:
 /// each input's storage, read-locked, and layout; at least one).
 pub(super) fn launch<F: for<'c> FnOnce(Call<'c>) -> Call<'c>>(
@@ -87,7 +68,7 @@ pub(super) fn launch<F: for<'c> FnOnce(Call<'c>) -> Call<'c>>(
             let strides = strides_of(layout)?;
             let (dims, offset) = (layout.dims(), layout.start_offset());
             let view =
-                each_dtype!(&c.slice, v => s.cuda_strided(&stream, v, dims, &strides, offset))
+                each_dtype!(CudaStorageSlice, &c.slice, v => s.cuda_strided(&stream, v, dims, &strides, offset))
                     .ok_or_else(|| {
                     unsupported(format!(
                         "input {i} has dtype {:?}, which kernelkit lacks",
@@ -98,8 +79,9 @@ pub(super) fn launch<F: for<'c> FnOnce(Call<'c>) -> Call<'c>>(
         }
         for (slice, &(shape, _)) in out_slices.iter_mut().zip(outputs) {
             let shape = shape.iter().copied();
-            let view = each_dtype!(slice, v => s.cuda_slice_mut_on(&stream, v, shape))
-                .ok_or_else(|| unsupported("an output of a dtype kernelkit lacks".into()))??;
+            let view =
+                each_dtype!(CudaStorageSlice, slice, v => s.cuda_slice_mut_on(&stream, v, shape))
+                    .ok_or_else(|| unsupported("an output of a dtype kernelkit lacks".into()))??;
             arrays.push(view);
         }
         let (ins, outs) = arrays.split_at(borrowed.len());

@@ -27,6 +27,27 @@ use crate::dtype::DType;
 use crate::kernel::call::Call;
 use crate::kernel::Kernel;
 
+/// Runs `$body` with `$v` bound to the payload of a candle storage enum
+/// (`CpuStorage`: vectors; `CudaStorageSlice`: cudarc slices), for the
+/// dtypes kernelkit has; `None` for the others. One list for both backends,
+/// so a dtype added to one is added to the other.
+macro_rules! each_dtype {
+    ($kind:ident, $storage:expr, $v:ident => $body:expr) => {
+        match $storage {
+            $kind::U8($v) => Some($body),
+            $kind::U32($v) => Some($body),
+            $kind::I16($v) => Some($body),
+            $kind::I32($v) => Some($body),
+            $kind::I64($v) => Some($body),
+            $kind::BF16($v) => Some($body),
+            $kind::F16($v) => Some($body),
+            $kind::F32($v) => Some($body),
+            $kind::F64($v) => Some($body),
+            _ => None,
+        }
+    };
+}
+
 mod cpu;
 #[cfg(all(kernelkit_candle_cuda, feature = "cuda"))]
 mod cuda;
