@@ -622,6 +622,23 @@ impl Stream {
         None
     }
 
+    /// Whether work queued on this stream now is being captured into a
+    /// CUDA graph (`cuStreamIsCapturing`) rather than run. Only streams
+    /// that someone else may capture are asked: another library's
+    /// (`from_raw_cuda`, cudarc's) and kernelkit's own once their raw
+    /// handle was handed out ([`Stream::raw_cuda`]); for the rest, and on
+    /// other devices, `false` without a driver call. While it is `true`,
+    /// calls on the stream queue kernels only: see
+    /// [`CallError::Capturing`](crate::CallError::Capturing).
+    #[inline]
+    pub fn capturing(&self) -> Result<bool> {
+        #[cfg(feature = "cuda")]
+        if let Some(s) = self.handle().cuda() {
+            return s.capturing();
+        }
+        Ok(false)
+    }
+
     /// Makes the work queued on this stream from now on wait for the work
     /// queued on `earlier` so far, without a host wait (CUDA: an event
     /// recorded on `earlier` and waited for here). On the CPU, launches

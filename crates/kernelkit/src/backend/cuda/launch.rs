@@ -68,6 +68,11 @@ pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStrea
         .cuda()
         .expect("CUDA launches get CUDA functions");
     ctx.bind()?;
+    // A launch captured into a graph runs whenever the graph replays: its
+    // module must stay loaded (one word read on kernelkit's own streams).
+    if stream.capturing()? {
+        function.pin_module();
+    }
     let mut words = ArrayVec::<u64, STACK_WORDS>::new();
     let mut offsets = ArrayVec::<u32, STACK_PARAMS>::new();
     if !marshal(job, stream, &mut words, &mut offsets)? {
