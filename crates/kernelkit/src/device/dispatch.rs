@@ -72,11 +72,11 @@ pub(crate) fn dispatch(
 }
 
 /// Allocates (in the order of the call's stream) and fills the outputs.
-#[inline]
+#[inline(always)]
 fn new_outputs(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
     let stream = call.stream;
-    if !call.outputs.is_empty() && stream.capturing()? {
-        return Err(capturing(call, allocating(call, 0), OUTPUTS_ADVICE));
+    if stream.may_capture() && !call.outputs.is_empty() {
+        refuse_outputs_while_capturing(call)?;
     }
     for (i, (extents, dtype)) in call.outputs.iter().enumerate() {
         let shape = shape_from_extents(extents);
@@ -153,6 +153,17 @@ const OUTPUTS_ADVICE: &str = "write the outputs into arrays allocated by an allo
 const ORDER_ADVICE: &str = "produce the arrays on the capturing stream (or make it wait for \
      their stream before the capture), and pass row-contiguous inputs to kernels that ask for \
      them";
+
+/// The error for outputs that kernelkit would allocate on a stream that is
+/// being captured; `Ok` when it is not.
+#[cold]
+#[inline(never)]
+fn refuse_outputs_while_capturing(call: &Dispatch<'_>) -> Result<()> {
+    if call.stream.capturing()? {
+        return Err(capturing(call, allocating(call, 0), OUTPUTS_ADVICE));
+    }
+    Ok(())
+}
 
 /// "output `NAME` would be allocated by kernelkit".
 #[cold]

@@ -639,6 +639,18 @@ impl Stream {
         Ok(false)
     }
 
+    /// Whether this stream might be capturing (someone else may capture
+    /// it): a relaxed load, no driver call; ask [`Stream::capturing`]
+    /// only when true. For the hot paths.
+    #[inline(always)]
+    pub(crate) fn may_capture(&self) -> bool {
+        #[cfg(feature = "cuda")]
+        if let Some(s) = self.handle().cuda() {
+            return s.may_capture();
+        }
+        false
+    }
+
     /// Makes the work queued on this stream from now on wait for the work
     /// queued on `earlier` so far, without a host wait (CUDA: an event
     /// recorded on `earlier` and waited for here). On the CPU, launches

@@ -164,7 +164,7 @@ impl Variant {
     /// kept for its first device (no lock), or the device's, resolved once
     /// and kept if it is the first. The source text is built only if the
     /// device has no module for it loaded.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn function_on<'v>(
         &'v self,
         device: &Device,

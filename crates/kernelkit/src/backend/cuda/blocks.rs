@@ -185,16 +185,24 @@ impl CudaStream {
     /// else may capture; `false` without a driver call for the rest.
     #[inline]
     pub(crate) fn capturing(&self) -> Result<bool> {
-        if !self.may_capture.load(Ordering::Relaxed) {
+        if !self.may_capture() {
             return Ok(false);
         }
         self.capturing_now()
     }
 
+    /// Whether someone else may be capturing this stream (see
+    /// `may_capture`): one relaxed load, for the hot paths to test before
+    /// they call out of line.
+    #[inline(always)]
+    pub(crate) fn may_capture(&self) -> bool {
+        self.may_capture.load(Ordering::Relaxed)
+    }
+
     /// [`CudaStream::capturing`], asked of the driver.
     #[cold]
     #[inline(never)]
-    fn capturing_now(&self) -> Result<bool> {
+    pub(crate) fn capturing_now(&self) -> Result<bool> {
         self.ctx.bind()?;
         Ok(driver::stream_is_capturing(self.raw, &self.ctx.label)?)
     }
@@ -269,9 +277,13 @@ impl CudaStream {
     #[cold]
     #[inline(never)]
     fn give_back_slow(&self, class: usize, ptr: DevicePtr) {
-        if self.caching {
+        // A free queued on a capturing stream would be captured as a free
+        // node of memory the graph did not allocate: kept cached instead,
+        // past the limits, until reused or the stream is dropped.
+        let keep = self.capturing().unwrap_or(true);
+        if self.caching || keep {
             let mut cache = lock(&self.cache);
-            if cache.0.len() < CACHE_BLOCKS && cache.1 + class <= CACHE_BYTES {
+            if keep || (cache.0.len() < CACHE_BLOCKS && cache.1 + class <= CACHE_BYTES) {
                 cache.0.push((class, ptr));
                 cache.1 += class;
                 return;
@@ -405,11 +417,13 @@ pub(crate) fn order_after(home: &CudaStream, others: Vec<Arc<CudaStream>>) {
             continue;
         }
         // A use captured into a graph happens when the graph is replayed,
-        // which no event recorded now orders; and waiting from `home` for
-        // an event recorded under capture (or synchronizing a capturing
-        // stream) would break the capture. The graph's owner keeps the
-        // memory it reads alive while it can replay.
-        if other.capturing().unwrap_or(true) {
+        // which no event recorded now orders; and waiting from a stream
+        // outside the capture for an event recorded under it (or
+        // synchronizing a capturing stream) would break the capture. The
+        // graph's owner keeps the memory it reads alive while it can
+        // replay. (Two streams of one capture order as usual: an event
+        // recorded and waited for inside it joins them.)
+        if other.capturing().unwrap_or(true) && !home.capturing().unwrap_or(false) {
             continue;
         }
         match driver::event_create(label) {

@@ -24,7 +24,7 @@ const COMPILE_FIRST: &str = "compile it before capture (run the call once, or `C
 /// `variant`'s function on `device`, for a call on `stream`: as
 /// [`Variant::function_on`], but a variant that would be compiled or
 /// loaded while `stream` is capturing is a [`CallError::Capturing`].
-#[inline]
+#[inline(always)]
 pub(super) fn function_for<'v>(
     variant: &'v Variant,
     device: &Device,
