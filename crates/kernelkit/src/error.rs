@@ -226,7 +226,8 @@ pub enum CallError {
     /// allocate an output, wait on the host): refused before anything is
     /// queued, so the capture stays valid.
     #[error(
-        "kernel `{kernel}`: {what} while its stream is being captured into a CUDA graph: {advice}"
+        "kernel `{kernel}`: {what} while a stream it uses is being captured into a CUDA graph: \
+         {advice}"
     )]
     Capturing {
         /// The kernel's name.

@@ -108,8 +108,9 @@ fn capturing_error(result: kernelkit::Result<kernelkit::Outputs>) -> String {
     }
 }
 
-/// Under a capture: a cold variant, an output kernelkit would allocate and
-/// a strided input it would copy are refused with typed errors naming the
+/// Under a capture: a cold variant, an output kernelkit would allocate, a
+/// strided input it would copy and (on another stream) an input the
+/// captured stream produced are refused with typed errors naming the
 /// kernel (and the argument); a warm call into a given output is accepted;
 /// the stream reports the capture; ending the capture succeeds (no call the
 /// driver forbids was made).
@@ -177,6 +178,15 @@ fn refused_calls_on(dev: &Device, stream: &Stream, raw: sys::CUstream) {
     let copy = add(&k, &strided, 1, stream).grid([2 * N as u64, 1, 1]);
     let copy = capturing_error(copy.output([2, N as i64], DType::F32).launch());
     assert!(copy.contains("input `inp`"), "{copy}");
+    // A call on a stream that is not captured, whose input was produced on
+    // the captured one: waiting for it would synchronize the capture.
+    let own = dev.new_stream().unwrap();
+    let across = add(&k, &x, 1, &own).output([N as i64], DType::F32);
+    let across = capturing_error(across.launch());
+    assert!(
+        across.contains("input `inp`") && across.contains("another stream"),
+        "{across}"
+    );
     // The warm call: captured.
     add(&k, &x, 1, stream).output_into(&y).launch().unwrap();
     let (r, graph) = end(raw);

@@ -285,7 +285,7 @@ fn dispatch_in_full(
         }
         if let Some(p) = target.producer() {
             if p != stream {
-                if stream.capturing()? {
+                if stream.capturing()? || p.capturing()? {
                     let what = format!(
                         "output `{}` was written on another stream, which would be waited for \
                          on the host",
@@ -318,7 +318,7 @@ fn in_full(
     for (i, input) in call.inputs.iter().enumerate() {
         if let Some(p) = input.producer() {
             if p != stream {
-                if stream.capturing()? {
+                if stream.capturing()? || p.capturing()? {
                     let what = format!(
                         "input `{}` was produced on another stream, which would be waited for \
                          on the host",

@@ -655,7 +655,10 @@ impl Stream {
     /// queued on `earlier` so far, without a host wait (CUDA: an event
     /// recorded on `earlier` and waited for here). On the CPU, launches
     /// finish before they return: there is nothing to order. Streams of
-    /// two devices are refused.
+    /// two devices are refused. When exactly one of the two streams is
+    /// being captured into a CUDA graph, nothing is ordered (an event wait
+    /// across a capture's border would break the capture): order the
+    /// graph's replays with the graph's own stream instead.
     pub fn wait_for(&self, earlier: &Stream) -> Result<()> {
         if self.device() != earlier.device() {
             return Err(crate::error::DeviceError::Unavailable {

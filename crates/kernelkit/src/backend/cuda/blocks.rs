@@ -417,13 +417,14 @@ pub(crate) fn order_after(home: &CudaStream, others: Vec<Arc<CudaStream>>) {
             continue;
         }
         // A use captured into a graph happens when the graph is replayed,
-        // which no event recorded now orders; and waiting from a stream
-        // outside the capture for an event recorded under it (or
-        // synchronizing a capturing stream) would break the capture. The
-        // graph's owner keeps the memory it reads alive while it can
-        // replay. (Two streams of one capture order as usual: an event
-        // recorded and waited for inside it joins them.)
-        if other.capturing().unwrap_or(true) && !home.capturing().unwrap_or(false) {
+        // which no event recorded now orders; and an event wait across the
+        // capture's border (a stream outside it waiting for an event
+        // recorded under it, or the reverse), like synchronizing a
+        // capturing stream, would break the capture. So exactly one of
+        // the two capturing orders nothing: the graph's owner keeps the
+        // memory it uses alive while it can replay. (Two streams that both
+        // capture order as usual: the event joins them in the graph.)
+        if other.capturing().unwrap_or(true) != home.capturing().unwrap_or(true) {
             continue;
         }
         match driver::event_create(label) {
