@@ -228,3 +228,18 @@ def test_reduce_overhead_mode_compiles_and_matches():
     for _ in range(3):
         got = compiled(x, y)
     torch.testing.assert_close(got, block(x, y))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_passes(device):
+    # torch's own checker of custom ops: schema, fake implementation against
+    # the real one, autograd registration, tracing.
+    scale = scale_op(2, backward=lambda inputs, outputs, grads: (grads[0] * 2,))
+    x = torch.randn(32, device=device, requires_grad=True)
+    torch.library.opcheck(scale.op, (x,))
+    sample, vjp = _grid_sample.torch_ops(fresh("gs3").split("::")[0])
+    x = torch.randn(1, 4, 5, 2, dtype=torch.float64, device=device, requires_grad=True)
+    g = (torch.rand(1, 3, 3, 2, dtype=torch.float64, device=device) - 0.5).requires_grad_()
+    torch.library.opcheck(sample.op, (x, g))
+    cot = torch.randn(1, 3, 3, 2, dtype=torch.float64, device=device)
+    torch.library.opcheck(vjp.op, (x.detach(), g.detach(), cot))
