@@ -13,6 +13,7 @@
 #   fault-tests        tests/cuda_fault.rs (faulting kernels; each test its own process)
 #   lifecycle-tests    tests/cuda_lifecycle.rs (devices, contexts, limits; alone in a process)
 #   timeout-lib-tests  tests/cuda_timeout.rs (a kernel that outlives a wait; its own process)
+#   capture-tests      tests/cuda_capture.rs (calls under a raw CUDA graph capture, replays)
 #   compat-tests       tests/compat.rs (the Metal compatibility layer, run for cuda::)
 #   timeout-tests      `kernelkit run --timeout` tests, run there with --device cuda
 #   run-tests, views-tests  `kernelkit run` tests, run there with --device cuda
@@ -67,6 +68,7 @@ behaviour_tests=$(exe test behaviour)
 fault_tests=$(exe test cuda_fault)
 lifecycle_tests=$(exe test cuda_lifecycle)
 timeout_lib_tests=$(exe test cuda_timeout)
+capture_tests=$(exe test cuda_capture)
 compat_tests=$(exe test compat)
 # candle's CUDA tensors: its own target directory and RUSTFLAGS (see
 # scripts/candle-cuda.sh); the first build compiles candle's kernels.
@@ -82,7 +84,7 @@ else
   echo "candle on CUDA: skipped (no nvcc here; scripts/candle-cuda.sh setup fetches it from PyPI)" >&2
 fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
-         "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests"; do
+         "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests" "$capture_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -105,6 +107,7 @@ strip --strip-debug -o "$DEST/run-tests" "$run_tests"
 strip --strip-debug -o "$DEST/views-tests" "$views_tests"
 strip --strip-debug -o "$DEST/corpus-tests" "$corpus_tests"
 strip --strip-debug -o "$DEST/timeout-lib-tests" "$timeout_lib_tests"
+strip --strip-debug -o "$DEST/capture-tests" "$capture_tests"
 strip --strip-debug -o "$DEST/compat-tests" "$compat_tests"
 strip --strip-debug -o "$DEST/timeout-tests" "$timeout_tests"
 if [ -n "$candle_tests" ]; then
@@ -138,6 +141,7 @@ rm -rf "$DEST/wheels" "$DEST/python-tests"
 python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 cp crates/kernelkit-py/bench/compare.py "$DEST/compare.py"
+cp crates/kernelkit-py/bench/torch_native.py "$DEST/torch_native.py"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"

@@ -47,6 +47,9 @@ step lifecycle "$G/lifecycle-tests" --test-threads=4
 # partial warps among them), and a kernel that outlives a wait (own process).
 step compat "$G/compat-tests" cuda:: --test-threads=2
 step timeout_lib "$G/timeout-lib-tests" --nocapture
+# Calls on a stream under a raw CUDA graph capture: typed errors that leave
+# the capture valid; a captured graph replayed 1,000 times with new inputs.
+step capture "$G/capture-tests" --test-threads=1 --nocapture
 step demo "$G/kernelkit" demo --device cuda --threads 16 --rounds 20
 # Every MLX golden spec (Metal bodies) generated for CUDA and compiled by NVRTC.
 golden_cuda() {
@@ -88,6 +91,14 @@ python_bench() {
     KERNELKIT_CACHE=memory timeout 500 python3 "$G/compare.py" --worker "$PWD/$G/kernelkit" --json "$OUT/python_bench.json"
 }
 step python_bench python_bench
+# kernelkit ops inside PyTorch (issue 17): torch.compile graph breaks, a
+# captured decode-style loop against CuPy RawKernel under capture, the
+# grid_sample pair's fused backward against torch's (needs the wheel).
+torch_native() {
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_CACHE=memory timeout 500 python3 "$G/torch_native.py" --json "$OUT/torch_native.json"
+}
+step torch_native torch_native
 # candle's CUDA tensors (built by gpu-check.sh only where nvcc was set up:
 # scripts/candle-cuda.sh setup): the candle tests on CUDA, then fused ops
 # against candle's unfused sequence. The binaries link CUDA 13's libcuda,
@@ -222,13 +233,14 @@ grep -h "^parallel\.\(first_compile_ms\|n[0-9]*\.speedup\)" "$LOGS/parallel.log"
 echo "workers off by KERNELKIT_COMPILE_WORKERS=0: $(grep -h '^SUMMARY' "$LOGS/parallel_off.log" 2>/dev/null)"
 grep -h "^SUMMARY" "$LOGS/parallel.log" 2>/dev/null
 grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/fault_default.log" "$LOGS/lifecycle.log" \
-  "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" "$LOGS/compat.log" "$LOGS/timeout_lib.log" "$LOGS/timeout_cuda.log" 2>/dev/null
+  "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" "$LOGS/compat.log" "$LOGS/timeout_lib.log" "$LOGS/timeout_cuda.log" "$LOGS/capture.log" 2>/dev/null
 grep -h "^corpus totals" "$LOGS/corpus_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
 grep -hE "^(import|warm|warm_out|warm_alloc|parallel)\." "$LOGS/python_bench.log" 2>/dev/null
+grep -hE "^torch_native\." "$LOGS/torch_native.log" 2>/dev/null
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

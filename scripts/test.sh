@@ -18,6 +18,10 @@ cargo test --workspace --all-features --doc
 bash tools/fakecuda/build.sh >/dev/null
 LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
   cargo nextest run -p kernelkit --all-features --test cuda_lifecycle
+# Calls under a CUDA graph capture: the stand-in fails (and invalidates
+# the capture on) every call the driver forbids while capturing.
+LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
+  cargo nextest run -p kernelkit --all-features --test cuda_capture
 # The behavioural suite's CUDA instances that read no kernel results (the
 # stand-in runs no kernel, and its NVRTC rejects nothing): the bad-input
 # matrix with CUDA's expectations, the memo, devices of other kinds.

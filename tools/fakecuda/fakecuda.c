@@ -160,6 +160,26 @@ static void live_stream(void *s, const char *call) {
     abort();
   }
 }
+/* Graph capture, in the driver's global mode: a stream made by
+ * cuStreamCreate keeps its capture state in its second word (1 capturing,
+ * 2 invalidated). While any stream captures, the calls the driver forbids
+ * (synchronizing, querying, legacy allocation, module loading) fail with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate every capture, so
+ * cuStreamEndCapture then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+ * a test ends its capture to learn that no forbidden call was made. */
+#define CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
+#define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
+#define CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD 908
+static volatile int capturing_streams;
+static volatile int capture_invalidated;
+static int is_object(void *s) { return (uintptr_t)s >= 4096; }
+static CUresult forbidden_while_capturing(const char *call) {
+  if (capturing_streams == 0) return 0;
+  if (getenv("FAKECUDA_CAPTURE_VERBOSE")) fprintf(stderr, "fakecuda: %s while capturing\n", call);
+  capture_invalidated = 1;
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+#define FORBIDDEN_WHILE_CAPTURING(call) do { CUresult r_ = forbidden_while_capturing(call); if (r_) return r_; } while (0)
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctx_retains;
 static uint64_t ctx_generations;
@@ -207,13 +227,13 @@ CUresult cuCtxSetCurrent(void *ctx) {
   ctx_current = ctx_live;
   return OK;
 }
-CUresult cuCtxSynchronize(void) { NEED_CTX(); return OK; }
+CUresult cuCtxSynchronize(void) { NEED_CTX(); FORBIDDEN_WHILE_CAPTURING("cuCtxSynchronize"); return OK; }
 CUresult cuStreamCreate(void **s, unsigned flags) {
   (void)flags;
   NEED_CTX();
   const char *fail = getenv("FAKECUDA_FAIL_STREAM_CREATE");
   if (fail && *fail == '1') return CUDA_ERROR_OUT_OF_MEMORY;
-  *s = malloc(64);
+  *s = calloc(1, 64);
   *(void **)*s = &ctx_token; /* the stream's context, for cuStreamGetCtx */
   return OK;
 }
@@ -243,16 +263,57 @@ CUresult cuStreamDestroy_v2(void *s) {
   *(void **)s = &dead_stream_token;
   return OK;
 }
-CUresult cuStreamSynchronize(void *s) { live_stream(s, "cuStreamSynchronize"); NEED_CTX(); return OK; }
+CUresult cuStreamSynchronize(void *s) {
+  live_stream(s, "cuStreamSynchronize"); NEED_CTX();
+  FORBIDDEN_WHILE_CAPTURING("cuStreamSynchronize");
+  return OK;
+}
 /* Kernels "finish" at once here: every stream is always done. */
-CUresult cuStreamQuery(void *s) { live_stream(s, "cuStreamQuery"); NEED_CTX(); return OK; }
+CUresult cuStreamQuery(void *s) {
+  live_stream(s, "cuStreamQuery"); NEED_CTX();
+  FORBIDDEN_WHILE_CAPTURING("cuStreamQuery");
+  return OK;
+}
+CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+  (void)mode;
+  live_stream(s, "cuStreamBeginCapture");
+  if (!is_object(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (((uint64_t *)s)[1] != 0) return CUDA_ERROR_INVALID_VALUE;
+  ((uint64_t *)s)[1] = 1;
+  __sync_fetch_and_add(&capturing_streams, 1);
+  return OK;
+}
+/* The graph is a token: this driver records nothing to replay. */
+static int graph_token;
+CUresult cuStreamEndCapture(void *s, void **graph) {
+  live_stream(s, "cuStreamEndCapture");
+  if (!is_object(s) || ((uint64_t *)s)[1] == 0) return CUDA_ERROR_INVALID_VALUE;
+  ((uint64_t *)s)[1] = 0;
+  int invalid = capture_invalidated;
+  if (__sync_sub_and_fetch(&capturing_streams, 1) == 0) capture_invalidated = 0;
+  *graph = invalid ? 0 : &graph_token;
+  return invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : OK;
+}
+CUresult cuStreamIsCapturing(void *s, int *status) {
+  live_stream(s, "cuStreamIsCapturing");
+  *status = 0;
+  if (is_object(s) && ((uint64_t *)s)[1] != 0) *status = capture_invalidated ? 2 : 1;
+  return OK;
+}
+CUresult cuGraphDestroy(void *g) { (void)g; return OK; }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s; (void)e; (void)f; return OK; }
 CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(64); return OK; }
 CUresult cuEventRecord(void *e, void *s) { (void)e; live_stream(s, "cuEventRecord"); return OK; }
 CUresult cuEventDestroy_v2(void *e) { free(e); return OK; }
-CUresult cuEventSynchronize(void *e) { (void)e; return OK; }
+CUresult cuEventSynchronize(void *e) { (void)e; FORBIDDEN_WHILE_CAPTURING("cuEventSynchronize"); return OK; }
+CUresult cuEventQuery(void *e) { (void)e; FORBIDDEN_WHILE_CAPTURING("cuEventQuery"); return OK; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return OK; }
+static CUresult host_alloc(CUdeviceptr *p, size_t n);
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  FORBIDDEN_WHILE_CAPTURING("cuMemAlloc");
+  return host_alloc(p, n);
+}
+static CUresult host_alloc(CUdeviceptr *p, size_t n) {
   NEED_CTX();
   void *m = aligned_alloc(256, (n + 255) / 256 * 256);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -271,7 +332,7 @@ CUresult cuMemPoolSetAttribute(void *pool, int attr, void *v) { (void)pool; (voi
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, void *pool, void *s) {
   (void)pool;
   live_stream(s, "cuMemAllocFromPoolAsync");
-  return cuMemAlloc_v2(p, n);
+  return host_alloc(p, n);
 }
 CUresult cuMemFreeAsync(CUdeviceptr p, void *s) { live_stream(s, "cuMemFreeAsync"); return cuMemFree_v2(p); }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *s) {
@@ -320,6 +381,7 @@ typedef struct {
 CUresult cuModuleLoadData(void **m, const void *image) {
   (void)image;
   NEED_CTX();
+  FORBIDDEN_WHILE_CAPTURING("cuModuleLoadData");
   fake_module *mod = calloc(1, sizeof *mod);
   pthread_mutex_init(&mod->lock, 0);
   *m = mod;

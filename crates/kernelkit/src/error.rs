@@ -221,6 +221,22 @@ pub enum CallError {
         /// The device's error.
         reason: String,
     },
+    /// A call on a stream that is being captured into a CUDA graph would
+    /// do something a capture forbids (compile or load its variant,
+    /// allocate an output, wait on the host): refused before anything is
+    /// queued, so the capture stays valid.
+    #[error(
+        "kernel `{kernel}`: {what} while a stream it uses is being captured into a CUDA graph: \
+         {advice}"
+    )]
+    Capturing {
+        /// The kernel's name.
+        kernel: String,
+        /// What the call would have done (names the argument, if any).
+        what: String,
+        /// How to make the call capturable.
+        advice: &'static str,
+    },
     /// An array given to `output_into` cannot take the output.
     #[error(
         "kernel `{kernel}`: output `{output}` cannot be written into the array given: {reason}"

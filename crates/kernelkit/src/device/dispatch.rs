@@ -72,9 +72,12 @@ pub(crate) fn dispatch(
 }
 
 /// Allocates (in the order of the call's stream) and fills the outputs.
-#[inline]
+#[inline(always)]
 fn new_outputs(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
     let stream = call.stream;
+    if stream.may_capture() && !call.outputs.is_empty() {
+        refuse_outputs_while_capturing(call)?;
+    }
     for (i, (extents, dtype)) in call.outputs.iter().enumerate() {
         let shape = shape_from_extents(extents);
         let bytes = shape.iter().product::<usize>() * dtype.size();
@@ -104,6 +107,9 @@ fn outputs_with_targets(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()
     let backend = stream.device().backend();
     for (i, (extents, dtype)) in call.outputs.iter().enumerate() {
         let Some((_, target)) = call.targets.iter().find(|(j, _)| *j == i) else {
+            if stream.capturing()? {
+                return Err(capturing(call, allocating(call, i), OUTPUTS_ADVICE));
+            }
             let shape = shape_from_extents(extents);
             let bytes = shape.iter().product::<usize>() * dtype.size();
             let storage = SharedStorage::output(stream, bytes)
@@ -136,6 +142,51 @@ fn outputs_with_targets(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()
         outputs.push((*target).clone());
     }
     Ok(())
+}
+
+/// What to do instead of allocating outputs under a capture.
+const OUTPUTS_ADVICE: &str = "write the outputs into arrays allocated by an allocator that knows \
+     the capture (`Call::output_into`; Python: PyTorch tensors, or `out=`), or allocated before \
+     the capture began";
+
+/// What to do instead of waiting on the host under a capture.
+const ORDER_ADVICE: &str = "produce the arrays on the capturing stream (or make it wait for \
+     their stream before the capture), and pass row-contiguous inputs to kernels that ask for \
+     them";
+
+/// The error for outputs that kernelkit would allocate on a stream that is
+/// being captured; `Ok` when it is not.
+#[cold]
+#[inline(never)]
+fn refuse_outputs_while_capturing(call: &Dispatch<'_>) -> Result<()> {
+    if call.stream.capturing()? {
+        return Err(capturing(call, allocating(call, 0), OUTPUTS_ADVICE));
+    }
+    Ok(())
+}
+
+/// "output `NAME` would be allocated by kernelkit".
+#[cold]
+#[inline(never)]
+fn allocating(call: &Dispatch<'_>, output: usize) -> String {
+    format!(
+        "output `{}` would be allocated by kernelkit, and its memory reused while the graph may \
+         still replay",
+        call.spec.output_names[output]
+    )
+}
+
+/// A [`CallError::Capturing`] of `call`: it would do `what`, which a
+/// capture of its stream forbids, before anything was queued.
+#[cold]
+#[inline(never)]
+fn capturing(call: &Dispatch<'_>, what: String, advice: &'static str) -> crate::Error {
+    CallError::Capturing {
+        kernel: call.spec.name.clone(),
+        what,
+        advice,
+    }
+    .into()
 }
 
 #[cold]
@@ -234,6 +285,14 @@ fn dispatch_in_full(
         }
         if let Some(p) = target.producer() {
             if p != stream {
+                if stream.capturing()? || p.capturing()? {
+                    let what = format!(
+                        "output `{}` was written on another stream, which would be waited for \
+                         on the host",
+                        call.spec.output_names[i]
+                    );
+                    return Err(capturing(call, what, ORDER_ADVICE));
+                }
                 p.synchronize()?;
             }
         }
@@ -259,10 +318,25 @@ fn in_full(
     for (i, input) in call.inputs.iter().enumerate() {
         if let Some(p) = input.producer() {
             if p != stream {
+                if stream.capturing()? || p.capturing()? {
+                    let what = format!(
+                        "input `{}` was produced on another stream, which would be waited for \
+                         on the host",
+                        call.spec.input_names[i]
+                    );
+                    return Err(capturing(call, what, ORDER_ADVICE));
+                }
                 p.synchronize()?;
             }
         }
         if call.spec.ensure_row_contiguous && !input.is_row_contiguous() {
+            if stream.capturing()? {
+                let what = format!(
+                    "input `{}` is strided and would be copied into memory kernelkit allocates",
+                    call.spec.input_names[i]
+                );
+                return Err(capturing(call, what, ORDER_ADVICE));
+            }
             let n = input.size() * input.dtype.size();
             let mem = backend.alloc(n, handle)?;
             backend.gather(&input.arg(), &mem, handle)?;
@@ -288,20 +362,27 @@ fn in_full(
             .collect();
         &replaced
     };
+    // A GPU target that the call's stream does not produce is waited for
+    // after the launch: its readers wait for its own stream, not this one.
+    // Under a capture that wait is impossible: refused before the launch.
+    let wait = !matches!(handle, crate::backend::StreamHandle::Host)
+        && call
+            .targets
+            .iter()
+            .any(|(_, t)| t.producer().is_none_or(|p| p != stream));
+    if wait && stream.capturing()? {
+        let what = "an output's array belongs to another stream, which would wait for the \
+                    launch on the host"
+            .to_string();
+        return Err(capturing(call, what, ORDER_ADVICE));
+    }
     if call.targets.is_empty() {
         new_outputs(call, outputs)?;
     } else {
         outputs_with_targets(call, outputs)?;
     }
     launch(call, inputs, outputs, 1)?;
-    // A GPU target that the call's stream does not produce is waited for
-    // here: its readers wait for its own stream, not this one.
-    if !matches!(handle, crate::backend::StreamHandle::Host)
-        && call
-            .targets
-            .iter()
-            .any(|(_, t)| t.producer().is_none_or(|p| p != stream))
-    {
+    if wait {
         stream.synchronize()?;
     }
     if let Some((iters, elapsed)) = raw {

@@ -622,11 +622,43 @@ impl Stream {
         None
     }
 
+    /// Whether work queued on this stream now is being captured into a
+    /// CUDA graph (`cuStreamIsCapturing`) rather than run. Only streams
+    /// that someone else may capture are asked: another library's
+    /// (`from_raw_cuda`, cudarc's) and kernelkit's own once their raw
+    /// handle was handed out ([`Stream::raw_cuda`]); for the rest, and on
+    /// other devices, `false` without a driver call. While it is `true`,
+    /// calls on the stream queue kernels only: see
+    /// [`CallError::Capturing`](crate::CallError::Capturing).
+    #[inline]
+    pub fn capturing(&self) -> Result<bool> {
+        #[cfg(feature = "cuda")]
+        if let Some(s) = self.handle().cuda() {
+            return s.capturing();
+        }
+        Ok(false)
+    }
+
+    /// Whether this stream might be capturing (someone else may capture
+    /// it): a relaxed load, no driver call; ask [`Stream::capturing`]
+    /// only when true. For the hot paths.
+    #[inline(always)]
+    pub(crate) fn may_capture(&self) -> bool {
+        #[cfg(feature = "cuda")]
+        if let Some(s) = self.handle().cuda() {
+            return s.may_capture();
+        }
+        false
+    }
+
     /// Makes the work queued on this stream from now on wait for the work
     /// queued on `earlier` so far, without a host wait (CUDA: an event
     /// recorded on `earlier` and waited for here). On the CPU, launches
     /// finish before they return: there is nothing to order. Streams of
-    /// two devices are refused.
+    /// two devices are refused. When exactly one of the two streams is
+    /// being captured into a CUDA graph, nothing is ordered (an event wait
+    /// across a capture's border would break the capture): order the
+    /// graph's replays with the graph's own stream instead.
     pub fn wait_for(&self, earlier: &Stream) -> Result<()> {
         if self.device() != earlier.device() {
             return Err(crate::error::DeviceError::Unavailable {

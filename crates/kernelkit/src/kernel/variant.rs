@@ -151,11 +151,20 @@ impl Variant {
         }
     }
 
+    /// Whether this variant kept its function for `device` (a call there
+    /// needs no lookup, compile or load).
+    #[inline]
+    pub(crate) fn resolved_on(&self, device: &Device) -> bool {
+        self.function
+            .get()
+            .is_some_and(|(id, _)| id.instance == device.id().instance)
+    }
+
     /// This variant's function on `device`, for kernel `kernel`: the one it
     /// kept for its first device (no lock), or the device's, resolved once
     /// and kept if it is the first. The source text is built only if the
     /// device has no module for it loaded.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn function_on<'v>(
         &'v self,
         device: &Device,

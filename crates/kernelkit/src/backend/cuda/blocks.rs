@@ -28,7 +28,7 @@
 //! foreign streams has its own mutex, taken only the first time another
 //! stream uses it. No lock is held across a driver call that waits.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::driver::{self, DevicePtr, RawStream};
@@ -86,6 +86,12 @@ pub(crate) struct CudaStream {
     /// owner may destroy once the user's arrays are gone (a spare outlives
     /// them, until the thread's next output or its exit).
     spares: bool,
+    /// Whether someone other than kernelkit may be capturing this stream
+    /// into a CUDA graph: another library's stream, or one of kernelkit's
+    /// whose raw handle was handed out ([`CudaStream::raw_handle`]). Only
+    /// such streams are asked ([`CudaStream::capturing`]): nothing else can
+    /// begin a capture on a stream it has no handle of.
+    may_capture: AtomicBool,
     /// The block this stream freed last, if small ([`pack`]): taken and
     /// given back with one atomic operation each, no lock. A call that
     /// frees its output before the next call allocates one (the common
@@ -152,7 +158,9 @@ impl CudaStream {
     fn with_origin(allocator: Arc<Allocator>, raw: RawStream, origin: StreamOrigin) -> Arc<Self> {
         let ctx = allocator.ctx.clone();
         let spares = allocator.cache && !matches!(origin, StreamOrigin::Raw);
+        let may_capture = AtomicBool::new(!matches!(origin, StreamOrigin::Own));
         Arc::new(CudaStream {
+            may_capture,
             raw,
             origin,
             ctx,
@@ -167,7 +175,36 @@ impl CudaStream {
     /// The raw `CUstream` handle as a number, for protocols that exchange
     /// stream handles (DLPack's `__dlpack__(stream=...)`).
     pub(crate) fn raw_handle(&self) -> u64 {
+        // Whoever holds the handle may begin a capture on it.
+        self.may_capture.store(true, Ordering::Relaxed);
         self.raw.addr() as u64
+    }
+
+    /// Whether work queued on this stream now is being captured into a
+    /// CUDA graph (`cuStreamIsCapturing`), for the streams that someone
+    /// else may capture; `false` without a driver call for the rest.
+    #[inline]
+    pub(crate) fn capturing(&self) -> Result<bool> {
+        if !self.may_capture() {
+            return Ok(false);
+        }
+        self.capturing_now()
+    }
+
+    /// Whether someone else may be capturing this stream (see
+    /// `may_capture`): one relaxed load, for the hot paths to test before
+    /// they call out of line.
+    #[inline(always)]
+    pub(crate) fn may_capture(&self) -> bool {
+        self.may_capture.load(Ordering::Relaxed)
+    }
+
+    /// [`CudaStream::capturing`], asked of the driver.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn capturing_now(&self) -> Result<bool> {
+        self.ctx.bind()?;
+        Ok(driver::stream_is_capturing(self.raw, &self.ctx.label)?)
     }
 
     /// The cudarc stream this wraps, if cudarc made it.
@@ -240,9 +277,13 @@ impl CudaStream {
     #[cold]
     #[inline(never)]
     fn give_back_slow(&self, class: usize, ptr: DevicePtr) {
-        if self.caching {
+        // A free queued on a capturing stream would be captured as a free
+        // node of memory the graph did not allocate: kept cached instead,
+        // past the limits, until reused or the stream is dropped.
+        let keep = self.capturing().unwrap_or(true);
+        if self.caching || keep {
             let mut cache = lock(&self.cache);
-            if cache.0.len() < CACHE_BLOCKS && cache.1 + class <= CACHE_BYTES {
+            if keep || (cache.0.len() < CACHE_BLOCKS && cache.1 + class <= CACHE_BYTES) {
                 cache.0.push((class, ptr));
                 cache.1 += class;
                 return;
@@ -373,6 +414,17 @@ pub(crate) fn order_after(home: &CudaStream, others: Vec<Arc<CudaStream>>) {
     let label = &home.ctx.label;
     for other in others {
         if other.raw == home.raw {
+            continue;
+        }
+        // A use captured into a graph happens when the graph is replayed,
+        // which no event recorded now orders; and an event wait across the
+        // capture's border (a stream outside it waiting for an event
+        // recorded under it, or the reverse), like synchronizing a
+        // capturing stream, would break the capture. So exactly one of
+        // the two capturing orders nothing: the graph's owner keeps the
+        // memory it uses alive while it can replay. (Two streams that both
+        // capture order as usual: the event joins them in the graph.)
+        if other.capturing().unwrap_or(true) != home.capturing().unwrap_or(true) {
             continue;
         }
         match driver::event_create(label) {

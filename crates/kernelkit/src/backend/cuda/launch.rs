@@ -61,6 +61,7 @@ impl<T> Slots<T> for Vec<T> {
 
 /// Launches `job` `job.iters` times on `stream`, the job's stream
 /// (arguments marshalled once).
+#[inline(always)]
 pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStream>) -> Result<()> {
     let iters = job.iters;
     let function = job
@@ -68,6 +69,11 @@ pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStrea
         .cuda()
         .expect("CUDA launches get CUDA functions");
     ctx.bind()?;
+    // A launch captured into a graph runs whenever the graph replays: its
+    // module must stay loaded (one word read on kernelkit's own streams).
+    if stream.may_capture() {
+        pin_if_capturing(stream, function)?;
+    }
     let mut words = ArrayVec::<u64, STACK_WORDS>::new();
     let mut offsets = ArrayVec::<u32, STACK_PARAMS>::new();
     if !marshal(job, stream, &mut words, &mut offsets)? {
@@ -76,6 +82,16 @@ pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStrea
     let mut params = ArrayVec::<*mut c_void, STACK_PARAMS>::new();
     point(&mut words, &offsets, &mut params);
     enqueue(ctx, job, function, stream, &mut params, iters)
+}
+
+/// Pins `function`'s module when `stream` is being captured.
+#[cold]
+#[inline(never)]
+fn pin_if_capturing(stream: &CudaStream, function: &CudaFunction) -> Result<()> {
+    if stream.capturing_now()? {
+        function.pin_module();
+    }
+    Ok(())
 }
 
 /// [`launch`] for arguments that do not fit its stack arrays.

@@ -12,6 +12,7 @@
 //! instance), which holds the module while it lives.
 
 use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::driver::{self, RawFunction, RawModule};
@@ -35,6 +36,25 @@ pub(super) struct CudaModule {
     /// [`CudaFunction`]s (two threads resolving it at once, a variant
     /// rebuilt after a memo clear), which must all see one limit.
     limits: Mutex<Vec<(usize, Arc<RaisedLimit>)>>,
+    /// Set, for good, once a function of this module was launched into a
+    /// CUDA graph being captured: the graph may replay it at any later
+    /// time, so a bounded cache of loaded modules must not unload this one
+    /// (shared with every [`CudaFunction`] resolved from it, which set it).
+    pub(super) pinned: Arc<AtomicBool>,
+}
+
+impl CudaModule {
+    /// Pins the module: see [`CudaModule::pinned`].
+    #[allow(dead_code)] // The functions pin through their shared flag.
+    pub(super) fn pin(&self) {
+        self.pinned.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a captured graph may launch one of this module's functions.
+    #[allow(dead_code)] // Read by a bounded module cache.
+    pub(super) fn is_pinned(&self) -> bool {
+        self.pinned.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for CudaModule {
@@ -59,6 +79,18 @@ pub(crate) struct CudaFunction {
     pub(super) dynamic_shared: Arc<RaisedLimit>,
     /// The generated function's name, for messages.
     pub(super) name: Box<str>,
+    /// Its module's [`CudaModule::pinned`].
+    module_pinned: Arc<AtomicBool>,
+}
+
+impl CudaFunction {
+    /// Pins this function's module: it was launched into a graph being
+    /// captured (see [`CudaModule::pinned`]).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn pin_module(&self) {
+        self.module_pinned.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Loads a cubin (or NUL-terminated PTX).
@@ -79,6 +111,7 @@ pub(super) fn load(
         raw,
         ctx: ctx.clone(),
         limits: Mutex::new(Vec::new()),
+        pinned: Arc::new(AtomicBool::new(false)),
     }))
 }
 
@@ -102,6 +135,7 @@ pub(super) fn function(
         raw,
         dynamic_shared: cuda.limit_of(raw),
         name: name.into(),
+        module_pinned: cuda.pinned.clone(),
     })))
 }
 

@@ -42,6 +42,7 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuStreamQuery",
     "cuStreamWaitEvent",
     "cuStreamGetCtx",
+    "cuStreamIsCapturing",
     "cuPointerGetAttribute",
     "cuEventCreate",
     "cuEventRecord",

@@ -78,7 +78,12 @@ impl Launch {
     #[inline(always)]
     fn run_inner(&self, raw: Option<(u32, &mut std::time::Duration)>) -> Result<Outputs> {
         let spec = self.kernel.spec();
-        let function = self.variant.function_on(self.stream.device(), &spec.name)?;
+        let function = super::capture::function_for(
+            &self.variant,
+            self.stream.device(),
+            &self.stream,
+            &spec.name,
+        )?;
         let inputs: SmallVec<[&Array; 8]> = self.inputs.iter().collect();
         let targets: Vec<(usize, &Array)> = self.targets.iter().map(|(i, a)| (*i, a)).collect();
         let mut outputs = Outputs::default();

@@ -16,6 +16,7 @@
 //! 5. **launch**: `device::dispatch` allocates the outputs and hands the
 //!    backend one borrowed launch description.
 
+mod capture;
 pub(crate) mod check;
 mod launch;
 
@@ -203,7 +204,12 @@ impl<'a> Call<'a> {
     pub fn launch(&self) -> Result<Outputs> {
         let checked = self.check()?;
         let variant = self.variant(&checked)?;
-        let function = variant.function_on(&checked.device, &self.spec().name)?;
+        let function = capture::function_for(
+            &variant,
+            &checked.device,
+            &checked.stream,
+            &self.spec().name,
+        )?;
         // Filled in place: see `device::dispatch`.
         let mut outputs = Outputs::default();
         dispatch(

@@ -50,6 +50,24 @@ pub(in crate::backend::cuda) fn stream_query(
     Ok(true)
 }
 
+/// `cuStreamIsCapturing`: whether work queued on `stream` now is captured
+/// into a CUDA graph (or the capture was invalidated) instead of run. Asks
+/// the driver only about the stream: no synchronization, legal while
+/// capturing.
+pub(in crate::backend::cuda) fn stream_is_capturing(
+    stream: RawStream,
+    label: &str,
+) -> Result<bool, DeviceError> {
+    // SAFETY: writes one status value; an invalid stream is the driver's
+    // error.
+    let status = unsafe {
+        out(label, "cuStreamIsCapturing", |s| {
+            sys::cuStreamIsCapturing(stream.0, s)
+        })
+    }?;
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
 /// `cuEventCreate` of an event without timing.
 pub(in crate::backend::cuda) fn event_create(label: &str) -> Result<RawEvent, DeviceError> {
     let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
