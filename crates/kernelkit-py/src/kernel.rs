@@ -10,12 +10,11 @@ use std::sync::OnceLock;
 
 use kernelkit::{Array, Call, Device, Kernel, Stream};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
 use smallvec::SmallVec;
 
 use crate::args::{self, DimsMemo, OutputSpec, OutputsMemo, Template, TemplateMemo};
 use crate::arrays::{self, Named};
-use crate::call_args::{CallArgs, Slots};
 use crate::device::{place_of, Place, PyStream};
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy, Kind};
@@ -619,22 +618,48 @@ impl PyKernel {
     }
 }
 
+/// A framework's stream object's raw handle: torch's `cuda_stream`, CuPy's
+/// `ptr` (an `int` either way); `None` for other objects.
+fn framework_stream(obj: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+    let py = obj.py();
+    for attr in [intern!(py, "cuda_stream"), intern!(py, "ptr")] {
+        if let Ok(v) = obj.getattr(attr) {
+            if let Ok(raw) = v.extract::<u64>() {
+                return Ok(Some(raw));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[pymethods]
 impl PyKernel {
-    /// A call with its keyword arguments parsed (see `__call__`).
-    fn run<'py>(&self, py: Python<'py>, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
-        let CallArgs {
-            inputs,
-            grid,
-            threadgroup,
-            output_shapes,
-            output_dtypes,
-            template,
-            init_value,
-            verbose,
-            stream,
-            device,
-            out,
-        } = a;
+    /// Runs the kernel; returns the outputs, in the order of
+    /// `output_names`, as arrays of the inputs' kind: NumPy arrays for
+    /// NumPy inputs, torch tensors (from `torch.empty`, on the inputs'
+    /// device) for torch tensors, CuPy arrays for CuPy arrays, and for
+    /// other DLPack arrays their library's (`from_dlpack`) or a
+    /// `kernelkit.Array`; the `out=` arrays themselves when given.
+    ///
+    /// The GIL is released while the kernel is compiled (once per variant),
+    /// loaded and launched, and while outputs are read back.
+    #[pyo3(signature = (*, inputs, grid, threadgroup, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = false, stream = None, device = None, out = None))]
+    #[allow(clippy::too_many_arguments)] // MLX's signature, plus device= and out=.
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        grid: &Bound<'py, PyAny>,
+        threadgroup: &Bound<'py, PyAny>,
+        output_shapes: Option<&Bound<'py, PyAny>>,
+        output_dtypes: Option<&Bound<'py, PyAny>>,
+        template: Option<&Bound<'py, PyAny>>,
+        init_value: Option<f64>,
+        verbose: bool,
+        stream: Option<&Bound<'py, PyAny>>,
+        device: Option<&Bound<'py, PyAny>>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let kernel = self.name();
         let items = args::items(inputs, kernel, &"inputs")?;
         let sources = self.sources(&items, "input")?;
@@ -739,47 +764,6 @@ impl PyKernel {
                 Ok(results)
             }
         }
-    }
-}
-
-/// A framework's stream object's raw handle: torch's `cuda_stream`, CuPy's
-/// `ptr` (an `int` either way); `None` for other objects.
-fn framework_stream(obj: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
-    let py = obj.py();
-    for attr in [intern!(py, "cuda_stream"), intern!(py, "ptr")] {
-        if let Ok(v) = obj.getattr(attr) {
-            if let Ok(raw) = v.extract::<u64>() {
-                return Ok(Some(raw));
-            }
-        }
-    }
-    Ok(None)
-}
-
-#[pymethods]
-impl PyKernel {
-    /// Runs the kernel; returns the outputs, in the order of
-    /// `output_names`, as arrays of the inputs' kind: NumPy arrays for
-    /// NumPy inputs, torch tensors (from `torch.empty`, on the inputs'
-    /// device) for torch tensors, CuPy arrays for CuPy arrays, and for
-    /// other DLPack arrays their library's (`from_dlpack`) or a
-    /// `kernelkit.Array`; the `out=` arrays themselves when given.
-    ///
-    /// The GIL is released while the kernel is compiled (once per variant),
-    /// loaded and launched, and while outputs are read back.
-    ///
-    /// Keyword arguments only: `inputs`, `grid`, `threadgroup`,
-    /// `output_shapes`, `output_dtypes`, `template`, `init_value`, `verbose`,
-    /// `stream`, `device`, `out` (see `crate::call_args`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn __call__<'py>(
-        &self,
-        py: Python<'py>,
-        args: &Bound<'py, PyTuple>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let slots = Slots::of(py, args, kwargs)?;
-        self.run(py, CallArgs::from_slots(&slots)?)
     }
 
     /// The kernel's name.

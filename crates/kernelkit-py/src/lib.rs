@@ -26,7 +26,6 @@
 //! ## Modules
 //!
 //! - [`kernel`]: `metal_kernel`, `cuda_kernel`, the callable.
-//! - [`call_args`]: the callable's keyword arguments.
 //! - [`args`]: call arguments as kernelkit values (template memo).
 //! - [`arrays`]: NumPy arrays and scalars in and out: the temporary copy
 //!   path, the one place zero-copy (issue 15) will replace.
@@ -41,7 +40,6 @@ use pyo3::prelude::*;
 
 pub mod args;
 pub mod arrays;
-pub mod call_args;
 pub mod device;
 pub mod dtypes;
 pub mod errors;

@@ -247,27 +247,3 @@ def test_a_crashing_interpreter_would_be_seen():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "survived" in done.stdout, done.stderr
-
-
-def test_keyword_arguments_are_checked_as_python_would():
-    k = kk.metal_kernel(name="kw_check", input_names=["inp"], output_names=["out"],
-                        source="uint i = thread_position_in_grid.x; out[i] = inp[i];")
-    x = np.ones(4, np.float32)
-    ok = dict(inputs=[x], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)], output_dtypes=[np.float32])
-    with pytest.raises(TypeError, match=r"takes 0 positional arguments but 1 was given"):
-        k([x], **{n: v for n, v in ok.items() if n != "inputs"})
-    with pytest.raises(TypeError, match=r"unexpected keyword argument 'grids'"):
-        k(grids=(4, 1, 1), **ok)
-    with pytest.raises(TypeError, match=r"missing 2 required keyword-only arguments: 'grid', 'threadgroup'"):
-        k(inputs=[x], output_shapes=[(4,)], output_dtypes=[np.float32])
-    with pytest.raises(TypeError, match=r"argument 'verbose'"):
-        k(verbose="yes", **ok)
-    with pytest.raises(TypeError, match=r"argument 'init_value'"):
-        k(init_value="zero", **ok)
-    # Keys made at run time (not interned) are matched by their text, and
-    # None for an optional argument is as if it were not given.
-    built = {"".join(["in", "puts"]): [x], "grid": (4, 1, 1), "threadgroup": (4, 1, 1),
-             "output_shapes": [(4,)], "output_dtypes": [np.float32], "template": None, "stream": None,
-             "device": None, "out": None, "init_value": None, "verbose": False}
-    (y,) = k(**built)
-    np.testing.assert_array_equal(y, x)
