@@ -238,6 +238,12 @@ def breakdown(torch, x, batch):
     }
     if raw_stream is not None:
         ops["current_raw_stream"] = lambda: raw_stream(dev)
+    to_dlpack = getattr(torch._C, "_to_dlpack", None)
+    if to_dlpack is not None:
+        # One C call that returns data, shape, strides and device at once
+        # (a DLPack capsule): what reading a tensor could cost instead of
+        # five attribute and method calls.
+        ops["to_dlpack"] = lambda: to_dlpack(x)
     samples = {name: [] for name in ops}
     for _ in range(7):
         for name, f in ops.items():
@@ -248,6 +254,8 @@ def breakdown(torch, x, batch):
     torch.cuda.synchronize()
     for name, s in samples.items():
         say(f"breakdown.{name}_us", statistics.median(s))
+    per_tensor = sum(RESULTS[f"breakdown.{n}_us"] for n in ("data_ptr", "stride", "shape", "dtype", "get_device"))
+    say("breakdown.read_one_tensor_us", per_tensor, "data_ptr + stride + shape + dtype + get_device")
 
 
 PARALLEL_CHILD = r"""
