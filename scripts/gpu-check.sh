@@ -134,8 +134,19 @@ if [ -n "${KK_MID:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_mid" "$KK_
 # KK_BASE_CLI=path/to/an/older/kernelkit: sent as kernelkit_base, for `ab_bench`.
 if [ -n "${KK_BASE_CLI:-}" ]; then strip --strip-debug -o "$DEST/kernelkit_base" "$KK_BASE_CLI"; fi
 # The Python package: a release wheel (debug info stripped) and its tests.
-rm -rf "$DEST/wheels" "$DEST/python-tests"
+rm -rf "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/python-tests"
 python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
+# Per-version wheels (no abi3: PyO3 calls methods through vectorcall), one
+# for each CPython 3.9-3.13 found here, for the python_bench step's second
+# run beside the abi3 wheel (KK_PER_VERSION_WHEELS=0 skips them).
+if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
+  for v in 3.9 3.10 3.11 3.12 3.13; do
+    py=$(command -v "python$v" || true)
+    [ -n "$py" ] || continue
+    python3 -m maturin build --release --strip --quiet --no-default-features --features cuda \
+      -i "$py" --out "$DEST/wheels-per-version" || echo "no per-version wheel for $v"
+  done
+fi
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 cp crates/kernelkit-py/bench/compare.py "$DEST/compare.py"
 rm -rf "$DEST/python-tests/__pycache__"

@@ -85,7 +85,20 @@ step python python_tests
 # CLI as compile worker and without; import time (BENCHMARKS.md, issue 16).
 python_bench() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
-    KERNELKIT_CACHE=memory timeout 500 python3 "$G/compare.py" --worker "$PWD/$G/kernelkit" --json "$OUT/python_bench.json"
+    KERNELKIT_CACHE=memory timeout 400 python3 "$G/compare.py" --worker "$PWD/$G/kernelkit" --json "$OUT/python_bench.json"
+  # The warm figures again with this Python's per-version wheel (no abi3),
+  # named per_version.*; then the abi3 wheel back.
+  local tag pv
+  tag=$(python3 -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  pv=$(ls "$G"/wheels-per-version/kernelkit-*-"$tag"-"$tag"-*.whl 2>/dev/null | head -n1)
+  if [ -n "$pv" ]; then
+    python3 -m pip install --quiet --no-deps --force-reinstall "$pv" &&
+      KERNELKIT_CACHE=memory timeout 200 python3 "$G/compare.py" --skip import,parallel --label per_version \
+        --json "$OUT/python_bench_per_version.json"
+    python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl
+  else
+    echo "per_version: no per-version wheel for $tag"
+  fi
 }
 step python_bench python_bench
 # candle's CUDA tensors (built by gpu-check.sh only where nvcc was set up:
@@ -238,7 +251,7 @@ grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
-grep -hE "^(import|warm|warm_out|warm_alloc|parallel|breakdown)\.|^target " "$LOGS/python_bench.log" 2>/dev/null
+grep -hE "^(per_version\.)?(import|warm|warm_out|warm_alloc|parallel|breakdown)\.|^target " "$LOGS/python_bench.log" 2>/dev/null
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

@@ -16,7 +16,7 @@
 //! opens with as many compile workers as the specs can use (one fewer than
 //! the specs: one compile runs in this process), started at the open
 //! (`StartWorkers::AtOpen`), while the driver creates the context, rather
-//! than by the first compiles (unless `KERNELKIT_START_WORKERS=demand`).
+//! than by the first compiles (unless `KERNELKIT_START_WORKERS` says when).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -153,12 +153,14 @@ fn load(spec: SpecFile, kernel: Kernel, device: &Device) -> Result<Loaded, Strin
 
 /// The settings of a device that will compile `compiles` variants at once:
 /// the environment's, with at most `compiles - 1` compile workers (one
-/// compile runs here), started when the device opens unless the
-/// environment asks for them on demand.
+/// compile runs here), started when the device opens unless
+/// `KERNELKIT_START_WORKERS` says when.
 fn config_for(compiles: usize) -> Config {
     let mut config = Config::from_env();
     config.cuda.max_workers = config.cuda.max_workers.min(compiles.saturating_sub(1));
-    if config.cuda.start_workers != StartWorkers::OnDemand {
+    // The library's default is `demand`; precompile's, `open`, unless
+    // `KERNELKIT_START_WORKERS` says.
+    if std::env::var_os("KERNELKIT_START_WORKERS").is_none() {
         config.cuda.start_workers = StartWorkers::AtOpen;
     }
     config
@@ -218,10 +220,13 @@ mod tests {
     #[test]
     fn the_workers_fit_the_number_of_compiles() {
         let one = config_for(1);
-        assert_eq!(one.cuda.max_workers, 0, "a lone compile runs in this process");
+        assert_eq!(
+            one.cuda.max_workers, 0,
+            "a lone compile runs in this process"
+        );
         let many = config_for(1000);
         assert_eq!(many.cuda.max_workers, Config::from_env().cuda.max_workers);
-        if Config::from_env().cuda.start_workers != StartWorkers::OnDemand {
+        if std::env::var_os("KERNELKIT_START_WORKERS").is_none() {
             assert_eq!(many.cuda.start_workers, StartWorkers::AtOpen);
         }
         assert!(config_for(3).cuda.max_workers <= 2);

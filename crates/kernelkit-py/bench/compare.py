@@ -51,7 +51,11 @@ N = 1024
 RESULTS = {}
 
 
+PREFIX = ""  # --label: "LABEL." before every figure's name (a second build's run)
+
+
 def say(name, value, note=""):
+    name = PREFIX + name
     RESULTS[name] = value
     text = f"{value:.3f}" if isinstance(value, float) else str(value)
     print(f"{name} = {text}{('  # ' + note) if note else ''}", flush=True)
@@ -212,10 +216,10 @@ def warm(rounds, batch):
     for name, s in samples.items():
         say(name, statistics.median(s), f"min {min(s):.3f}")
     breakdown(torch, x, batch)
-    if "warm_out.raw_launch_us" in RESULTS:
-        say("warm_out.over_raw_us", RESULTS["warm_out.kernelkit_us"] - RESULTS["warm_out.raw_launch_us"],
+    if PREFIX + "warm_out.raw_launch_us" in RESULTS:
+        say("warm_out.over_raw_us", RESULTS[PREFIX + "warm_out.kernelkit_us"] - RESULTS[PREFIX + "warm_out.raw_launch_us"],
             "target <= 1.5")
-    if "warm_alloc.mlx_us" not in RESULTS:
+    if PREFIX + "warm_alloc.mlx_us" not in RESULTS:
         say("warm_alloc.note", "MLX cuda_kernel not measured: MLX's CUDA build does not import here")
 
 
@@ -254,7 +258,7 @@ def breakdown(torch, x, batch):
     torch.cuda.synchronize()
     for name, s in samples.items():
         say(f"breakdown.{name}_us", statistics.median(s))
-    per_tensor = sum(RESULTS[f"breakdown.{n}_us"] for n in ("data_ptr", "stride", "shape", "dtype", "get_device"))
+    per_tensor = sum(RESULTS[f"{PREFIX}breakdown.{n}_us"] for n in ("data_ptr", "stride", "shape", "dtype", "get_device"))
     say("breakdown.read_one_tensor_us", per_tensor, "data_ptr + stride + shape + dtype + get_device")
 
 
@@ -320,15 +324,15 @@ def parallel(turns, worker):
 
 def verdicts():
     """One line per target: value, baseline, ratio, met or MISSED."""
-    r = RESULTS
+    r = {k[len(PREFIX):]: v for k, v in RESULTS.items() if k.startswith(PREFIX)}
 
     def line(name, value, baseline, ratio, met, note=""):
         if value is None or baseline is None:
-            print(f"target {name}: not measured{('  # ' + note) if note else ''}", flush=True)
+            print(f"target {PREFIX}{name}: not measured{('  # ' + note) if note else ''}", flush=True)
             return
         verdict = "met" if met else "MISSED"
-        RESULTS[f"target.{name}"] = verdict
-        print(f"target {name}: {value:.3f} vs {baseline:.3f} (ratio {ratio:.3f}) -> {verdict}"
+        RESULTS[f"{PREFIX}target.{name}"] = verdict
+        print(f"target {PREFIX}{name}: {value:.3f} vs {baseline:.3f} (ratio {ratio:.3f}) -> {verdict}"
               f"{('  # ' + note) if note else ''}", flush=True)
 
     k, raw = r.get("warm_out.kernelkit_us"), r.get("warm_out.raw_launch_us")
@@ -362,7 +366,10 @@ def main():
     ap.add_argument("--worker", default=os.environ.get("KERNELKIT_WORKER"))
     ap.add_argument("--json")
     ap.add_argument("--skip", default="", help="comma-separated: import,warm,parallel")
+    ap.add_argument("--label", default="", help="names this run's figures LABEL.<name> (another build)")
     a = ap.parse_args()
+    global PREFIX
+    PREFIX = f"{a.label}." if a.label else ""
     skip = set(filter(None, a.skip.split(",")))
     steps = [("import", lambda: import_time()), ("warm", lambda: warm(a.rounds, a.batch)),
              ("parallel", lambda: parallel(a.turns, a.worker))]

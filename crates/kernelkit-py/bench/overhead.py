@@ -5,7 +5,8 @@ with ``output_shapes``/``output_dtypes`` (outputs from the stand-in's
 ``new_empty``/``torch.empty``, Python functions: their cost is not
 torch's). Two builds side by side in one run: the installed ``kernelkit``
 and, with ``--base DIR``, the package in ``DIR`` (a copy of an older
-build's ``kernelkit`` folder), in alternating child processes.
+build's ``kernelkit`` folder), in alternating child processes; ``--build
+NAME=DIR`` adds more (an abi3 build beside a per-version one, say).
 
 Figures: with ``--callgrind``, instructions per call (callgrind, runs of
 200 and 1200 calls differenced, exact); else µs per call (medians of
@@ -76,12 +77,18 @@ def child(build, mode, calls, callgrind):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", help="a folder holding an older build's `kernelkit` package")
+    ap.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
+                    help="another build to measure beside them (e.g. abi3 against per-version)")
+    ap.add_argument("--no-current", action="store_true", help="leave out the installed package")
     ap.add_argument("--callgrind", action="store_true")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
-    builds = {"current": None}
+    builds = {} if a.no_current else {"current": None}
     if a.base:
         builds["base"] = os.path.abspath(a.base)
+    for b in a.build:
+        name, _, folder = b.partition("=")
+        builds[name] = os.path.abspath(folder)
     for mode in ("out", "alloc"):
         figures = {}
         for name, build in builds.items():
@@ -97,9 +104,13 @@ def main():
         unit = "instructions/call" if a.callgrind else "us/call"
         for name, v in figures.items():
             print(f"overhead.{mode}.{name} = {v:.3f} {unit}", flush=True)
-        if "base" in figures:
+        if "base" in figures and "current" in figures:
             print(f"overhead.{mode}.ratio = {figures['current'] / figures['base']:.3f}  # current / base",
                   flush=True)
+        first = next(iter(figures))
+        for name in list(figures)[1:]:
+            if {first, name} != {"current", "base"}:
+                print(f"overhead.{mode}.{name}_over_{first} = {figures[name] / figures[first]:.3f}", flush=True)
 
 
 if __name__ == "__main__":

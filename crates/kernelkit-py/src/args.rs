@@ -316,4 +316,3 @@ impl OutputsMemo {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(kept);
     }
 }
-

@@ -13,11 +13,17 @@
 //!
 //! `KERNELKIT_WORKER` still wins (a worker program of the caller's choice),
 //! and `KERNELKIT_COMPILE_WORKERS=0` still turns workers off.
+//!
+//! The workers start in the background at the process's first compile
+//! (`StartWorkers::AtFirstCompile`) unless `KERNELKIT_START_WORKERS` says
+//! otherwise: a Python program that compiles one kernel usually goes on to
+//! compile others, often from many threads at once, and a worker started
+//! by such a burst would make it wait for the interpreter and NVRTC.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use kernelkit::{CompileWorkers, Config};
+use kernelkit::{CompileWorkers, Config, StartWorkers};
 use pyo3::prelude::*;
 
 /// The configuration a CUDA device of this package opens with: the
@@ -25,6 +31,10 @@ use pyo3::prelude::*;
 pub(crate) fn config(py: Python<'_>) -> Config {
     let mut config = Config::from_env();
     let cuda = &mut config.cuda;
+    // The library's default is `demand`; this package's, `first`.
+    if std::env::var_os("KERNELKIT_START_WORKERS").is_none() {
+        cuda.start_workers = StartWorkers::AtFirstCompile;
+    }
     if cuda.worker.is_none() && cuda.options.workers == CompileWorkers::Auto {
         if let Some((python, args)) = command(py) {
             cuda.worker = Some(python);

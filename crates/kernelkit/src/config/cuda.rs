@@ -128,7 +128,7 @@ impl CudaConfig {
                     &WARNED_START,
                     &format!(
                         "KERNELKIT_START_WORKERS={v:?} is not `demand`, `first` or `open`; \
-                         using `first`"
+                         using `demand`"
                     ),
                 );
                 defaults.start_workers
@@ -167,12 +167,13 @@ impl CudaConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum StartWorkers {
     /// One at a time, by the compile that finds no worker idle
-    /// (`demand`).
+    /// (`demand`): nothing runs beside a program's first compiles.
+    #[default]
     OnDemand,
     /// All of them (up to [`CudaConfig::max_workers`]) in the background
     /// when the process's first compile starts (`first`): a program that
-    /// never compiles (every kernel found in a cache) starts none.
-    #[default]
+    /// never compiles (every kernel found in a cache) starts none. The
+    /// Python package's default.
     AtFirstCompile,
     /// All of them in the background when the device is opened (`open`):
     /// for programs that know they will compile many kernels, such as

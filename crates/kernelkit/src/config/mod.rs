@@ -30,7 +30,7 @@
 //! | `CUDA_HOME`, `CUDA_PATH` | [`CudaConfig::toolkit_dirs`], before `/usr/local/cuda` | `/usr/local/cuda` |
 //! | `KERNELKIT_WORKER` | [`CudaConfig::worker`] | a `kernelkit` executable next to the running program |
 //! | `KERNELKIT_COMPILE_WORKERS` | [`CudaConfig::max_workers`]; `0`: none | the core count, at most 16 |
-//! | `KERNELKIT_START_WORKERS` | [`CudaConfig::start_workers`]: `demand` (one at a time, as compiles need them), `first` (all, in the background, at the first compile), `open` (all, in the background, when the device opens) | `first` |
+//! | `KERNELKIT_START_WORKERS` | [`CudaConfig::start_workers`]: `demand` (one at a time, as compiles need them), `first` (all, in the background, at the first compile), `open` (all, in the background, when the device opens) | `demand` |
 //! | `KERNELKIT_CUDA_ALLOC` | `pool`: [`CudaConfig::block_cache`] off | on |
 //! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
 //! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
@@ -271,7 +271,7 @@ pub(crate) mod tests {
         assert_eq!(c.cuda.toolkit_dirs, vec![PathBuf::from("/usr/local/cuda")]);
         assert_eq!(c.cuda.worker, None);
         assert!(c.cuda.worker_args.is_empty());
-        assert_eq!(c.cuda.start_workers, StartWorkers::AtFirstCompile);
+        assert_eq!(c.cuda.start_workers, StartWorkers::OnDemand);
         assert!(c.cuda.max_workers >= 1 && c.cuda.max_workers <= 16);
         assert!(c.cuda.block_cache);
         assert_eq!(c.cuda.options, CudaCompileOptions::default());
@@ -369,7 +369,7 @@ pub(crate) mod tests {
         assert_eq!(c.cache.max_bytes, DEFAULT_MAX_BYTES);
         assert_eq!(c.cpu.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
         assert_eq!(c.cuda.max_workers, d.cuda.max_workers);
-        assert_eq!(c.cuda.start_workers, StartWorkers::AtFirstCompile);
+        assert_eq!(c.cuda.start_workers, StartWorkers::OnDemand);
         assert!(c.cuda.block_cache);
         assert_eq!(c.memo, MemoConfig::default());
     }

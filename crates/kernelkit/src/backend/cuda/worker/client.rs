@@ -31,7 +31,8 @@ use crate::backend::cuda::compile::Failure;
 use crate::config::{CompileWorkers, CudaConfig, StartWorkers};
 
 /// The source of the warm-up compile a worker started ahead runs.
-const WARM_UP_SOURCE: &str = "extern \"C\" __global__ void kernelkit_warm_up(float* x) { x[0] = 1.0f; }";
+const WARM_UP_SOURCE: &str =
+    "extern \"C\" __global__ void kernelkit_warm_up(float* x) { x[0] = 1.0f; }";
 
 /// A handle on the process-wide pool of one worker program.
 pub(crate) struct Workers {
