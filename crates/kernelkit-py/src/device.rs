@@ -51,34 +51,11 @@ impl Place {
     /// GIL (it initialises the driver); later ones find it in a table.
     pub(crate) fn open(&self, py: Python<'_>) -> PyResult<Device> {
         static OPENED: Mutex<Vec<(u32, Device)>> = Mutex::new(Vec::new());
-        // The first ordinals' devices once opened, read without a lock (every
-        // warm call on a GPU opens its device); set after the table below.
-        static FAST: [OnceLock<Device>; 16] = [const { OnceLock::new() }; 16];
         let n = match *self {
             Place::Cpu => return Ok(Device::cpu()),
             Place::Cuda(n) => n,
         };
-        let fast = FAST.get(n as usize);
-        if let Some(d) = fast.and_then(OnceLock::get) {
-            return Ok(d.clone());
-        }
-        let device = self.open_slow(py, n, &OPENED)?;
-        if let Some(slot) = fast {
-            // Never `get_or_init` here: the open above releases the GIL, and
-            // a thread blocked in an init while holding it would deadlock.
-            let _ = slot.set(device.clone());
-        }
-        Ok(device)
-    }
-
-    /// [`Place::open`] through the table of opened devices.
-    fn open_slow(
-        &self,
-        py: Python<'_>,
-        n: u32,
-        table: &Mutex<Vec<(u32, Device)>>,
-    ) -> PyResult<Device> {
-        let opened = || table.lock().unwrap_or_else(|p| p.into_inner());
+        let opened = || OPENED.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, d)) = opened().iter().find(|(o, _)| *o == n) {
             return Ok(d.clone());
         }
@@ -88,11 +65,11 @@ impl Place {
             .detach(|| Device::builder().config(config).cuda(n))
             .py_err()?;
         // Another thread may have opened it meanwhile: one device each.
-        let mut guard = opened();
-        if let Some((_, d)) = guard.iter().find(|(o, _)| *o == n) {
+        let mut table = opened();
+        if let Some((_, d)) = table.iter().find(|(o, _)| *o == n) {
             return Ok(d.clone());
         }
-        guard.push((n, device.clone()));
+        table.push((n, device.clone()));
         Ok(device)
     }
 }

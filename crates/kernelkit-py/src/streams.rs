@@ -18,7 +18,6 @@
 //! reached only once a tensor of theirs was seen (`crate::torch`,
 //! [`cupy_current`]).
 
-use std::cell::RefCell;
 use std::sync::Mutex;
 
 use kernelkit::{Device, DeviceId, Stream};
@@ -47,30 +46,6 @@ pub(crate) const PER_THREAD: u64 = 2;
 pub(crate) fn wrap(device: &Device, raw: u64) -> PyResult<Stream> {
     let key = device.id();
     let raw = if raw == 0 { 1 } else { raw };
-    // The thread's last stream first: a thread calls on one stream, call
-    // after call (no lock, no scan).
-    let last = LAST.with_borrow(|last| {
-        last.as_ref()
-            .filter(|(d, r, _)| *d == key && *r == raw)
-            .map(|(_, _, s)| s.clone())
-    });
-    if let Some(s) = last {
-        return Ok(s);
-    }
-    let stream = wrap_kept(device, key, raw)?;
-    if raw != PER_THREAD {
-        LAST.set(Some((key, raw, stream.clone())));
-    }
-    Ok(stream)
-}
-
-thread_local! {
-    /// The thread's last (device, raw handle, stream) of [`wrap`].
-    static LAST: RefCell<Option<(DeviceId, u64, Stream)>> = const { RefCell::new(None) };
-}
-
-/// [`wrap`] through the table.
-fn wrap_kept(device: &Device, key: DeviceId, raw: u64) -> PyResult<Stream> {
     {
         let table = WRAPPED.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, _, s)) = table.iter().find(|(d, r, _)| *d == key && *r == raw) {
