@@ -59,7 +59,8 @@ else:  # timing: the median of 9 batches of 2000
 
 
 def child(build, mode, calls, callgrind):
-    env = dict(os.environ, KERNELKIT_CACHE="memory", KERNELKIT_COMPILE_WORKERS="0")
+    # A fixed hash seed: dict layouts (and so counts) alike from run to run.
+    env = dict(os.environ, KERNELKIT_CACHE="memory", KERNELKIT_COMPILE_WORKERS="0", PYTHONHASHSEED="0")
     if build:
         env["PYTHONPATH"] = build + os.pathsep + env.get("PYTHONPATH", "")
     code = CHILD % {"here": HERE}

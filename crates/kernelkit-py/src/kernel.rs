@@ -683,10 +683,16 @@ impl PyKernel {
         let given = self.given_outputs(output_shapes, output_dtypes)?;
         // The first input that is a `torch.Tensor` itself: outputs of its
         // dtype and device are made with its `new_empty`.
-        let like = sources.iter().find_map(|s| match s {
-            Source::Torch(obj, t) if torch::is_exact_tensor(obj) => Some((obj, t.dtype, t.place)),
+        // (Only when outputs are made: not for `out=`.)
+        let like = match (&out, &frame) {
+            (None, Frame::Torch) => sources.iter().find_map(|s| match s {
+                Source::Torch(obj, t) if torch::is_exact_tensor(obj) => {
+                    Some((obj, t.dtype, t.place))
+                }
+                _ => None,
+            }),
             _ => None,
-        });
+        };
         let (outputs, targets, plan) =
             self.plan(py, given, out, &frame, &stream, torch_stream.as_ref(), like)?;
         let parts = Parts {
