@@ -99,6 +99,14 @@ python_bench() {
   else
     echo "per_version: no per-version wheel for $tag"
   fi
+  # The abi3 wheel for 3.12 and later, where this Python is one (abi3_py312.*).
+  pv=$(ls "$G"/wheels-abi3-py312/kernelkit-*-cp312-abi3-*.whl 2>/dev/null | head -n1)
+  if [ -n "$pv" ] && python3 -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+    python3 -m pip install --quiet --no-deps --force-reinstall "$pv" &&
+      KERNELKIT_CACHE=memory timeout 200 python3 "$G/compare.py" --skip import,parallel --label abi3_py312 \
+        --json "$OUT/python_bench_abi3_py312.json"
+    python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl
+  fi
 }
 step python_bench python_bench
 # candle's CUDA tensors (built by gpu-check.sh only where nvcc was set up:
@@ -251,7 +259,7 @@ grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
-grep -hE "^(per_version\.)?(import|warm|warm_out|warm_alloc|parallel|breakdown)\.|^target " "$LOGS/python_bench.log" 2>/dev/null
+grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|parallel|breakdown)\.|^target " "$LOGS/python_bench.log" 2>/dev/null
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
