@@ -280,6 +280,70 @@ mod tests {
         assert!(!Arc::ptr_eq(&a.pool, &n.pool));
     }
 
+    /// When workers start follows the setting: a program that cannot
+    /// start turns its pool off the moment a start is tried.
+    #[test]
+    fn the_start_setting_decides_when_workers_start() {
+        let config = |start, tag: &str| CudaConfig {
+            worker: Some("/nonexistent/kernelkit-start-test".into()),
+            // A pool per case: pools are per program and arguments.
+            worker_args: vec![tag.into()],
+            max_workers: 2,
+            start_workers: start,
+            ..CudaConfig::default()
+        };
+        let tried = |w: &Workers| {
+            (0..2000).any(|_| {
+                let off = w.pool.off_reason().is_some();
+                if !off {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                off
+            })
+        };
+        let local = || Ok(vec![7u8]);
+        let compile = |w: &Workers| w.compile("k.cu", "", &[], &[], Output::Cubin, local);
+
+        let demand = Workers::find(
+            &config(StartWorkers::OnDemand, "demand"),
+            (13, 0),
+            &[],
+            Output::Cubin,
+        )
+        .unwrap();
+        assert!(matches!(compile(&demand), Ok(a) if a == [7]));
+        assert!(
+            demand.pool.off_reason().is_none(),
+            "a lone compile starts nothing"
+        );
+
+        let first = Workers::find(
+            &config(StartWorkers::AtFirstCompile, "first"),
+            (13, 0),
+            &[],
+            Output::Cubin,
+        )
+        .unwrap();
+        assert!(
+            first.pool.off_reason().is_none(),
+            "nothing before the first compile"
+        );
+        assert!(
+            matches!(compile(&first), Ok(a) if a == [7]),
+            "the first compile runs here"
+        );
+        assert!(tried(&first), "the first compile starts the workers");
+
+        let open = Workers::find(
+            &config(StartWorkers::AtOpen, "open"),
+            (13, 0),
+            &[],
+            Output::Cubin,
+        )
+        .unwrap();
+        assert!(tried(&open), "finding them at the open starts them");
+    }
+
     #[test]
     fn answers_that_are_not_a_compile_outcome_are_refused() {
         let done = Message::Done {
