@@ -22,7 +22,10 @@
 #                      corpus README, "Texts"), found there through
 #                      KERNELKIT_CORPUS_TEXTS
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
-#   wheels/            the Python package's wheel (abi3, CUDA built in), and
+#   wheels/            the Python package's wheel (abi3, CUDA built in);
+#   wheels-per-version/ a wheel per CPython 3.9-3.13 found here (no abi3) and
+#   wheels-abi3-py312/ an abi3 wheel for 3.12+, for python_bench's second
+#                      and third runs (KK_PER_VERSION_WHEELS=0: none); and
 #   python-tests/      its pytest suite, run there on the CPU and on CUDA
 #                      (torch and CuPy tests included: the machine has both)
 #   compare.py         the Python package's benchmark against raw launches,
@@ -137,8 +140,25 @@ if [ -n "${KK_MID:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_mid" "$KK_
 # KK_BASE_CLI=path/to/an/older/kernelkit: sent as kernelkit_base, for `ab_bench`.
 if [ -n "${KK_BASE_CLI:-}" ]; then strip --strip-debug -o "$DEST/kernelkit_base" "$KK_BASE_CLI"; fi
 # The Python package: a release wheel (debug info stripped) and its tests.
-rm -rf "$DEST/wheels" "$DEST/python-tests"
+rm -rf "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests"
 python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
+# Per-version wheels (no abi3: PyO3 calls methods through vectorcall), one
+# for each CPython 3.9-3.13 found here, for the python_bench step's second
+# run beside the abi3 wheel (KK_PER_VERSION_WHEELS=0 skips them).
+if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
+  for v in 3.9 3.10 3.11 3.12 3.13; do
+    py=$(command -v "python$v" || true)
+    [ -n "$py" ] || continue
+    python3 -m maturin build --release --strip --quiet --no-default-features --features cuda \
+      -i "$py" --out "$DEST/wheels-per-version" || echo "no per-version wheel for $v"
+  done
+  # And one abi3 wheel for 3.12 and later (the limited API has vectorcall there).
+  py=$(command -v python3.12 || true)
+  if [ -n "$py" ]; then
+    python3 -m maturin build --release --strip --quiet --no-default-features --features cuda,abi3-py312 \
+      -i "$py" --out "$DEST/wheels-abi3-py312" || echo "no abi3-py312 wheel"
+  fi
+fi
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 cp crates/kernelkit-py/bench/compare.py "$DEST/compare.py"
 cp crates/kernelkit-py/bench/torch_native.py "$DEST/torch_native.py"

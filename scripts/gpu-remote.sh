@@ -88,7 +88,28 @@ step python python_tests
 # CLI as compile worker and without; import time (BENCHMARKS.md, issue 16).
 python_bench() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
-    KERNELKIT_CACHE=memory timeout 500 python3 "$G/compare.py" --worker "$PWD/$G/kernelkit" --json "$OUT/python_bench.json"
+    KERNELKIT_CACHE=memory timeout 400 python3 "$G/compare.py" --worker "$PWD/$G/kernelkit" --json "$OUT/python_bench.json"
+  # The warm figures again with this Python's per-version wheel (no abi3),
+  # named per_version.*; then the abi3 wheel back.
+  local tag pv
+  tag=$(python3 -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  pv=$(ls "$G"/wheels-per-version/kernelkit-*-"$tag"-"$tag"-*.whl 2>/dev/null | head -n1)
+  if [ -n "$pv" ]; then
+    python3 -m pip install --quiet --no-deps --force-reinstall "$pv" &&
+      KERNELKIT_CACHE=memory timeout 200 python3 "$G/compare.py" --skip import,parallel --label per_version \
+        --json "$OUT/python_bench_per_version.json"
+    python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl
+  else
+    echo "per_version: no per-version wheel for $tag"
+  fi
+  # The abi3 wheel for 3.12 and later, where this Python is one (abi3_py312.*).
+  pv=$(ls "$G"/wheels-abi3-py312/kernelkit-*-cp312-abi3-*.whl 2>/dev/null | head -n1)
+  if [ -n "$pv" ] && python3 -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+    python3 -m pip install --quiet --no-deps --force-reinstall "$pv" &&
+      KERNELKIT_CACHE=memory timeout 200 python3 "$G/compare.py" --skip import,parallel --label abi3_py312 \
+        --json "$OUT/python_bench_abi3_py312.json"
+    python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl
+  fi
 }
 step python_bench python_bench
 # kernelkit ops inside PyTorch (issue 17): torch.compile graph breaks, a
@@ -191,10 +212,20 @@ precompile_cuda() {
     printf '{"name": "pre_%d", "inputs": [["a", "float32", [64]]], "outputs": [["out", "float32", [64]]], "source": "uint i = thread_position_in_grid.x; out[i] = a[i] * %d.0f + %d.0f;"}\n' \
       "$i" "$i" "$RANDOM" > "$d/pre_$i.json"
   done
+  # Beside the CLI's own figure (from the start of the compiles), the
+  # whole process's wall time (the device's open included: the workers of
+  # the 16 start while it opens).
+  local t0 t1
   for i in $(seq 0 15); do
+    t0=$(date +%s.%N)
     KERNELKIT_CACHE=disk KERNELKIT_CACHE_DIR="$d/one_$i" "$G/kernelkit" precompile --device cuda "$d/pre_$i.json" | tail -n1 | sed "s/^/alone $i: /"
+    t1=$(date +%s.%N)
+    echo "alone $i: process wall $(awk "BEGIN{printf \"%.3f\", $t1 - $t0}") s"
   done
+  t0=$(date +%s.%N)
   KERNELKIT_CACHE=disk KERNELKIT_CACHE_DIR="$d/all" "$G/kernelkit" precompile --device cuda "$d"/pre_*.json | tail -n1 | sed 's/^/all 16: /'
+  t1=$(date +%s.%N)
+  echo "all 16: process wall $(awk "BEGIN{printf \"%.3f\", $t1 - $t0}") s"
   rm -rf "$d"
 }
 if "$G/kernelkit" --help 2>/dev/null | grep -q precompile; then
@@ -239,7 +270,7 @@ grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
-grep -hE "^(import|warm|warm_out|warm_alloc|parallel)\." "$LOGS/python_bench.log" 2>/dev/null
+grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|parallel|breakdown)\.|^target " "$LOGS/python_bench.log" 2>/dev/null
 grep -hE "^torch_native\." "$LOGS/torch_native.log" 2>/dev/null
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null

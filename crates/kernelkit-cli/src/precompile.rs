@@ -11,6 +11,12 @@
 //!
 //! A spec file needs no data here: the variant depends on the inputs'
 //! dtypes and shapes only (`SpecFile::placeholder_inputs`).
+//!
+//! The spec files are read before the device opens, so that a CUDA device
+//! opens with as many compile workers as the specs can use (one fewer than
+//! the specs: one compile runs in this process), started at the open
+//! (`StartWorkers::AtOpen`), while the driver creates the context, rather
+//! than by the first compiles (unless `KERNELKIT_START_WORKERS` says when).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -18,7 +24,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use kernelkit::spec_file::SpecFile;
-use kernelkit::{Array, Device, Error, Kernel, Precompile};
+use kernelkit::{Array, Config, Device, Error, Kernel, Precompile, StartWorkers};
 
 /// Arguments of `kernelkit precompile`.
 #[derive(clap::Args)]
@@ -43,20 +49,20 @@ struct Loaded {
 
 /// Runs `kernelkit precompile`.
 pub fn main(args: Args) -> ExitCode {
-    let device = match &args.device {
-        Some(name) => Device::from_name(name),
-        None => Device::default_device(),
-    };
-    let device = match device {
+    let read: Vec<Result<(SpecFile, Kernel), String>> =
+        args.specs.iter().map(|path| read(path)).collect();
+    let compiles = read.iter().filter(|r| r.is_ok()).count();
+    let device = match open(args.device.as_deref(), compiles) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("kernelkit precompile: {e}");
             return ExitCode::from(2);
         }
     };
-    // Reading and generating is quick; the compiles run in the background.
-    let loaded: Vec<Result<Loaded, String>> =
-        args.specs.iter().map(|path| load(path, &device)).collect();
+    let loaded: Vec<Result<Loaded, String>> = read
+        .into_iter()
+        .map(|r| r.and_then(|(spec, kernel)| load(spec, kernel, &device)))
+        .collect();
     let mut builder = Precompile::builder();
     if let Some(n) = args.workers {
         builder = builder.workers(n);
@@ -128,16 +134,52 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
-/// Reads a spec and makes the arrays its call needs (placeholders).
-fn load(path: &std::path::Path, device: &Device) -> Result<Loaded, String> {
+/// Reads a spec and builds its kernel (no device needed).
+fn read(path: &std::path::Path) -> Result<(SpecFile, Kernel), String> {
     let spec = SpecFile::from_path(path).map_err(|e| e.to_string())?;
     let kernel = spec.kernel().map_err(|e| one_line(&e))?;
+    Ok((spec, kernel))
+}
+
+/// Makes the arrays a spec's call needs (placeholders) on `device`.
+fn load(spec: SpecFile, kernel: Kernel, device: &Device) -> Result<Loaded, String> {
     let inputs = spec.placeholder_inputs(device).map_err(|e| one_line(&e))?;
     Ok(Loaded {
         spec,
         kernel,
         inputs,
     })
+}
+
+/// The settings of a device that will compile `compiles` variants at once:
+/// the environment's, with at most `compiles - 1` compile workers (one
+/// compile runs here), started when the device opens unless
+/// `KERNELKIT_START_WORKERS` says when.
+fn config_for(compiles: usize) -> Config {
+    let mut config = Config::from_env();
+    config.cuda.max_workers = config.cuda.max_workers.min(compiles.saturating_sub(1));
+    // The library's default is `demand`; precompile's, `open`, unless
+    // `KERNELKIT_START_WORKERS` says.
+    if std::env::var_os("KERNELKIT_START_WORKERS").is_none() {
+        config.cuda.start_workers = StartWorkers::AtOpen;
+    }
+    config
+}
+
+/// Opens the device `name` (`cpu`, `cuda`, `cuda:N`; none: CUDA GPU 0 if
+/// there is one, else the CPU) for `compiles` compiles.
+fn open(name: Option<&str>, compiles: usize) -> Result<Device, Error> {
+    let builder = || Device::builder().config(config_for(compiles));
+    match name {
+        None => builder().cuda(0).or_else(|_| builder().cpu()),
+        Some("cpu") => builder().cpu(),
+        Some("cuda") => builder().cuda(0),
+        Some(other) => match other.strip_prefix("cuda:").and_then(|n| n.parse().ok()) {
+            Some(n) => builder().cuda(n),
+            // The library's own wording of a bad name.
+            None => Device::from_name(other),
+        },
+    }
 }
 
 /// The first line of an error (a compile error carries the whole log).
@@ -169,4 +211,24 @@ fn draw_bar(done: usize, total: usize, failed: usize, elapsed: Duration) {
         elapsed.as_secs_f64()
     );
     let _ = err.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workers_fit_the_number_of_compiles() {
+        let one = config_for(1);
+        assert_eq!(
+            one.cuda.max_workers, 0,
+            "a lone compile runs in this process"
+        );
+        let many = config_for(1000);
+        assert_eq!(many.cuda.max_workers, Config::from_env().cuda.max_workers);
+        if std::env::var_os("KERNELKIT_START_WORKERS").is_none() {
+            assert_eq!(many.cuda.start_workers, StartWorkers::AtOpen);
+        }
+        assert!(config_for(3).cuda.max_workers <= 2);
+    }
 }

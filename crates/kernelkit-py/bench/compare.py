@@ -6,22 +6,33 @@ Figures (µs per call, host time of a batch of calls, no synchronize inside
 a batch; the GPU is synchronized, untimed, between batches):
 
 - ``warm_out.kernelkit_us``: a trivial kernel on torch tensors with
-  ``out=`` (no allocation), against ``warm_out.raw_launch_us``
-  (``cuLaunchKernel`` through ctypes on the same compiled function, the
-  floor a Python caller can reach) and ``warm_out.cupy_rawkernel_us``
+  ``out=`` (no allocation), against ``warm_out.raw_launch_us``, the floor:
+  ``cuLaunchKernel`` of the same CUDA function (loaded by CuPy; its handle is
+  ``RawKernel.kernel.ptr``: a ``RawKernel`` has no ``ptr`` of its own),
+  arguments marshalled once, called through CuPy's Cython
+  ``cupy.cuda.driver.launchKernel`` (else ctypes on ``libcuda``): the least
+  a Python caller pays for a launch. Also ``warm_out.cupy_rawkernel_us``
   (a CuPy ``RawKernel`` launch into a preallocated output).
-  Target: kernelkit ≤ raw + 1.5 µs.
+  Target: kernelkit <= raw + 1.5 us.
 - ``warm_alloc.kernelkit_us`` (torch in, ``torch.empty`` out) against
-  ``warm_alloc.cupy_us`` (``cupy.empty_like`` + ``RawKernel``) and
+  ``warm_alloc.cupy_us`` (``cupy.empty_like`` + ``RawKernel``),
   ``warm_alloc.triton_us`` (a trivial ``@triton.jit`` kernel into
-  ``torch.empty_like``). Target: kernelkit fastest. MLX's ``cuda_kernel``
-  is not measured: MLX's CUDA wheel does not install on the GPU machine.
+  ``torch.empty_like``) and ``warm_alloc.mlx_us`` (MLX's
+  ``mx.fast.cuda_kernel`` with ``mx.async_eval``, where MLX's CUDA build
+  imports). Target: kernelkit fastest.
 - ``parallel.*``: 16 Python threads calling 16 distinct cold kernels,
   wall time, against one cold compile of the same kind, measured in turns
-  in a fresh process per mode (compile workers on: ``KERNELKIT_WORKER``
-  names the CLI; off: ``KERNELKIT_COMPILE_WORKERS=0``). Target: ≤ 1.5×.
+  in a fresh process per mode: ``workers`` (what the package does by
+  itself: its own interpreter as compile worker), ``workers_cli``
+  (``KERNELKIT_WORKER`` names the CLI, with ``--worker``) and
+  ``in_process`` (``KERNELKIT_COMPILE_WORKERS=0``). Target: <= 1.5x.
 - ``import.kernelkit_ms``: ``import kernelkit`` in a fresh interpreter,
-  median of several. Target: ≤ 50 ms.
+  median of several. Target: <= 50 ms.
+
+``breakdown.*``: the torch operations a call makes, each alone (µs).
+
+The last lines, ``target ...``, give each target with its value, its
+baseline, the ratio and ``met`` or ``MISSED``.
 
 Usage: python compare.py [--rounds 15] [--batch 200] [--json out.json]
 """
@@ -40,7 +51,11 @@ N = 1024
 RESULTS = {}
 
 
+PREFIX = ""  # --label: "LABEL." before every figure's name (a second build's run)
+
+
 def say(name, value, note=""):
+    name = PREFIX + name
     RESULTS[name] = value
     text = f"{value:.3f}" if isinstance(value, float) else str(value)
     print(f"{name} = {text}{('  # ' + note) if note else ''}", flush=True)
@@ -131,7 +146,11 @@ def warm(rounds, batch):
 
         candidates["warm_alloc.cupy_us"] = cupy_alloc
         fn = cupy.RawModule(code=CUDA_SOURCE).get_function("add_one")
-        go, how = raw_launcher(cupy, fn.ptr, x.data_ptr(), y.data_ptr(), stream_ptr)
+        # CuPy's RawModule.get_function gives a RawKernel (newer CuPy) whose
+        # driver function is `.kernel` (a cupy.cuda.function.Function with
+        # `.ptr`, the CUfunction); older CuPy gives the Function itself.
+        fn_ptr = getattr(fn, "kernel", fn).ptr
+        go, how = raw_launcher(cupy, fn_ptr, x.data_ptr(), y.data_ptr(), stream_ptr)
         go()
         candidates["warm_out.raw_launch_us"] = go
         say("warm_out.raw_launch_how", how)
@@ -158,6 +177,24 @@ def warm(rounds, batch):
         candidates["warm_alloc.triton_us"] = triton_alloc
     except Exception as e:  # noqa: BLE001
         say("warm.triton_absent", repr(e)[:200])
+    try:
+        import mlx.core as mx
+
+        mk = mx.fast.cuda_kernel(name="add_one_mlx", input_names=["x"], output_names=["y"],
+                                 source="int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = x[i] + 1.0f;")
+        mxx = mx.arange(N, dtype=mx.float32)
+        mx.eval(mxx)
+
+        def mlx_alloc():
+            (out,) = mk(inputs=[mxx], grid=(N, 1, 1), threadgroup=(256, 1, 1),
+                        output_shapes=[(N,)], output_dtypes=[mx.float32])
+            mx.async_eval(out)
+            return out
+
+        mx.eval(mlx_alloc())
+        candidates["warm_alloc.mlx_us"] = mlx_alloc
+    except Exception as e:  # noqa: BLE001
+        say("warm.mlx_absent", repr(e)[:200])
     # Correctness once, then warm-up.
     for f in candidates.values():
         f()
@@ -178,10 +215,51 @@ def warm(rounds, batch):
     torch.cuda.synchronize()
     for name, s in samples.items():
         say(name, statistics.median(s), f"min {min(s):.3f}")
-    if "warm_out.raw_launch_us" in RESULTS:
-        say("warm_out.over_raw_us", RESULTS["warm_out.kernelkit_us"] - RESULTS["warm_out.raw_launch_us"],
+    breakdown(torch, x, batch)
+    if PREFIX + "warm_out.raw_launch_us" in RESULTS:
+        say("warm_out.over_raw_us", RESULTS[PREFIX + "warm_out.kernelkit_us"] - RESULTS[PREFIX + "warm_out.raw_launch_us"],
             "target <= 1.5")
-    say("warm_alloc.note", "MLX cuda_kernel not measured: MLX's CUDA wheel is not installable on the GPU machine")
+    if PREFIX + "warm_alloc.mlx_us" not in RESULTS:
+        say("warm_alloc.note", "MLX cuda_kernel not measured: MLX's CUDA build does not import here")
+
+
+def breakdown(torch, x, batch):
+    """What the torch operations a warm call makes cost alone (µs each,
+    medians): where the Python layer's time goes on this machine."""
+    dev = x.get_device()
+    shape = tuple(x.shape)
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    ops = {
+        "data_ptr": lambda: x.data_ptr(),
+        "stride": lambda: x.stride(),
+        "shape": lambda: x.shape,
+        "dtype": lambda: x.dtype,
+        "get_device": lambda: x.get_device(),
+        "torch_empty_kwargs": lambda: torch.empty(shape, dtype=x.dtype, device=dev),
+        "new_empty": lambda: x.new_empty(shape),
+        "empty_like": lambda: torch.empty_like(x),
+        "current_stream_object": lambda: torch.cuda.current_stream(dev).cuda_stream,
+    }
+    if raw_stream is not None:
+        ops["current_raw_stream"] = lambda: raw_stream(dev)
+    to_dlpack = getattr(torch._C, "_to_dlpack", None)
+    if to_dlpack is not None:
+        # One C call that returns data, shape, strides and device at once
+        # (a DLPack capsule): what reading a tensor could cost instead of
+        # five attribute and method calls.
+        ops["to_dlpack"] = lambda: to_dlpack(x)
+    samples = {name: [] for name in ops}
+    for _ in range(7):
+        for name, f in ops.items():
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                f()
+            samples[name].append((time.perf_counter() - t0) / batch * 1e6)
+    torch.cuda.synchronize()
+    for name, s in samples.items():
+        say(f"breakdown.{name}_us", statistics.median(s))
+    per_tensor = sum(RESULTS[f"{PREFIX}breakdown.{n}_us"] for n in ("data_ptr", "stride", "shape", "dtype", "get_device"))
+    say("breakdown.read_one_tensor_us", per_tensor, "data_ptr + stride + shape + dtype + get_device")
 
 
 PARALLEL_CHILD = r"""
@@ -197,6 +275,11 @@ def call(k):
     return y
 call(fresh(uuid.uuid4().hex))  # the device, NVRTC and the workers started
 torch.cuda.synchronize()
+# The first compile starts the compile workers in the background
+# (KERNELKIT_START_WORKERS=first, the default): let them finish starting, so
+# that the single compile below is measured on a quiet machine, not beside
+# 16 starting processes.
+time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 3.0)
 single, parallel = [], []
 for _ in range(int(sys.argv[1])):
     k = fresh(uuid.uuid4().hex)
@@ -215,11 +298,17 @@ print(json.dumps({"single": single, "parallel": parallel}))
 
 
 def parallel(turns, worker):
-    modes = {"workers": {"KERNELKIT_WORKER": worker} if worker else {}, "in_process": {"KERNELKIT_COMPILE_WORKERS": "0"}}
-    if not worker:
-        say("parallel.note", "no CLI for compile workers (--worker); the workers mode uses what kernelkit finds")
+    # `workers`: the package as installed, nothing set (its own interpreter
+    # serves as the compile worker); `workers_cli`: the CLI named.
+    modes = {"workers": {}}
+    if worker:
+        modes["workers_cli"] = {"KERNELKIT_WORKER": worker}
+    modes["in_process"] = {"KERNELKIT_COMPILE_WORKERS": "0"}
     for mode, extra in modes.items():
         env = dict(os.environ, KERNELKIT_CACHE="memory", **extra)
+        if mode == "workers":
+            env.pop("KERNELKIT_WORKER", None)
+            env.pop("KERNELKIT_COMPILE_WORKERS", None)
         done = subprocess.run([sys.executable, "-c", PARALLEL_CHILD, str(turns)], env=env,
                               capture_output=True, text=True, timeout=400)
         if done.returncode != 0:
@@ -233,6 +322,42 @@ def parallel(turns, worker):
         say(f"parallel.{mode}.ratio", wall / single, "target <= 1.5 (MLX CUDA: 0.91x of serial = 14.6x)")
 
 
+def verdicts():
+    """One line per target: value, baseline, ratio, met or MISSED."""
+    r = {k[len(PREFIX):]: v for k, v in RESULTS.items() if k.startswith(PREFIX)}
+
+    def line(name, value, baseline, ratio, met, note=""):
+        if value is None or baseline is None:
+            print(f"target {PREFIX}{name}: not measured{('  # ' + note) if note else ''}", flush=True)
+            return
+        verdict = "met" if met else "MISSED"
+        RESULTS[f"{PREFIX}target.{name}"] = verdict
+        print(f"target {PREFIX}{name}: {value:.3f} vs {baseline:.3f} (ratio {ratio:.3f}) -> {verdict}"
+              f"{('  # ' + note) if note else ''}", flush=True)
+
+    k, raw = r.get("warm_out.kernelkit_us"), r.get("warm_out.raw_launch_us")
+    line("warm_out_us", k, raw, (k / raw) if k and raw else 0, k is not None and raw is not None
+         and k <= raw + 1.5, f"kernelkit vs raw cuLaunchKernel ({r.get('warm_out.raw_launch_how', '?')}); "
+         "target <= raw + 1.5 us")
+    ka = r.get("warm_alloc.kernelkit_us")
+    others = {n: r[f"warm_alloc.{n}_us"] for n in ("cupy", "triton", "mlx") if f"warm_alloc.{n}_us" in r}
+    for n, v in others.items():
+        line(f"warm_alloc_us_vs_{n}", ka, v, (ka / v) if ka else 0, ka is not None and ka < v,
+             "target: faster")
+    for n in ("cupy", "triton", "mlx"):
+        if n not in others:
+            line(f"warm_alloc_us_vs_{n}", None, None, 0, False, f"{n} not measured")
+    for mode in ("workers", "workers_cli", "in_process"):
+        ratio = r.get(f"parallel.{mode}.ratio")
+        if ratio is not None:
+            line(f"parallel_{mode}", r[f"parallel.{mode}.sixteen_threads_ms"], r[f"parallel.{mode}.one_cold_ms"],
+                 ratio, ratio <= 1.5, "16 threads x 16 cold kernels vs one cold compile (ms); target <= 1.5x"
+                 + ("" if mode == "workers" else " (the target is the workers mode's)"))
+    imp = r.get("import.kernelkit_ms")
+    if imp is not None:
+        line("import_ms", imp, 50.0, imp / 50.0, imp <= 50.0, "target <= 50 ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
@@ -241,7 +366,10 @@ def main():
     ap.add_argument("--worker", default=os.environ.get("KERNELKIT_WORKER"))
     ap.add_argument("--json")
     ap.add_argument("--skip", default="", help="comma-separated: import,warm,parallel")
+    ap.add_argument("--label", default="", help="names this run's figures LABEL.<name> (another build)")
     a = ap.parse_args()
+    global PREFIX
+    PREFIX = f"{a.label}." if a.label else ""
     skip = set(filter(None, a.skip.split(",")))
     steps = [("import", lambda: import_time()), ("warm", lambda: warm(a.rounds, a.batch)),
              ("parallel", lambda: parallel(a.turns, a.worker))]
@@ -252,6 +380,7 @@ def main():
             step()
         except Exception as e:  # noqa: BLE001
             say(f"{name}.error", repr(e)[:400])
+    verdicts()
     if a.json:
         with open(a.json, "w") as f:
             json.dump(RESULTS, f, indent=1)

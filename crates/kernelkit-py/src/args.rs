@@ -5,6 +5,9 @@
 //! list of interned names, small ints and dtype singletons), so each
 //! callable remembers the last list it parsed, by the identity of its
 //! names and values: a repeated call compares pointers and parses nothing.
+//! `output_shapes`/`output_dtypes` likewise ([`OutputsMemo`]), when every
+//! shape is a tuple (`x.shape`: a tuple, or torch's `torch.Size`, a tuple
+//! subclass): immutable, so the same objects are the same values.
 
 use std::fmt::Display;
 use std::sync::{Arc, Mutex};
@@ -263,4 +266,53 @@ fn template_value(value: &Bound<'_, PyAny>, kernel: &str, name: &str) -> PyResul
         name.escape_debug(),
         describe(value)
     )))
+}
+
+/// The last `output_shapes`/`output_dtypes` a callable parsed, by the
+/// identity of their items: each shape a tuple (immutable; a tuple subclass
+/// such as `torch.Size` too, read as a tuple), each dtype an object whose
+/// meaning cannot change (dtype objects, names). The strong references keep
+/// the objects, so their addresses cannot be reused while remembered.
+#[derive(Default)]
+pub(crate) struct OutputsMemo(Mutex<Option<RememberedOutputs>>);
+
+struct RememberedOutputs {
+    shapes: SmallVec<[Py<PyAny>; 2]>,
+    dtypes: SmallVec<[Py<PyAny>; 2]>,
+    specs: SmallVec<[OutputSpec; 2]>,
+}
+
+impl OutputsMemo {
+    /// The specs parsed for these very items before, if any.
+    pub(crate) fn find(
+        &self,
+        shapes: &[Bound<'_, PyAny>],
+        dtypes: &[Bound<'_, PyAny>],
+    ) -> Option<SmallVec<[OutputSpec; 2]>> {
+        let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let m = memo.as_ref()?;
+        let same = |kept: &[Py<PyAny>], given: &[Bound<'_, PyAny>]| {
+            kept.len() == given.len() && kept.iter().zip(given).all(|(k, g)| g.is(k))
+        };
+        (same(&m.shapes, shapes) && same(&m.dtypes, dtypes)).then(|| m.specs.clone())
+    }
+
+    /// Remembers `specs` as parsed from these items, when every shape is a
+    /// tuple (a list could change before the next call).
+    pub(crate) fn keep(
+        &self,
+        shapes: &[Bound<'_, PyAny>],
+        dtypes: &[Bound<'_, PyAny>],
+        specs: &SmallVec<[OutputSpec; 2]>,
+    ) {
+        if !shapes.iter().all(|s| s.is_instance_of::<PyTuple>()) {
+            return;
+        }
+        let kept = RememberedOutputs {
+            shapes: shapes.iter().map(|s| s.clone().unbind()).collect(),
+            dtypes: dtypes.iter().map(|d| d.clone().unbind()).collect(),
+            specs: specs.clone(),
+        };
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(kept);
+    }
 }

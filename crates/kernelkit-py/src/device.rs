@@ -59,8 +59,17 @@ impl Place {
         if let Some((_, d)) = opened().iter().find(|(o, _)| *o == n) {
             return Ok(d.clone());
         }
-        let device = py.detach(|| Device::cuda(n)).py_err()?;
-        opened().push((n, device.clone()));
+        // The package's own compile worker (see `crate::worker`).
+        let config = crate::worker::config(py);
+        let device = py
+            .detach(|| Device::builder().config(config).cuda(n))
+            .py_err()?;
+        // Another thread may have opened it meanwhile: one device each.
+        let mut table = opened();
+        if let Some((_, d)) = table.iter().find(|(o, _)| *o == n) {
+            return Ok(d.clone());
+        }
+        table.push((n, device.clone()));
         Ok(device)
     }
 }

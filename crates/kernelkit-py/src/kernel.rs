@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use smallvec::SmallVec;
 
-use crate::args::{self, DimsMemo, OutputSpec, Template, TemplateMemo};
+use crate::args::{self, DimsMemo, OutputSpec, OutputsMemo, Template, TemplateMemo};
 use crate::arrays::{self, Named};
 use crate::device::{place_of, Place, PyStream};
 use crate::dtypes::describe;
@@ -46,6 +46,8 @@ pub(crate) struct PyKernel {
     template: TemplateMemo,
     grid: DimsMemo,
     threadgroup: DimsMemo,
+    /// The last `output_shapes`/`output_dtypes` parsed.
+    outputs: OutputsMemo,
     /// The device a call uses when it names none, opened on first use.
     default_device: OnceLock<Device>,
 }
@@ -240,6 +242,7 @@ impl PyKernel {
             template: TemplateMemo::default(),
             grid: DimsMemo::default(),
             threadgroup: DimsMemo::default(),
+            outputs: OutputsMemo::default(),
             default_device: OnceLock::new(),
         }
     }
@@ -426,6 +429,9 @@ impl PyKernel {
             .transpose()?;
         match (&shapes, &dtypes) {
             (Some(s), Some(d)) => {
+                if let Some(specs) = self.outputs.find(s, d) {
+                    return Ok(Some(specs));
+                }
                 if s.len() != d.len() {
                     return Err(errors::call(format!(
                         "kernel `{kernel}`: {} output_shapes but {} output_dtypes",
@@ -441,6 +447,7 @@ impl PyKernel {
                         args::dtype(dtype, kernel, &name)?,
                     ));
                 }
+                self.outputs.keep(s, d, &specs);
                 Ok(Some(specs))
             }
             (None, None) => Ok(None),
@@ -499,6 +506,7 @@ impl PyKernel {
         frame: &Frame,
         stream: &Stream,
         torch_stream: Option<&Stream>,
+        like: Option<torch::Like<'_, 'py>>,
     ) -> PyResult<Planned<'py>> {
         let kernel = self.name();
         let names = self.kernel.spec().output_names();
@@ -578,7 +586,7 @@ impl PyKernel {
             }
             Frame::Torch => {
                 for (i, (shape, (_, dtype))) in shapes.iter().zip(&specs).enumerate() {
-                    objects.push(torch::empty(py, shape, *dtype, here, &label(i))?);
+                    objects.push(torch::empty(py, shape, *dtype, here, like, &label(i))?);
                 }
             }
             Frame::CuPy => {
@@ -673,8 +681,20 @@ impl PyKernel {
         let (stream, torch_stream) = self.stream(py, stream, device, first, &frame)?;
         let inputs = self.arrays(&sources, "input", &stream, torch_stream.as_ref())?;
         let given = self.given_outputs(output_shapes, output_dtypes)?;
+        // The first input that is a `torch.Tensor` itself: outputs of its
+        // dtype and device are made with its `new_empty`.
+        // (Only when outputs are made: not for `out=`.)
+        let like = match (&out, &frame) {
+            (None, Frame::Torch) => sources.iter().find_map(|s| match s {
+                Source::Torch(obj, t) if torch::is_exact_tensor(obj) => {
+                    Some((obj, t.dtype, t.place))
+                }
+                _ => None,
+            }),
+            _ => None,
+        };
         let (outputs, targets, plan) =
-            self.plan(py, given, out, &frame, &stream, torch_stream.as_ref())?;
+            self.plan(py, given, out, &frame, &stream, torch_stream.as_ref(), like)?;
         let parts = Parts {
             inputs,
             outputs,

@@ -34,6 +34,7 @@
 //! - [`device`]: `Device`, `Stream`, `new_stream`, `clear_streams`,
 //!   `cache_stats`.
 //! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
+//! - [`worker`]: the interpreter as kernelkit's CUDA compile worker.
 
 use pyo3::prelude::*;
 
@@ -49,6 +50,7 @@ pub mod protocols;
 pub mod sources;
 pub mod streams;
 pub mod torch;
+pub mod worker;
 
 use device::{Place, PyDevice, PyStream};
 
@@ -65,6 +67,8 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device::new_stream, m)?)?;
     m.add_function(wrap_pyfunction!(device::clear_streams, m)?)?;
     m.add_function(wrap_pyfunction!(device::cache_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(worker::_compile_worker, m)?)?;
+    m.add_function(wrap_pyfunction!(worker::_worker_command, m)?)?;
     m.add("cpu", PyDevice::at(Place::Cpu))?;
     m.add("gpu", PyDevice::at(Place::Cuda(0)))?;
     Ok(())

@@ -3,7 +3,8 @@
 //! A tensor is read through its own methods (`data_ptr()`, `stride()`,
 //! `shape`, `dtype`, `get_device()`): five C-level calls, no capsule, no
 //! dict. Outputs come from torch's allocator (`torch.empty` on the tensors'
-//! device), so torch in gives torch out; calls run on torch's current
+//! device; `new_empty` of an input of the same dtype and device), so torch
+//! in gives torch out; calls run on torch's current
 //! stream of the tensors' device (`torch._C._cuda_getCurrentRawStream`,
 //! what `torch.cuda.current_stream(device).cuda_stream` returns, without
 //! building a `Stream` object).
@@ -160,15 +161,29 @@ pub(crate) fn read(t: &Bound<'_, PyAny>, what: &dyn std::fmt::Display) -> PyResu
     })
 }
 
-/// A new tensor of `shape` and `dtype` on `place`, from torch's allocator
-/// (`torch.empty`), on torch's current stream there.
+/// A call's torch input that outputs of its dtype and place are made like
+/// (`new_empty`): a `torch.Tensor` itself (a subclass's `new_empty` may be
+/// its own), its dtype and place.
+pub(crate) type Like<'a, 'py> = (&'a Bound<'py, PyAny>, DType, Place);
+
+/// A new tensor of `shape` and `dtype` on `place`, from torch's allocator,
+/// on torch's current stream there: `like.new_empty(shape)` when `like` has
+/// that dtype and place (one positional argument for torch to parse, no
+/// keyword dict to build), else `torch.empty(shape, dtype=, device=)`.
 pub(crate) fn empty<'py>(
     py: Python<'py>,
     shape: &[usize],
     dtype: DType,
     place: Place,
+    like: Option<Like<'_, 'py>>,
     what: &dyn std::fmt::Display,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if let Some((tensor, d, p)) = like {
+        if d == dtype && p == place {
+            let shape = PyTuple::new(py, shape)?;
+            return tensor.call_method1(intern!(py, "new_empty"), (shape,));
+        }
+    }
     let state = torch(py).ok_or_else(|| errors::call("torch is not imported"))?;
     let dtype_obj = state
         .dtypes

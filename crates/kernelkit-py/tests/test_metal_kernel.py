@@ -310,3 +310,35 @@ def test_cuda_kernel_body_on_cuda(device):
     (o,) = k(inputs=[x, y], grid=(1000, 1, 1), threadgroup=(128, 1, 1),
              output_shapes=[x.shape], output_dtypes=[np.float32])
     np.testing.assert_array_equal(o, 2 * x + y)
+
+
+def test_output_shapes_and_dtypes_changed_between_calls_are_read_again():
+    # A callable remembers the last output_shapes/output_dtypes by the
+    # identity of their items (tuples only): a new tuple in the same list,
+    # a mutated list shape, or another dtype must all be read anew.
+    k = kk.metal_kernel(name="fill_index", input_names=["x"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x; out[i] = x[0] + i;")
+    x = np.ones(1, np.float32)
+
+    def run(shapes, dtypes, n):
+        return k(inputs=[x], grid=(n, 1, 1), threadgroup=(1, 1, 1), output_shapes=shapes, output_dtypes=dtypes)[0]
+
+    shapes, dtypes = [(4,)], [np.float32]
+    a = run(shapes, dtypes, 4)
+    b = run(shapes, dtypes, 4)  # the same objects: remembered
+    assert a.shape == b.shape == (4,) and a.dtype == b.dtype == np.float32
+    np.testing.assert_array_equal(b, [1, 2, 3, 4])
+    shapes[0] = (6,)  # the same list, another tuple
+    c = run(shapes, dtypes, 6)
+    assert c.shape == (6,)
+    np.testing.assert_array_equal(c, np.arange(1, 7))
+    dtypes[0] = np.int32  # the same list, another dtype
+    d = run(shapes, dtypes, 6)
+    assert d.dtype == np.int32 and d.shape == (6,)
+    listed = [[3]]  # a list shape is never remembered: mutated in place
+    assert run(listed, dtypes, 3).shape == (3,)
+    listed[0][0] = 5
+    assert run(listed, dtypes, 5).shape == (5,)
+    # Two outputs' worth of the remembered items does not match one.
+    with pytest.raises(kk.KernelError):
+        run([(6,), (6,)], [np.int32, np.int32], 6)

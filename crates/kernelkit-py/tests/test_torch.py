@@ -74,6 +74,18 @@ def test_torch_in_torch_out_in_place(device):
     torch.testing.assert_close(out, x * 2)
     # The kernel was handed the tensors' own memory.
     assert int(where[0]) == x.data_ptr() and int(where[1]) == out.data_ptr()
+    # `out` (x's dtype: made by x.new_empty) and `where` (int64: torch.empty)
+    # are new tensors of their own.
+    assert out.data_ptr() != x.data_ptr() and where.dtype == torch.int64
+    assert where.device == x.device
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_outputs_like_an_input_that_requires_grad_do_not(device):
+    x = torch.arange(64, dtype=torch.float32, device=device, requires_grad=True)
+    out, _ = call(x)
+    assert not out.requires_grad and out.dtype == x.dtype and out.device == x.device
+    torch.testing.assert_close(out, x.detach() * 2)
 
 
 @pytest.mark.parametrize("device", DEVICES)

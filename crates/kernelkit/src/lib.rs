@@ -174,7 +174,7 @@ pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
 pub use codegen::{BodyLanguage, Dialect, Generated};
-pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConfig};
+pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConfig, StartWorkers};
 pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};

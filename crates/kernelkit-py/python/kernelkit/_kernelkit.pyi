@@ -181,3 +181,10 @@ def cache_stats(device: DeviceLike) -> Dict[str, int]:
 
 cpu: Device
 gpu: Device
+
+def _worker_command() -> Optional[List[str]]:
+    """The command line of the package's CUDA compile worker (this
+    interpreter serving kernelkit's worker loop), or ``None``."""
+
+def _compile_worker() -> int:
+    """Serves CUDA compile jobs on stdin/stdout; run by worker processes."""

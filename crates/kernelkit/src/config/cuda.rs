@@ -17,6 +17,7 @@
 //! threads would queue; the CUDA backend therefore hands a compile to a
 //! worker process when this process is already compiling.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -43,6 +44,12 @@ pub struct CudaConfig {
     /// (`KERNELKIT_WORKER`); `None`: a `kernelkit` executable next to the
     /// running program, if there is one.
     pub worker: Option<PathBuf>,
+    /// Arguments given to the worker program before `compile-worker`
+    /// (e.g. `-c CODE` when the program is a Python interpreter that serves
+    /// through the `kernelkit` package); none by default.
+    pub worker_args: Vec<OsString>,
+    /// When the compile workers are started (`KERNELKIT_START_WORKERS`).
+    pub start_workers: StartWorkers,
     /// The most compile worker processes per worker program
     /// (`KERNELKIT_COMPILE_WORKERS`); 0: none, every compile runs in this
     /// process.
@@ -62,6 +69,8 @@ impl Default for CudaConfig {
             nvrtc_flags: Vec::new(),
             toolkit_dirs: vec![PathBuf::from("/usr/local/cuda")],
             worker: None,
+            worker_args: Vec::new(),
+            start_workers: StartWorkers::default(),
             max_workers: default_max_workers(),
             block_cache: true,
         }
@@ -79,10 +88,13 @@ fn default_max_workers() -> usize {
 /// Set once the workers' count was warned about.
 static WARNED: AtomicBool = AtomicBool::new(false);
 
+/// Set once `KERNELKIT_START_WORKERS` was warned about.
+static WARNED_START: AtomicBool = AtomicBool::new(false);
+
 impl CudaConfig {
     /// `KERNELKIT_NVRTC_FLAGS`, `CUDA_HOME`, `CUDA_PATH`,
     /// `KERNELKIT_WORKER`, `KERNELKIT_COMPILE_WORKERS`,
-    /// `KERNELKIT_CUDA_ALLOC`.
+    /// `KERNELKIT_START_WORKERS`, `KERNELKIT_CUDA_ALLOC`.
     pub(super) fn from_vars(vars: &Vars<'_>) -> CudaConfig {
         let defaults = CudaConfig::default();
         let nvrtc_flags = vars
@@ -109,11 +121,26 @@ impl CudaConfig {
                 defaults.max_workers
             }),
         };
+        let start_workers = match vars.trimmed("KERNELKIT_START_WORKERS") {
+            None => defaults.start_workers,
+            Some(v) => StartWorkers::parse(&v).unwrap_or_else(|| {
+                warn_once(
+                    &WARNED_START,
+                    &format!(
+                        "KERNELKIT_START_WORKERS={v:?} is not `demand`, `first` or `open`; \
+                         using `demand`"
+                    ),
+                );
+                defaults.start_workers
+            }),
+        };
         CudaConfig {
             options: CudaCompileOptions::default(),
             nvrtc_flags,
             toolkit_dirs,
             worker: vars.os_nonempty("KERNELKIT_WORKER").map(PathBuf::from),
+            worker_args: Vec::new(),
+            start_workers,
             max_workers,
             block_cache: vars.text("KERNELKIT_CUDA_ALLOC").as_deref() != Some("pool"),
         }
@@ -127,6 +154,42 @@ impl CudaConfig {
         let mut out = self.options.words();
         out.extend(self.nvrtc_flags.iter().cloned());
         out
+    }
+}
+
+/// When a process starts its compile workers.
+///
+/// A worker pays its start (a process, NVRTC loaded) once; a burst of
+/// distinct cold kernels that finds no worker ready pays it inside the
+/// burst. Starting them ahead, in the background, takes that off the
+/// burst, at the price of processes that a program compiling only one
+/// kernel never uses (each holds NVRTC, tens of MB).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum StartWorkers {
+    /// One at a time, by the compile that finds no worker idle
+    /// (`demand`): nothing runs beside a program's first compiles.
+    #[default]
+    OnDemand,
+    /// All of them (up to [`CudaConfig::max_workers`]) in the background
+    /// when the process's first compile starts (`first`): a program that
+    /// never compiles (every kernel found in a cache) starts none. The
+    /// Python package's default.
+    AtFirstCompile,
+    /// All of them in the background when the device is opened (`open`):
+    /// for programs that know they will compile many kernels, such as
+    /// `kernelkit precompile`.
+    AtOpen,
+}
+
+impl StartWorkers {
+    /// `demand`, `first` or `open`.
+    pub fn parse(text: &str) -> Option<StartWorkers> {
+        match text {
+            "demand" => Some(StartWorkers::OnDemand),
+            "first" => Some(StartWorkers::AtFirstCompile),
+            "open" => Some(StartWorkers::AtOpen),
+            _ => None,
+        }
     }
 }
 

@@ -30,6 +30,7 @@
 //! | `CUDA_HOME`, `CUDA_PATH` | [`CudaConfig::toolkit_dirs`], before `/usr/local/cuda` | `/usr/local/cuda` |
 //! | `KERNELKIT_WORKER` | [`CudaConfig::worker`] | a `kernelkit` executable next to the running program |
 //! | `KERNELKIT_COMPILE_WORKERS` | [`CudaConfig::max_workers`]; `0`: none | the core count, at most 16 |
+//! | `KERNELKIT_START_WORKERS` | [`CudaConfig::start_workers`]: `demand` (one at a time, as compiles need them), `first` (all, in the background, at the first compile), `open` (all, in the background, when the device opens) | `demand` |
 //! | `KERNELKIT_CUDA_ALLOC` | `pool`: [`CudaConfig::block_cache`] off | on |
 //! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
 //! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
@@ -56,7 +57,7 @@ use std::time::Duration;
 
 pub use cache::{parse_size, CacheConfig, CacheMode, DEFAULT_MAX_BYTES};
 pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
-pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig};
+pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig, StartWorkers};
 pub use memo::{MemoConfig, DEFAULT_MEMO_BYTES, DEFAULT_MEMO_ENTRIES};
 pub use remote::{
     parse_remote_urls, RemoteAddressError, RemoteConfig, DEFAULT_BREAKER_COOLDOWN,
@@ -269,6 +270,8 @@ pub(crate) mod tests {
         assert!(c.cuda.nvrtc_flags.is_empty());
         assert_eq!(c.cuda.toolkit_dirs, vec![PathBuf::from("/usr/local/cuda")]);
         assert_eq!(c.cuda.worker, None);
+        assert!(c.cuda.worker_args.is_empty());
+        assert_eq!(c.cuda.start_workers, StartWorkers::OnDemand);
         assert!(c.cuda.max_workers >= 1 && c.cuda.max_workers <= 16);
         assert!(c.cuda.block_cache);
         assert_eq!(c.cuda.options, CudaCompileOptions::default());
@@ -291,6 +294,7 @@ pub(crate) mod tests {
             ("CUDA_PATH", "/opt/cuda-12"),
             ("KERNELKIT_WORKER", "/bin/worker"),
             ("KERNELKIT_COMPILE_WORKERS", " 3 "),
+            ("KERNELKIT_START_WORKERS", " open "),
             ("KERNELKIT_CUDA_ALLOC", "pool"),
             ("KERNELKIT_TRUSTED_KEYS", "/etc/kernelkit/trusted"),
             ("HOME", "/home/u"),
@@ -317,6 +321,7 @@ pub(crate) mod tests {
         );
         assert_eq!(c.cuda.worker, Some(PathBuf::from("/bin/worker")));
         assert_eq!(c.cuda.max_workers, 3);
+        assert_eq!(c.cuda.start_workers, StartWorkers::AtOpen);
         assert!(!c.cuda.block_cache);
         assert_eq!(c.memo.max_bytes, 16 << 20);
         assert_eq!(c.memo.max_entries, 64);
@@ -354,6 +359,7 @@ pub(crate) mod tests {
             ("KERNELKIT_CACHE_MAX_BYTES", "1T"),
             ("KERNELKIT_COMPILE_TIMEOUT", "-1"),
             ("KERNELKIT_COMPILE_WORKERS", "many"),
+            ("KERNELKIT_START_WORKERS", "sometimes"),
             ("KERNELKIT_CUDA_ALLOC", "cache"),
             ("KERNELKIT_MEMO_BYTES", "lots"),
             ("KERNELKIT_MEMO_ENTRIES", "0"),
@@ -363,6 +369,7 @@ pub(crate) mod tests {
         assert_eq!(c.cache.max_bytes, DEFAULT_MAX_BYTES);
         assert_eq!(c.cpu.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
         assert_eq!(c.cuda.max_workers, d.cuda.max_workers);
+        assert_eq!(c.cuda.start_workers, StartWorkers::OnDemand);
         assert!(c.cuda.block_cache);
         assert_eq!(c.memo, MemoConfig::default());
     }

@@ -104,15 +104,17 @@ impl Nvrtc {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
         let identity = store_identity((major, minor), &target, &words);
+        let output = if cubin { Output::Cubin } else { Output::Ptx };
+        let workers = Workers::find(config, (major, minor), &words, output);
         Ok(Nvrtc {
             version: (major, minor),
             target,
-            output: if cubin { Output::Cubin } else { Output::Ptx },
+            output,
             words,
             options,
             identity,
             search,
-            workers: Workers::find(config, (major, minor)),
+            workers,
         })
     }
 

@@ -212,6 +212,15 @@ impl CudaBackend {
             return Err(unavailable(format!("the driver sees {count} GPU(s)")).into());
         }
         let device = driver::device_get(ordinal, &label)?;
+        let get = |a| driver::device_attribute(device, a, &label);
+        let cc = (
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        );
+        // NVRTC (and the compile workers) before the context: workers that
+        // start at the open (`StartWorkers::AtOpen`) start while the driver
+        // creates the context, the longest part of an open.
+        let nvrtc = compile::Nvrtc::new(cc, config).map_err(unavailable)?;
         // Released by `Context::drop`.
         let raw = driver::primary_ctx_retain(device, &label)?;
         let ctx = Arc::new(Context {
@@ -222,11 +231,6 @@ impl CudaBackend {
         });
         ctx.bind()?;
 
-        let get = |a| driver::device_attribute(device, a, &label);
-        let cc = (
-            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
-        );
         let limits = Limits {
             max_threads_per_group: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u64,
             max_group_dims: [
@@ -249,7 +253,6 @@ impl CudaBackend {
         let total = driver::device_total_mem(device, &label)?;
         let version = driver::driver_version(&label)?;
 
-        let nvrtc = compile::Nvrtc::new(cc, config).map_err(unavailable)?;
         let allocator = Arc::new(pool::Allocator::new(
             ctx.clone(),
             ordinal,

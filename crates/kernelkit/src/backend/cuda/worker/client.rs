@@ -3,14 +3,23 @@
 //!
 //! The program is, first found first: the one a [`CompileWorkers::Program`]
 //! setting names; the configuration's worker (`KERNELKIT_WORKER`, see
-//! [`CudaConfig`]); a `kernelkit` executable next to the running program. It is run as `PROGRAM compile-worker`. A worker must
-//! report the NVRTC version this process uses (the version is part of every
-//! module key), else the pool turns off.
+//! [`CudaConfig`]); a `kernelkit` executable next to the running program.
+//! It is run as `PROGRAM ARGS... compile-worker`, where `ARGS` are the
+//! configuration's [`CudaConfig::worker_args`] (the Python package runs its
+//! interpreter this way). A worker must report the NVRTC version this
+//! process uses (the version is part of every module key), else the pool
+//! turns off.
+//!
+//! Workers start when [`CudaConfig::start_workers`] says: one at a time as
+//! compiles need them, all at the process's first compile, or all when the
+//! device opens; started ahead, each is warmed up with a trivial compile so
+//! that NVRTC's first-use costs are paid before a real job comes.
 //!
 //! Pools are shared by every device of the process (a job carries all its
 //! options, so any worker can compile for any device): NVRTC serializes
 //! compiles across the whole process, not per device.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -19,36 +28,77 @@ use super::frame::{Message, Output};
 use super::pool::{Launcher, Pool};
 use super::{PROTOCOL, WORKER_ARG};
 use crate::backend::cuda::compile::Failure;
-use crate::config::{CompileWorkers, CudaConfig};
+use crate::config::{CompileWorkers, CudaConfig, StartWorkers};
+
+/// The source of the warm-up compile a worker started ahead runs.
+const WARM_UP_SOURCE: &str =
+    "extern \"C\" __global__ void kernelkit_warm_up(float* x) { x[0] = 1.0f; }";
 
 /// A handle on the process-wide pool of one worker program.
 pub(crate) struct Workers {
     program: PathBuf,
     pool: Arc<Pool>,
     max: usize,
+    start: StartWorkers,
 }
+
+/// A worker program and the arguments before `compile-worker`: one pool
+/// each.
+type Program = (PathBuf, Vec<OsString>);
 
 impl Workers {
     /// The workers for a device's configuration, or `None` to compile in
-    /// this process (no program found, or at most 0 workers). Starts no
-    /// process.
-    pub(crate) fn find(config: &CudaConfig, nvrtc: (i32, i32)) -> Option<Workers> {
+    /// this process (no program found, or at most 0 workers). Starts the
+    /// workers when the configuration says they start at the device's open
+    /// ([`StartWorkers::AtOpen`]), else none. `warm_options` and `output`:
+    /// the NVRTC options and artifact of the warm-up compile (the first
+    /// device's, per program).
+    pub(crate) fn find(
+        config: &CudaConfig,
+        nvrtc: (i32, i32),
+        warm_options: &[String],
+        output: Output,
+    ) -> Option<Workers> {
         let max = config.max_workers;
         if max == 0 {
             return None;
         }
         let program = program(&config.options.workers, config.worker.as_deref())?;
-        static POOLS: Mutex<Vec<(PathBuf, Arc<Pool>)>> = Mutex::new(Vec::new());
+        // Arguments come with the configured program only.
+        let args = match &config.options.workers {
+            CompileWorkers::Auto if config.worker.is_some() => config.worker_args.clone(),
+            _ => Vec::new(),
+        };
+        let key: Program = (program, args);
+        static POOLS: Mutex<Vec<(Program, Arc<Pool>)>> = Mutex::new(Vec::new());
         let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
-        let pool = match pools.iter().find(|(p, _)| *p == program) {
+        let pool = match pools.iter().find(|(p, _)| *p == key) {
             Some((_, pool)) => pool.clone(),
             None => {
-                let pool = Arc::new(Pool::new(launcher(&program, nvrtc), max));
-                pools.push((program.clone(), pool.clone()));
+                let warm = Message::Compile {
+                    program: "kernelkit_warm_up.cu".to_string(),
+                    source: WARM_UP_SOURCE.to_string(),
+                    headers: Vec::new(),
+                    options: warm_options.to_vec(),
+                    output,
+                }
+                .encode();
+                let pool = Arc::new(Pool::new(launcher(&key.0, &key.1, nvrtc, warm), max));
+                pools.push((key.clone(), pool.clone()));
                 pool
             }
         };
-        Some(Workers { program, pool, max })
+        drop(pools);
+        let workers = Workers {
+            program: key.0,
+            pool,
+            max,
+            start: config.start_workers,
+        };
+        if workers.start == StartWorkers::AtOpen {
+            workers.pool.start_ahead(max);
+        }
+        Some(workers)
     }
 
     /// `compile workers: up to N × PROGRAM`, and why they are off if so.
@@ -83,6 +133,9 @@ impl Workers {
             output,
         }
         .encode();
+        if self.start == StartWorkers::AtFirstCompile && self.pool.first_job() {
+            self.pool.start_ahead(self.max);
+        }
         self.pool.run(&request, decode, local)
     }
 
@@ -106,16 +159,19 @@ fn decode(body: &[u8]) -> Option<Result<Vec<u8>, Failure>> {
     }
 }
 
-/// How to start and greet a worker of `program`.
-fn launcher(program: &Path, nvrtc: (i32, i32)) -> Launcher {
+/// How to start, greet and warm up a worker of `program` run with `args`
+/// before `compile-worker`.
+fn launcher(program: &Path, args: &[OsString], nvrtc: (i32, i32), warm: Vec<u8>) -> Launcher {
     let exe = program.to_path_buf();
+    let args = args.to_vec();
     let want = (nvrtc.0 as u32, nvrtc.1 as u32);
     Launcher {
         command: Box::new(move || {
             let mut c = Command::new(&exe);
-            c.arg(WORKER_ARG);
+            c.args(&args).arg(WORKER_ARG);
             c
         }),
+        warm: Some(warm),
         hello: Message::Hello { protocol: PROTOCOL }.encode(),
         accept: Box::new(move |body| match Message::decode(body) {
             Ok(Message::Ready { protocol, nvrtc }) if protocol == PROTOCOL && nvrtc == want => {
@@ -184,9 +240,108 @@ mod tests {
             worker: Some("/opt/w".into()),
             ..CudaConfig::default()
         };
-        assert!(Workers::find(&config, (13, 0)).is_some());
+        assert!(Workers::find(&config, (13, 0), &[], Output::Cubin).is_some());
         config.max_workers = 0;
-        assert!(Workers::find(&config, (13, 0)).is_none());
+        assert!(Workers::find(&config, (13, 0), &[], Output::Cubin).is_none());
+    }
+
+    #[test]
+    fn arguments_go_before_the_worker_argument_of_the_configured_program() {
+        let l = launcher(
+            Path::new("/usr/bin/python3"),
+            &["-c".into(), "serve()".into()],
+            (13, 0),
+            b"warm".to_vec(),
+        );
+        let c = (l.command)();
+        assert_eq!(c.get_program(), "/usr/bin/python3");
+        let args: Vec<_> = c.get_args().map(|a| a.to_owned()).collect();
+        assert_eq!(args, ["-c", "serve()", WORKER_ARG]);
+        assert_eq!(l.warm.as_deref(), Some(&b"warm"[..]));
+        // The pools of one program with other arguments are distinct, and a
+        // program given by the setting takes no configured arguments.
+        let config = CudaConfig {
+            worker: Some("/opt/py".into()),
+            worker_args: vec!["-c".into(), "a".into()],
+            ..CudaConfig::default()
+        };
+        let other = CudaConfig {
+            worker_args: vec!["-c".into(), "b".into()],
+            ..config.clone()
+        };
+        let a = Workers::find(&config, (13, 0), &[], Output::Cubin).unwrap();
+        let b = Workers::find(&other, (13, 0), &[], Output::Cubin).unwrap();
+        let a2 = Workers::find(&config, (13, 0), &[], Output::Cubin).unwrap();
+        assert!(!Arc::ptr_eq(&a.pool, &b.pool));
+        assert!(Arc::ptr_eq(&a.pool, &a2.pool));
+        let mut named = config.clone();
+        named.options.workers = CompileWorkers::Program("/opt/py".into());
+        let n = Workers::find(&named, (13, 0), &[], Output::Cubin).unwrap();
+        assert!(!Arc::ptr_eq(&a.pool, &n.pool));
+    }
+
+    /// When workers start follows the setting: a program that cannot
+    /// start turns its pool off the moment a start is tried.
+    #[test]
+    fn the_start_setting_decides_when_workers_start() {
+        let config = |start, tag: &str| CudaConfig {
+            worker: Some("/nonexistent/kernelkit-start-test".into()),
+            // A pool per case: pools are per program and arguments.
+            worker_args: vec![tag.into()],
+            max_workers: 2,
+            start_workers: start,
+            ..CudaConfig::default()
+        };
+        let tried = |w: &Workers| {
+            (0..2000).any(|_| {
+                let off = w.pool.off_reason().is_some();
+                if !off {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                off
+            })
+        };
+        let local = || Ok(vec![7u8]);
+        let compile = |w: &Workers| w.compile("k.cu", "", &[], &[], Output::Cubin, local);
+
+        let demand = Workers::find(
+            &config(StartWorkers::OnDemand, "demand"),
+            (13, 0),
+            &[],
+            Output::Cubin,
+        )
+        .unwrap();
+        assert!(matches!(compile(&demand), Ok(a) if a == [7]));
+        assert!(
+            demand.pool.off_reason().is_none(),
+            "a lone compile starts nothing"
+        );
+
+        let first = Workers::find(
+            &config(StartWorkers::AtFirstCompile, "first"),
+            (13, 0),
+            &[],
+            Output::Cubin,
+        )
+        .unwrap();
+        assert!(
+            first.pool.off_reason().is_none(),
+            "nothing before the first compile"
+        );
+        assert!(
+            matches!(compile(&first), Ok(a) if a == [7]),
+            "the first compile runs here"
+        );
+        assert!(tried(&first), "the first compile starts the workers");
+
+        let open = Workers::find(
+            &config(StartWorkers::AtOpen, "open"),
+            (13, 0),
+            &[],
+            Output::Cubin,
+        )
+        .unwrap();
+        assert!(tried(&open), "finding them at the open starts them");
     }
 
     #[test]
@@ -214,7 +369,7 @@ mod tests {
 
     #[test]
     fn the_handshake_checks_protocol_and_nvrtc_version() {
-        let l = launcher(Path::new("/x"), (13, 0));
+        let l = launcher(Path::new("/x"), &[], (13, 0), Vec::new());
         let ready = |protocol, nvrtc| Message::Ready { protocol, nvrtc }.encode();
         assert!((l.accept)(&ready(PROTOCOL, (13, 0))).is_ok());
         assert!((l.accept)(&ready(PROTOCOL, (12, 8))).is_err());
@@ -241,7 +396,10 @@ mod tests {
             println!("skipped: no NVRTC");
             return;
         };
-        let Some(workers) = Workers::find(&config, nvrtc) else {
+        let mut config = config;
+        // One worker, started by this test's job (none ahead).
+        config.start_workers = StartWorkers::OnDemand;
+        let Some(workers) = Workers::find(&config, nvrtc, &[], Output::Cubin) else {
             println!("skipped: no worker program next to the test binary");
             return;
         };

@@ -15,6 +15,13 @@
 //! 3. on a worker this thread starts, while fewer than `max` are alive;
 //! 4. else the thread waits for one of the above.
 //!
+//! Workers can also be started ahead ([`Pool::start_ahead`]): in background
+//! threads, all at once, each greeted and then given the launcher's warm-up
+//! job (so the compiler's first-use costs are paid before a real job comes),
+//! then left idle. Jobs meanwhile plan as above; a worker still starting
+//! counts as alive, so a job that finds none idle and the most alive waits
+//! for the first one ready.
+//!
 //! A worker that cannot be started or fails its handshake turns the pool
 //! off (every later job runs locally). A worker that dies, sends a broken
 //! frame or an answer the decoder refuses is killed and its job runs
@@ -22,8 +29,8 @@
 
 use std::io::{BufReader, BufWriter};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::frame::{read_frame, write_frame};
 
@@ -41,6 +48,9 @@ pub(crate) struct Launcher {
     pub(crate) hello: Vec<u8>,
     /// Checks the body of the worker's first answer.
     pub(crate) accept: Accept,
+    /// A job sent to a worker started ahead, after the handshake (its
+    /// answer is read and dropped); `None`: none.
+    pub(crate) warm: Option<Vec<u8>>,
 }
 
 /// What happened so far (for tests).
@@ -77,6 +87,8 @@ pub(crate) struct Pool {
     remote: AtomicU64,
     local: AtomicU64,
     deaths: AtomicU64,
+    /// Set by the first job ([`Pool::first_job`]).
+    had_job: AtomicBool,
 }
 
 /// Where one job goes.
@@ -106,7 +118,76 @@ impl Pool {
             remote: AtomicU64::new(0),
             local: AtomicU64::new(0),
             deaths: AtomicU64::new(0),
+            had_job: AtomicBool::new(false),
         }
+    }
+
+    /// True once: for the pool's first job (the moment a pool that starts
+    /// its workers at the first compile starts them).
+    pub(crate) fn first_job(&self) -> bool {
+        !self.had_job.swap(true, Ordering::Relaxed)
+    }
+
+    /// Starts workers in background threads until `count` are alive (at
+    /// most the pool's most), each greeted and warmed up, then idle.
+    /// Returns at once; a worker that cannot start turns the pool off, as
+    /// on demand. Returns how many starts were begun.
+    pub(crate) fn start_ahead(self: &Arc<Self>, count: usize) -> usize {
+        let begun = {
+            let mut state = self.lock();
+            if state.off.is_some() {
+                return 0;
+            }
+            let n = count.min(self.max).saturating_sub(state.alive);
+            state.alive += n;
+            n
+        };
+        for _ in 0..begun {
+            let pool = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name("kernelkit-worker-start".into())
+                .spawn(move || pool.start_one_ahead());
+            if spawned.is_err() {
+                // No thread: this slot is given back (jobs start it).
+                self.lock().alive -= 1;
+                self.changed.notify_all();
+            }
+        }
+        begun
+    }
+
+    /// One start of [`Pool::start_ahead`] (its slot is counted alive).
+    fn start_one_ahead(&self) {
+        let started = Worker::start(&self.launcher).and_then(|mut worker| {
+            if let Some(warm) = &self.launcher.warm {
+                worker
+                    .exchange(warm)
+                    .map_err(|e| format!("the warm-up job failed: {e}"))?;
+            }
+            Ok(worker)
+        });
+        let mut state = self.lock();
+        match started {
+            Ok(worker) => {
+                let n = self.started.fetch_add(1, Ordering::Relaxed) + 1;
+                tracing::info!(
+                    "compile worker {n} started ahead (pid {})",
+                    worker.child.id()
+                );
+                if state.off.is_some() {
+                    state.alive -= 1;
+                } else {
+                    state.idle.push(worker);
+                }
+            }
+            Err(reason) => {
+                tracing::warn!("compile workers are off, compiling in this process: {reason}");
+                state.alive -= 1;
+                state.off.get_or_insert(reason);
+            }
+        }
+        drop(state);
+        self.changed.notify_all();
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -338,9 +419,98 @@ mod tests {
                         Err(format!("unexpected handshake {b:?}"))
                     }
                 }),
+                warm: None,
             },
             max,
         )
+    }
+
+    /// Waits (bounded) until `n` workers were started; false if not.
+    fn wait_started(p: &Pool, n: u64) -> bool {
+        for _ in 0..2000 {
+            if p.stats().started >= n {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        false
+    }
+
+    #[test]
+    fn workers_started_ahead_are_idle_for_the_jobs() {
+        let mut p = pool("cat", 3);
+        p.launcher.warm = Some(b"warm".to_vec());
+        let p = Arc::new(p);
+        assert!(p.first_job());
+        assert!(!p.first_job(), "only the first job is the first");
+        assert_eq!(p.start_ahead(8), 3, "at most the pool's most");
+        assert!(wait_started(&p, 3), "{:?}", p.stats());
+        assert_eq!(p.start_ahead(8), 0, "all alive already");
+        // Three jobs at once, the local slot busy: each on a worker started
+        // ahead, none started for them.
+        let inside = Barrier::new(3);
+        with_local_busy(&p, || {
+            std::thread::scope(|s| {
+                for i in 0..3 {
+                    let (p, inside) = (&p, &inside);
+                    s.spawn(move || {
+                        let r = p.run(
+                            format!("job{i}").as_bytes(),
+                            |b| {
+                                inside.wait();
+                                Some(String::from_utf8_lossy(b).into_owned())
+                            },
+                            || "local".to_string(),
+                        );
+                        assert_eq!(r, format!("job{i}"));
+                    });
+                }
+            })
+        });
+        let s = p.stats();
+        assert_eq!((s.started, s.remote, s.deaths), (3, 3, 0), "{s:?}");
+    }
+
+    #[test]
+    fn a_worker_that_cannot_start_ahead_turns_the_pool_off() {
+        let p = Arc::new(Pool::new(
+            Launcher {
+                command: Box::new(|| Command::new("/nonexistent/kernelkit-worker")),
+                hello: HELLO.to_vec(),
+                accept: Box::new(|_| Ok(())),
+                warm: None,
+            },
+            2,
+        ));
+        assert_eq!(p.start_ahead(2), 2);
+        for _ in 0..2000 {
+            if p.lock().alive == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(p.lock().alive, 0);
+        assert!(p.off_reason().expect("off").contains("/nonexistent"));
+        with_local_busy(&p, || assert_eq!(echo(&p, "a"), "local a"));
+        assert_eq!(p.start_ahead(2), 0, "an off pool starts nothing");
+    }
+
+    #[test]
+    fn a_worker_whose_warm_up_fails_is_not_kept() {
+        // Answers the handshake, then exits before the warm-up's answer.
+        let mut p = pool("head -c 16", 2);
+        p.launcher.warm = Some(b"warm".to_vec());
+        let p = Arc::new(p);
+        assert_eq!(p.start_ahead(1), 1);
+        for _ in 0..2000 {
+            if p.lock().alive == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let state = p.lock();
+        assert_eq!((state.alive, state.idle.len()), (0, 0));
+        assert!(state.off.as_deref().unwrap_or("").contains("warm-up"));
     }
 
     /// Runs `body` while the pool's local slot is taken, so every job in
@@ -432,6 +602,7 @@ mod tests {
                 command: Box::new(|| Command::new("/nonexistent/kernelkit-worker")),
                 hello: HELLO.to_vec(),
                 accept: Box::new(|_| Ok(())),
+                warm: None,
             },
             4,
         );

@@ -1,0 +1,118 @@
+"""kernelkit's Python layer per warm call, without a GPU and without
+torch: the stand-in driver (``tools/fakecuda``) and a stand-in ``torch``
+(``standin_torch.py``), a trivial ``cuda_kernel`` called with ``out=`` and
+with ``output_shapes``/``output_dtypes`` (outputs from the stand-in's
+``new_empty``/``torch.empty``, Python functions: their cost is not
+torch's). Two builds side by side in one run: the installed ``kernelkit``
+and, with ``--base DIR``, the package in ``DIR`` (a copy of an older
+build's ``kernelkit`` folder), in alternating child processes; ``--build
+NAME=DIR`` adds more (an abi3 build beside a per-version one, say).
+
+Figures: with ``--callgrind``, instructions per call (callgrind, runs of
+200 and 1200 calls differenced, exact); else µs per call (medians of
+alternating rounds; a shared machine's timings are rough).
+
+  LD_LIBRARY_PATH=target/fakecuda FAKECUDA_CODE_KB=0 FAKECUDA_DATA_KB=0 \\
+    python crates/kernelkit-py/bench/overhead.py --base /path/to/old [--callgrind]
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CHILD = r"""
+import os, sys, time
+sys.path.insert(0, %(here)r)
+import standin_torch as st
+import kernelkit as kk
+N = 1024
+x, y = st.make((N,), ptr=st._alloc(4 * N)), st.make((N,), ptr=st._alloc(4 * N))
+k = kk.cuda_kernel(name="add_one_kk", input_names=["x"], output_names=["y"],
+                   source="int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = x[i] + 1.0f;")
+g, t = (N, 1, 1), (256, 1, 1)
+shapes, dtypes = [x.shape], [x.dtype]
+calls = {
+    "out": lambda: k(inputs=[x], grid=g, threadgroup=t, out=[y]),
+    "alloc": lambda: k(inputs=[x], grid=g, threadgroup=t, output_shapes=shapes, output_dtypes=dtypes),
+}
+f = calls[sys.argv[1]]
+f()
+n = int(sys.argv[2])
+if n:  # callgrind: n calls, nothing else
+    for _ in range(n):
+        f()
+else:  # timing: the median of 9 batches of 2000
+    s = []
+    for _ in range(9):
+        t0 = time.perf_counter()
+        for _ in range(2000):
+            f()
+        s.append((time.perf_counter() - t0) / 2000 * 1e6)
+    print(sorted(s)[4])
+"""
+
+
+def child(build, mode, calls, callgrind):
+    # A fixed hash seed: dict layouts (and so counts) alike from run to run.
+    env = dict(os.environ, KERNELKIT_CACHE="memory", KERNELKIT_COMPILE_WORKERS="0", PYTHONHASHSEED="0")
+    if build:
+        env["PYTHONPATH"] = build + os.pathsep + env.get("PYTHONPATH", "")
+    code = CHILD % {"here": HERE}
+    cmd = [sys.executable, "-c", code, mode, str(calls)]
+    if callgrind:
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "cg.out")
+            done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + cmd,
+                                  env=env, capture_output=True, text=True, check=True)
+            return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", help="a folder holding an older build's `kernelkit` package")
+    ap.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
+                    help="another build to measure beside them (e.g. abi3 against per-version)")
+    ap.add_argument("--no-current", action="store_true", help="leave out the installed package")
+    ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--rounds", type=int, default=5)
+    a = ap.parse_args()
+    builds = {} if a.no_current else {"current": None}
+    if a.base:
+        builds["base"] = os.path.abspath(a.base)
+    for b in a.build:
+        name, _, folder = b.partition("=")
+        builds[name] = os.path.abspath(folder)
+    for mode in ("out", "alloc"):
+        figures = {}
+        for name, build in builds.items():
+            if a.callgrind:
+                short, long = child(build, mode, 200, True), child(build, mode, 1200, True)
+                figures[name] = (long - short) / 1000
+        if not a.callgrind:
+            samples = {name: [] for name in builds}
+            for _ in range(a.rounds):
+                for name, build in builds.items():
+                    samples[name].append(child(build, mode, 0, False))
+            figures = {name: statistics.median(s) for name, s in samples.items()}
+        unit = "instructions/call" if a.callgrind else "us/call"
+        for name, v in figures.items():
+            print(f"overhead.{mode}.{name} = {v:.3f} {unit}", flush=True)
+        if "base" in figures and "current" in figures:
+            print(f"overhead.{mode}.ratio = {figures['current'] / figures['base']:.3f}  # current / base",
+                  flush=True)
+        first = next(iter(figures))
+        for name in list(figures)[1:]:
+            if {first, name} != {"current", "base"}:
+                print(f"overhead.{mode}.{name}_over_{first} = {figures[name] / figures[first]:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
