@@ -23,7 +23,7 @@
 #                      KERNELKIT_CORPUS_TEXTS
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
 #   wheels/            the Python package's wheel (abi3, CUDA built in);
-#   wheels-per-version/ a wheel per CPython 3.9-3.13 found here (no abi3) and
+#   wheels-per-version/ a wheel per CPython of KK_PER_VERSION_PYTHONS (default 3.12; no abi3) and
 #   wheels-abi3-py312/ an abi3 wheel for 3.12+, for python_bench's second
 #                      and third runs (KK_PER_VERSION_WHEELS=0: none); and
 #   python-tests/      its pytest suite, run there on the CPU and on CUDA
@@ -142,11 +142,13 @@ if [ -n "${KK_BASE_CLI:-}" ]; then strip --strip-debug -o "$DEST/kernelkit_base"
 # The Python package: a release wheel (debug info stripped) and its tests.
 rm -rf "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests"
 python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
-# Per-version wheels (no abi3: PyO3 calls methods through vectorcall), one
-# for each CPython 3.9-3.13 found here, for the python_bench step's second
-# run beside the abi3 wheel (KK_PER_VERSION_WHEELS=0 skips them).
+# Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for
+# the python_bench step's second run beside the abi3 wheel: one for each
+# CPython of KK_PER_VERSION_PYTHONS found here (default 3.12, the GPU
+# machine's python3; each is a release build of the extension);
+# KK_PER_VERSION_WHEELS=0 skips them.
 if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
-  for v in 3.9 3.10 3.11 3.12 3.13; do
+  for v in ${KK_PER_VERSION_PYTHONS:-3.12}; do
     py=$(command -v "python$v" || true)
     [ -n "$py" ] || continue
     python3 -m maturin build --release --strip --quiet --no-default-features --features cuda \
