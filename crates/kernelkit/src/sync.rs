@@ -108,6 +108,96 @@ impl<T> Snapshot<T> {
     }
 }
 
+/// An optional shared value read without locks, replaced or cleared by
+/// writers, whose reader keeps the value it read alive for as long as it
+/// holds the read (a *guard*): a writer that clears the slot meanwhile
+/// never frees it under the reader.
+///
+/// Outside `loom` this is `arc_swap::ArcSwapOption`: a load writes only
+/// the reading thread's own debt slot, so threads reading one slot at once
+/// share no written cache line. Under `loom` it is a `RwLock` with the same
+/// contract (a read clones the `Arc`). The payload is a `std` `Arc` either
+/// way, so that owners may keep `Weak`s of it.
+pub(crate) struct SwapSlot<T> {
+    #[cfg(not(loom))]
+    cell: arc_swap::ArcSwapOption<T>,
+    #[cfg(loom)]
+    cell: RwLock<Option<std::sync::Arc<T>>>,
+}
+
+/// What [`SwapSlot::load`] gives: the value, kept alive until dropped.
+#[cfg(not(loom))]
+pub(crate) type SlotGuard<T> = arc_swap::Guard<Option<std::sync::Arc<T>>>;
+/// What [`SwapSlot::load`] gives: the value, kept alive until dropped.
+#[cfg(loom)]
+pub(crate) type SlotGuard<T> = Option<std::sync::Arc<T>>;
+
+impl<T> Default for SwapSlot<T> {
+    fn default() -> Self {
+        SwapSlot {
+            #[cfg(not(loom))]
+            cell: arc_swap::ArcSwapOption::empty(),
+            #[cfg(loom)]
+            cell: RwLock::new(None),
+        }
+    }
+}
+
+impl<T> SwapSlot<T> {
+    /// The current value (or `None`), kept alive while the guard lives.
+    #[inline]
+    pub(crate) fn load(&self) -> SlotGuard<T> {
+        #[cfg(not(loom))]
+        {
+            self.cell.load()
+        }
+        #[cfg(loom)]
+        {
+            self.cell.read().unwrap().clone()
+        }
+    }
+
+    /// Replaces the value.
+    pub(crate) fn store(&self, value: Option<std::sync::Arc<T>>) {
+        #[cfg(not(loom))]
+        {
+            self.cell.store(value)
+        }
+        #[cfg(loom)]
+        {
+            *self.cell.write().unwrap() = value;
+        }
+    }
+
+    /// Clears the slot if it holds a value for which `is` answers yes;
+    /// returns the value taken out.
+    pub(crate) fn clear_if(&self, is: impl Fn(&T) -> bool) -> Option<std::sync::Arc<T>> {
+        #[cfg(not(loom))]
+        {
+            let mut taken = None;
+            self.cell.rcu(|current| match current {
+                Some(v) if is(v) => {
+                    taken = Some(v.clone());
+                    None
+                }
+                other => {
+                    taken = None;
+                    other.clone()
+                }
+            });
+            taken
+        }
+        #[cfg(loom)]
+        {
+            let mut cell = self.cell.write().unwrap();
+            match &*cell {
+                Some(v) if is(v) => cell.take(),
+                _ => None,
+            }
+        }
+    }
+}
+
 /// A limit that lives outside this process's memory (a CUDA function's
 /// dynamic shared memory attribute), raised on demand by any thread and
 /// read without a lock.

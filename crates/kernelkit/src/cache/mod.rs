@@ -13,8 +13,10 @@
 pub mod bundle;
 pub mod entry;
 pub(crate) mod kernel_cache;
+pub(crate) mod loaded;
 pub mod key;
 mod lock;
+pub(crate) mod pool;
 pub mod remote;
 pub(crate) mod resolver;
 pub use resolver::CacheState;
