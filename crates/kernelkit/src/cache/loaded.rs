@@ -242,3 +242,106 @@ impl std::ops::Deref for FunctionRef {
         &self.bound().function
     }
 }
+
+/// Model-checked with `loom` (`RUSTFLAGS="--cfg loom" cargo test --lib loom_`):
+/// the binding protocol above. The module's payload marks itself freed
+/// when dropped.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::backend::null::NullFunction;
+    use crate::sync::model;
+    use loom::sync::atomic::AtomicBool as LoomBool;
+    use loom::thread;
+
+    /// A module payload that says when it was freed.
+    struct Payload(Arc<LoomBool>);
+    impl Drop for Payload {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::SeqCst);
+        }
+    }
+
+    fn setup() -> (Arc<LoomBool>, Arc<Loaded>, Arc<FunctionSlots>) {
+        let alive = Arc::new(LoomBool::new(true));
+        let module: Module = Arc::new(Payload(alive.clone()));
+        let loaded = Arc::new(Loaded::new(module, ModuleKey::derive("t", "", "k", "")));
+        (alive, loaded, Arc::new(FunctionSlots::default()))
+    }
+
+    fn bound(loaded: &Arc<Loaded>) -> Arc<Bound> {
+        Arc::new(Bound {
+            instance: 1,
+            loaded: loaded.clone(),
+            function: NullFunction::detached("f"),
+        })
+    }
+
+    /// A reader of a bound slot races the module's unload (retire, then
+    /// the cache lets go): whatever it read stays alive while it holds it;
+    /// afterwards the slot is empty and the module freed.
+    #[test]
+    fn loom_an_unload_never_frees_a_module_under_a_reader() {
+        model(None, || {
+            let (alive, loaded, slots) = setup();
+            loaded.bind(&slots, 0, bound(&loaded));
+            let reader = {
+                let (slots, alive) = (slots.clone(), alive.clone());
+                thread::spawn(move || {
+                    if let Some(f) = slots.get(0, 1) {
+                        assert!(alive.load(Ordering::SeqCst), "read a freed module");
+                        drop(f);
+                    }
+                })
+            };
+            let unloader = thread::spawn(move || {
+                assert!(loaded.retire());
+                drop(loaded);
+            });
+            reader.join().unwrap();
+            unloader.join().unwrap();
+            assert!(slots.get(0, 1).is_none(), "a retired module stays bound");
+            assert!(!alive.load(Ordering::SeqCst), "the module outlived its holders");
+        });
+    }
+
+    /// A bind races the retire: either order, no slot keeps the retired
+    /// module, and the module is freed once its holders let go.
+    #[test]
+    fn loom_a_bind_racing_an_unload_leaves_nothing_bound() {
+        model(None, || {
+            let (alive, loaded, slots) = setup();
+            let binder = {
+                let (slots, loaded) = (slots.clone(), loaded.clone());
+                thread::spawn(move || {
+                    let b = bound(&loaded);
+                    loaded.bind(&slots, 0, b);
+                })
+            };
+            let unloader = thread::spawn(move || {
+                assert!(loaded.retire());
+                drop(loaded);
+            });
+            binder.join().unwrap();
+            unloader.join().unwrap();
+            assert!(slots.get(0, 1).is_none(), "a retired module stays bound");
+            assert!(!alive.load(Ordering::SeqCst), "the module outlived its holders");
+        });
+    }
+
+    /// A pin races the unload: the module is pinned (and stays loaded) or
+    /// retired (and the pin says so), never both.
+    #[test]
+    fn loom_a_pin_and_an_unload_agree() {
+        model(None, || {
+            let (_alive, loaded, _slots) = setup();
+            let pinner = {
+                let loaded = loaded.clone();
+                thread::spawn(move || loaded.pin())
+            };
+            let retired = loaded.retire();
+            let pinned = pinner.join().unwrap();
+            assert!(pinned != retired, "pinned {pinned}, retired {retired}");
+        });
+    }
+}

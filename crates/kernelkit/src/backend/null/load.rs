@@ -31,6 +31,16 @@ pub(crate) struct NullFunction {
 }
 
 impl NullFunction {
+    /// A function of no module (always loaded), for the models of the
+    /// binding protocol.
+    #[cfg(all(test, loom))]
+    pub(crate) fn detached(name: &str) -> Function {
+        Function::Null(Arc::new(NullFunction {
+            name: name.into(),
+            loaded: Arc::new(AtomicBool::new(true)),
+        }))
+    }
+
     /// Whether its module is still loaded.
     pub(super) fn module_loaded(&self) -> bool {
         self.loaded.load(Ordering::Acquire)
