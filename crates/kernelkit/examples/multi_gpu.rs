@@ -193,7 +193,10 @@ fn main() -> Res<()> {
     let (w0m, w1m) = (median(w0.clone()), median(w1.clone()));
     println!("warm_us.gpu0 = {w0m:.3} (all {w0:.3?})");
     println!("warm_us.gpu1 = {w1m:.3} (all {w1:.3?})");
-    println!("warm_us.ratio_gpu1_to_gpu0 = {:.4} (target within 2%)", w1m / w0m);
+    println!(
+        "warm_us.ratio_gpu1_to_gpu0 = {:.4} (target within 2%)",
+        w1m / w0m
+    );
 
     // 2: hit throughput, 16 threads, one device vs two, and the raw control.
     let kt = copy_kernel("mg_tput", &format!("// {tag}"))?;

@@ -3,6 +3,12 @@
 //!
 //! Lock order, for every lock in the crate (take them top to bottom, never
 //! upwards): `VariantMemo::writer` → `KernelCache` shard lock → `Slot::state`.
+//! The kernel cache's clock and its set of unloaded keys are taken alone;
+//! a loaded module's `binds` lock is a leaf (a bind stores into a
+//! [`SwapSlot`] under it, which takes no lock outside `loom`). An
+//! `ArtifactPool` cell (`cache::pool`) is held across the build of its key,
+//! like the store's file lock below: taken with no in-process lock held,
+//! and the pool's map lock is never held with it.
 //! No lock is held while a compiler runs or while a kernel executes. The one
 //! exception is not a lock of this process: the artifact store's per-key
 //! file lock (`cache::lock`), which a thread that owns a pending kernel
@@ -14,14 +20,15 @@
 //! module's list of those limits.
 //!
 //! The loom models (`loom_*` tests in `kernel::variants::memo`,
-//! `cache::kernel_cache`, this module and `backend::cuda::memory`, run by
-//! `scripts/test.sh` with the `cuda` feature) check the variant memo, the
-//! kernel cache's single-flight protocol, [`RaisedLimit`] and the order in
-//! which a dying CUDA buffer is checked before it becomes a thread's spare.
-//! Under `loom` the stats counters become one loom atomic each; immutable
-//! payloads (variants, modules) stay in `std` `Arc`s, and
-//! `Variant::function` stays a `std` `OnceLock`: set once after a module is
-//! loaded, it is not on the paths the models exercise.
+//! `cache::kernel_cache`, `cache::loaded`, this module and
+//! `backend::cuda::memory`, run by `scripts/test.sh` with the `cuda`
+//! feature) check the variant memo, the kernel cache's single-flight
+//! protocol, the binding of function slots against unloads and pins,
+//! [`RaisedLimit`] and the order in which a dying CUDA buffer is checked
+//! before it becomes a thread's spare. Under `loom` the stats counters
+//! become one loom atomic each; immutable payloads (variants, modules,
+//! bound functions) stay in `std` `Arc`s, and a [`SwapSlot`] becomes a
+//! loom `RwLock` of one.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};

@@ -70,7 +70,10 @@ fn unloads_race_launches_without_a_failure() {
         assert!(device.loaded_modules() <= 4, "repeat {repeat}");
         assert!(stats.unloaded > 0, "repeat {repeat}: {stats:?}");
         assert!(stats.reloads > 0, "repeat {repeat}: {stats:?}");
-        assert_eq!(stats.loaded - stats.unloaded, device.loaded_modules() as u64);
+        assert_eq!(
+            stats.loaded - stats.unloaded,
+            device.loaded_modules() as u64
+        );
         assert_eq!(stats.failures, 0);
     }
 }

@@ -293,7 +293,10 @@ fn unloads_race_launches_on_cuda() {
             }
         });
         let stats = device.cache_stats();
-        assert!(stats.unloaded > 0 && stats.reloads > 0, "repeat {repeat}: {stats:?}");
+        assert!(
+            stats.unloaded > 0 && stats.reloads > 0,
+            "repeat {repeat}: {stats:?}"
+        );
         assert_eq!(stats.failures, 0);
     }
 }

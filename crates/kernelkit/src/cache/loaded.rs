@@ -212,7 +212,6 @@ impl FunctionSlots {
             _ => None,
         }
     }
-
 }
 
 /// A function held for one call: read from a slot, or just resolved.
@@ -301,7 +300,10 @@ mod loom_models {
             reader.join().unwrap();
             unloader.join().unwrap();
             assert!(slots.get(0, 1).is_none(), "a retired module stays bound");
-            assert!(!alive.load(Ordering::SeqCst), "the module outlived its holders");
+            assert!(
+                !alive.load(Ordering::SeqCst),
+                "the module outlived its holders"
+            );
         });
     }
 
@@ -325,7 +327,10 @@ mod loom_models {
             binder.join().unwrap();
             unloader.join().unwrap();
             assert!(slots.get(0, 1).is_none(), "a retired module stays bound");
-            assert!(!alive.load(Ordering::SeqCst), "the module outlived its holders");
+            assert!(
+                !alive.load(Ordering::SeqCst),
+                "the module outlived its holders"
+            );
         });
     }
 

@@ -13,8 +13,8 @@
 pub mod bundle;
 pub mod entry;
 pub(crate) mod kernel_cache;
-pub(crate) mod loaded;
 pub mod key;
+pub(crate) mod loaded;
 mod lock;
 pub(crate) mod pool;
 pub mod remote;

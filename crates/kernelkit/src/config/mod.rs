@@ -55,7 +55,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use cache::{parse_size, CacheConfig, CacheMode, DEFAULT_MAX_BYTES, DEFAULT_MAX_LOADED_MODULES};
+pub use cache::{
+    parse_size, CacheConfig, CacheMode, DEFAULT_MAX_BYTES, DEFAULT_MAX_LOADED_MODULES,
+};
 pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
 pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig};
 pub use memo::{MemoConfig, DEFAULT_MEMO_BYTES, DEFAULT_MEMO_ENTRIES};

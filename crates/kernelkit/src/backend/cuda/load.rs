@@ -1,15 +1,17 @@
 //! Loads cubins into modules and resolves functions, once each.
 //!
-//! A module lives as long as the device's kernel cache, which is the
-//! device's lifetime, so queued work never runs unloaded code (and a
-//! module's drop waits for the context first). Functions are resolved once
-//! per variant and device and kept by the variant: no launch looks a
-//! function up. A function does not keep its module: a variant outlives
-//! the device it first ran on (in its kernel's memo, in a thread's recent
-//! variants), and holding the module would keep that device's module and
-//! CUDA context alive after the device is gone. The variant's function is
-//! only used through its own device (`Device::function` checks the device
-//! instance), which holds the module while it lives.
+//! A module lives while its device's kernel cache keeps it (bounded by
+//! `max_loaded_modules`, see `cache::kernel_cache`) or a caller holds it:
+//! a variant's function slot for this device, or a launch that read that
+//! slot (see `cache::loaded`). Its drop, when the last holder lets go,
+//! waits for the context's queued work before `cuModuleUnload`, so queued
+//! work never runs unloaded code; that wait happens only on an unload (or
+//! when the device goes), never on a launch path that does not unload.
+//! Functions are resolved once per variant and device and kept in the
+//! variant's slot beside their module: no launch looks a function up. A
+//! `CudaFunction` itself does not keep its module: the slot's `Bound`
+//! does, and the device clears the slots when it unloads the module or
+//! goes, so a variant never keeps a gone device's module or context.
 
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
@@ -40,7 +42,7 @@ pub(super) struct CudaModule {
 impl Drop for CudaModule {
     fn drop(&mut self) {
         if self.ctx.bind().is_ok() {
-            // The last owner is gone (no function of it remains), so
+            // The last owner is gone (no slot or launch holds it), so
             // nothing can launch it any more; waiting for the context makes
             // sure nothing already queued still runs it.
             let _ = driver::ctx_synchronize(&self.ctx.label);
