@@ -204,13 +204,14 @@ impl FunctionSlots {
     #[inline]
     pub(crate) fn get(&self, index: usize, instance: u32) -> Option<FunctionRef> {
         let guard = self.slots[index].load();
-        match &*guard {
+        let hit = match guard.as_deref() {
             Some(b) if b.instance == instance => {
                 b.loaded.touch();
-                Some(FunctionRef::Slot(guard))
+                true
             }
-            _ => None,
-        }
+            _ => false,
+        };
+        hit.then(|| FunctionRef::Slot(guard))
     }
 }
 
