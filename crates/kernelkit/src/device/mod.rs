@@ -528,6 +528,8 @@ impl Device {
     ) -> Result<FunctionRef, CompileError> {
         let backend = &*self.0.backend;
         let loaded = self.0.modules.module(backend, request)?;
+        // Used now (a hit of the map, or a new module): the clock spares it.
+        loaded.touch();
         let function = backend.function(request.kernel, &loaded.module, request.function)?;
         let bound = Arc::new(Bound {
             instance: self.0.id.instance,
