@@ -7,6 +7,9 @@
 #   cuda_perf          the example that measures the three ratios of issue 4
 #   dispatch_loop      a warm dispatch loop (CPU and CUDA), to compare hosts
 #   launch_probe       what host work between raw launches costs there
+#   multi_gpu          the example that measures issue 20's targets on two GPUs
+#   multi-gpu-tests    tests/multi_gpu.rs (two GPUs: the seed's repro across
+#                      devices, churn with max 64, unloads racing launches)
 #   cuda-tests         tests/cuda.rs (CUDA-specific tests)
 #   behaviour-tests    tests/behaviour.rs (the behavioural suite, run for cuda::;
 #                      with the soak, the hot path and the bad-input matrix)
@@ -45,7 +48,7 @@ DEST=${KK_GPU_DIR:-/work/main/.gpu}
 MAIN=$(dirname "$DEST")
 
 cargo build --release -p kernelkit-cli --features cuda
-cargo build --release -p kernelkit --features cuda,bench --example cuda_perf --example dispatch_loop --example launch_probe
+cargo build --release -p kernelkit --features cuda,bench --example cuda_perf --example dispatch_loop --example launch_probe --example multi_gpu
 tests_json=$(cargo test --release -p kernelkit --features cuda --no-run \
   --message-format=json 2>/dev/null)
 exe() { # $1: target kind, $2: target name
@@ -73,6 +76,7 @@ lifecycle_tests=$(exe test cuda_lifecycle)
 timeout_lib_tests=$(exe test cuda_timeout)
 capture_tests=$(exe test cuda_capture)
 compat_tests=$(exe test compat)
+multi_gpu_tests=$(exe test multi_gpu)
 # candle's CUDA tensors: its own target directory and RUSTFLAGS (see
 # scripts/candle-cuda.sh); the first build compiles candle's kernels.
 candle_tests=
@@ -87,7 +91,8 @@ else
   echo "candle on CUDA: skipped (no nvcc here; scripts/candle-cuda.sh setup fetches it from PyPI)" >&2
 fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
-         "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests" "$capture_tests"; do
+         "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests" \
+         "$capture_tests" "$multi_gpu_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -101,6 +106,8 @@ strip --strip-debug -o "$DEST/kernelkit" target/release/kernelkit
 strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
 strip --strip-debug -o "$DEST/dispatch_loop" target/release/examples/dispatch_loop
 strip --strip-debug -o "$DEST/launch_probe" target/release/examples/launch_probe
+strip --strip-debug -o "$DEST/multi_gpu" target/release/examples/multi_gpu
+strip --strip-debug -o "$DEST/multi-gpu-tests" "$multi_gpu_tests"
 strip --strip-debug -o "$DEST/cuda-tests" "$cuda_tests"
 strip --strip-debug -o "$DEST/kernelkit-lib-tests" "$lib_tests"
 strip --strip-debug -o "$DEST/behaviour-tests" "$behaviour_tests"

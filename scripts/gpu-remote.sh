@@ -143,6 +143,15 @@ candle_cuda() {
   )
 }
 step candle candle_cuda
+# Issue 20, several GPUs: the tests (seed's repro across two GPUs, churn of
+# 10,000 values with max 64, unloads racing launches) and the targets'
+# table (examples/multi_gpu.rs); both say "skipped" and pass on one GPU.
+# Run on the nvidia-h200-x2 kind: KK_STEPS=multi_gpu.
+multi_gpu() {
+  KERNELKIT_CACHE=memory "$G/multi-gpu-tests" --test-threads=1 --nocapture || return 1
+  KERNELKIT_CACHE=memory KERNELKIT_MAX_LOADED_MODULES=64 "$G/multi_gpu" "${KK_CHURN:-10000}"
+}
+step multi_gpu multi_gpu
 step perf "$G/cuda_perf"
 # Host speed against the development machine: the same CPU-backend dispatch
 # loop here and there (a C++ compiler is needed for the CPU backend), then
@@ -269,6 +278,7 @@ grep -h "^corpus totals" "$LOGS/corpus_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
+grep -hE "^(SUMMARY warm|multi_gpu: skipped|repro:|churn:|test result)" "$LOGS/multi_gpu.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
 grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|parallel|breakdown)\.|^target " "$LOGS/python_bench.log" 2>/dev/null
 grep -hE "^torch_native\." "$LOGS/torch_native.log" 2>/dev/null

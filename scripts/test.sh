@@ -32,6 +32,12 @@ LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
     | test(/::arrays_of_another_device_(object_are_accepted|kind_are_refused)$/)
     | test(/::a_memo_hit_allocates_nothing$/)
     | test(/::memoized_variant_equals_fresh_generation$/))'
+# Several GPUs and the bounded module cache (tests/multi_gpu.rs) on two
+# stand-in GPUs: one compile per kernel for both, unloads racing queued
+# launches (the stand-in refuses a launch of an unloaded module's
+# function), churn with max 64 (2,000 values here, 10,000 on the H200).
+FAKECUDA_DEVICES=2 KK_CHURN=2000 LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
+  cargo nextest run -p kernelkit --all-features --test multi_gpu
 # (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p kernelkit --features cuda --release --lib loom_ -- --test-threads=2

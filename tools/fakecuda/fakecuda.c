@@ -118,7 +118,15 @@ static void thrash(void) {
 CUresult cuInit(unsigned flags) { (void)flags; return OK; }
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
 CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return OK; }
-CUresult cuDeviceGetCount(int *n) { *n = 1; return OK; }
+/* FAKECUDA_DEVICES=N: N devices (default 1). They share the one primary
+ * context below: enough for what kernelkit asks per device (a context, a
+ * stream, modules), not a model of peer memory. */
+CUresult cuDeviceGetCount(int *n) {
+  const char *e = getenv("FAKECUDA_DEVICES");
+  int k = e ? atoi(e) : 1;
+  *n = k > 0 ? k : 1;
+  return OK;
+}
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   (void)dev;
   switch (attr) {
@@ -371,6 +379,7 @@ typedef struct {
   char name[128];
   volatile int max_shared;
   int faults;
+  volatile int unloaded; /* its module was unloaded: a launch is an error */
 } fake_function;
 typedef struct {
   pthread_mutex_t lock;
@@ -387,9 +396,13 @@ CUresult cuModuleLoadData(void **m, const void *image) {
   *m = mod;
   return OK;
 }
+/* Functions of an unloaded module are kept (never freed) and marked, so
+ * that a launch of one is caught: the real driver may run freed code or
+ * fault; this one refuses the launch (CUDA_ERROR_INVALID_HANDLE) with a
+ * message. */
 CUresult cuModuleUnload(void *m) {
   fake_module *mod = m;
-  for (int i = 0; i < mod->count; i++) free(mod->funcs[i]);
+  for (int i = 0; i < mod->count; i++) mod->funcs[i]->unloaded = 1;
   pthread_mutex_destroy(&mod->lock);
   free(mod);
   return OK;
@@ -430,6 +443,10 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   live_stream(s, "cuLaunchKernel");
   NEED_CTX();
   fake_function *fn = f;
+  if (fn->unloaded) {
+    fprintf(stderr, "fakecuda: cuLaunchKernel of `%s`, a function of an unloaded module\n", fn->name);
+    return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  }
   if (shared > (unsigned)fn->max_shared) return CUDA_ERROR_INVALID_VALUE;
   if (fn->faults) {
     ctx_fault = 1;

@@ -316,7 +316,8 @@ pub(crate) fn clear_streams(py: Python<'_>) -> PyResult<()> {
 /// many threads asked), `failures`, `compile_ns`, `disk_hits`,
 /// `disk_misses`, `disk_writes`, `disk_errors`, the fleet tier's
 /// `remote_hits`, `remote_misses`, `remote_writes`, `remote_errors`,
-/// `remote_rejected`, `remote_wait_ns`, and `loaded_modules`.
+/// `remote_rejected`, `remote_wait_ns`, `loaded_modules` (loaded now),
+/// and the bounded module cache's `loaded`, `unloaded` and `reloads`.
 #[pyfunction]
 pub(crate) fn cache_stats<'py>(
     py: Python<'py>,
@@ -349,6 +350,9 @@ fn stats_dict<'py>(py: Python<'py>, device: &Device) -> PyResult<Bound<'py, PyDi
         ("remote_rejected", s.remote_rejected),
         ("remote_wait_ns", s.remote_wait_ns),
         ("loaded_modules", device.loaded_modules() as u64),
+        ("loaded", s.loaded),
+        ("unloaded", s.unloaded),
+        ("reloads", s.reloads),
     ] {
         dict.set_item(key, value)?;
     }

@@ -188,6 +188,13 @@ pub struct CacheStats {
     /// Wall time spent on the fleet tier (reads, writes, waiting for another
     /// node's compile), in nanoseconds.
     pub remote_wait_ns: u64,
+    /// Modules this device loaded (from a tier, another device's artifact
+    /// or a compile), reloads included.
+    pub loaded: u64,
+    /// Modules unloaded to keep the device within `max_loaded_modules`.
+    pub unloaded: u64,
+    /// Loads of a module this device had unloaded before.
+    pub reloads: u64,
 }
 
 impl CacheStats {
@@ -195,7 +202,7 @@ impl CacheStats {
     /// `cache:` line that `kernelkit demo` prints.
     pub fn summary(&self) -> String {
         format!(
-            "hits={} misses={} compiles={} failures={} compile_ms={:.1} disk_hits={} disk_misses={} disk_writes={} disk_errors={} remote_hits={} remote_misses={} remote_writes={} remote_errors={} remote_rejected={} remote_wait_ms={:.1}",
+            "hits={} misses={} compiles={} failures={} compile_ms={:.1} disk_hits={} disk_misses={} disk_writes={} disk_errors={} remote_hits={} remote_misses={} remote_writes={} remote_errors={} remote_rejected={} remote_wait_ms={:.1} loaded={} unloaded={} reloads={}",
             self.hits,
             self.misses,
             self.compiles,
@@ -210,7 +217,10 @@ impl CacheStats {
             self.remote_writes,
             self.remote_errors,
             self.remote_rejected,
-            self.remote_wait_ns as f64 / 1e6
+            self.remote_wait_ns as f64 / 1e6,
+            self.loaded,
+            self.unloaded,
+            self.reloads
         )
     }
 }

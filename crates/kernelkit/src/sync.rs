@@ -3,6 +3,12 @@
 //!
 //! Lock order, for every lock in the crate (take them top to bottom, never
 //! upwards): `VariantMemo::writer` → `KernelCache` shard lock → `Slot::state`.
+//! The kernel cache's clock and its set of unloaded keys are taken alone;
+//! a loaded module's `binds` lock is a leaf (a bind stores into a
+//! [`SwapSlot`] under it, which takes no lock outside `loom`). An
+//! `ArtifactPool` cell (`cache::pool`) is held across the build of its key,
+//! like the store's file lock below: taken with no in-process lock held,
+//! and the pool's map lock is never held with it.
 //! No lock is held while a compiler runs or while a kernel executes. The one
 //! exception is not a lock of this process: the artifact store's per-key
 //! file lock (`cache::lock`), which a thread that owns a pending kernel
@@ -14,14 +20,15 @@
 //! module's list of those limits.
 //!
 //! The loom models (`loom_*` tests in `kernel::variants::memo`,
-//! `cache::kernel_cache`, this module and `backend::cuda::memory`, run by
-//! `scripts/test.sh` with the `cuda` feature) check the variant memo, the
-//! kernel cache's single-flight protocol, [`RaisedLimit`] and the order in
-//! which a dying CUDA buffer is checked before it becomes a thread's spare.
-//! Under `loom` the stats counters become one loom atomic each; immutable
-//! payloads (variants, modules) stay in `std` `Arc`s, and
-//! `Variant::function` stays a `std` `OnceLock`: set once after a module is
-//! loaded, it is not on the paths the models exercise.
+//! `cache::kernel_cache`, `cache::loaded`, this module and
+//! `backend::cuda::memory`, run by `scripts/test.sh` with the `cuda`
+//! feature) check the variant memo, the kernel cache's single-flight
+//! protocol, the binding of function slots against unloads and pins,
+//! [`RaisedLimit`] and the order in which a dying CUDA buffer is checked
+//! before it becomes a thread's spare. Under `loom` the stats counters
+//! become one loom atomic each; immutable payloads (variants, modules,
+//! bound functions) stay in `std` `Arc`s, and a [`SwapSlot`] becomes a
+//! loom `RwLock` of one.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -104,6 +111,96 @@ impl<T> Snapshot<T> {
         #[cfg(loom)]
         {
             *self.cell.write().unwrap() = value;
+        }
+    }
+}
+
+/// An optional shared value read without locks, replaced or cleared by
+/// writers, whose reader keeps the value it read alive for as long as it
+/// holds the read (a *guard*): a writer that clears the slot meanwhile
+/// never frees it under the reader.
+///
+/// Outside `loom` this is `arc_swap::ArcSwapOption`: a load writes only
+/// the reading thread's own debt slot, so threads reading one slot at once
+/// share no written cache line. Under `loom` it is a `RwLock` with the same
+/// contract (a read clones the `Arc`). The payload is a `std` `Arc` either
+/// way, so that owners may keep `Weak`s of it.
+pub(crate) struct SwapSlot<T> {
+    #[cfg(not(loom))]
+    cell: arc_swap::ArcSwapOption<T>,
+    #[cfg(loom)]
+    cell: RwLock<Option<std::sync::Arc<T>>>,
+}
+
+/// What [`SwapSlot::load`] gives: the value, kept alive until dropped.
+#[cfg(not(loom))]
+pub(crate) type SlotGuard<T> = arc_swap::Guard<Option<std::sync::Arc<T>>>;
+/// What [`SwapSlot::load`] gives: the value, kept alive until dropped.
+#[cfg(loom)]
+pub(crate) type SlotGuard<T> = Option<std::sync::Arc<T>>;
+
+impl<T> Default for SwapSlot<T> {
+    fn default() -> Self {
+        SwapSlot {
+            #[cfg(not(loom))]
+            cell: arc_swap::ArcSwapOption::empty(),
+            #[cfg(loom)]
+            cell: RwLock::new(None),
+        }
+    }
+}
+
+impl<T> SwapSlot<T> {
+    /// The current value (or `None`), kept alive while the guard lives.
+    #[inline]
+    pub(crate) fn load(&self) -> SlotGuard<T> {
+        #[cfg(not(loom))]
+        {
+            self.cell.load()
+        }
+        #[cfg(loom)]
+        {
+            self.cell.read().unwrap().clone()
+        }
+    }
+
+    /// Replaces the value.
+    pub(crate) fn store(&self, value: Option<std::sync::Arc<T>>) {
+        #[cfg(not(loom))]
+        {
+            self.cell.store(value)
+        }
+        #[cfg(loom)]
+        {
+            *self.cell.write().unwrap() = value;
+        }
+    }
+
+    /// Clears the slot if it holds a value for which `is` answers yes;
+    /// returns the value taken out.
+    pub(crate) fn clear_if(&self, is: impl Fn(&T) -> bool) -> Option<std::sync::Arc<T>> {
+        #[cfg(not(loom))]
+        {
+            let mut taken = None;
+            self.cell.rcu(|current| match current {
+                Some(v) if is(v) => {
+                    taken = Some(v.clone());
+                    None
+                }
+                other => {
+                    taken = None;
+                    other.clone()
+                }
+            });
+            taken
+        }
+        #[cfg(loom)]
+        {
+            let mut cell = self.cell.write().unwrap();
+            match &*cell {
+                Some(v) if is(v) => cell.take(),
+                _ => None,
+            }
         }
     }
 }

@@ -29,10 +29,24 @@ use crate::dtype::DType;
 use crate::error::{CompileError, Result};
 
 /// A loaded module (a shared library, a CUDA module). Kept alive by the
-/// device's kernel cache for the device's lifetime (and, on the CPU, by
-/// every function resolved from it), so work already queued never runs
-/// unloaded code.
+/// device's kernel cache until it unloads it (see `cache::kernel_cache`),
+/// by the callers' function slots and the launches reading them (see
+/// `cache::loaded`), and, on the CPU, by every function resolved from it;
+/// a CUDA module's drop waits for queued work, so work already queued
+/// never runs unloaded code.
 pub(crate) type Module = Arc<dyn Any + Send + Sync>;
+
+/// Tells `module`'s backend that the cache is letting it go; false when
+/// the backend keeps it (a CUDA module a captured graph launches): then it
+/// stays loaded. Decided once: after a true, no capture can pin it.
+pub(crate) fn retire_module(module: &Module) -> bool {
+    #[cfg(feature = "cuda")]
+    if let Some(cuda) = module.downcast_ref::<cuda::CudaModule>() {
+        return cuda.retire();
+    }
+    let _ = module;
+    true
+}
 
 /// A backend's own stream state. An enum, not a trait object: the hot
 /// path reaches a CUDA stream with one match instead of a virtual
@@ -45,12 +59,11 @@ pub(crate) enum StreamHandle {
     Cuda(Arc<cuda::CudaStream>),
 }
 
-/// A function resolved from a loaded module. Variants keep the one for
-/// their first device, so launches never look functions up, and use it
-/// only through that device (which keeps the module loaded); a CPU function
-/// also keeps its library, a CUDA function does not keep its module (nor,
-/// so, its device's context: see `cuda::load`). An enum for the same
-/// reason as [`StreamHandle`].
+/// A function resolved from a loaded module. Variants keep one per device
+/// (`cache::loaded::FunctionSlots`, beside the module that holds its
+/// code), so launches never look functions up; a CPU function also keeps
+/// its library, a CUDA or null function does not keep its module (see
+/// `cuda::load`). An enum for the same reason as [`StreamHandle`].
 #[derive(Clone)]
 pub(crate) enum Function {
     /// An entry point of a loaded shared library.

@@ -8,22 +8,37 @@
 //!   the slot, threads asking for other keys compile in parallel.
 //! - A failure is delivered to every waiter and the slot is removed, so the
 //!   next call compiles again: failures are never cached as successes.
-//! - Modules are never evicted while the device lives: work queued on a
-//!   stream may still run code from any of them.
+//! - The cache is bounded (`max_loaded_modules`): past the bound, a clock
+//!   hand (an approximation of least recently used: a used module is
+//!   spared once) picks a module that is neither pinned nor used since the
+//!   hand last passed, takes it out of the map and retires it (see
+//!   `cache::loaded`). The module is freed when its last holder lets go;
+//!   the backend's drop then waits for the work queued on it, so no
+//!   launch ever runs unloaded code. Asked for again, it is built again (a
+//!   load from a tier, or a compile) and counted as a reload.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::backend::Module;
 use crate::cache::key::ModuleKey;
+use crate::cache::loaded::Loaded;
 use crate::error::CompileError;
 use crate::stats::Counter;
 use crate::sync::{lock, Arc, Condvar, Mutex, RwLock};
 
 const SHARDS: usize = 16;
 
+/// A loaded module as the cache shares it.
+pub(crate) type Shared = std::sync::Arc<Loaded>;
+
+/// Keys unloaded and not asked for again that the cache remembers (to
+/// count reloads): a bounded set, cleared when full, so a program that
+/// never asks again for what it unloaded does not grow it.
+const REMEMBERED_UNLOADS: usize = 1 << 16;
+
 enum State {
     Pending,
-    Ready(Module),
+    Ready(Shared),
     Failed(CompileError),
 }
 
@@ -42,14 +57,14 @@ impl Slot {
         }
     }
 
-    fn ready(&self) -> Option<Module> {
+    fn ready(&self) -> Option<Shared> {
         match &*lock(&self.state) {
             State::Ready(m) => Some(m.clone()),
             _ => None,
         }
     }
 
-    fn wait(&self) -> Result<Module, CompileError> {
+    fn wait(&self) -> Result<Shared, CompileError> {
         let mut state = lock(&self.state);
         loop {
             match &*state {
@@ -82,9 +97,61 @@ pub(crate) enum Outcome {
     Waited,
 }
 
+/// The clock: every ready module, and the hand. A new module goes in just
+/// behind the hand, so the hand reaches it last: it has a whole turn to be
+/// used before the hand asks.
+#[derive(Default)]
+struct Clock {
+    ring: Vec<Shared>,
+    hand: usize,
+}
+
+impl Clock {
+    /// Takes out the module the hand stops at: the first one neither
+    /// pinned nor used since the hand last passed (clearing the marks of
+    /// the used ones it passes). `None` when every module is pinned.
+    fn victim(&mut self, newest: &Shared) -> Option<Shared> {
+        // Two turns: the first may only clear marks.
+        for _ in 0..2 * self.ring.len() + 1 {
+            if self.ring.is_empty() {
+                return None;
+            }
+            if self.hand >= self.ring.len() {
+                self.hand = 0;
+            }
+            let m = &self.ring[self.hand];
+            if std::sync::Arc::ptr_eq(m, newest) || m.pinned() || m.take_reference() {
+                self.hand += 1;
+                continue;
+            }
+            // `remove` keeps the order: the hand now points at the next.
+            return Some(self.ring.remove(self.hand));
+        }
+        None
+    }
+
+    /// Adds a new module just behind the hand.
+    fn insert(&mut self, loaded: Shared) {
+        let at = self.hand.min(self.ring.len());
+        self.ring.insert(at, loaded);
+        self.hand = at + 1;
+    }
+}
+
 /// See the module documentation.
 pub(crate) struct KernelCache {
     shards: Vec<RwLock<FxHashMap<ModuleKey, Arc<Slot>>>>,
+    /// Most ready modules kept.
+    max_loaded: usize,
+    clock: Mutex<Clock>,
+    /// Keys unloaded since (see [`REMEMBERED_UNLOADS`]).
+    unloaded_keys: Mutex<FxHashSet<ModuleKey>>,
+    /// Modules built (loaded from a tier or compiled), reloads included.
+    pub(crate) loads: Counter,
+    /// Modules unloaded by the bound.
+    pub(crate) unloads: Counter,
+    /// Loads of a key unloaded before.
+    pub(crate) reloads: Counter,
     pub(crate) hits: Counter,
     pub(crate) misses: Counter,
     pub(crate) compiles: Counter,
@@ -97,10 +164,23 @@ pub(crate) struct KernelCache {
 
 impl Default for KernelCache {
     fn default() -> Self {
+        KernelCache::new(crate::config::DEFAULT_MAX_LOADED_MODULES)
+    }
+}
+
+impl KernelCache {
+    /// An empty cache that keeps at most `max_loaded` modules (at least 1).
+    pub(crate) fn new(max_loaded: usize) -> Self {
         KernelCache {
             shards: (0..SHARDS)
                 .map(|_| RwLock::new(FxHashMap::default()))
                 .collect(),
+            max_loaded: max_loaded.max(1),
+            clock: Mutex::new(Clock::default()),
+            unloaded_keys: Mutex::new(FxHashSet::default()),
+            loads: Counter::default(),
+            unloads: Counter::default(),
+            reloads: Counter::default(),
             hits: Counter::default(),
             misses: Counter::default(),
             compiles: Counter::default(),
@@ -108,9 +188,7 @@ impl Default for KernelCache {
             compile_ns: Counter::default(),
         }
     }
-}
 
-impl KernelCache {
     fn shard(&self, key: &ModuleKey) -> &RwLock<FxHashMap<ModuleKey, Arc<Slot>>> {
         // The key is a uniform hash already: its low bits pick the shard.
         &self.shards[key.as_bytes()[0] as usize % SHARDS]
@@ -122,7 +200,7 @@ impl KernelCache {
         &self,
         key: &ModuleKey,
         build: impl FnOnce() -> Result<Module, CompileError>,
-    ) -> (Result<Module, CompileError>, Outcome) {
+    ) -> (Result<Shared, CompileError>, Outcome) {
         let shard = self.shard(key);
         let existing = shard
             .read()
@@ -158,7 +236,7 @@ impl KernelCache {
         key: &ModuleKey,
         slot: &Arc<Slot>,
         build: impl FnOnce() -> Result<Module, CompileError>,
-    ) -> Result<Module, CompileError> {
+    ) -> Result<Shared, CompileError> {
         /// Publishes a failure if the build panics, so waiters never hang.
         struct Abandon<'a> {
             cache: &'a KernelCache,
@@ -189,11 +267,77 @@ impl KernelCache {
         };
         let result = build();
         guard.armed = false;
-        match &result {
-            Ok(m) => slot.finish(State::Ready(m.clone())),
-            Err(e) => self.fail(key, slot, e.clone()),
+        match result {
+            Ok(m) => {
+                let loaded = std::sync::Arc::new(Loaded::new(m, *key));
+                slot.finish(State::Ready(loaded.clone()));
+                self.admit(&loaded);
+                Ok(loaded)
+            }
+            Err(e) => {
+                self.fail(key, slot, e.clone());
+                Err(e)
+            }
         }
-        result
+    }
+
+    /// Counts a new module, and unloads modules while more than the bound
+    /// are loaded (see the module documentation).
+    fn admit(&self, loaded: &Shared) {
+        self.loads.incr();
+        {
+            let mut keys = lock(&self.unloaded_keys);
+            if keys.remove(&loaded.key) {
+                self.reloads.incr();
+            }
+        }
+        let mut victims = Vec::new();
+        {
+            let mut clock = lock(&self.clock);
+            clock.insert(loaded.clone());
+            while clock.ring.len() > self.max_loaded {
+                match clock.victim(loaded) {
+                    Some(v) => victims.push(v),
+                    None => break,
+                }
+            }
+        }
+        for victim in victims {
+            self.unload(victim);
+        }
+    }
+
+    /// Retires `victim` and takes it out of the map (if the map still
+    /// holds it); puts it back in the clock if it was pinned meanwhile.
+    fn unload(&self, victim: Shared) {
+        if !victim.retire() {
+            lock(&self.clock).insert(victim);
+            return;
+        }
+        {
+            let mut map = self
+                .shard(&victim.key)
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            let holds = map
+                .get(&victim.key)
+                .and_then(|s| s.ready())
+                .is_some_and(|m| std::sync::Arc::ptr_eq(&m, &victim));
+            if holds {
+                map.remove(&victim.key);
+            }
+        }
+        self.unloads.incr();
+        let mut keys = lock(&self.unloaded_keys);
+        if keys.len() >= REMEMBERED_UNLOADS {
+            keys.clear();
+        }
+        keys.insert(victim.key);
+    }
+
+    /// Modules kept loaded now (ready ones; not those being built).
+    pub(crate) fn loaded(&self) -> usize {
+        lock(&self.clock).ring.len()
     }
 
     fn fail(&self, key: &ModuleKey, slot: &Arc<Slot>, error: CompileError) {
@@ -220,11 +364,24 @@ impl KernelCache {
     }
 
     /// Number of modules loaded or being built.
+    #[cfg(all(test, loom))]
     pub(crate) fn len(&self) -> usize {
         self.shards
             .iter()
             .map(|s| s.read().unwrap_or_else(|p| p.into_inner()).len())
             .sum()
+    }
+}
+
+/// A cache that goes (its device went) retires every module it kept: the
+/// slots bound to them are cleared, so no variant keeps a module (nor, on
+/// CUDA, its context) of a device that is gone.
+impl Drop for KernelCache {
+    fn drop(&mut self) {
+        let ring = std::mem::take(&mut lock(&self.clock).ring);
+        for loaded in ring {
+            loaded.retire_for_good();
+        }
     }
 }
 
@@ -261,6 +418,8 @@ mod tests {
                         })
                         .0
                         .unwrap()
+                        .module
+                        .clone()
                         .downcast::<usize>()
                         .unwrap()
                 })
@@ -281,6 +440,70 @@ mod tests {
         let (r, outcome) = cache.module(&key("f"), || Ok(module(1)));
         assert!(r.is_ok());
         assert_eq!(outcome, Outcome::Built, "a failure is not cached");
+    }
+
+    /// Past its bound the cache unloads modules not used since the hand
+    /// passed, never a pinned one; a key asked for again is rebuilt and
+    /// counted as a reload; the module goes once its last holder does.
+    #[test]
+    fn bounded_by_a_clock_that_spares_pinned_and_used_modules() {
+        let cache = KernelCache::new(4);
+        let get = |n: usize| {
+            cache
+                .module(&key(&n.to_string()), || Ok(module(n)))
+                .0
+                .unwrap()
+        };
+        let pinned = get(0);
+        assert!(pinned.pin());
+        let held = get(1);
+        let weak = std::sync::Arc::downgrade(&held.module);
+        for n in 2..20 {
+            get(n);
+            assert!(cache.loaded() <= 4, "{} loaded", cache.loaded());
+        }
+        assert_eq!(cache.loads.get(), 20);
+        assert_eq!(cache.unloads.get(), 16);
+        assert!(cache.is_ready(&key("0")), "the pinned module stays");
+        assert!(!pinned.retired());
+        assert!(held.retired(), "module 1 was unloaded");
+        assert!(!held.pin(), "an unloaded module is not pinned");
+        assert!(weak.upgrade().is_some(), "but lives while held");
+        drop(held);
+        assert!(weak.upgrade().is_none(), "and goes with its last holder");
+        assert_eq!(cache.reloads.get(), 0);
+        get(1);
+        assert_eq!(cache.reloads.get(), 1);
+        assert_eq!(cache.loads.get(), 21);
+        // A pinned module beyond the bound: the bound yields to pins.
+        let all: Vec<_> = (100..106)
+            .map(|n| {
+                let m = get(n);
+                assert!(m.pin(), "the newest module is never the one unloaded");
+                m
+            })
+            .collect();
+        get(200);
+        assert!(cache.loaded() >= 7, "pinned modules are never unloaded");
+        assert!(all.iter().all(|m| !m.retired()));
+    }
+
+    /// A module used since the hand passed is spared once: a hot module
+    /// survives a stream of cold ones.
+    #[test]
+    fn a_hot_module_outlives_cold_ones() {
+        let cache = KernelCache::new(8);
+        let hot = cache.module(&key("hot"), || Ok(module(0))).0.unwrap();
+        for n in 0..200 {
+            hot.touch();
+            cache
+                .module(&key(&n.to_string()), || Ok(module(n)))
+                .0
+                .unwrap();
+        }
+        assert!(!hot.retired());
+        assert!(cache.is_ready(&key("hot")));
+        assert_eq!(cache.loaded(), 8);
     }
 
     #[test]
@@ -313,8 +536,8 @@ mod loom_models {
         std::sync::Arc::new(n)
     }
 
-    fn value(m: &Module) -> usize {
-        *m.downcast_ref::<usize>().unwrap()
+    fn value(m: &Shared) -> usize {
+        *m.module.downcast_ref::<usize>().unwrap()
     }
 
     fn failure() -> CompileError {

@@ -28,8 +28,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::backend::{Backend, CompileJob, Compiled, Module};
-use crate::cache::kernel_cache::{KernelCache, Outcome};
+use crate::cache::kernel_cache::{KernelCache, Outcome, Shared};
 use crate::cache::key::{IdentityDigest, ModuleKey};
+use crate::cache::pool::ArtifactPool;
 use crate::cache::tier::{Artifact, ArtifactTier, Claimed, Found, Lookup};
 use crate::error::CompileError;
 use crate::stats::CacheStats;
@@ -74,6 +75,9 @@ pub(crate) struct ModuleRequest<'a> {
 pub(crate) struct ModuleResolver {
     memory: KernelCache,
     tiers: Vec<Box<dyn ArtifactTier>>,
+    /// Artifacts shared with the other devices of this process (see
+    /// `cache::pool`), asked before the tiers.
+    pool: Option<Arc<ArtifactPool>>,
 }
 
 /// What one tier gave for a key.
@@ -89,11 +93,18 @@ enum Stored {
 }
 
 impl ModuleResolver {
-    /// A resolver with an empty memory over `tiers`, asked in order.
-    pub(crate) fn new(tiers: Vec<Box<dyn ArtifactTier>>) -> ModuleResolver {
+    /// A resolver with an empty memory that keeps at most `max_loaded`
+    /// modules loaded, over `pool` (if any) and then `tiers`, asked in
+    /// order.
+    pub(crate) fn new(
+        tiers: Vec<Box<dyn ArtifactTier>>,
+        pool: Option<Arc<ArtifactPool>>,
+        max_loaded: usize,
+    ) -> ModuleResolver {
         ModuleResolver {
-            memory: KernelCache::default(),
+            memory: KernelCache::new(max_loaded),
             tiers,
+            pool,
         }
     }
 
@@ -103,7 +114,7 @@ impl ModuleResolver {
         &self,
         backend: &dyn Backend,
         request: &ModuleRequest<'_>,
-    ) -> Result<Module, CompileError> {
+    ) -> Result<Shared, CompileError> {
         let key = ModuleKey::derive_hashed(
             backend.name(),
             backend.identity(),
@@ -118,7 +129,17 @@ impl ModuleResolver {
                 source: &source,
                 shared_source: &source,
             };
-            self.build(backend, &job, &key)
+            match &self.pool {
+                None => self.build(backend, &job, &key, false).map(|(m, _)| m),
+                Some(pool) => pool.module(
+                    &key,
+                    |bytes| backend.load(&job, bytes),
+                    || {
+                        let (module, bytes) = self.build(backend, &job, &key, true)?;
+                        Ok((module, bytes.unwrap_or_default()))
+                    },
+                ),
+            }
         });
         match outcome {
             Outcome::Hit => self.memory.hits.incr(),
@@ -154,19 +175,22 @@ impl ModuleResolver {
     }
 
     /// Loads the module from a tier, or compiles it (and keeps it in every
-    /// tier). The memory runs this once per key in this process.
+    /// tier). The memory runs this once per key in this process. With
+    /// `keep_artifact`, the artifact's bytes come back too (for the pool).
     fn build(
         &self,
         backend: &dyn Backend,
         job: &CompileJob<'_>,
         key: &ModuleKey,
-    ) -> Result<Module, CompileError> {
+        keep_artifact: bool,
+    ) -> Result<(Module, Option<Vec<u8>>), CompileError> {
+        let keep = |bytes: &[u8]| keep_artifact.then(|| bytes.to_vec());
         let mut status = Vec::with_capacity(self.tiers.len());
         for (i, tier) in self.tiers.iter().enumerate() {
             match load_stored(backend, &**tier, key, job) {
                 Stored::Loaded(module, found) => {
                     self.backfill(i, key, &found);
-                    return Ok(module);
+                    return Ok((module, keep(&found.payload)));
                 }
                 stored => status.push(stored),
             }
@@ -195,7 +219,7 @@ impl ModuleResolver {
             if look_again {
                 if let Stored::Loaded(module, found) = load_stored(backend, &**tier, key, job) {
                     self.backfill(i, key, &found);
-                    return Ok(module);
+                    return Ok((module, keep(&found.payload)));
                 }
             }
         }
@@ -224,7 +248,8 @@ impl ModuleResolver {
         }
         // Released last: the waiters find the artifact in every tier.
         drop(claims);
-        backend.load(job, &compiled.artifact)
+        let module = backend.load(job, &compiled.artifact)?;
+        Ok((module, keep_artifact.then_some(compiled.artifact)))
     }
 
     /// Keeps an artifact found in tier `found_in` in the tiers before it
@@ -261,6 +286,9 @@ impl ModuleResolver {
             compiles: c.compiles.get(),
             failures: c.failures.get(),
             compile_ns: c.compile_ns.get(),
+            loaded: c.loads.get(),
+            unloaded: c.unloads.get(),
+            reloads: c.reloads.get(),
             ..CacheStats::default()
         };
         for tier in &self.tiers {
@@ -269,9 +297,9 @@ impl ModuleResolver {
         stats
     }
 
-    /// Modules loaded (or being built).
+    /// Modules loaded now (not those being built).
     pub(crate) fn loaded(&self) -> usize {
-        self.memory.len()
+        self.memory.loaded()
     }
 }
 

@@ -13,6 +13,11 @@ use super::{warn_once, Vars};
 /// Default size limit of the store: 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
+/// Default most modules one device keeps loaded: 4,096. Generous: a
+/// program that uses fewer distinct kernels never unloads one; a service
+/// that generates kernels without end stays bounded.
+pub const DEFAULT_MAX_LOADED_MODULES: usize = 4096;
+
 /// Which cache tiers are in use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheMode {
@@ -46,6 +51,11 @@ pub struct CacheConfig {
     /// The fleet tier under the disk tier (Redis; off unless an address
     /// and a key are given: see [`RemoteConfig`]).
     pub remote: RemoteConfig,
+    /// Modules one device keeps loaded (`KERNELKIT_MAX_LOADED_MODULES`, at
+    /// least 1): past it, the module least recently used is unloaded once
+    /// every launch that used it has completed (see
+    /// `cache::kernel_cache`); a pinned module is never unloaded.
+    pub max_loaded_modules: usize,
 }
 
 /// No disk tier (no directory is known without the environment), the
@@ -59,6 +69,7 @@ impl Default for CacheConfig {
             trusted_keys: None,
             home: None,
             remote: RemoteConfig::default(),
+            max_loaded_modules: DEFAULT_MAX_LOADED_MODULES,
         }
     }
 }
@@ -94,6 +105,19 @@ impl CacheConfig {
                 DEFAULT_MAX_BYTES
             }),
         };
+        let max_loaded_modules = match vars.trimmed("KERNELKIT_MAX_LOADED_MODULES") {
+            None => DEFAULT_MAX_LOADED_MODULES,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    warn(format!(
+                        "KERNELKIT_MAX_LOADED_MODULES={v:?} is not a count of at least 1; \
+                         using {DEFAULT_MAX_LOADED_MODULES}"
+                    ));
+                    DEFAULT_MAX_LOADED_MODULES
+                }
+            },
+        };
         let dir = match vars.os_nonempty("KERNELKIT_CACHE_DIR") {
             Some(dir) => Some(PathBuf::from(dir)),
             None => user_cache_dir(vars).map(|d| d.join("kernelkit")),
@@ -110,6 +134,7 @@ impl CacheConfig {
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute()),
             remote: RemoteConfig::from_vars(vars),
+            max_loaded_modules,
         }
     }
 }

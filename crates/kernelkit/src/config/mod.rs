@@ -32,6 +32,7 @@
 //! | `KERNELKIT_COMPILE_WORKERS` | [`CudaConfig::max_workers`]; `0`: none | the core count, at most 16 |
 //! | `KERNELKIT_START_WORKERS` | [`CudaConfig::start_workers`]: `demand` (one at a time, as compiles need them), `first` (all, in the background, at the first compile), `open` (all, in the background, when the device opens) | `demand` |
 //! | `KERNELKIT_CUDA_ALLOC` | `pool`: [`CudaConfig::block_cache`] off | on |
+//! | `KERNELKIT_MAX_LOADED_MODULES` | [`CacheConfig::max_loaded_modules`]: modules one device keeps loaded; the least recently used is unloaded past it | 4096 |
 //! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
 //! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
 //!
@@ -55,7 +56,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use cache::{parse_size, CacheConfig, CacheMode, DEFAULT_MAX_BYTES};
+pub use cache::{
+    parse_size, CacheConfig, CacheMode, DEFAULT_MAX_BYTES, DEFAULT_MAX_LOADED_MODULES,
+};
 pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
 pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig, StartWorkers};
 pub use memo::{MemoConfig, DEFAULT_MEMO_BYTES, DEFAULT_MEMO_ENTRIES};
@@ -120,6 +123,13 @@ impl Config {
     /// [`crate::cache::bundle`]).
     pub fn trusted_keys(mut self, file: impl Into<PathBuf>) -> Config {
         self.cache.trusted_keys = Some(file.into());
+        self
+    }
+
+    /// Sets how many modules one device keeps loaded (at least 1): see
+    /// [`CacheConfig::max_loaded_modules`].
+    pub fn max_loaded_modules(mut self, n: usize) -> Config {
+        self.cache.max_loaded_modules = n.max(1);
         self
     }
 
@@ -300,8 +310,10 @@ pub(crate) mod tests {
             ("HOME", "/home/u"),
             ("KERNELKIT_MEMO_BYTES", "16M"),
             ("KERNELKIT_MEMO_ENTRIES", " 64 "),
+            ("KERNELKIT_MAX_LOADED_MODULES", " 64 "),
         ]);
         assert_eq!(c.cache.mode, CacheMode::Memory);
+        assert_eq!(c.cache.max_loaded_modules, 64);
         assert_eq!(
             c.cache.trusted_keys,
             Some(PathBuf::from("/etc/kernelkit/trusted"))
@@ -363,10 +375,12 @@ pub(crate) mod tests {
             ("KERNELKIT_CUDA_ALLOC", "cache"),
             ("KERNELKIT_MEMO_BYTES", "lots"),
             ("KERNELKIT_MEMO_ENTRIES", "0"),
+            ("KERNELKIT_MAX_LOADED_MODULES", "0"),
         ]);
         let d = config_of(&[]);
         assert_eq!(c.cache.mode, CacheMode::Disk);
         assert_eq!(c.cache.max_bytes, DEFAULT_MAX_BYTES);
+        assert_eq!(c.cache.max_loaded_modules, DEFAULT_MAX_LOADED_MODULES);
         assert_eq!(c.cpu.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
         assert_eq!(c.cuda.max_workers, d.cuda.max_workers);
         assert_eq!(c.cuda.start_workers, StartWorkers::OnDemand);

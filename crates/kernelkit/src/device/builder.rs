@@ -46,6 +46,13 @@ impl DeviceBuilder {
         self
     }
 
+    /// Keeps at most `n` modules loaded on the device (at least 1; see
+    /// [`crate::CacheConfig::max_loaded_modules`]).
+    pub fn max_loaded_modules(mut self, n: usize) -> DeviceBuilder {
+        self.config = self.config.max_loaded_modules(n);
+        self
+    }
+
     /// Compiles CPU kernels with `program` (a C++20 compiler command).
     pub fn compiler(mut self, program: impl Into<String>) -> DeviceBuilder {
         self.config = self.config.compiler(program);

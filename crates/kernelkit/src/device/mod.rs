@@ -23,8 +23,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::array::Array;
-use crate::backend::{Backend, Function, Limits, StreamHandle};
+use crate::backend::{Backend, Limits, StreamHandle};
 use crate::cache::key::IdentityDigest;
+use crate::cache::loaded::{Bound, FunctionRef, FunctionSlots};
+use crate::cache::pool::ArtifactPool;
 use crate::cache::remote::RemoteTier;
 use crate::cache::resolver::ModuleRequest;
 use crate::cache::resolver::ModuleResolver;
@@ -150,6 +152,7 @@ impl Device {
         backend: Box<dyn Backend>,
         default_handle: StreamHandle,
         cache: &CacheConfig,
+        pool: Option<Arc<ArtifactPool>>,
     ) -> Device {
         let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
         let mut tiers: Vec<Box<dyn ArtifactTier>> = Vec::new();
@@ -170,7 +173,7 @@ impl Device {
             dialect: backend.dialect(),
             limits: *backend.limits(),
             backend,
-            modules: ModuleResolver::new(tiers),
+            modules: ModuleResolver::new(tiers, pool, cache.max_loaded_modules),
             default_id: next_stream_id(),
             default_stream: MaybeUninit::uninit(),
         });
@@ -207,6 +210,7 @@ impl Device {
         ordinal: u32,
         backend: Box<dyn Backend>,
         cache: &CacheConfig,
+        pool: Option<Arc<ArtifactPool>>,
     ) -> Result<Device> {
         let default_handle = backend.new_stream()?;
         Ok(Device::from_parts(
@@ -215,6 +219,7 @@ impl Device {
             backend,
             default_handle,
             cache,
+            pool,
         ))
     }
 
@@ -269,10 +274,17 @@ impl Device {
             Box::new(crate::backend::cpu::CpuBackend::new(&config.cpu)),
             StreamHandle::Host,
             &config.cache,
+            None,
         )
     }
 
-    /// The process-wide device for CUDA GPU `ordinal`.
+    /// The process-wide device for CUDA GPU `ordinal`: every GPU the
+    /// driver sees has one ([`Device::cuda_count`]).
+    ///
+    /// The process-wide CUDA devices share compiled artifacts (see
+    /// `cache::pool`): a variant is compiled once per architecture, and a
+    /// second GPU of the same model loads the first one's cubin from
+    /// memory. Each device loads and keeps its own modules.
     ///
     /// Returns an error, never panics, when kernelkit was built without the
     /// `cuda` feature, or when the driver, NVRTC or the GPU is missing.
@@ -282,7 +294,7 @@ impl Device {
         if let Some((_, d)) = devices.iter().find(|(o, _)| *o == ordinal) {
             return Ok(d.clone());
         }
-        let device = Device::new_cuda(ordinal)?;
+        let device = Device::open_cuda_in(ordinal, &Config::from_env(), true)?;
         devices.push((ordinal, device.clone()));
         Ok(device)
     }
@@ -301,16 +313,41 @@ impl Device {
         Device::open_cuda(ordinal, &Config::from_env().cuda_options(options.clone()))
     }
 
-    /// A new CUDA device object with `config`.
-    pub(crate) fn open_cuda(ordinal: u32, config: &Config) -> Result<Device> {
+    /// How many CUDA GPUs the driver sees: `Device::cuda(n)` opens each
+    /// `n` below it. An error (never a panic) without the `cuda` feature or
+    /// without a usable driver.
+    pub fn cuda_count() -> Result<u32> {
         #[cfg(feature = "cuda")]
         {
-            let backend = crate::backend::cuda::CudaBackend::open(ordinal, &config.cuda)?;
-            Device::open(DeviceKind::Cuda, ordinal, backend, &config.cache)
+            crate::backend::cuda::CudaBackend::count(&Config::from_env().cuda)
         }
         #[cfg(not(feature = "cuda"))]
         {
-            let _ = config;
+            Err(DeviceError::NotBuilt {
+                device: "cuda".into(),
+                feature: "cuda",
+            }
+            .into())
+        }
+    }
+
+    /// A new CUDA device object with `config`, with its own caches.
+    pub(crate) fn open_cuda(ordinal: u32, config: &Config) -> Result<Device> {
+        Device::open_cuda_in(ordinal, config, false)
+    }
+
+    /// A new CUDA device object with `config`; `shared` when it uses the
+    /// process-wide artifact pool of the CUDA devices.
+    fn open_cuda_in(ordinal: u32, config: &Config, shared: bool) -> Result<Device> {
+        #[cfg(feature = "cuda")]
+        {
+            let backend = crate::backend::cuda::CudaBackend::open(ordinal, &config.cuda)?;
+            let pool = shared.then(ArtifactPool::cuda);
+            Device::open(DeviceKind::Cuda, ordinal, backend, &config.cache, pool)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (config, shared);
             Err(DeviceError::NotBuilt {
                 device: format!("cuda:{ordinal}"),
                 feature: "cuda",
@@ -449,43 +486,58 @@ impl Device {
             .cache_state(self.backend(), function, source_hash)
     }
 
-    /// Number of modules this device has loaded (or is compiling).
+    /// Number of modules this device keeps loaded now (at most its
+    /// `max_loaded_modules`, unless more are pinned).
     pub fn loaded_modules(&self) -> usize {
         self.0.modules.loaded()
     }
 
-    /// The function of the module `request` names: from
-    /// `cached` when this device resolved it before (no lock: the caller
-    /// keeps it, e.g. a variant for its first device), else from the
-    /// module resolver, compiling or loading the module once however many
-    /// threads ask. The second value is the function to keep, when one was
-    /// resolved here.
+    /// The function of the module `request` names, held for one call:
+    /// from the caller's slot for this device when this device resolved
+    /// it before and has not unloaded it since (no lock, no cache lookup:
+    /// each device ordinal has its own slot, so every device is as fast as
+    /// the first), else from the module resolver, compiling or loading the
+    /// module once however many threads ask, and kept in the slot.
     ///
-    /// On a hit the function is borrowed from the caller: cloning its `Arc`
-    /// would be two atomic updates, per call, on a count that every thread
-    /// calling the kernel shares.
+    /// The result keeps the module loaded while it lives (see
+    /// `cache::loaded`): hold it across the launch, and no longer.
     #[inline]
-    pub(crate) fn function<'v, 'r>(
+    pub(crate) fn function<'r>(
         &self,
         request: impl FnOnce() -> ModuleRequest<'r>,
-        cached: Option<&'v (DeviceId, Function)>,
-    ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
-        if let Some((id, f)) = cached {
-            // Instance numbers are unique to a device object.
-            if id.instance == self.0.id.instance {
-                self.0.modules.record_fast_hit();
-                return Ok(std::borrow::Cow::Borrowed(f));
-            }
+        slots: &Arc<FunctionSlots>,
+    ) -> Result<FunctionRef, CompileError> {
+        let id = &self.0.id;
+        let index = FunctionSlots::index(id.ordinal);
+        // Instance numbers are unique to a device object.
+        if let Some(f) = slots.get(index, id.instance) {
+            self.0.modules.record_fast_hit();
+            return Ok(f);
         }
-        self.resolve(&request()).map(std::borrow::Cow::Owned)
+        self.resolve(&request(), slots, index)
     }
 
-    /// Resolves `request`'s function through the module resolver.
+    /// Resolves `request`'s function through the module resolver and binds
+    /// it into slot `index` of `slots`.
     #[inline(never)]
-    fn resolve(&self, request: &ModuleRequest<'_>) -> Result<Function, CompileError> {
+    fn resolve(
+        &self,
+        request: &ModuleRequest<'_>,
+        slots: &Arc<FunctionSlots>,
+        index: usize,
+    ) -> Result<FunctionRef, CompileError> {
         let backend = &*self.0.backend;
-        let module = self.0.modules.module(backend, request)?;
-        backend.function(request.kernel, &module, request.function)
+        let loaded = self.0.modules.module(backend, request)?;
+        // Used now (a hit of the map, or a new module): the clock spares it.
+        loaded.touch();
+        let function = backend.function(request.kernel, &loaded.module, request.function)?;
+        let bound = Arc::new(Bound {
+            instance: self.0.id.instance,
+            loaded: loaded.clone(),
+            function,
+        });
+        loaded.bind(slots, index, bound.clone());
+        Ok(FunctionRef::Owned(bound))
     }
 }
 

@@ -70,6 +70,7 @@ impl Device {
             Box::new(NullBackend::new(options)),
             StreamHandle::Host,
             cache,
+            None,
         )
     }
 

@@ -4,12 +4,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use crate::backend::Function;
+use crate::cache::loaded::{FunctionRef, FunctionSlots};
 use crate::cache::resolver::ModuleRequest;
 use crate::codegen::parts::Source;
 use crate::codegen::Dialect;
 use crate::device::Device;
-use crate::device::DeviceId;
 use crate::error::CompileError;
 use crate::sync::AtomicBool;
 
@@ -30,10 +29,12 @@ pub struct Variant {
     pub(crate) source: Source,
     /// The whole text, once [`Variant::source`] was asked for.
     text: OnceLock<Arc<str>>,
-    /// The function for the first device this variant ran on, so that a hit
-    /// on that device takes no lock at all. Other devices go through their
-    /// kernel cache.
-    pub(crate) function: OnceLock<(DeviceId, Function)>,
+    /// The function on each device this variant ran on, one slot per
+    /// device ordinal, so that a hit on any device takes no lock and no
+    /// cache lookup. A slot does not keep its module past an unload: the
+    /// device clears it, and the next call there reloads (see
+    /// `cache::loaded`).
+    pub(crate) functions: Arc<FunctionSlots>,
     /// Set by every hit on the variant (the memo's and each thread's recent
     /// variants'), cleared by the memo's clock hand: the memo's
     /// *referenced* bit, kept here so that a hit reads a line it reads
@@ -65,7 +66,7 @@ impl Variant {
             name: name.into(),
             source,
             text: OnceLock::new(),
-            function: OnceLock::new(),
+            functions: Arc::default(),
             referenced: AtomicBool::new(false),
         }
     }
@@ -130,6 +131,8 @@ impl Variant {
     pub(crate) fn own_bytes(&self) -> usize {
         std::mem::size_of::<Variant>()
             + 16 // the Arc's counts
+            + std::mem::size_of::<FunctionSlots>()
+            + 16
             + self.name.len()
             + 16
             + self.source.own_bytes()
@@ -155,35 +158,54 @@ impl Variant {
     /// needs no lookup, compile or load).
     #[inline]
     pub(crate) fn resolved_on(&self, device: &Device) -> bool {
-        self.function
-            .get()
-            .is_some_and(|(id, _)| id.instance == device.id().instance)
+        let id = device.id();
+        self.functions
+            .get(FunctionSlots::index(id.ordinal), id.instance)
+            .is_some()
     }
 
-    /// This variant's function on `device`, for kernel `kernel`: the one it
-    /// kept for its first device (no lock), or the device's, resolved once
-    /// and kept if it is the first. The source text is built only if the
-    /// device has no module for it loaded.
+    /// This variant's function on `device`, for kernel `kernel`, held for
+    /// one call: the one it kept for the device (no lock), or resolved by
+    /// the device and kept. The source text is built only if the device
+    /// has no module for it loaded. The result keeps the module loaded
+    /// while it lives: hold it across the launch only.
     #[inline(always)]
-    pub(crate) fn function_on<'v>(
-        &'v self,
+    pub(crate) fn function_on(
+        &self,
         device: &Device,
-        kernel: &'v str,
-    ) -> Result<std::borrow::Cow<'v, Function>, CompileError> {
+        kernel: &str,
+    ) -> Result<FunctionRef, CompileError> {
         let text = || self.text_for_compile();
-        let f = device.function(
+        device.function(
             || ModuleRequest {
                 kernel,
                 function: &self.name,
                 source_hash: self.source.hash128(),
                 source: &text,
             },
-            self.function.get(),
-        )?;
-        if let std::borrow::Cow::Owned(f) = &f {
-            let _ = self.function.set((device.id(), f.clone()));
+            &self.functions,
+        )
+    }
+
+    /// Pins this variant's module on `device` (loading it if needed): it
+    /// is never unloaded while the device lives, whatever
+    /// `max_loaded_modules` says. For work that launches it without asking
+    /// kernelkit again (a captured CUDA graph).
+    pub(crate) fn pin_on(&self, device: &Device, kernel: &str) -> Result<(), CompileError> {
+        // A module unloaded between the resolve and the pin is resolved
+        // again (a reload: the newest module is never the one unloaded).
+        for _ in 0..8 {
+            if self.function_on(device, kernel)?.bound().loaded.pin() {
+                return Ok(());
+            }
         }
-        Ok(f)
+        Err(CompileError::Load {
+            kernel: kernel.to_string(),
+            function: self.name.to_string(),
+            reason: "its module was unloaded each time it was about to be pinned (raise \
+                     max_loaded_modules)"
+                .into(),
+        })
     }
 }
 

@@ -84,12 +84,22 @@ pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStrea
     enqueue(ctx, job, function, stream, &mut params, iters)
 }
 
-/// Pins `function`'s module when `stream` is being captured.
+/// Pins `function`'s module when `stream` is being captured; refuses the
+/// launch (nothing queued, the capture stays valid) when the bounded module
+/// cache retired the module before the pin.
 #[cold]
 #[inline(never)]
 fn pin_if_capturing(stream: &CudaStream, function: &CudaFunction) -> Result<()> {
-    if stream.capturing_now()? {
-        function.pin_module();
+    if stream.capturing_now()? && !function.pin_module() {
+        return Err(CallError::Capturing {
+            kernel: function.name.to_string(),
+            what: "its module was being unloaded (max_loaded_modules) when the launch was \
+                   captured"
+                .into(),
+            advice: "call it again: it is reloaded before the capture only if it is warm; \
+                     raise max_loaded_modules so that a captured kernel's module stays loaded",
+        }
+        .into());
     }
     Ok(())
 }

@@ -1,18 +1,20 @@
 //! Loads cubins into modules and resolves functions, once each.
 //!
-//! A module lives as long as the device's kernel cache, which is the
-//! device's lifetime, so queued work never runs unloaded code (and a
-//! module's drop waits for the context first). Functions are resolved once
-//! per variant and device and kept by the variant: no launch looks a
-//! function up. A function does not keep its module: a variant outlives
-//! the device it first ran on (in its kernel's memo, in a thread's recent
-//! variants), and holding the module would keep that device's module and
-//! CUDA context alive after the device is gone. The variant's function is
-//! only used through its own device (`Device::function` checks the device
-//! instance), which holds the module while it lives.
+//! A module lives while its device's kernel cache keeps it (bounded by
+//! `max_loaded_modules`, see `cache::kernel_cache`) or a caller holds it:
+//! a variant's function slot for this device, or a launch that read that
+//! slot (see `cache::loaded`). Its drop, when the last holder lets go,
+//! waits for the context's queued work before `cuModuleUnload`, so queued
+//! work never runs unloaded code; that wait happens only on an unload (or
+//! when the device goes), never on a launch path that does not unload.
+//! Functions are resolved once per variant and device and kept in the
+//! variant's slot beside their module: no launch looks a function up. A
+//! `CudaFunction` itself does not keep its module: the slot's `Bound`
+//! does, and the device clears the slots when it unloads the module or
+//! goes, so a variant never keeps a gone device's module or context.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::driver::{self, RawFunction, RawModule};
@@ -27,7 +29,7 @@ use crate::sync::RaisedLimit;
 pub(super) const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 /// A loaded CUDA module.
-pub(super) struct CudaModule {
+pub(crate) struct CudaModule {
     pub(super) raw: RawModule,
     ctx: Arc<Context>,
     /// The dynamic shared memory limit of each function resolved from this
@@ -36,31 +38,41 @@ pub(super) struct CudaModule {
     /// [`CudaFunction`]s (two threads resolving it at once, a variant
     /// rebuilt after a memo clear), which must all see one limit.
     limits: Mutex<Vec<(usize, Arc<RaisedLimit>)>>,
-    /// Set, for good, once a function of this module was launched into a
-    /// CUDA graph being captured: the graph may replay it at any later
-    /// time, so a bounded cache of loaded modules must not unload this one
-    /// (shared with every [`CudaFunction`] resolved from it, which set it).
-    pub(super) pinned: Arc<AtomicBool>,
+    /// [`FREE`], then for good either [`PINNED`] (a function of this
+    /// module was launched into a CUDA graph being captured: the graph may
+    /// replay it at any later time, so it must not be unloaded) or
+    /// [`RETIRED`] (the bounded module cache let it go: it is unloaded
+    /// when its last holder drops it, so no capture may take it). One word
+    /// decided by compare-and-swap, shared with every [`CudaFunction`]
+    /// resolved from the module, so a capture and an unload never both win.
+    pub(super) state: Arc<AtomicU8>,
 }
 
-impl CudaModule {
-    /// Pins the module: see [`CudaModule::pinned`].
-    #[allow(dead_code)] // The functions pin through their shared flag.
-    pub(super) fn pin(&self) {
-        self.pinned.store(true, Ordering::Relaxed);
-    }
+/// A module neither pinned nor retired.
+const FREE: u8 = 0;
+/// A module a captured graph may launch: never unloaded.
+const PINNED: u8 = 1;
+/// A module the cache unloads once its holders let go.
+const RETIRED: u8 = 2;
 
-    /// Whether a captured graph may launch one of this module's functions.
-    #[allow(dead_code)] // Read by a bounded module cache.
-    pub(super) fn is_pinned(&self) -> bool {
-        self.pinned.load(Ordering::Relaxed)
+impl CudaModule {
+    /// Marks the module retired unless a capture pinned it (then false):
+    /// see [`CudaModule::state`].
+    pub(crate) fn retire(&self) -> bool {
+        match self
+            .state
+            .compare_exchange(FREE, RETIRED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(now) => now == RETIRED,
+        }
     }
 }
 
 impl Drop for CudaModule {
     fn drop(&mut self) {
         if self.ctx.bind().is_ok() {
-            // The last owner is gone (no function of it remains), so
+            // The last owner is gone (no slot or launch holds it), so
             // nothing can launch it any more; waiting for the context makes
             // sure nothing already queued still runs it.
             let _ = driver::ctx_synchronize(&self.ctx.label);
@@ -79,17 +91,25 @@ pub(crate) struct CudaFunction {
     pub(super) dynamic_shared: Arc<RaisedLimit>,
     /// The generated function's name, for messages.
     pub(super) name: Box<str>,
-    /// Its module's [`CudaModule::pinned`].
-    module_pinned: Arc<AtomicBool>,
+    /// Its module's [`CudaModule::state`].
+    module_state: Arc<AtomicU8>,
 }
 
 impl CudaFunction {
-    /// Pins this function's module: it was launched into a graph being
-    /// captured (see [`CudaModule::pinned`]).
+    /// Pins this function's module before it is launched into a graph
+    /// being captured (see [`CudaModule::state`]); false when the module
+    /// was retired already (the launch must not be captured: the graph
+    /// would outlive the module).
     #[cold]
     #[inline(never)]
-    pub(super) fn pin_module(&self) {
-        self.module_pinned.store(true, Ordering::Relaxed);
+    pub(super) fn pin_module(&self) -> bool {
+        match self
+            .module_state
+            .compare_exchange(FREE, PINNED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(now) => now == PINNED,
+        }
     }
 }
 
@@ -111,7 +131,7 @@ pub(super) fn load(
         raw,
         ctx: ctx.clone(),
         limits: Mutex::new(Vec::new()),
-        pinned: Arc::new(AtomicBool::new(false)),
+        state: Arc::new(AtomicU8::new(FREE)),
     }))
 }
 
@@ -135,7 +155,7 @@ pub(super) fn function(
         raw,
         dynamic_shared: cuda.limit_of(raw),
         name: name.into(),
-        module_pinned: cuda.pinned.clone(),
+        module_state: cuda.state.clone(),
     })))
 }
 

@@ -59,7 +59,7 @@ use std::time::{Duration, Instant};
 use crate::error::{CompileError, DeviceError, Result};
 
 pub(crate) use blocks::{order_after, CudaStream, DeviceMem, StreamOrigin};
-pub(crate) use load::CudaFunction;
+pub(crate) use load::{CudaFunction, CudaModule};
 
 thread_local! {
     /// The context kernelkit last made current on this thread.
@@ -177,6 +177,24 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
+    /// How many GPUs the driver sees (an error when the CUDA libraries or
+    /// the driver cannot be used).
+    pub(crate) fn count(config: &CudaConfig) -> Result<u32> {
+        let label = "cuda";
+        let unavailable = |reason: String| DeviceError::Unavailable {
+            device: label.to_string(),
+            reason,
+        };
+        probe::libraries(&config.toolkit_dirs).map_err(unavailable)?;
+        match std::panic::catch_unwind(|| {
+            driver::init(label)?;
+            driver::device_count(label)
+        }) {
+            Ok(r) => Ok(r?.max(0) as u32),
+            Err(_) => Err(unavailable("the CUDA driver failed while counting GPUs".into()).into()),
+        }
+    }
+
     /// Opens GPU `ordinal` configured by `config`: checks the libraries,
     /// initializes the driver, retains the primary context, reads the
     /// limits, prepares NVRTC.

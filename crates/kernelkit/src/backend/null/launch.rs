@@ -78,6 +78,19 @@ impl LaunchLog {
             }
             .into());
         };
+        let unloaded = || -> crate::Error {
+            DeviceError::Faulted {
+                device: "null".into(),
+                reason: format!(
+                    "kernel `{}`: launched `{}`, a function of an unloaded module",
+                    desc.spec.name, function.name
+                ),
+            }
+            .into()
+        };
+        if !function.module_loaded() {
+            return Err(unloaded());
+        }
         let record = LaunchRecord {
             kernel: desc.spec.name.clone(),
             function: function.name.to_string(),
@@ -92,6 +105,11 @@ impl LaunchLog {
             records.push(record.clone());
         }
         records.push(record);
+        drop(records);
+        // Still loaded after the "run": nothing unloaded it meanwhile.
+        if !function.module_loaded() {
+            return Err(unloaded());
+        }
         Ok(())
     }
 

@@ -1,18 +1,50 @@
 //! Loads an artifact (a kept source) and resolves its functions by name.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::backend::{CompileJob, Function, Module};
 use crate::error::CompileError;
 
-/// A loaded artifact: the source it was compiled from.
+/// A loaded artifact: the source it was compiled from, and whether it is
+/// still loaded (shared with its functions).
 pub(super) struct NullModule {
     source: Box<str>,
+    loaded: Arc<AtomicBool>,
 }
 
-/// A function resolved from a null module: its name, for the records.
+/// Unloading: from now on a launch of one of its functions is refused, as
+/// a GPU faults on a function of an unloaded module.
+impl Drop for NullModule {
+    fn drop(&mut self) {
+        self.loaded.store(false, Ordering::Release);
+    }
+}
+
+/// A function resolved from a null module: its name, for the records, and
+/// whether its module is still loaded. Like a `CUfunction`, it does not
+/// keep its module: a launch of it after the module was unloaded is an
+/// error (what the null device checks of the unload protocol).
 pub(crate) struct NullFunction {
     pub(super) name: Arc<str>,
+    loaded: Arc<AtomicBool>,
+}
+
+impl NullFunction {
+    /// A function of no module (always loaded), for the models of the
+    /// binding protocol.
+    #[cfg(all(test, loom))]
+    pub(crate) fn detached(name: &str) -> Function {
+        Function::Null(Arc::new(NullFunction {
+            name: name.into(),
+            loaded: Arc::new(AtomicBool::new(true)),
+        }))
+    }
+
+    /// Whether its module is still loaded.
+    pub(super) fn module_loaded(&self) -> bool {
+        self.loaded.load(Ordering::Acquire)
+    }
 }
 
 pub(super) fn load(job: &CompileJob<'_>, artifact: &[u8]) -> Result<Module, CompileError> {
@@ -23,6 +55,7 @@ pub(super) fn load(job: &CompileJob<'_>, artifact: &[u8]) -> Result<Module, Comp
     })?;
     Ok(Arc::new(NullModule {
         source: source.into(),
+        loaded: Arc::new(AtomicBool::new(true)),
     }))
 }
 
@@ -45,7 +78,10 @@ pub(super) fn function(
     if !defines(&module.source, name) {
         return Err(fail("the module defines no function of that name"));
     }
-    Ok(Function::Null(Arc::new(NullFunction { name: name.into() })))
+    Ok(Function::Null(Arc::new(NullFunction {
+        name: name.into(),
+        loaded: module.loaded.clone(),
+    })))
 }
 
 /// Whether `source` holds `name(` with `name` a whole identifier.

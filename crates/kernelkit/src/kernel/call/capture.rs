@@ -9,9 +9,7 @@
 //! Only a call whose variant has not kept its function for the device
 //! asks the stream (a cold path): a warm call reads one word here.
 
-use std::borrow::Cow;
-
-use crate::backend::Function;
+use crate::cache::loaded::FunctionRef;
 use crate::device::{Device, Stream};
 use crate::error::{CallError, Result};
 use crate::kernel::variant::Variant;
@@ -25,12 +23,12 @@ const COMPILE_FIRST: &str = "compile it before capture (run the call once, or `C
 /// [`Variant::function_on`], but a variant that would be compiled or
 /// loaded while `stream` is capturing is a [`CallError::Capturing`].
 #[inline(always)]
-pub(super) fn function_for<'v>(
-    variant: &'v Variant,
+pub(super) fn function_for(
+    variant: &Variant,
     device: &Device,
     stream: &Stream,
-    kernel: &'v str,
-) -> Result<Cow<'v, Function>> {
+    kernel: &str,
+) -> Result<FunctionRef> {
     if !variant.resolved_on(device) {
         refuse_cold(variant, device, stream, kernel)?;
     }

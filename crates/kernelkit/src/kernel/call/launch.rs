@@ -60,6 +60,16 @@ impl Launch {
         Ok(())
     }
 
+    /// Compiles or finds this launch's module and pins it on its device:
+    /// it is never unloaded while the device lives, whatever
+    /// `max_loaded_modules` says. For work that launches it without asking
+    /// kernelkit again (a captured CUDA graph replays its kernel nodes).
+    pub fn pin_module(&self) -> Result<()> {
+        self.variant
+            .pin_on(self.stream.device(), self.kernel.name())?;
+        Ok(())
+    }
+
     /// Compiles or finds the function, allocates the outputs and launches.
     pub fn run(&self) -> Result<Outputs> {
         self.run_inner(None)
