@@ -281,3 +281,75 @@ fn a_captured_graph_replays_with_new_inputs() {
         unsafe { sys::cuStreamDestroy_v2(raw) };
     });
 }
+
+/// A module whose function a capture launched is never unloaded by the
+/// bounded module cache (the graph may replay it at any time): on a device
+/// that keeps one module loaded, the captured variant survives three newer
+/// ones and is called again without a reload, while the others are
+/// unloaded; on a GPU the graph still replays right after the churn.
+#[test]
+fn a_captured_module_outlives_the_module_bound() {
+    alone(|| {
+        let dev = match Device::builder()
+            .cache_mode(CacheMode::Memory)
+            .max_loaded_modules(1)
+            .cuda(0)
+        {
+            Ok(d) => d,
+            Err(e) => {
+                println!("skipped: {e}");
+                return;
+            }
+        };
+        let (raw, stream) = foreign_stream(&dev);
+        let k = add_kernel();
+        let src = dev.array_from_slice(&[1.0f32; N], [N]).unwrap();
+        let y = first(
+            add(&k, &src, 1, &stream)
+                .output([N as i64], DType::F32)
+                .launch()
+                .unwrap(),
+        );
+        begin(raw);
+        add(&k, &src, 1, &stream).output_into(&y).launch().unwrap();
+        let (r, graph) = end(raw);
+        assert_eq!(
+            r,
+            sys::CUresult::CUDA_SUCCESS,
+            "the capture was invalidated"
+        );
+        // Three newer variants through a cache bound to one module.
+        for v in 2..5 {
+            add(&k, &src, v, &stream).output_into(&y).launch().unwrap();
+        }
+        let before = dev.cache_stats();
+        assert!(before.unloaded >= 2, "{before:?}");
+        add(&k, &src, 1, &stream).output_into(&y).launch().unwrap();
+        let after = dev.cache_stats();
+        assert_eq!(
+            after.reloads, 0,
+            "the captured module was unloaded: {after:?}"
+        );
+        if !stand_in(&dev) {
+            let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+            // SAFETY: `graph` is the capture's graph; writes one handle.
+            let r = unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) };
+            assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+            // Another value first, so the replay's write is seen.
+            add(&k, &src, 3, &stream).output_into(&y).launch().unwrap();
+            // SAFETY: a live executable graph and stream.
+            let r = unsafe { sys::cuGraphLaunch(exec, raw) };
+            assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+            stream.synchronize().unwrap();
+            assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0f32; N]);
+            // SAFETY: the executable graph, used no more.
+            unsafe { sys::cuGraphExecDestroy(exec) };
+        }
+        // SAFETY: the graph this capture made, used no more.
+        unsafe { sys::cuGraphDestroy(graph) };
+        stream.synchronize().unwrap();
+        drop((y, src, stream));
+        // SAFETY: every kernelkit object that used the stream is gone.
+        unsafe { sys::cuStreamDestroy_v2(raw) };
+    });
+}
