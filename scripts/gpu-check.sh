@@ -100,8 +100,8 @@ mkdir -p "$DEST"
 exclude=$(git -C "$MAIN" rev-parse --git-path info/exclude)
 case "$exclude" in /*) ;; *) exclude="$MAIN/$exclude" ;; esac
 grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
-rm -rf "$DEST/corpus-texts" "$DEST/wheels" "$DEST/python-tests"
-rm -f "$DEST"/*
+rm -rf "$DEST/corpus-texts" "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests" "$DEST/redis"
+find "$DEST" -maxdepth 1 -type f -delete
 strip --strip-debug -o "$DEST/kernelkit" target/release/kernelkit
 strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
 strip --strip-debug -o "$DEST/dispatch_loop" target/release/examples/dispatch_loop
@@ -155,14 +155,22 @@ python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
 # machine's python3; each is a release build of the extension);
 # KK_PER_VERSION_WHEELS=0 skips them.
 if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
+  # pythonX.Y that runs: on PATH, else one of pyenv's installed versions
+  # (pyenv's shims answer only for the versions it has activated).
+  find_python() {
+    local py
+    for py in $(command -v "python$1") "$(pyenv root 2>/dev/null)"/versions/"$1".*/bin/"python$1"; do
+      [ -x "$py" ] && "$py" -c '' 2>/dev/null && { echo "$py"; return; }
+    done
+  }
   for v in ${KK_PER_VERSION_PYTHONS:-3.12}; do
-    py=$(command -v "python$v" || true)
-    [ -n "$py" ] || continue
+    py=$(find_python "$v")
+    [ -n "$py" ] || { echo "no python$v here: no per-version wheel for it"; continue; }
     python3 -m maturin build --release --strip --quiet --no-default-features --features cuda \
       -i "$py" --out "$DEST/wheels-per-version" || echo "no per-version wheel for $v"
   done
   # And one abi3 wheel for 3.12 and later (the limited API has vectorcall there).
-  py=$(command -v python3.12 || true)
+  py=$(find_python 3.12)
   if [ -n "$py" ]; then
     python3 -m maturin build --release --strip --quiet --no-default-features --features cuda,abi3-py312 \
       -i "$py" --out "$DEST/wheels-abi3-py312" || echo "no abi3-py312 wheel"
