@@ -14,9 +14,14 @@
 //!
 //! The spec files are read before the device opens, so that a CUDA device
 //! opens with as many compile workers as the specs can use (one fewer than
-//! the specs: one compile runs in this process), started at the open
-//! (`StartWorkers::AtOpen`), while the driver creates the context, rather
-//! than by the first compiles (unless `KERNELKIT_START_WORKERS` says when).
+//! the specs: one compile runs in this process). They start as the compiles
+//! need them (the library's default). Starting them all at the open
+//! (`KERNELKIT_START_WORKERS=open`, each warmed up with a compile) makes the
+//! compiles themselves twice as fast once they begin, but the whole command
+//! slower: on the H200, 16 specs took 0.615–0.646 s of process wall time
+//! that way against 0.568–0.602 s on demand (three turns each, one run;
+//! BENCHMARKS.md), the warm-up compiles competing with the real ones for
+//! the cores.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -24,7 +29,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use kernelkit::spec_file::SpecFile;
-use kernelkit::{Array, Config, Device, Error, Kernel, Precompile, StartWorkers};
+use kernelkit::{Array, Config, Device, Error, Kernel, Precompile};
 
 /// Arguments of `kernelkit precompile`.
 #[derive(clap::Args)]
@@ -153,16 +158,10 @@ fn load(spec: SpecFile, kernel: Kernel, device: &Device) -> Result<Loaded, Strin
 
 /// The settings of a device that will compile `compiles` variants at once:
 /// the environment's, with at most `compiles - 1` compile workers (one
-/// compile runs here), started when the device opens unless
-/// `KERNELKIT_START_WORKERS` says when.
+/// compile runs here).
 fn config_for(compiles: usize) -> Config {
     let mut config = Config::from_env();
     config.cuda.max_workers = config.cuda.max_workers.min(compiles.saturating_sub(1));
-    // The library's default is `demand`; precompile's, `open`, unless
-    // `KERNELKIT_START_WORKERS` says.
-    if std::env::var_os("KERNELKIT_START_WORKERS").is_none() {
-        config.cuda.start_workers = StartWorkers::AtOpen;
-    }
     config
 }
 
@@ -226,9 +225,11 @@ mod tests {
         );
         let many = config_for(1000);
         assert_eq!(many.cuda.max_workers, Config::from_env().cuda.max_workers);
-        if std::env::var_os("KERNELKIT_START_WORKERS").is_none() {
-            assert_eq!(many.cuda.start_workers, StartWorkers::AtOpen);
-        }
+        assert_eq!(
+            many.cuda.start_workers,
+            Config::from_env().cuda.start_workers,
+            "when workers start is the environment's (the library's default: on demand)"
+        );
         assert!(config_for(3).cuda.max_workers <= 2);
     }
 }
