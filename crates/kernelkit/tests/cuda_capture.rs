@@ -14,37 +14,12 @@
 //! new input values written between replays, and every result is checked.
 //! Without either, every test skips with the reason.
 
-use std::sync::Mutex;
-use std::thread;
-
 use cudarc::driver::sys;
 use kernelkit::{Array, CacheMode, Call, CallError, DType, Device, Error, Kernel, Stream};
 
-/// One test at a time, each on a thread of its own (a capture in the
-/// driver's global mode forbids calls from every thread).
-fn alone(test: impl FnOnce() + Send + 'static) {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Err(panic) = thread::spawn(test).join() {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-/// A new CUDA device with no disk tier, or `None` (with the reason printed).
-fn gpu() -> Option<Device> {
-    match Device::builder().cache_mode(CacheMode::Memory).cuda(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            println!("skipped: {e}");
-            None
-        }
-    }
-}
-
-/// The stand-in driver (kernels do not run there).
-fn stand_in(device: &Device) -> bool {
-    device.description().contains("fakecuda")
-}
+#[path = "common/gpu.rs"]
+mod on_gpu;
+use on_gpu::{alone, gpu, stand_in};
 
 const N: usize = 256;
 

@@ -16,7 +16,7 @@
 //! runs no kernels. Without either, every test skips with the reason.
 
 use std::sync::mpsc;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier};
 use std::thread;
 
 use kernelkit::{
@@ -24,33 +24,9 @@ use kernelkit::{
     WeakDevice,
 };
 
-/// Runs a test alone: one at a time (each needs to be the only holder of
-/// the context), on a thread of its own that has exited before the next
-/// test starts (a thread's spare output holds a stream, and so a device,
-/// until the thread's next output or its exit).
-fn alone(test: impl FnOnce() + Send + 'static) {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Err(panic) = thread::spawn(test).join() {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-/// A new CUDA device with no disk tier, or `None` (with the reason printed).
-fn gpu() -> Option<Device> {
-    match Device::builder().cache_mode(CacheMode::Memory).cuda(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            println!("skipped: {e}");
-            None
-        }
-    }
-}
-
-/// The stand-in driver (kernels do not run there).
-fn stand_in(device: &Device) -> bool {
-    device.description().contains("fakecuda")
-}
+#[path = "common/gpu.rs"]
+mod on_gpu;
+use on_gpu::{alone, gpu, stand_in};
 
 /// Whether GPU 0's primary context exists, asked of the driver.
 fn context_alive() -> bool {
