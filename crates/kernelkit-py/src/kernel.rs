@@ -1,4 +1,4 @@
-//! `metal_kernel`, `cuda_kernel` and the callable they return.
+//! The callable `metal_kernel` and `cuda_kernel` return (`constructors.rs`).
 //!
 //! The kernel is built (names validated, body scanned) once, when
 //! `metal_kernel` is called; each call converts its arguments, releases the
@@ -10,14 +10,13 @@ use std::sync::OnceLock;
 
 use kernelkit::{Array, Call, Device, Kernel, Stream};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 use smallvec::SmallVec;
 
 use crate::args::{self, DimsMemo, OutputSpec, OutputsMemo, Template, TemplateMemo};
 use crate::arrays::{self, Named};
 use crate::device::{place_of, Place, PyStream};
-use crate::dtypes::describe;
-use crate::errors::{self, IntoPy, Kind};
+use crate::errors::{self, IntoPy};
 use crate::export::PyArray;
 use crate::sources::{Frame, Source};
 use crate::{streams, torch};
@@ -26,7 +25,7 @@ use pyo3::intern;
 
 /// Which MLX function made the kernel: it sets the default device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flavor {
+pub(crate) enum Flavor {
     /// `metal_kernel`: portable bodies; runs where the inputs live
     /// (NumPy arrays: the CPU) unless `device=` or `stream=` says.
     Metal,
@@ -50,90 +49,6 @@ pub(crate) struct PyKernel {
     outputs: OutputsMemo,
     /// The device a call uses when it names none, opened on first use.
     default_device: OnceLock<Device>,
-}
-
-/// `metal_kernel(name, input_names, output_names, source, header="",
-/// ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)`.
-#[pyfunction]
-#[pyo3(signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, atomic_outputs = false, compile_options = None))]
-#[allow(clippy::too_many_arguments)] // MLX's signature.
-pub(crate) fn metal_kernel(
-    name: String,
-    input_names: Vec<String>,
-    output_names: Vec<String>,
-    source: String,
-    header: String,
-    ensure_row_contiguous: bool,
-    atomic_outputs: bool,
-    compile_options: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PyKernel> {
-    check_compile_options(&name, compile_options)?;
-    let kernel = Kernel::builder(name)
-        .inputs(input_names)
-        .outputs(output_names)
-        .source(source)
-        .header(header)
-        .ensure_row_contiguous(ensure_row_contiguous)
-        .atomic_outputs(atomic_outputs)
-        .build()
-        .py_err()?;
-    Ok(PyKernel::new(kernel, Flavor::Metal, 0))
-}
-
-/// `cuda_kernel(name, input_names, output_names, source, header="",
-/// ensure_row_contiguous=True, shared_memory=0)`.
-#[pyfunction]
-#[pyo3(signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, shared_memory = 0))]
-pub(crate) fn cuda_kernel(
-    name: String,
-    input_names: Vec<String>,
-    output_names: Vec<String>,
-    source: String,
-    header: String,
-    ensure_row_contiguous: bool,
-    shared_memory: u32,
-) -> PyResult<PyKernel> {
-    let builder = Kernel::builder(name)
-        .inputs(input_names)
-        .outputs(output_names)
-        .source(source)
-        .header(header)
-        .ensure_row_contiguous(ensure_row_contiguous)
-        // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
-        .language(kernelkit::BodyLanguage::Cuda);
-    let kernel = builder.build().py_err()?;
-    Ok(PyKernel::new(kernel, Flavor::Cuda, shared_memory))
-}
-
-/// MLX's `compile_options`: a dict whose one key, `math_mode`, is `safe`,
-/// `relaxed` or `fast`. kernelkit compiles every mode as `safe` (IEEE
-/// special values kept), which is what `relaxed` and `fast` permit.
-fn check_compile_options(kernel: &str, options: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-    let Some(options) = options.filter(|o| !o.is_none()) else {
-        return Ok(());
-    };
-    let bad = |message: String| errors::raise(Kind::Build, format!("kernel `{kernel}`: {message}"));
-    let Ok(dict) = options.cast::<PyDict>() else {
-        return Err(bad(format!(
-            "compile_options must be a dict, got {}",
-            describe(options)
-        )));
-    };
-    for (key, value) in dict.iter() {
-        match key.extract::<String>().ok().as_deref() {
-            Some("math_mode") => {
-                let mode = value.extract::<String>().unwrap_or_default();
-                if !["safe", "relaxed", "fast"].contains(&mode.as_str()) {
-                    return Err(bad(format!(
-                        "compile option math_mode is {}; expected 'safe', 'relaxed' or 'fast'",
-                        describe(&value)
-                    )));
-                }
-            }
-            _ => return Err(bad(format!("unknown compile option {}", describe(&key)))),
-        }
-    }
-    Ok(())
 }
 
 /// "kernel `name`", formatted only for an error.
@@ -234,7 +149,7 @@ fn place_of_device(device: &Device) -> Place {
 }
 
 impl PyKernel {
-    fn new(kernel: Kernel, flavor: Flavor, shared_memory: u32) -> PyKernel {
+    pub(crate) fn new(kernel: Kernel, flavor: Flavor, shared_memory: u32) -> PyKernel {
         PyKernel {
             kernel,
             flavor,

@@ -40,6 +40,7 @@ use pyo3::prelude::*;
 
 pub mod args;
 pub mod arrays;
+pub mod constructors;
 pub mod device;
 pub mod dtypes;
 pub mod errors;
@@ -62,8 +63,8 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStream>()?;
     m.add_class::<kernel::PyKernel>()?;
     m.add_class::<export::PyArray>()?;
-    m.add_function(wrap_pyfunction!(kernel::metal_kernel, m)?)?;
-    m.add_function(wrap_pyfunction!(kernel::cuda_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(constructors::metal_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(constructors::cuda_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(device::new_stream, m)?)?;
     m.add_function(wrap_pyfunction!(device::clear_streams, m)?)?;
     m.add_function(wrap_pyfunction!(device::cache_stats, m)?)?;
