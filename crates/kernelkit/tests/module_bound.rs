@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Barrier};
 
-use kernelkit::{DType, Device, Kernel, NullOptions};
+use kernelkit::{Array, Call, DType, Device, Kernel, NullOptions};
 
 fn add_kernel(name: &str) -> Kernel {
     Kernel::builder(name)
@@ -19,6 +19,15 @@ fn add_kernel(name: &str) -> Kernel {
         .source("uint i = thread_position_in_grid.x; out[i] = inp[i] + V;")
         .build()
         .unwrap()
+}
+
+/// `kernel` on `x` (`n` elements) with template value `v`, over `n` threads.
+fn add_call<'a>(kernel: &'a Kernel, x: &'a Array, n: usize, v: i32) -> Call<'a> {
+    kernel
+        .call([x])
+        .template("V", v)
+        .output([n as i64], DType::I32)
+        .grid([n as u64, 1, 1])
 }
 
 fn null_device(max: usize) -> Device {
@@ -44,14 +53,7 @@ fn unloads_race_launches_without_a_failure() {
                 let (device, kernel, barrier) = (device.clone(), kernel.clone(), barrier.clone());
                 std::thread::spawn(move || {
                     let x = device.array_from_slice(&[1i32; 8], [8]).unwrap();
-                    let call = |v: i32| {
-                        kernel
-                            .call([&x])
-                            .template("V", v)
-                            .output([8], DType::I32)
-                            .grid([8, 1, 1])
-                            .on(device.default_stream())
-                    };
+                    let call = |v: i32| add_call(&kernel, &x, 8, v).on(device.default_stream());
                     let prepared = call(1000 + t as i32).prepare().unwrap();
                     for round in 0..40 {
                         barrier.wait();
@@ -85,14 +87,7 @@ fn a_prepared_launch_reloads_its_unloaded_module() {
     let device = null_device(2);
     let kernel = add_kernel("prepared");
     let x = device.array_from_slice(&[1i32; 4], [4]).unwrap();
-    let call = |v: i32| {
-        kernel
-            .call([&x])
-            .template("V", v)
-            .output([4], DType::I32)
-            .grid([4, 1, 1])
-            .on(device.default_stream())
-    };
+    let call = |v: i32| add_call(&kernel, &x, 4, v).on(device.default_stream());
     let launch = call(0).prepare().unwrap();
     launch.run().unwrap();
     for v in 1..6 {
@@ -113,14 +108,7 @@ fn a_pinned_module_stays_loaded() {
     let device = null_device(2);
     let kernel = add_kernel("pinned");
     let x = device.array_from_slice(&[1i32; 4], [4]).unwrap();
-    let call = |v: i32| {
-        kernel
-            .call([&x])
-            .template("V", v)
-            .output([4], DType::I32)
-            .grid([4, 1, 1])
-            .on(device.default_stream())
-    };
+    let call = |v: i32| add_call(&kernel, &x, 4, v).on(device.default_stream());
     let launch = call(0).prepare().unwrap();
     launch.pin_module().unwrap();
     for v in 1..50 {
@@ -144,11 +132,7 @@ fn devices_sharing_a_slot_alternate_safely() {
     for round in 0..20 {
         for d in [&a, &b] {
             let x = d.array_from_slice(&[1i32; 4], [4]).unwrap();
-            kernel
-                .call([&x])
-                .template("V", 1)
-                .output([4], DType::I32)
-                .grid([4, 1, 1])
+            add_call(&kernel, &x, 4, 1)
                 .on(d.default_stream())
                 .launch()
                 .unwrap_or_else(|e| panic!("round {round}: {e}"));
@@ -158,13 +142,7 @@ fn devices_sharing_a_slot_alternate_safely() {
     assert_eq!(b.cache_stats().compiles, 1);
     drop(a);
     let x = b.array_from_slice(&[1i32; 4], [4]).unwrap();
-    kernel
-        .call([&x])
-        .template("V", 1)
-        .output([4], DType::I32)
-        .grid([4, 1, 1])
-        .launch()
-        .unwrap();
+    add_call(&kernel, &x, 4, 1).launch().unwrap();
 }
 
 /// Libraries of this process's kernels still mapped (`/proc/self/maps`):
