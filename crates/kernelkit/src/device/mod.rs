@@ -500,14 +500,23 @@ impl Device {
         request: impl FnOnce() -> ModuleRequest<'r>,
         slots: &Arc<FunctionSlots>,
     ) -> Result<FunctionRef, CompileError> {
-        let id = &self.0.id;
-        let index = FunctionSlots::index(id.ordinal);
-        // Instance numbers are unique to a device object.
-        if let Some(f) = slots.get(index, id.instance) {
-            self.0.modules.record_fast_hit();
+        if let Some(f) = self.kept_function(slots) {
             return Ok(f);
         }
+        let index = FunctionSlots::index(self.0.id.ordinal);
         self.resolve(&request(), slots, index)
+    }
+
+    /// The function `slots` kept for this device, if it did (counted as a
+    /// hit): [`Device::function`]'s warm path alone, for callers that must
+    /// not compile or load (a call on a stream being captured).
+    #[inline]
+    pub(crate) fn kept_function(&self, slots: &FunctionSlots) -> Option<FunctionRef> {
+        let id = &self.0.id;
+        // Instance numbers are unique to a device object.
+        let f = slots.get(FunctionSlots::index(id.ordinal), id.instance)?;
+        self.0.modules.record_fast_hit();
+        Some(f)
     }
 
     /// Resolves `request`'s function through the module resolver and binds

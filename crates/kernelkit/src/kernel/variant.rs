@@ -154,14 +154,11 @@ impl Variant {
         }
     }
 
-    /// Whether this variant kept its function for `device` (a call there
-    /// needs no lookup, compile or load).
+    /// The function this variant kept for `device`, if it did (a call
+    /// there needs no lookup, compile or load).
     #[inline]
-    pub(crate) fn resolved_on(&self, device: &Device) -> bool {
-        let id = device.id();
-        self.functions
-            .get(FunctionSlots::index(id.ordinal), id.instance)
-            .is_some()
+    pub(crate) fn kept_on(&self, device: &Device) -> Option<FunctionRef> {
+        device.kept_function(&self.functions)
     }
 
     /// This variant's function on `device`, for kernel `kernel`, held for

@@ -29,9 +29,12 @@ pub(super) fn function_for(
     stream: &Stream,
     kernel: &str,
 ) -> Result<FunctionRef> {
-    if !variant.resolved_on(device) {
-        refuse_cold(variant, device, stream, kernel)?;
+    // The warm path reads the slot once; only a variant that kept no
+    // function asks whether the stream is capturing.
+    if let Some(f) = variant.kept_on(device) {
+        return Ok(f);
     }
+    refuse_cold(variant, device, stream, kernel)?;
     Ok(variant.function_on(device, kernel)?)
 }
 
