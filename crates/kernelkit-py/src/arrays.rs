@@ -166,24 +166,14 @@ pub(crate) fn python_scalar(
 
 /// The kernelkit dtype of a NumPy dtype, if kernelkit has it.
 fn dtype_of_descr(descr: &Bound<'_, PyArrayDescr>) -> PyResult<Option<DType>> {
-    Ok(Some(match (descr.kind(), descr.itemsize()) {
-        (b'b', 1) => DType::Bool,
-        (b'u', 1) => DType::U8,
-        (b'u', 2) => DType::U16,
-        (b'u', 4) => DType::U32,
-        (b'u', 8) => DType::U64,
-        (b'i', 1) => DType::I8,
-        (b'i', 2) => DType::I16,
-        (b'i', 4) => DType::I32,
-        (b'i', 8) => DType::I64,
-        (b'f', 2) => DType::F16,
-        (b'f', 4) => DType::F32,
-        (b'f', 8) => DType::F64,
-        (b'c', 8) => DType::Complex64,
-        // ml_dtypes' bfloat16 is a NumPy "void"-kind type of two bytes.
-        (b'V', 2) if descr.typeobj().name()?.to_cow()? == "bfloat16" => DType::BF16,
-        _ => return Ok(None),
-    }))
+    if let Some(dtype) = crate::dtypes::dtype_of_kind(descr.kind(), descr.itemsize()) {
+        return Ok(Some(dtype));
+    }
+    // ml_dtypes' bfloat16 is a NumPy "void"-kind type of two bytes.
+    let bf16 = descr.kind() == b'V'
+        && descr.itemsize() == 2
+        && descr.typeobj().name()?.to_cow()? == "bfloat16";
+    Ok(bf16.then_some(DType::BF16))
 }
 
 /// A NumPy array as a kernelkit array of the CPU `device` over its own

@@ -50,6 +50,29 @@ pub(crate) fn dtype_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
     Ok(Some(dtype))
 }
 
+/// The kernelkit dtype of a NumPy kind character and item size in bytes
+/// (`('f', 4)`: float32), the pair both NumPy's dtypes and the array
+/// interface's type strings are made of; `None` where kernelkit has none
+/// (bfloat16 has no kind of its own: see `arrays`).
+pub(crate) fn dtype_of_kind(kind: u8, size: usize) -> Option<DType> {
+    Some(match (kind, size) {
+        (b'b', 1) => DType::Bool,
+        (b'u', 1) => DType::U8,
+        (b'u', 2) => DType::U16,
+        (b'u', 4) => DType::U32,
+        (b'u', 8) => DType::U64,
+        (b'i', 1) => DType::I8,
+        (b'i', 2) => DType::I16,
+        (b'i', 4) => DType::I32,
+        (b'i', 8) => DType::I64,
+        (b'f', 2) => DType::F16,
+        (b'f', 4) => DType::F32,
+        (b'f', 8) => DType::F64,
+        (b'c', 8) => DType::Complex64,
+        _ => return None,
+    })
+}
+
 /// The dtype of a name: kernelkit's names, also with the prefix a library
 /// prints before it (`torch.float32`, `mlx.core.float16`).
 pub(crate) fn from_name(name: &str) -> Option<DType> {

@@ -41,22 +41,7 @@ pub(crate) fn dtype_of_typestr(typestr: &str) -> Option<DType> {
         return None;
     }
     let size: usize = typestr[2..].parse().ok()?;
-    Some(match (bytes[1], size) {
-        (b'b', 1) => DType::Bool,
-        (b'u', 1) => DType::U8,
-        (b'u', 2) => DType::U16,
-        (b'u', 4) => DType::U32,
-        (b'u', 8) => DType::U64,
-        (b'i', 1) => DType::I8,
-        (b'i', 2) => DType::I16,
-        (b'i', 4) => DType::I32,
-        (b'i', 8) => DType::I64,
-        (b'f', 2) => DType::F16,
-        (b'f', 4) => DType::F32,
-        (b'f', 8) => DType::F64,
-        (b'c', 8) => DType::Complex64,
-        _ => return None,
-    })
+    crate::dtypes::dtype_of_kind(bytes[1], size)
 }
 
 /// Reads `obj.__cuda_array_interface__` (`iface`); `what` names it.
