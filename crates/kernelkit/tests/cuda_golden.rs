@@ -345,7 +345,9 @@ fn guard_unless_the_body_uses_cuda_collectives() {
     // thread never holds up a barrier); CUDA's own collectives do not.
     for case in cases() {
         let g = generate(&case);
-        let guarded = g.source.contains(">= kk_grid.x ||");
+        let guarded = g
+            .source
+            .contains("threadIdx.x >= kk_grid.x - blockIdx.x * blockDim.x ||");
         let cuda_collectives = case.file == "cooperative_groups";
         assert_eq!(guarded, !cuda_collectives, "{}", case.file);
     }

@@ -450,7 +450,7 @@ fn an_unguarded_body_whose_last_block_passes_2_32_is_refused() {
         if !stand_in(&dev) {
             assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![1.0]);
         }
-        // A Metal body with a barrier has the 64-bit guard: the same grid
+        // A Metal body with a barrier has the grid guard (exact near 2^32): the same grid
         // is launched, and the threads past it exit before the barrier.
         let metal = Kernel::builder("metal_barrier_body")
             .inputs(["inp"])

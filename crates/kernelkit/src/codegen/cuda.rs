@@ -27,9 +27,9 @@
 //! `__shared__`, cooperative groups, whose full-warp masks count on every
 //! lane) runs on every thread of every block and checks its own bounds, as
 //! CUDA code does.
-//! The guard computes positions in 64 bits ([`GRID_GUARD`]); the backend
-//! refuses a launch of a body without the guard whose last block would
-//! reach past 2^32 threads along an axis, where its 32-bit positions wrap.
+//! The guard is exact in 32 bits ([`GRID_GUARD`]); the backend refuses a
+//! launch of a body without the guard whose last block would reach past
+//! 2^32 threads along an axis, where its 32-bit positions wrap.
 //!
 //! **Prelude.** kernelkit's own ([`super::prelude`]): integer typedefs, the
 //! dtype names of [`DType::c_name`](crate::DType::c_name) (`float16_t`,
@@ -77,16 +77,28 @@ pub(crate) const BODY_BEGIN: &str = "  // ---- body ----\n";
 pub(crate) const BODY_END: &str = "\n  // ---- end of body ----\n";
 
 /// The guard that stops the threads past the grid (see the module
-/// documentation). The position of a thread is computed in 64 bits: with a
-/// threadgroup that does not divide a grid of nearly 2^32 threads, the last
-/// block reaches past 2^32, where a 32-bit position wraps to the start of
-/// the grid and would pass the guard, running the body twice for those
-/// positions. (The body still sees Metal's 32-bit `thread_position_in_grid`:
-/// for every thread that passes the guard it is below the grid, so exact.)
+/// documentation), in as few dependent instructions as exactness allows:
+/// a graph of small kernels pays for every one of them (each node's time
+/// is mostly its critical path).
+///
+/// - Along x it compares the thread's index in its block with the threads
+///   the grid has left from its block's start, `kk_grid.x - blockIdx.x *
+///   blockDim.x`. The launch runs ceil(grid / block) blocks, so a block
+///   starts below the grid and that product and difference are exact in 32
+///   bits, even where a position itself would pass 2^32 (a 32-bit position
+///   would wrap there to the start of the grid and run those positions
+///   twice; 64-bit positions cost more instructions).
+/// - Along y and z, whose grids are nearly always whole blocks (most often
+///   1), it first asks whether the launch is whole there, from the launch's
+///   constants alone (`gridDim`, `blockDim` and `kk_grid` are the same for
+///   every thread: no per-thread register is read); only a launch that is
+///   not compares the thread's position, as along x. (`gridDim` times
+///   `blockDim` fits in 32 bits along y and z: at most 65,535 × 1,024.)
 pub(crate) const GRID_GUARD: &str = concat!(
-    "  if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||\n",
-    "      (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||\n",
-    "      (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {\n",
+    "  if (threadIdx.x >= kk_grid.x - blockIdx.x * blockDim.x ||\n",
+    "      ((kk_grid.y != gridDim.y * blockDim.y || kk_grid.z != gridDim.z * blockDim.z) &&\n",
+    "       (threadIdx.y >= kk_grid.y - blockIdx.y * blockDim.y ||\n",
+    "        threadIdx.z >= kk_grid.z - blockIdx.z * blockDim.z))) {\n",
     "    return;\n",
     "  }\n",
 );
@@ -347,18 +359,24 @@ mod tests {
         }
     }
 
-    /// One axis of the guard as a 32-bit (`wide == false`) or a 64-bit
-    /// computation: does the thread `local` of block `block` run the body?
-    fn passes(block: u32, tg: u32, local: u32, grid: u32, wide: bool) -> bool {
-        if wide {
-            (block as u64 * tg as u64 + local as u64) < grid as u64
-        } else {
-            block.wrapping_mul(tg).wrapping_add(local) < grid
-        }
+    /// Whether a thread runs the body, computed as [`GRID_GUARD`] computes
+    /// it: `u32` arithmetic that wraps as CUDA's `unsigned` does, and the
+    /// block counts the launcher uses (ceil(grid / block)).
+    fn guard_passes(grid: [u32; 3], tg: [u32; 3], block: [u32; 3], local: [u32; 3]) -> bool {
+        let blocks = |a: usize| grid[a].div_ceil(tg[a]);
+        let outside = |a: usize| local[a] >= grid[a].wrapping_sub(block[a].wrapping_mul(tg[a]));
+        let whole_yz =
+            grid[1] == blocks(1).wrapping_mul(tg[1]) && grid[2] == blocks(2).wrapping_mul(tg[2]);
+        !(outside(0) || (!whole_yz && (outside(1) || outside(2))))
+    }
+
+    /// The truth: the thread's position, in 64 bits, is inside the grid.
+    fn inside(grid: [u32; 3], tg: [u32; 3], block: [u32; 3], local: [u32; 3]) -> bool {
+        (0..3).all(|a| (block[a] as u64 * tg[a] as u64 + local[a] as u64) < grid[a] as u64)
     }
 
     #[test]
-    fn the_guard_computes_positions_in_64_bits() {
+    fn every_variant_gets_the_guard_that_the_tests_model() {
         let spec = KernelSpec::new(
             "k".into(),
             vec!["inp".into()],
@@ -384,39 +402,81 @@ mod tests {
             0,
         );
         assert!(g.source.contains(GRID_GUARD), "{}", g.source);
+        // `guard_passes` mirrors these expressions.
         for axis in ["x", "y", "z"] {
-            let wide = format!(
-                "(unsigned long long)blockIdx.{axis} * blockDim.{axis} + threadIdx.{axis} >= \
-                 kk_grid.{axis}"
-            );
-            assert!(GRID_GUARD.contains(&wide), "axis {axis}: {GRID_GUARD}");
+            let left =
+                format!("threadIdx.{axis} >= kk_grid.{axis} - blockIdx.{axis} * blockDim.{axis}");
+            assert!(GRID_GUARD.contains(&left), "axis {axis}: {GRID_GUARD}");
+        }
+        for axis in ["y", "z"] {
+            let whole = format!("kk_grid.{axis} != gridDim.{axis} * blockDim.{axis}");
+            assert!(GRID_GUARD.contains(&whole), "axis {axis}: {GRID_GUARD}");
         }
     }
 
-    /// Why: a grid of 2^32 - 1 threads in groups of 1000 runs 4294968
-    /// blocks, 4294968000 threads; the last 704 are at 2^32 or past it. In
-    /// 32 bits their positions wrap to 0..703, inside the grid, and a 32-bit guard
-    /// lets them run the body a second time for those positions. In 64 bits
-    /// every thread of the grid passes once and no other does.
     #[test]
-    fn a_64_bit_guard_lets_no_wrapped_thread_through() {
+    fn the_guard_lets_through_exactly_the_threads_inside_the_grid() {
+        for axis in 0..3 {
+            for g in 1..=9u32 {
+                for t in 1..=4u32 {
+                    let (mut grid, mut tg) = ([3u32, 2, 1], [2u32, 2, 1]);
+                    grid[axis] = g;
+                    tg[axis] = t;
+                    for bz in 0..grid[2].div_ceil(tg[2]) {
+                        for by in 0..grid[1].div_ceil(tg[1]) {
+                            for bx in 0..grid[0].div_ceil(tg[0]) {
+                                for lz in 0..tg[2] {
+                                    for ly in 0..tg[1] {
+                                        for lx in 0..tg[0] {
+                                            let (b, l) = ([bx, by, bz], [lx, ly, lz]);
+                                            assert_eq!(
+                                                guard_passes(grid, tg, b, l),
+                                                inside(grid, tg, b, l),
+                                                "grid {grid:?} tg {tg:?} block {b:?} thread {l:?}"
+                                            );
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Why the guard does not compare positions in 32 bits: a grid of
+    /// 2^32 - 1 threads in groups of 1000 runs 4294968 blocks,
+    /// 4294968000 threads; the last 704 are at 2^32 or past it. In 32 bits
+    /// their positions wrap to 0..703, inside the grid, and a guard on
+    /// positions lets them run the body a second time there. The guard's
+    /// "threads left from the block's start" never wraps: every thread of
+    /// the grid passes once and no other does.
+    #[test]
+    fn no_wrapped_thread_gets_through_near_2_pow_32() {
         let (grid, tg) = (u32::MAX, 1000u32);
-        let blocks = grid.div_ceil(tg);
-        let last = blocks - 1;
+        let last = grid.div_ceil(tg) - 1;
         let wrapped_through = (0..tg)
-            .filter(|&l| passes(last, tg, l, grid, false) && !passes(last, tg, l, grid, true))
+            .filter(|&l| last.wrapping_mul(tg).wrapping_add(l) < grid)
+            .filter(|&l| (last as u64 * tg as u64 + l as u64) >= grid as u64)
             .count();
-        assert_eq!(wrapped_through, 704, "the 32-bit guard's duplicates");
-        // The 64-bit guard over the last two blocks: exactly the threads
-        // below the grid pass.
-        for block in [last - 1, last] {
-            for l in 0..tg {
-                let position = block as u64 * tg as u64 + l as u64;
-                assert_eq!(
-                    passes(block, tg, l, grid, true),
-                    position < grid as u64,
-                    "block {block}, thread {l}"
-                );
+        assert_eq!(wrapped_through, 704, "a 32-bit position guard's duplicates");
+        for axis in 0..3 {
+            let (mut g, mut t) = ([1u32; 3], [1u32; 3]);
+            g[axis] = grid;
+            t[axis] = tg;
+            let last = grid.div_ceil(tg) - 1;
+            for block in [0, last - 1, last] {
+                for l in 0..tg {
+                    let (mut b, mut lo) = ([0u32; 3], [0u32; 3]);
+                    b[axis] = block;
+                    lo[axis] = l;
+                    assert_eq!(
+                        guard_passes(g, t, b, lo),
+                        inside(g, t, b, lo),
+                        "axis {axis}, block {block}, thread {l}"
+                    );
+                }
             }
         }
     }

@@ -17,9 +17,10 @@ extern "C" __global__ void custom_kernel_mixed_complex64_bfloat16_float32_bfloat
     float* re,
     bfloat16_t* out,
     const kk_cuda_uint3 kk_grid) {
-  if ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x >= kk_grid.x ||
-      (unsigned long long)blockIdx.y * blockDim.y + threadIdx.y >= kk_grid.y ||
-      (unsigned long long)blockIdx.z * blockDim.z + threadIdx.z >= kk_grid.z) {
+  if (threadIdx.x >= kk_grid.x - blockIdx.x * blockDim.x ||
+      ((kk_grid.y != gridDim.y * blockDim.y || kk_grid.z != gridDim.z * blockDim.z) &&
+       (threadIdx.y >= kk_grid.y - blockIdx.y * blockDim.y ||
+        threadIdx.z >= kk_grid.z - blockIdx.z * blockDim.z))) {
     return;
   }
   const uint3 kk_tg = blockDim;
