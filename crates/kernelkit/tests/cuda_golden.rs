@@ -347,7 +347,7 @@ fn guard_unless_the_body_uses_cuda_collectives() {
         let g = generate(&case);
         let guarded = g
             .source
-            .contains("threadIdx.x >= kk_grid.x - blockIdx.x * blockDim.x ||");
+            .contains("  if (kk_partial) {\n    if (threadIdx.x >= kk_grid.x - blockIdx.x");
         let cuda_collectives = case.file == "cooperative_groups";
         assert_eq!(guarded, !cuda_collectives, "{}", case.file);
     }

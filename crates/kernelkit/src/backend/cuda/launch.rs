@@ -8,7 +8,8 @@
 //! The parameter order is the generator's (`codegen::cuda`): per input its
 //! pointer (a 0-d input's `kk_scalar<T>` is a pointer too), then
 //! `NAME_shape` (`int32[10]`), `NAME_strides` (`int64[10]`) and `NAME_ndim`
-//! (`int`) where the body uses them; then the outputs; then `kk_grid`. Each
+//! (`int`) where the body uses them; then the outputs; then `kk_grid` and
+//! `kk_partial` (whether the threads must run the grid guard). Each
 //! value sits in whole 8-byte words of one stack buffer; the parameter array
 //! points into it. Nothing on this path allocates on the heap for kernels
 //! of up to 24 parameters and 512 bytes of argument data (larger ones take
@@ -29,7 +30,7 @@ use super::driver::{self, DevicePtr, RawFunction};
 use super::load::{CudaFunction, DEFAULT_DYNAMIC_SHARED};
 use super::Context;
 use crate::backend::LaunchDesc;
-use crate::codegen::cuda::MAX_NDIM;
+use crate::codegen::cuda::{self, MAX_NDIM};
 use crate::codegen::variant::PassMode;
 use crate::error::{CallError, DeviceError, Result};
 
@@ -199,6 +200,8 @@ fn marshal(
     param!();
     word!(gx as u64 | ((gy as u64) << 32));
     word!(gz as u64);
+    param!();
+    word!(cuda::partial(job.grid, job.threadgroup) as u64);
     Ok(true)
 }
 

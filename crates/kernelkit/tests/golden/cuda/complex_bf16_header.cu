@@ -16,12 +16,18 @@ extern "C" __global__ void custom_kernel_mixed_complex64_bfloat16_float32_bfloat
     const bfloat16_t* w,
     float* re,
     bfloat16_t* out,
-    const kk_cuda_uint3 kk_grid) {
-  if (threadIdx.x >= kk_grid.x - blockIdx.x * blockDim.x ||
-      ((kk_grid.y != gridDim.y * blockDim.y || kk_grid.z != gridDim.z * blockDim.z) &&
-       (threadIdx.y >= kk_grid.y - blockIdx.y * blockDim.y ||
-        threadIdx.z >= kk_grid.z - blockIdx.z * blockDim.z))) {
-    return;
+    const kk_cuda_uint3 kk_grid,
+    const unsigned kk_partial) {
+  if (kk_partial) {
+    if (threadIdx.x >= kk_grid.x - blockIdx.x * blockDim.x) {
+      return;
+    }
+    if (kk_grid.y != gridDim.y * blockDim.y || kk_grid.z != gridDim.z * blockDim.z) {
+      if (threadIdx.y >= kk_grid.y - blockIdx.y * blockDim.y ||
+          threadIdx.z >= kk_grid.z - blockIdx.z * blockDim.z) {
+        return;
+      }
+    }
   }
   const uint3 kk_tg = blockDim;
   const uint3 kk_group = blockIdx;

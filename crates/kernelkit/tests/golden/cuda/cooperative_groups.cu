@@ -13,7 +13,8 @@ namespace cg = cooperative_groups;
 extern "C" __global__ void custom_kernel_cg_sum_float32_float32_dbf32a6a0f360c14(
     const float* inp,
     float* out,
-    const kk_cuda_uint3 kk_grid) {
+    const kk_cuda_uint3 kk_grid,
+    const unsigned kk_partial) {
   // ---- body ----
 auto block = cg::this_thread_block();
 auto warp = cg::tiled_partition<32>(block);

@@ -16,16 +16,22 @@ extern "C" __global__ void custom_kernel_myexp_float32_int32s_float32c_float16_c
     const kk_scalar<int32_t> x,
     const float* bias,
     float16_t* out,
-    const kk_cuda_uint3 kk_grid) {
+    const kk_cuda_uint3 kk_grid,
+    const unsigned kk_partial) {
   using T = float16_t;
   constexpr int N = -4;
   constexpr bool B = true;
 
-  if (threadIdx.x >= kk_grid.x - blockIdx.x * blockDim.x ||
-      ((kk_grid.y != gridDim.y * blockDim.y || kk_grid.z != gridDim.z * blockDim.z) &&
-       (threadIdx.y >= kk_grid.y - blockIdx.y * blockDim.y ||
-        threadIdx.z >= kk_grid.z - blockIdx.z * blockDim.z))) {
-    return;
+  if (kk_partial) {
+    if (threadIdx.x >= kk_grid.x - blockIdx.x * blockDim.x) {
+      return;
+    }
+    if (kk_grid.y != gridDim.y * blockDim.y || kk_grid.z != gridDim.z * blockDim.z) {
+      if (threadIdx.y >= kk_grid.y - blockIdx.y * blockDim.y ||
+          threadIdx.z >= kk_grid.z - blockIdx.z * blockDim.z) {
+        return;
+      }
+    }
   }
   const uint3 kk_tg = blockDim;
   const uint3 kk_group = blockIdx;
