@@ -179,6 +179,7 @@ fi
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 cp crates/kernelkit-py/bench/compare.py "$DEST/compare.py"
 cp crates/kernelkit-py/bench/torch_native.py "$DEST/torch_native.py"
+cp crates/kernelkit-py/bench/guard_forms.py "$DEST/guard_forms.py"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"

@@ -117,7 +117,8 @@ step python_bench python_bench
 # grid_sample pair's fused backward against torch's (needs the wheel).
 torch_native() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
-    KERNELKIT_CACHE=memory timeout 500 python3 "$G/torch_native.py" --json "$OUT/torch_native.json"
+    KERNELKIT_CACHE=memory timeout 500 python3 "$G/torch_native.py" --json "$OUT/torch_native.json" &&
+    { [ ! -f "$G/guard_forms.py" ] || timeout 120 python3 "$G/guard_forms.py" 21; }
 }
 step torch_native torch_native
 # candle's CUDA tensors (built by gpu-check.sh only where nvcc was set up:
@@ -290,7 +291,7 @@ grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 grep -hE "^(SUMMARY warm|multi_gpu: skipped|repro:|churn:|test result)" "$LOGS/multi_gpu.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
 grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|parallel|breakdown)\.|^target " "$LOGS/python_bench.log" 2>/dev/null
-grep -hE "^torch_native\." "$LOGS/torch_native.log" 2>/dev/null
+grep -hE "^(torch_native\.|guards\.|target torch_native)" "$LOGS/torch_native.log" 2>/dev/null
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
