@@ -500,9 +500,27 @@ impl PyKernel {
                 }
             }
             Frame::Torch => {
+                // Made here, so known but for their addresses: one call
+                // each, not the five of reading a tensor.
+                let mut sources: SmallVec<[Source<'py>; 4]> = SmallVec::new();
                 for (i, (shape, (_, dtype))) in shapes.iter().zip(&specs).enumerate() {
-                    objects.push(torch::empty(py, shape, *dtype, here, like, &label(i))?);
+                    let made = torch::empty(py, shape, *dtype, here, like, &label(i))?;
+                    let layout = torch::Tensor::made(&made, shape, *dtype, here)?;
+                    sources.push(Source::Torch(made.clone(), layout));
+                    objects.push(made);
                 }
+                let targets = self
+                    .arrays(&sources, "output", stream, torch_stream)?
+                    .into_iter()
+                    .collect();
+                return Ok((
+                    specs,
+                    targets,
+                    Plan::Into {
+                        objects,
+                        numpy: false,
+                    },
+                ));
             }
             Frame::CuPy => {
                 let alloc = py.import("kernelkit._alloc")?.getattr("cupy_empty")?;
@@ -601,9 +619,7 @@ impl PyKernel {
         // (Only when outputs are made: not for `out=`.)
         let like = match (&out, &frame) {
             (None, Frame::Torch) => sources.iter().find_map(|s| match s {
-                Source::Torch(obj, t) if torch::is_exact_tensor(obj) => {
-                    Some((obj, t.dtype, t.place))
-                }
+                Source::Torch(obj, t) if torch::is_exact_tensor(obj) => Some((obj, t)),
                 _ => None,
             }),
             _ => None,

@@ -89,6 +89,25 @@ def test_outputs_like_an_input_that_requires_grad_do_not(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_outputs_shaped_like_an_input_have_row_major_strides(device):
+    # Outputs of an input's shape and dtype come from torch.empty_like only
+    # when that input's strides are row-major; else new_empty: row-major
+    # strides either way, as kernelkit describes the outputs it makes.
+    copy = kk.metal_kernel(name="torch_like_copy", input_names=["inp"], output_names=["out"],
+                           source="uint i = thread_position_in_grid.x; out[i] = inp[i];")
+    base = torch.arange(64, dtype=torch.float32, device=device)
+    row_major = base.reshape(8, 8)
+    transposed = base.reshape(8, 8).t()
+    odd_unit_stride = base.reshape(64, 1).as_strided((64, 1), (1, 5))
+    for t, strides in ((row_major, (8, 1)), (transposed, (8, 1)), (odd_unit_stride, (1, 1))):
+        (y,) = copy(inputs=[t], grid=(64, 1, 1), threadgroup=(64, 1, 1),
+                    output_shapes=[t.shape], output_dtypes=[t.dtype])
+        assert y.shape == t.shape and tuple(y.stride()) == strides
+        assert y.data_ptr() != t.data_ptr()
+        torch.testing.assert_close(y, t.contiguous())
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_out_tensors_are_written_in_place(device):
     x = torch.arange(64, dtype=torch.float32, device=device)
     buf = torch.full_like(x, -1)

@@ -120,6 +120,7 @@ pub(crate) const GRID_GUARD: &str = concat!(
 /// the usual power-of-two block sizes (a division costs tens of cycles on
 /// the launch path).
 #[inline]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn partial(grid: [u32; 3], threadgroup: [u32; 3]) -> u32 {
     let mut partial = false;
     for (g, t) in grid.into_iter().zip(threadgroup) {
