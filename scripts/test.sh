@@ -22,6 +22,11 @@ LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
 # the capture on) every call the driver forbids while capturing.
 LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
   cargo nextest run -p kernelkit --all-features --test cuda_capture
+# ... and on a stand-in GPU without stream-ordered memory pools, where an
+# output kernelkit would allocate under a capture is a typed refusal.
+FAKECUDA_NO_MEMORY_POOLS=1 LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
+  cargo nextest run -p kernelkit --all-features --test cuda_capture \
+  -E 'test(=outputs_under_capture_are_refused_without_a_memory_pool)'
 # The behavioural suite's CUDA instances that read no kernel results (the
 # stand-in runs no kernel, and its NVRTC rejects nothing): the bad-input
 # matrix with CUDA's expectations, the memo, devices of other kinds.

@@ -140,7 +140,9 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   case 75: *v = 9; break;                        /* compute capability */
   case 76: *v = 0; break;
   case 97: *v = 232448; break;                   /* shared memory opt-in */
-  case 115: *v = 1; break;                       /* memory pools */
+  case 115: /* memory pools: FAKECUDA_NO_MEMORY_POOLS=1 says none */
+    *v = !(getenv("FAKECUDA_NO_MEMORY_POOLS") && *getenv("FAKECUDA_NO_MEMORY_POOLS") == '1');
+    break;
   default: *v = 0;
   }
   return OK;
@@ -328,7 +330,44 @@ static CUresult host_alloc(CUdeviceptr *p, size_t n) {
   *p = (CUdeviceptr)(uintptr_t)m;
   return OK;
 }
-CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); return OK; }
+/* Graph allocations: cuMemAllocFromPoolAsync on a capturing stream makes
+ * one (the driver records an allocation node). Their host memory is never
+ * freed or reused, so an address seen as a graph allocation never comes
+ * back from an ordinary allocation (a test can tell them apart); each is
+ * recorded with whether it was freed. Freeing one twice aborts with a
+ * message (no graph is launched here, so nothing makes it live again), and
+ * cuMemFreeAsync on a capturing stream of memory that is no graph
+ * allocation fails and invalidates the capture, as the driver refuses a
+ * free node of memory no allocation node made. */
+#define MAX_GRAPH_ALLOCS 4096
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUdeviceptr graph_allocs[MAX_GRAPH_ALLOCS];
+static unsigned char graph_freed[MAX_GRAPH_ALLOCS];
+static int graph_count;
+static int stream_capturing(void *s) { return is_object(s) && ((uint64_t *)s)[1] != 0; }
+/* The index of graph allocation p, or -1. */
+static int graph_alloc_index(CUdeviceptr p) {
+  for (int i = 0; i < graph_count; i++)
+    if (graph_allocs[i] == p) return i;
+  return -1;
+}
+/* Frees graph allocation p if it is one (1), else 0. */
+static int graph_free(CUdeviceptr p, const char *call) {
+  pthread_mutex_lock(&graph_lock);
+  int i = graph_alloc_index(p);
+  if (i >= 0 && graph_freed[i]) {
+    fprintf(stderr, "fakecuda: %s of graph allocation %#llx, freed already\n", call,
+            (unsigned long long)p);
+    abort();
+  }
+  if (i >= 0) graph_freed[i] = 1;
+  pthread_mutex_unlock(&graph_lock);
+  return i >= 0;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  if (!graph_free(p, "cuMemFree")) free((void *)(uintptr_t)p);
+  return OK;
+}
 CUresult cuMemPoolCreate(void **pool, const void *props) {
   (void)props;
   NEED_CTX();
@@ -340,9 +379,35 @@ CUresult cuMemPoolSetAttribute(void *pool, int attr, void *v) { (void)pool; (voi
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, void *pool, void *s) {
   (void)pool;
   live_stream(s, "cuMemAllocFromPoolAsync");
-  return host_alloc(p, n);
+  if (n == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!stream_capturing(s)) return host_alloc(p, n);
+  /* An allocation node: zeroed host memory, kept for the process. */
+  CUresult r = host_alloc(p, n);
+  if (r != OK) return r;
+  memset((void *)(uintptr_t)*p, 0, n);
+  pthread_mutex_lock(&graph_lock);
+  if (graph_count == MAX_GRAPH_ALLOCS) {
+    pthread_mutex_unlock(&graph_lock);
+    free((void *)(uintptr_t)*p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  graph_freed[graph_count] = 0;
+  graph_allocs[graph_count++] = *p;
+  pthread_mutex_unlock(&graph_lock);
+  return OK;
 }
-CUresult cuMemFreeAsync(CUdeviceptr p, void *s) { live_stream(s, "cuMemFreeAsync"); return cuMemFree_v2(p); }
+CUresult cuMemFreeAsync(CUdeviceptr p, void *s) {
+  live_stream(s, "cuMemFreeAsync");
+  if (graph_free(p, "cuMemFreeAsync")) return OK; /* a free node, or a real free */
+  if (stream_capturing(s)) {
+    if (getenv("FAKECUDA_CAPTURE_VERBOSE"))
+      fprintf(stderr, "fakecuda: cuMemFreeAsync of memory no allocation node made, while capturing\n");
+    capture_invalidated = 1;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  free((void *)(uintptr_t)p);
+  return OK;
+}
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *s) {
   (void)s; NEED_CTX(); memcpy((void *)(uintptr_t)d, h, n); return OK;
 }

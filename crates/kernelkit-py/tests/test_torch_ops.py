@@ -2,7 +2,8 @@
 custom_op`` traced by ``torch.compile(fullgraph=True)`` without a graph break,
 kept as one node by ``torch.export``, differentiated through a backward
 given as another kernelkit kernel (``gradcheck`` on MLX's grid_sample pair)
-or any Python function, and captured by ``torch.cuda.graph`` (GPU only).
+or any Python function, and captured by ``torch.cuda.graph`` (GPU only:
+as an operator, and as a plain call with ``output_shapes``).
 CPU tensors run on kernelkit's CPU device. Skipped, with the reason, where
 torch is not installed (the GPU machine has it)."""
 
@@ -193,6 +194,40 @@ def test_cuda_graph_capture_replays_with_new_inputs():
         graph.replay()
         want = (2 * static_x) ** 2 + 2 * static_x + static_y
         torch.testing.assert_close(static_out, want)
+
+
+@CUDA
+def test_a_plain_call_with_output_shapes_is_captured_with_a_strided_input():
+    # Not an operator: a kernel called on torch tensors with output_shapes.
+    # Under torch.cuda.graph its output comes from torch.empty (torch's
+    # graph pool) and its strided input is copied by kernelkit into a graph
+    # allocation that the graph frees itself; the copy kernel and the
+    # variant are loaded by the warm-up.
+    x = torch.zeros(64, 32, device="cuda")
+
+    def step(x):
+        (y,) = SCALE(
+            inputs=[x.t()],
+            template=[("T", x.dtype), ("S", 2)],
+            grid=(x.numel(), 1, 1),
+            threadgroup=(256, 1, 1),
+            output_shapes=[(32, 64)],
+            output_dtypes=[x.dtype],
+        )
+        return y
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = step(x)
+    for i in range(100):
+        x.copy_(torch.arange(64 * 32, device="cuda", dtype=torch.float32).reshape(64, 32) * (i % 5))
+        graph.replay()
+        torch.testing.assert_close(static_y, 2 * x.t())
 
 
 @CUDA

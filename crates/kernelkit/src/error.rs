@@ -222,9 +222,24 @@ pub enum CallError {
         reason: String,
     },
     /// A call on a stream that is being captured into a CUDA graph would
-    /// do something a capture forbids (compile or load its variant,
-    /// allocate an output, wait on the host): refused before anything is
-    /// queued, so the capture stays valid.
+    /// do something a capture forbids: compile or load its variant, wait
+    /// on the host for another stream, or allocate memory on a device that
+    /// cannot allocate under a capture (no stream-ordered memory pool; or,
+    /// for a strided input's copy, a copy kernel not loaded yet). Refused
+    /// before anything is queued, so the capture stays valid.
+    ///
+    /// What a capture allows: a warm call is captured as a kernel node;
+    /// outputs given with `Call::output_into` are written in place; outputs
+    /// kernelkit allocates are *graph allocations* (allocation nodes of the
+    /// graph, from the device's stream-ordered pool, never shared with
+    /// ordinary arrays), with CUDA's rules: read such an array only after
+    /// a launch of the graph; dropped during the capture it is freed by the
+    /// graph itself (a free node); kept past the capture it must be dropped
+    /// before the graph is launched again, unless the graph was
+    /// instantiated with `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`
+    /// (then each launch makes it again at the same address and the array
+    /// holds the latest results; drop it after the last launch, ordered
+    /// after it). `docs/pytorch.md` ("CUDA graphs") has the details.
     #[error(
         "kernel `{kernel}`: {what} while a stream it uses is being captured into a CUDA graph: \
          {advice}"

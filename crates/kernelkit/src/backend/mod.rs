@@ -140,6 +140,11 @@ pub(crate) enum Owner {
     /// A device block, given back to its home stream's cache.
     #[cfg(feature = "cuda")]
     Device(cuda::DeviceMem),
+    /// A graph allocation (made while its stream was being captured into a
+    /// CUDA graph): freed with the driver, never cached (see
+    /// `cuda::graph`).
+    #[cfg(feature = "cuda")]
+    Graph(cuda::GraphMem),
     /// Memory another library owns: never cached, never freed here (see
     /// [`foreign`]).
     Foreign(Box<foreign::ForeignMem>),
@@ -158,6 +163,8 @@ impl Memory {
             }
             #[cfg(feature = "cuda")]
             Owner::Device(mem) => mem.release(self.addr, home),
+            #[cfg(feature = "cuda")]
+            Owner::Graph(mem) => mem.release(self.addr, home),
             Owner::Foreign(mem) => mem.release(home),
         }
     }
@@ -179,6 +186,7 @@ impl Memory {
     pub(crate) fn used_on(&self, stream: &Arc<cuda::CudaStream>) {
         match &self.owner {
             Owner::Device(mem) => mem.used_on(stream),
+            Owner::Graph(mem) => mem.used_on(stream),
             Owner::Foreign(mem) => mem.used_on(stream),
             Owner::Host(_) => {}
         }
@@ -186,7 +194,8 @@ impl Memory {
 
     /// The size class this memory can be reused for whole by the thread
     /// that drops it (a *spare*: see `array::storage`), if the backend
-    /// allows it: a small device block. Host memory is never kept.
+    /// allows it: a small device block. Host memory and graph allocations
+    /// are never kept.
     #[inline]
     pub(crate) fn spare_class(&self) -> Option<usize> {
         match &self.owner {
@@ -366,6 +375,32 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// `home` (a GPU backend may hand out memory whose last user was
     /// earlier work on that stream).
     fn alloc(&self, len: usize, home: &StreamHandle) -> Result<Memory>;
+    /// Why this device cannot allocate memory on a stream that is being
+    /// captured into a CUDA graph; `None` when it can
+    /// ([`Backend::alloc_in_graph`]). Asked only of captured streams, which
+    /// only GPU backends have.
+    fn graph_alloc_refusal(&self) -> Option<&'static str> {
+        Some("this device has no CUDA graphs")
+    }
+    /// Allocates `len` bytes on `home`, a stream that is being captured
+    /// into a CUDA graph, as a *graph allocation*: an allocation node of
+    /// the graph, at an address fixed for the graph's life, never taken
+    /// from or given back to a cache of ordinary blocks. Freed (a free
+    /// node while `home` still captures, a real free after) when released.
+    fn alloc_in_graph(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
+        let _ = (len, home);
+        Err(crate::error::DeviceError::Unavailable {
+            device: self.label().to_string(),
+            reason: "this device has no CUDA graphs".into(),
+        }
+        .into())
+    }
+    /// Why [`Backend::gather`] cannot run on a stream that is being
+    /// captured (it would compile or load its kernel, which a capture
+    /// forbids); `None` when it can.
+    fn gather_in_graph_refusal(&self) -> Option<&'static str> {
+        None
+    }
     /// Allocates and fills from host bytes, in the order of `home`; the
     /// copy has finished when this returns.
     fn upload(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory>;

@@ -3,6 +3,12 @@
 //! outputs in the stream's order, and hand the backend one borrowed
 //! launch description.
 //!
+//! On a stream that is being captured into a CUDA graph, memory kernelkit
+//! allocates (outputs, strided inputs' copies) is a *graph allocation*
+//! ([`Backend::alloc_in_graph`](crate::backend::Backend::alloc_in_graph)),
+//! never a block of the stream's cache or a thread's spare: see
+//! `kernel::call::capture` for what that means to the caller.
+//!
 //! A call whose inputs need nothing done first (the common case) goes
 //! straight from here to the backend; the rest is out of line
 //! ([`dispatch_in_full`]), so that its code does not crowd the
@@ -75,8 +81,8 @@ pub(crate) fn dispatch(
 #[inline(always)]
 fn new_outputs(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
     let stream = call.stream;
-    if stream.may_capture() && !call.outputs.is_empty() {
-        refuse_outputs_while_capturing(call)?;
+    if stream.may_capture() && !call.outputs.is_empty() && outputs_in_graph(call, outputs)? {
+        return Ok(());
     }
     for (i, (extents, dtype)) in call.outputs.iter().enumerate() {
         let shape = shape_from_extents(extents);
@@ -108,7 +114,8 @@ fn outputs_with_targets(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()
     for (i, (extents, dtype)) in call.outputs.iter().enumerate() {
         let Some((_, target)) = call.targets.iter().find(|(j, _)| *j == i) else {
             if stream.capturing()? {
-                return Err(capturing(call, allocating(call, i), OUTPUTS_ADVICE));
+                outputs.push(graph_output(call, i)?);
+                continue;
             }
             let shape = shape_from_extents(extents);
             let bytes = shape.iter().product::<usize>() * dtype.size();
@@ -144,36 +151,87 @@ fn outputs_with_targets(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()
     Ok(())
 }
 
-/// What to do instead of allocating outputs under a capture.
+/// What to do instead of allocating outputs under a capture, where the
+/// device cannot.
 const OUTPUTS_ADVICE: &str = "write the outputs into arrays allocated by an allocator that knows \
      the capture (`Call::output_into`; Python: PyTorch tensors, or `out=`), or allocated before \
      the capture began";
 
+/// What to do instead of copying a strided input under a capture, where
+/// the device cannot.
+const COPY_ADVICE: &str = "make one call with a strided input on this device before the capture \
+     (it loads the copy kernel), or pass row-contiguous inputs";
+
 /// What to do instead of waiting on the host under a capture.
 const ORDER_ADVICE: &str = "produce the arrays on the capturing stream (or make it wait for \
-     their stream before the capture), and pass row-contiguous inputs to kernels that ask for \
-     them";
+     their stream before the capture)";
 
-/// The error for outputs that kernelkit would allocate on a stream that is
-/// being captured; `Ok` when it is not.
+/// [`new_outputs`] on a stream that someone else may capture: while it is
+/// being captured, every output is a graph allocation ([`graph_output`])
+/// and this returns true; false, having done nothing, when it is not.
 #[cold]
 #[inline(never)]
-fn refuse_outputs_while_capturing(call: &Dispatch<'_>) -> Result<()> {
-    if call.stream.capturing()? {
-        return Err(capturing(call, allocating(call, 0), OUTPUTS_ADVICE));
+fn outputs_in_graph(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<bool> {
+    if !call.stream.capturing()? {
+        return Ok(false);
     }
-    Ok(())
+    for i in 0..call.outputs.len() {
+        outputs.push(graph_output(call, i)?);
+    }
+    Ok(true)
 }
 
-/// "output `NAME` would be allocated by kernelkit".
+/// Output `i` of `call`, whose stream is being captured, as a graph
+/// allocation of that stream (filled where the call asks): an allocation
+/// node of the graph, never a cached block. A [`CallError::Capturing`]
+/// where the device cannot allocate under a capture.
 #[cold]
 #[inline(never)]
-fn allocating(call: &Dispatch<'_>, output: usize) -> String {
-    format!(
-        "output `{}` would be allocated by kernelkit, and its memory reused while the graph may \
-         still replay",
-        call.spec.output_names[output]
-    )
+fn graph_output(call: &Dispatch<'_>, i: usize) -> Result<Array> {
+    let stream = call.stream;
+    let backend = stream.device().backend();
+    if let Some(why) = backend.graph_alloc_refusal() {
+        let what = format!(
+            "output `{}` would be allocated by kernelkit, but {why}",
+            call.spec.output_names[i]
+        );
+        return Err(capturing(call, what, OUTPUTS_ADVICE));
+    }
+    let (extents, dtype) = &call.outputs[i];
+    let shape = shape_from_extents(extents);
+    let bytes = shape.iter().product::<usize>() * dtype.size();
+    let mem = backend
+        .alloc_in_graph(bytes, stream.handle())
+        .map_err(|e| output_alloc_error(call, i, bytes, e))?;
+    let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
+    if let Some(v) = call.init_value {
+        let pattern = fill_pattern(v, *dtype).expect("checked when the call was planned");
+        backend.fill(&storage.mem, &pattern, stream.handle())?;
+    }
+    Ok(Array::contiguous(storage, shape, *dtype))
+}
+
+/// Memory for a contiguous copy of strided input `i` (`bytes` long) on
+/// the call's stream, which is being captured: a graph allocation, freed
+/// by a free node when the copy is dropped after the launch. A
+/// [`CallError::Capturing`] where the device cannot allocate or copy under
+/// a capture.
+#[cold]
+#[inline(never)]
+fn graph_copy(call: &Dispatch<'_>, i: usize, bytes: usize) -> Result<crate::backend::Memory> {
+    let stream = call.stream;
+    let backend = stream.device().backend();
+    if let Some(why) = backend
+        .gather_in_graph_refusal()
+        .or_else(|| backend.graph_alloc_refusal())
+    {
+        let what = format!(
+            "input `{}` is strided and would be copied by kernelkit, but {why}",
+            call.spec.input_names[i]
+        );
+        return Err(capturing(call, what, COPY_ADVICE));
+    }
+    backend.alloc_in_graph(bytes, stream.handle())
 }
 
 /// A [`CallError::Capturing`] of `call`: it would do `what`, which a
@@ -330,15 +388,12 @@ fn in_full(
             }
         }
         if call.spec.ensure_row_contiguous && !input.is_row_contiguous() {
-            if stream.capturing()? {
-                let what = format!(
-                    "input `{}` is strided and would be copied into memory kernelkit allocates",
-                    call.spec.input_names[i]
-                );
-                return Err(capturing(call, what, ORDER_ADVICE));
-            }
             let n = input.size() * input.dtype.size();
-            let mem = backend.alloc(n, handle)?;
+            let mem = if stream.capturing()? {
+                graph_copy(call, i, n)?
+            } else {
+                backend.alloc(n, handle)?
+            };
             backend.gather(&input.arg(), &mem, handle)?;
             let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
             copies.push((

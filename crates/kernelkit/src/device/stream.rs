@@ -155,7 +155,8 @@ impl Stream {
     /// (`from_raw_cuda`, cudarc's) and kernelkit's own once their raw
     /// handle was handed out ([`Stream::raw_cuda`]); for the rest, and on
     /// other devices, `false` without a driver call. While it is `true`,
-    /// calls on the stream queue kernels only: see
+    /// calls on the stream queue kernels only, and the outputs kernelkit
+    /// allocates for them are graph allocations with CUDA's rules: see
     /// [`CallError::Capturing`](crate::CallError::Capturing).
     #[inline]
     pub fn capturing(&self) -> Result<bool> {

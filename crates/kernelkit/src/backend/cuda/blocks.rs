@@ -228,6 +228,11 @@ impl CudaStream {
         Ok(())
     }
 
+    /// The device's allocator (graph allocations ask its pool).
+    pub(super) fn allocator(&self) -> &Allocator {
+        &self.allocator
+    }
+
     #[inline]
     fn take(&self, class: usize) -> Option<DevicePtr> {
         if !self.caching {
@@ -391,6 +396,28 @@ impl DeviceMem {
     fn order_after_foreign(&mut self, home: &CudaStream) {
         let foreign = std::mem::take(self.foreign.get_mut().unwrap_or_else(|p| p.into_inner()));
         order_after(home, foreign);
+    }
+
+    /// A record of the streams that use memory which is no cached block
+    /// (a graph allocation, `graph`): the same bookkeeping, no size class.
+    /// Only [`DeviceMem::order_uses`] and [`DeviceMem::used_on`] may be
+    /// asked of it: it is never given back to a cache.
+    pub(super) fn uses_only(home: &Arc<CudaStream>) -> DeviceMem {
+        DeviceMem {
+            class: 0,
+            home: Arc::as_ptr(home) as usize,
+            last_foreign: AtomicUsize::new(0),
+            foreign: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Makes `home` wait for every foreign stream's use of the memory, as
+    /// [`DeviceMem::release`] does before giving a block back; for memory
+    /// that is freed instead.
+    pub(super) fn order_uses(&mut self, home: &CudaStream) {
+        if *self.last_foreign.get_mut() != 0 {
+            self.order_after_foreign(home);
+        }
     }
 
     /// This block's size class, if a thread may keep it whole as its spare

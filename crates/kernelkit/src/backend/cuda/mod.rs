@@ -18,6 +18,8 @@
 //!   machine without CUDA gets a typed error, never a panic.
 //! - `pool`: where device blocks come from (a stream-ordered pool);
 //!   `blocks`: streams and their per-stream caches of freed blocks;
+//!   `graph`: graph allocations (memory allocated while a stream is
+//!   captured into a CUDA graph, never cached);
 //!   `gather`: the built-in strided → contiguous copy kernel.
 //! - `worker`: compile worker processes, so that compiles of distinct
 //!   kernels from many threads run in parallel (NVRTC serializes them
@@ -30,6 +32,7 @@ mod blocks;
 mod compile;
 mod driver;
 mod gather;
+mod graph;
 mod includes;
 mod launch;
 #[cfg(kernelkit_candle_cuda)]
@@ -59,6 +62,7 @@ use std::time::{Duration, Instant};
 use crate::error::{CompileError, DeviceError, Result};
 
 pub(crate) use blocks::{order_after, CudaStream, DeviceMem, StreamOrigin};
+pub(crate) use graph::GraphMem;
 pub(crate) use load::{CudaFunction, CudaModule};
 
 thread_local! {
@@ -375,6 +379,21 @@ impl Backend for CudaBackend {
     }
     fn alloc(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
         self.guarded(|| memory::alloc(len, home))
+    }
+    fn graph_alloc_refusal(&self) -> Option<&'static str> {
+        self.allocator.pool().is_none().then_some(graph::NO_POOL)
+    }
+    fn alloc_in_graph(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
+        self.guarded(|| graph::alloc_in_graph(self.stream(home), len))
+    }
+    fn gather_in_graph_refusal(&self) -> Option<&'static str> {
+        match self.gather.get() {
+            Some(Ok(_)) => None,
+            _ => Some(
+                "kernelkit's strided-copy kernel is not loaded yet (it is compiled for the \
+                 first strided input that a kernel asking for row-contiguous inputs gets)",
+            ),
+        }
     }
     fn upload(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
         self.guarded(|| memory::upload(bytes, home))

@@ -36,6 +36,12 @@ impl Allocator {
         Ok(Allocator { ctx, pool, cache })
     }
 
+    /// The kernelkit-owned stream-ordered pool, if the driver has pools:
+    /// graph allocations (`graph`) take their properties from it.
+    pub(super) fn pool(&self) -> Option<RawPool> {
+        self.pool
+    }
+
     pub(super) fn describe(&self) -> &'static str {
         match (self.pool.is_some(), self.cache) {
             (true, true) => "per-stream cache over a stream-ordered pool",
