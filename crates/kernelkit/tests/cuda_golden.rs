@@ -1,13 +1,13 @@
 //! Golden tests for the CUDA dialect: the generated name and source of a few
 //! specs, compared byte for byte with the files in `tests/golden/cuda/`.
 //!
-//! Every CUDA source holds kernelkit's CUDA prelude for its body's language
-//! (`kernelkit::codegen::prelude`: for a Metal body, the Metal
-//! compatibility layer too: thousands of lines). The golden files hold a
-//! mark in its place ([`prelude_mark`]), and the test checks the prelude
-//! apart: each generated source must hold it exactly once, where the
-//! golden file has the mark. So a change of the prelude touches the prelude alone, not
-//! every golden file.
+//! Every CUDA source holds sections of kernelkit's CUDA prelude for its
+//! body's language (`kernelkit::codegen::prelude_sections`: for a Metal
+//! body, those of the Metal compatibility layer it needs: up to thousands
+//! of lines). The golden files hold each section's first line,
+//! `// kernelkit prelude: NAME`, in its place ([`without_prelude`]). So a
+//! change of a section's text touches the prelude alone, and a change of
+//! which sections a body gets shows in its golden file.
 //!
 //! To regenerate after an intended change: `KERNELKIT_BLESS=1 cargo test
 //! --test cuda_golden`, then review the diff. The same files, with the
@@ -207,25 +207,31 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-/// What a golden file holds instead of the prelude of a body in
-/// `language` (the same line in the library test that compiles the golden
-/// files).
-fn prelude_mark(language: BodyLanguage) -> String {
-    format!("// @kernelkit-cuda-prelude ({})\n", language.name())
-}
-
-/// A generated source as its golden file holds it: the prelude of its
-/// body's language replaced by its mark. An error when the source does not
-/// hold the prelude exactly once.
+/// A generated source as its golden file holds it: each prelude section
+/// it holds (`kernelkit::codegen::prelude_sections`) reduced to its first
+/// line, `// kernelkit prelude: NAME` (so the file shows which sections the
+/// body needs). An error when the source holds no section, or one twice.
 fn without_prelude(source: &str, language: BodyLanguage) -> Result<String, String> {
-    let prelude = kernelkit::codegen::prelude(Dialect::Cuda, language);
-    match source.matches(prelude).count() {
-        1 => Ok(source.replacen(prelude, &prelude_mark(language), 1)),
-        n => Err(format!(
-            "holds the {} body's CUDA prelude {n} times, not once",
-            language.name()
-        )),
+    let mut out = source.to_string();
+    let mut held = 0;
+    for (name, text) in kernelkit::codegen::prelude_sections(Dialect::Cuda, language) {
+        match out.matches(text).count() {
+            0 => {}
+            1 => {
+                let first = text.split_inclusive('\n').next().unwrap_or(text);
+                out = out.replacen(text, first, 1);
+                held += 1;
+            }
+            n => return Err(format!("holds the prelude section `{name}` {n} times")),
+        }
     }
+    if held == 0 {
+        return Err(format!(
+            "holds no section of the {} body's CUDA prelude",
+            language.name()
+        ));
+    }
+    Ok(out)
 }
 
 fn golden_dir() -> PathBuf {

@@ -37,7 +37,12 @@
 //! atomics mapped onto CUDA atomics; for a Metal body
 //! ([`BodyLanguage::Metal`], the default) also the Metal compatibility layer
 //! (vector types, Metal's standard library, SIMD-group functions over the
-//! active lanes, MLX's kernel utilities). `cuda_fp16.h`/`cuda_bf16.h` are
+//! active lanes, MLX's kernel utilities), by need: only the sections the
+//! lowered body and header name, and what the wrapper uses (atomic
+//! outputs, operators on a position used as a vector), with their
+//! dependencies ([`super::prelude::select`]; NVRTC parses every line it is
+//! given, and the whole layer was ~45 ms of a trivial kernel's ~70 ms).
+//! `cuda_fp16.h`/`cuda_bf16.h` are
 //! included only when the variant or the text of the body or header
 //! mentions a 16-bit float (they cost NVRTC ~15 ms), `cooperative_groups.h`
 //! only when the body or header uses cooperative groups (~800 ms).
@@ -56,6 +61,7 @@ use super::attributes::portable_expr;
 use super::lex::{tokens, Kind};
 use super::lower::{lower, member_names, Options, Target};
 use super::parts::{SharedText, VariantText};
+use super::prelude::{select, Needs, CUDA_PLAIN_SECTIONS};
 use super::{portable_name, BodyLanguage};
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::template::TemplateArg;
@@ -64,6 +70,7 @@ use std::borrow::Cow;
 
 /// The prelude of a variant whose body is CUDA C++ (the Metal layer's
 /// prelude starts with it too).
+#[cfg(test)]
 pub(crate) const PRELUDE: &str = super::prelude::CUDA_PLAIN;
 
 /// Most axes a `NAME_shape` / `NAME_strides` parameter holds (`KK_MAX_NDIM`
@@ -165,7 +172,7 @@ const LOCALS: &[(&str, &str)] = &[
 /// macros, the lowered header, and the lowered body.
 pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
     let metal = spec.language == BodyLanguage::Metal;
-    let (header, body, macros) = if metal {
+    let (header, body, macros, sections) = if metal {
         let header = super::portable_header(&spec.header);
         let members = member_names(&[&spec.source, &header]);
         let opts = Options {
@@ -188,17 +195,33 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
                 macros.push((v, twin));
             }
         }
-        (header, body, macros)
+        let positions: Vec<&str> = spec
+            .attributes
+            .iter()
+            .filter(|a| a.ty == "uint3")
+            .map(|a| a.name)
+            .collect();
+        let needs = Needs {
+            atomic_outputs: spec.atomic_outputs,
+        };
+        let chosen = select(&[&header, &body], &positions, needs);
+        let sections: Vec<Cow<'static, str>> =
+            chosen.sections().map(|s| Cow::Borrowed(s.text)).collect();
+        (header, body, macros, sections)
     } else {
-        (spec.header.clone(), spec.source.clone(), Vec::new())
+        let sections = CUDA_PLAIN_SECTIONS
+            .iter()
+            .map(|s| Cow::Borrowed(s.text))
+            .collect();
+        (
+            spec.header.clone(),
+            spec.source.clone(),
+            Vec::new(),
+            sections,
+        )
     };
 
-    let prelude = if metal {
-        super::prelude::CUDA_METAL
-    } else {
-        PRELUDE
-    };
-    let mut prefix: Vec<Cow<'static, str>> = Vec::with_capacity(4);
+    let mut prefix: Vec<Cow<'static, str>> = Vec::with_capacity(sections.len() + 2);
     let mut head = String::new();
     if small {
         head.push_str("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define KK_HALF_TYPES 1\n");
@@ -209,7 +232,7 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
     if !head.is_empty() {
         prefix.push(Cow::Owned(head));
     }
-    prefix.push(Cow::Borrowed(prelude));
+    prefix.extend(sections);
     let mut rest = String::with_capacity(header.len() + 64 * macros.len() + 32);
     for (word, value) in &macros {
         let line = format!("#define {word} {value}");

@@ -99,10 +99,11 @@ impl BodyLanguage {
     }
 }
 
-/// The prelude a generated source of `dialect` begins with for a body in
-/// `language` (empty for Metal, whose sources are MLX's, with none): what
-/// `kernelkit source` prints first, for inspection, and what tests that
-/// compare generated sources set apart.
+/// The whole prelude a generated source of `dialect` for a body in
+/// `language` draws from (empty for Metal, whose sources are MLX's, with
+/// none): what tests that compare generated sources set apart. A CUDA
+/// source of a Metal body holds only the sections of it that the body
+/// needs ([`prelude_sections`]).
 pub fn prelude(dialect: Dialect, language: BodyLanguage) -> &'static str {
     match (dialect, language) {
         (Dialect::Metal, _) => "",
@@ -110,6 +111,24 @@ pub fn prelude(dialect: Dialect, language: BodyLanguage) -> &'static str {
         (Dialect::Cuda, BodyLanguage::Metal) => prelude::CUDA_METAL,
         (Dialect::Cuda, BodyLanguage::Cuda) => prelude::CUDA_PLAIN,
     }
+}
+
+/// The sections of [`prelude`], as (name, text) in the order a source
+/// holds them. A CUDA source holds those its variant needs, each text
+/// whole and starting with its line `// kernelkit prelude: NAME`; a CPU
+/// source holds its one section (a fixed text, precompiled once); Metal
+/// has none.
+pub fn prelude_sections(
+    dialect: Dialect,
+    language: BodyLanguage,
+) -> Vec<(&'static str, &'static str)> {
+    let table = match (dialect, language) {
+        (Dialect::Metal, _) => return Vec::new(),
+        (Dialect::Cpu, _) => return vec![("cpu", prelude::CPU)],
+        (Dialect::Cuda, BodyLanguage::Metal) => prelude::CUDA_METAL_SECTIONS,
+        (Dialect::Cuda, BodyLanguage::Cuda) => prelude::CUDA_PLAIN_SECTIONS,
+    };
+    table.iter().map(|s| (s.name, s.text)).collect()
 }
 
 /// A generated function name and source.

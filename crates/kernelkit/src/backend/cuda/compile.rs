@@ -503,6 +503,37 @@ mod tests {
         assert!(err.to_string().contains("kernel `k`"));
     }
 
+    /// The compiling half of the prelude's dependency check (the lexical
+    /// half is `codegen::prelude::tests::a_section_names_only_what_its_dependencies_declare`):
+    /// each section, with only the sections it depends on (and those in
+    /// every source), compiles, with and without the 16-bit float types.
+    #[test]
+    fn each_prelude_section_compiles_with_its_dependencies() {
+        use crate::codegen::prelude::{Selection, CUDA_METAL_SECTIONS};
+        let Some(nvrtc) = nvrtc() else { return };
+        let kernel = "\nextern \"C\" __global__ void k(float* o) { o[threadIdx.x] = 1.0f; }\n";
+        let mut failed = Vec::new();
+        for (i, section) in CUDA_METAL_SECTIONS.iter().enumerate() {
+            let only = Selection::of_index(i);
+            for small in [false, true] {
+                let mut source = String::new();
+                if small {
+                    source.push_str(
+                        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define KK_HALF_TYPES 1\n",
+                    );
+                }
+                for s in only.sections() {
+                    source.push_str(s.text);
+                }
+                source.push_str(kernel);
+                if let Err(e) = nvrtc.compile_source(&source) {
+                    failed.push(format!("{} (16-bit floats: {small}): {e}", section.name));
+                }
+            }
+        }
+        assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    }
+
     #[test]
     fn golden_sources_compile() {
         let Some(nvrtc) = nvrtc() else { return };
@@ -520,20 +551,22 @@ mod tests {
             "strided_elem_to_loc",
             "threadgroup_reduce"
         );
-        // The golden files hold a mark where the prelude of their body's
-        // language goes (so a change of the prelude touches one file): put
-        // it back.
-        use crate::codegen::{prelude, BodyLanguage, Dialect};
+        // The golden files hold the first line of each prelude section
+        // their source holds (so a change of the prelude touches one
+        // file): put the sections back. (The plain prelude's sections are
+        // the Metal prelude's first ones.)
+        use crate::codegen::{prelude_sections, BodyLanguage, Dialect};
         for (name, golden) in sources {
-            let marked: Vec<_> = [BodyLanguage::Metal, BodyLanguage::Cuda]
-                .into_iter()
-                .map(|l| (format!("// @kernelkit-cuda-prelude ({})\n", l.name()), l))
-                .filter(|(mark, _)| golden.contains(mark.as_str()))
-                .collect();
-            assert_eq!(marked.len(), 1, "golden {name}: one prelude mark");
-            let (mark, language) = &marked[0];
-            assert_eq!(golden.matches(mark.as_str()).count(), 1, "golden {name}");
-            let source = golden.replace(mark.as_str(), prelude(Dialect::Cuda, *language));
+            let mut source = golden.to_string();
+            let mut held = 0;
+            for (_, text) in prelude_sections(Dialect::Cuda, BodyLanguage::Metal) {
+                let first = text.split_inclusive('\n').next().unwrap_or(text);
+                if source.contains(first) {
+                    source = source.replacen(first, text, 1);
+                    held += 1;
+                }
+            }
+            assert!(held > 0, "golden {name}: no prelude section");
             if let Err(e) = nvrtc.compile_source(&source) {
                 panic!("golden {name} does not compile: {e}");
             }

@@ -1,4 +1,10 @@
-// @kernelkit-cuda-prelude (metal)
+// kernelkit prelude: portable
+// kernelkit prelude: cuda_base
+// kernelkit prelude: layout
+// kernelkit prelude: atomic
+// kernelkit prelude: types
+// kernelkit prelude: metal_atomic
+// kernelkit prelude: cuda_tail
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t

@@ -1,7 +1,13 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #define KK_HALF_TYPES 1
-// @kernelkit-cuda-prelude (metal)
+// kernelkit prelude: portable
+// kernelkit prelude: cuda_base
+// kernelkit prelude: layout
+// kernelkit prelude: types
+// kernelkit prelude: math
+// kernelkit prelude: conditional
+// kernelkit prelude: cuda_tail
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t

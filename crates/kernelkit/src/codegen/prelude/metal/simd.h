@@ -1,11 +1,14 @@
-// ---- 6.9.1 Threadgroup synchronization flags, 6.9.2 SIMD-group and quad
-// functions: the API, over each backend's primitives (group_cpu.h,
-// group_cuda.h). T is any scalar or vector (shuffles: any trivially
+// ---- 6.9.2 SIMD-group and quad functions: the API, over each backend's
+// primitives (group_cpu.h, group_cuda.h; the flags of 6.9.1 are in
+// mem_flags.h). T is any scalar or vector (shuffles: any trivially
 // copyable value; and/or/xor: integers).
+namespace kk {
+namespace simd {
+struct min_ { template <class T> static KK_FN T f(const T& a, const T& b) { return T(metal::min(a, b)); } };
+struct max_ { template <class T> static KK_FN T f(const T& a, const T& b) { return T(metal::max(a, b)); } };
+}  // namespace simd
+}  // namespace kk
 namespace metal {
-namespace mem_flags {
-enum { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4, mem_threadgroup_imageblock = 8, mem_object_data = 16 };
-}  // namespace mem_flags
 // The result of a vote: a bit per lane (for quads, per lane of the quad).
 template <class V> struct kk_vote {
   typedef V vote_t;

@@ -17,8 +17,6 @@ struct mul {
   template <class T> static KK_FN T f(const T& a, const T& b) { return T(a * b); }
   template <class T> static KK_FN T identity() { return T(1); }
 };
-struct min_ { template <class T> static KK_FN T f(const T& a, const T& b) { return T(metal::min(a, b)); } };
-struct max_ { template <class T> static KK_FN T f(const T& a, const T& b) { return T(metal::max(a, b)); } };
 struct and_ { template <class T> static KK_FN T f(const T& a, const T& b) { return T(a & b); } };
 struct or_ { template <class T> static KK_FN T f(const T& a, const T& b) { return T(a | b); } };
 struct xor_ { template <class T> static KK_FN T f(const T& a, const T& b) { return T(a ^ b); } };

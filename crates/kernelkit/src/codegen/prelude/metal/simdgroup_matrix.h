@@ -39,10 +39,10 @@ template <class T, int C, int R> KK_FN simdgroup_matrix<T, C, R> make_filled_sim
 // `elements_per_row` elements per row (transposed: the block's transpose).
 template <class T, class U>
 KK_FN void simdgroup_load(simdgroup_matrix<T, 8, 8>& d, const U* src, ulong elements_per_row = 8,
-                          ulong2 origin = ulong2(0), bool transpose = false) {
+                          ulong2 origin = ulong2(0), bool transposed = false) {
   for (int r = 0; r < 8; ++r)
     for (int c = 0; c < 8; ++c) {
-      const ulong row = origin.y + ulong(transpose ? c : r), col = origin.x + ulong(transpose ? r : c);
+      const ulong row = origin.y + ulong(transposed ? c : r), col = origin.x + ulong(transposed ? r : c);
       d.kk_m[r * 8 + c] = T(src[row * elements_per_row + col]);
     }
   d.kk_dirty = false;
@@ -50,12 +50,12 @@ KK_FN void simdgroup_load(simdgroup_matrix<T, 8, 8>& d, const U* src, ulong elem
 // Stores the block: each lane writes the pair it owns.
 template <class T, class U>
 KK_FN void simdgroup_store(const simdgroup_matrix<T, 8, 8>& a, U* dst, ulong elements_per_row = 8,
-                           ulong2 origin = ulong2(0), bool transpose = false) {
+                           ulong2 origin = ulong2(0), bool transposed = false) {
   const unsigned l = kk::simd::lane_id_of_thread();
   const int r = kk::sm_row(l);
   for (int k = 0; k < 2; ++k) {
     const int c = kk::sm_col(l) + k;
-    const ulong row = origin.y + ulong(transpose ? c : r), col = origin.x + ulong(transpose ? r : c);
+    const ulong row = origin.y + ulong(transposed ? c : r), col = origin.x + ulong(transposed ? r : c);
     dst[row * elements_per_row + col] = U(a.kk_m[r * 8 + c]);
   }
 }
