@@ -39,6 +39,7 @@ mod memory;
 mod nvrtc;
 mod pool;
 mod probe;
+mod unload;
 pub(crate) mod worker;
 
 use std::cell::Cell;
@@ -107,6 +108,9 @@ pub(super) struct Context {
     instance: u64,
     /// `cuda:N`.
     pub(super) label: String,
+    /// Retired modules waiting for the work that may run them, and the
+    /// streams whose fences they wait for (see `unload`).
+    unloads: unload::Unloads,
 }
 
 impl Context {
@@ -133,6 +137,11 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        // Modules still waiting to be unloaded: the device goes, so after
+        // one synchronize.
+        if self.unloads.pending() > 0 && self.bind().is_ok() {
+            self.unloads.drain(&self.label);
+        }
         // Releases the retain taken in `open`. Threads that made this
         // context current keep its instance number in their record, which
         // no later context has.
@@ -246,6 +255,7 @@ impl CudaBackend {
             device,
             instance: next_context_instance(),
             label: label.clone(),
+            unloads: unload::Unloads::default(),
         });
         ctx.bind()?;
 
@@ -349,7 +359,10 @@ impl Backend for CudaBackend {
         self.guarded(|| Ok(StreamHandle::Cuda(CudaStream::new(self.allocator.clone())?)))
     }
     fn synchronize(&self, stream: &StreamHandle) -> Result<()> {
-        self.guarded(|| self.stream(stream).synchronize())
+        self.guarded(|| self.stream(stream).synchronize())?;
+        // A host wait: a good moment to unload what finished waiting.
+        self.ctx.unloads.reap(&self.ctx.label);
+        Ok(())
     }
     fn synchronize_timeout(&self, stream: &StreamHandle, timeout: Duration) -> Result<()> {
         self.guarded(|| {
@@ -435,6 +448,9 @@ impl Backend for CudaBackend {
             }
             .into()),
         }
+    }
+    fn pending_unloads(&self) -> u64 {
+        self.ctx.unloads.pending() as u64
     }
     fn note_use(&self, mem: &Memory, stream: &StreamHandle) {
         if let Some(stream) = stream.cuda() {
