@@ -104,7 +104,7 @@ pub(crate) struct CudaStream {
     /// stored by every launch once it is queued, cleared when a fence is
     /// recorded (see `unload`, which waits for the fences of the streams
     /// that may have run a module before unloading it).
-    pub(super) launched: AtomicBool,
+    pub(super) launched: crate::sync::AtomicBool,
     /// Whether an unload may record a fence on this stream at any time
     /// (kernelkit's own streams, cudarc's, the legacy default stream), or
     /// only asks the stream's next launch for one (a raw handle of another
@@ -187,7 +187,7 @@ impl CudaStream {
             allocator,
             recent: AtomicU64::new(0),
             cache: Mutex::new((Vec::new(), 0)),
-            launched: AtomicBool::new(false),
+            launched: crate::sync::AtomicBool::new(false),
             fenced_any,
             fences: Arc::new(StreamFences::default()),
         });

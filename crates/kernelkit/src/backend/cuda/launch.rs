@@ -20,7 +20,6 @@
 //! by the generated guard (see `codegen::cuda`).
 
 use std::ffi::c_void;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use arrayvec::ArrayVec;
@@ -320,7 +319,7 @@ fn submit(
     // Queued: an unload of any module waits for a fence on this stream
     // from now on (see `unload`); one store, the warm path's only cost of
     // safe unloads.
-    stream.launched.store(true, Ordering::Release);
+    super::unload::mark_launched(&stream.launched);
     Ok(())
 }
 

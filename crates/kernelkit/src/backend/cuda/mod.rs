@@ -16,6 +16,8 @@
 //!   kernel parameters of `launch`, the backend's only `unsafe` code.
 //! - `probe`: the libraries and symbols are checked before any call, so a
 //!   machine without CUDA gets a typed error, never a panic.
+//! - `unload`: retired modules wait for events recorded after their
+//!   launches, then are unloaded, without waiting for the context.
 //! - `pool`: where device blocks come from (a stream-ordered pool);
 //!   `blocks`: streams and their per-stream caches of freed blocks;
 //!   `gather`: the built-in strided → contiguous copy kernel.

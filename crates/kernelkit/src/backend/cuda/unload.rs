@@ -56,13 +56,16 @@
 //! after, so a capture on another thread stays valid; none of them waits
 //! for the context (the final drain of a device that goes excepted).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
 use super::blocks::CudaStream;
 use super::driver::{self, RawEvent, RawModule, RawStream, RelaxedCapture};
+use crate::sync::{lock, AtomicBool, Mutex};
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Locks one of [`Unloads`]' own lists (plain `std` locks, outside the
+/// loom model: only the per-stream protocol is modelled).
+fn hold<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -110,22 +113,102 @@ impl Drop for Fence {
 /// What a stream shares with the unloads that wait for it: its last
 /// fence, and whether one is asked of its next launch. Outlives the
 /// stream (an unload that asked keeps it).
-#[derive(Default)]
 pub(super) struct StreamFences {
     /// An unload waits for a fence that only a launch on the stream (or
     /// its drop) may record: see the module documentation.
     wanted: AtomicBool,
-    state: Mutex<FenceState>,
+    state: Mutex<FenceState<Arc<Fence>>>,
 }
 
-#[derive(Default)]
-struct FenceState {
+/// A stream's fences so far (`F`: a [`Fence`]; a number in the loom model).
+pub(super) struct FenceState<F> {
     /// Fences recorded on the stream so far.
     generation: u64,
     /// The last of them.
-    last: Option<Arc<Fence>>,
+    last: Option<F>,
     /// The stream went: no fence comes after `generation`.
     closed: bool,
+}
+
+impl<F> Default for FenceState<F> {
+    fn default() -> Self {
+        FenceState {
+            generation: 0,
+            last: None,
+            closed: false,
+        }
+    }
+}
+
+/// What an unload needs of one stream.
+enum Need<F> {
+    /// This fence (`None`: nothing was ever queued there).
+    Fence(Option<F>),
+    /// A fence of a generation after this one, asked of the stream.
+    After(u64),
+}
+
+/// A launch was queued on the stream (`launched`: the stream's flag): one
+/// store, after the launch is queued. See [`fence_for_unload`].
+#[inline(always)]
+pub(super) fn mark_launched(launched: &AtomicBool) {
+    launched.store(true, Ordering::Release);
+}
+
+/// Records a fence with `record` if work was queued since the last one
+/// (clearing `launched` first: a launch queued while the fence is recorded
+/// sets it again, and the next fence covers it), and publishes it. False
+/// when `record` failed (then `launched` stays set).
+fn fence_now<F>(
+    launched: &AtomicBool,
+    state: &mut FenceState<F>,
+    record: impl FnOnce() -> Option<F>,
+) -> bool {
+    if !launched.swap(false, Ordering::AcqRel) {
+        return true;
+    }
+    match record() {
+        Some(fence) => {
+            state.generation += 1;
+            state.last = Some(fence);
+            true
+        }
+        None => {
+            launched.store(true, Ordering::Release);
+            false
+        }
+    }
+}
+
+/// What an unload starting now needs of a stream (its fence state locked):
+/// its last fence, recorded now with `record` if work was queued since and
+/// the stream may take one now (`recordable`), or a later fence.
+///
+/// Why the last fence is enough when `launched` is clear: every launch of
+/// the module stored `launched` after it was queued and before the
+/// module's last holder let go (before this), so this load sees that
+/// store, or a later swap that cleared it: under this lock, before the
+/// fence it published was recorded, which so follows the launch.
+fn fence_for_unload<F: Clone>(
+    launched: &AtomicBool,
+    state: &mut FenceState<F>,
+    recordable: bool,
+    record: impl FnOnce() -> Option<F>,
+) -> Need<F> {
+    if (recordable && fence_now(launched, state, record)) || !launched.load(Ordering::Acquire) {
+        Need::Fence(state.last.clone())
+    } else {
+        Need::After(state.generation)
+    }
+}
+
+impl Default for StreamFences {
+    fn default() -> Self {
+        StreamFences {
+            wanted: AtomicBool::new(false),
+            state: Mutex::new(FenceState::default()),
+        }
+    }
 }
 
 impl StreamFences {
@@ -138,51 +221,33 @@ impl StreamFences {
 }
 
 impl CudaStream {
-    /// Records a fence on this stream now if work was queued on it since
-    /// its last fence (clearing `launched` first: a launch queued while
-    /// the fence is recorded sets it again, and the next fence covers it),
-    /// and publishes it. False when the driver refused the event (then
-    /// `launched` stays set). The caller knows the stream is alive and not
-    /// capturing; the context is current.
-    fn fence_now(&self, state: &mut FenceState) -> bool {
-        if !self.launched.swap(false, Ordering::AcqRel) {
-            return true;
-        }
-        match Fence::record(self.raw, &self.ctx.label) {
-            Some(fence) => {
-                state.generation += 1;
-                state.last = Some(fence);
-                true
-            }
-            None => {
-                self.launched.store(true, Ordering::Release);
-                false
-            }
-        }
+    /// Records a fence on this stream now (see [`fence_now`]). The caller
+    /// knows the stream is alive and not capturing; the context is current.
+    fn fence_now(&self, state: &mut FenceState<Arc<Fence>>) -> bool {
+        fence_now(&self.launched, state, || {
+            Fence::record(self.raw, &self.ctx.label)
+        })
     }
 
-    /// The fences an unload starting now must wait for on this stream:
-    /// its last one (recorded now if work was queued since), or a request
-    /// for one that the stream's next launch records.
-    ///
-    /// Why the last fence is enough when `launched` is clear: every launch
-    /// of the module stored `launched` after queuing and before the module's
-    /// last holder let go, so this load sees that store, or a later swap
-    /// that cleared it (under this lock, before the fence it published was
-    /// recorded, which so follows the launch).
+    /// Adds to `wait` what an unload starting now needs of this stream:
+    /// its last fence, recorded now if work was queued since, or a request
+    /// for one that the stream's next launch (or its drop) records.
     fn fence_for_unload(&self, wait: &mut Waiting) {
         let fences = &self.fences;
         let mut state = lock(&fences.state);
         let recordable = self.fenced_any && !self.capturing().unwrap_or(true);
-        if (recordable && self.fence_now(&mut state)) || !self.launched.load(Ordering::Acquire) {
-            if let Some(fence) = &state.last {
+        let record = || Fence::record(self.raw, &self.ctx.label);
+        match fence_for_unload(&self.launched, &mut state, recordable, record) {
+            Need::Fence(Some(fence)) => {
                 if !fence.passed(&self.ctx.label) {
-                    wait.fences.push(fence.clone());
+                    wait.fences.push(fence);
                 }
             }
-        } else {
-            fences.wanted.store(true, Ordering::Release);
-            wait.requests.push((fences.clone(), state.generation));
+            Need::Fence(None) => {}
+            Need::After(generation) => {
+                fences.wanted.store(true, Ordering::Release);
+                wait.requests.push((fences.clone(), generation));
+            }
         }
     }
 
@@ -217,7 +282,7 @@ impl CudaStream {
                 .flatten()
         };
         if let Some(fence) = recorded {
-            lock(&self.ctx.unloads.orphans).push(fence);
+            hold(&self.ctx.unloads.orphans).push(fence);
         }
     }
 }
@@ -252,10 +317,10 @@ impl Waiting {
 #[derive(Default)]
 pub(super) struct Unloads {
     /// The context's streams (dead ones are dropped as the list grows).
-    streams: Mutex<Vec<Weak<CudaStream>>>,
+    streams: std::sync::Mutex<Vec<Weak<CudaStream>>>,
     /// The last fences of streams that went, until they pass.
-    orphans: Mutex<Vec<Arc<Fence>>>,
-    waiting: Mutex<Vec<Waiting>>,
+    orphans: std::sync::Mutex<Vec<Arc<Fence>>>,
+    waiting: std::sync::Mutex<Vec<Waiting>>,
     /// `waiting.len()`, read without the lock.
     pending: AtomicUsize,
 }
@@ -263,7 +328,7 @@ pub(super) struct Unloads {
 impl Unloads {
     /// Lists a new stream of the context.
     pub(super) fn register(&self, stream: &Arc<CudaStream>) {
-        let mut streams = lock(&self.streams);
+        let mut streams = hold(&self.streams);
         // Streams that went leave dead entries: dropped as the list grows,
         // so it stays about as long as the live streams.
         if streams.len() >= 8 && streams.len().is_power_of_two() {
@@ -288,7 +353,7 @@ impl Unloads {
             requests: Vec::new(),
         };
         let streams: Vec<Arc<CudaStream>> = {
-            let mut streams = lock(&self.streams);
+            let mut streams = hold(&self.streams);
             streams.retain(|s| s.strong_count() > 0);
             streams.iter().filter_map(Weak::upgrade).collect()
         };
@@ -299,7 +364,7 @@ impl Unloads {
         // drop takes the locks above, none of which is held).
         drop(streams);
         {
-            let mut orphans = lock(&self.orphans);
+            let mut orphans = hold(&self.orphans);
             orphans.retain(|f| !f.passed(label));
             wait.fences.extend(orphans.iter().cloned());
         }
@@ -307,7 +372,7 @@ impl Unloads {
             driver::module_unload(module);
             return;
         }
-        lock(&self.waiting).push(wait);
+        hold(&self.waiting).push(wait);
         self.pending.fetch_add(1, Ordering::AcqRel);
         self.reap_relaxed(label);
     }
@@ -326,7 +391,7 @@ impl Unloads {
     #[cold]
     #[inline(never)]
     fn reap_relaxed(&self, label: &str) {
-        let mut waiting = std::mem::take(&mut *lock(&self.waiting));
+        let mut waiting = std::mem::take(&mut *hold(&self.waiting));
         waiting.retain_mut(|w| {
             if !w.ready(label) {
                 return true;
@@ -336,9 +401,9 @@ impl Unloads {
             false
         });
         if !waiting.is_empty() {
-            lock(&self.waiting).append(&mut waiting);
+            hold(&self.waiting).append(&mut waiting);
         }
-        lock(&self.orphans).retain(|f| !f.passed(label));
+        hold(&self.orphans).retain(|f| !f.passed(label));
     }
 
     /// The device goes (its context is released after this): every module
