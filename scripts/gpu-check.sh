@@ -17,6 +17,8 @@
 #   lifecycle-tests    tests/cuda_lifecycle.rs (devices, contexts, limits; alone in a process)
 #   timeout-lib-tests  tests/cuda_timeout.rs (a kernel that outlives a wait; its own process)
 #   capture-tests      tests/cuda_capture.rs (calls under a raw CUDA graph capture, replays)
+#   unload-tests       tests/cuda_unload.rs (unloads wait for fences, not the context;
+#                      a global capture on another thread stays valid)
 #   compat-tests       tests/compat.rs (the Metal compatibility layer, run for cuda::)
 #   timeout-tests      `kernelkit run --timeout` tests, run there with --device cuda
 #   run-tests, views-tests  `kernelkit run` tests, run there with --device cuda
@@ -75,6 +77,7 @@ fault_tests=$(exe test cuda_fault)
 lifecycle_tests=$(exe test cuda_lifecycle)
 timeout_lib_tests=$(exe test cuda_timeout)
 capture_tests=$(exe test cuda_capture)
+unload_tests=$(exe test cuda_unload)
 compat_tests=$(exe test compat)
 multi_gpu_tests=$(exe test multi_gpu)
 # candle's CUDA tensors: its own target directory and RUSTFLAGS (see
@@ -92,7 +95,7 @@ else
 fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
          "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests" \
-         "$capture_tests" "$multi_gpu_tests"; do
+         "$capture_tests" "$unload_tests" "$multi_gpu_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -118,6 +121,7 @@ strip --strip-debug -o "$DEST/views-tests" "$views_tests"
 strip --strip-debug -o "$DEST/corpus-tests" "$corpus_tests"
 strip --strip-debug -o "$DEST/timeout-lib-tests" "$timeout_lib_tests"
 strip --strip-debug -o "$DEST/capture-tests" "$capture_tests"
+strip --strip-debug -o "$DEST/unload-tests" "$unload_tests"
 strip --strip-debug -o "$DEST/compat-tests" "$compat_tests"
 strip --strip-debug -o "$DEST/timeout-tests" "$timeout_tests"
 if [ -n "$candle_tests" ]; then

@@ -50,6 +50,10 @@ step timeout_lib "$G/timeout-lib-tests" --nocapture
 # Calls on a stream under a raw CUDA graph capture: typed errors that leave
 # the capture valid; a captured graph replayed 1,000 times with new inputs.
 step capture "$G/capture-tests" --test-threads=1 --nocapture
+# Unloads past max_loaded_modules wait for events after the module's
+# launches, not for the context, and leave another thread's global-mode
+# capture valid (module loads and unloads in the relaxed capture mode).
+step unload "$G/unload-tests" --test-threads=1 --nocapture
 step demo "$G/kernelkit" demo --device cuda --threads 16 --rounds 20
 # Every MLX golden spec (Metal bodies) generated for CUDA and compiled by NVRTC.
 golden_cuda() {

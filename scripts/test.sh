@@ -27,6 +27,11 @@ LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
 FAKECUDA_NO_MEMORY_POOLS=1 LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
   cargo nextest run -p kernelkit --all-features --test cuda_capture \
   -E 'test(=outputs_under_capture_are_refused_without_a_memory_pool)'
+# How modules are unloaded: after the work queued before (the stand-in holds
+# work queued on request and aborts on an unload under queued work), and
+# without invalidating another thread's global-mode capture.
+LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
+  cargo nextest run -p kernelkit --all-features --test cuda_unload
 # The behavioural suite's CUDA instances that read no kernel results (the
 # stand-in runs no kernel, and its NVRTC rejects nothing): the bad-input
 # matrix with CUDA's expectations, the memo, devices of other kinds.

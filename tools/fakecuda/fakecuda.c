@@ -32,7 +32,16 @@
  * - a launch of a function whose name contains "fakecuda_fault" fails with
  *   CUDA_ERROR_ILLEGAL_ADDRESS, and every later call that needs the context
  *   fails the same way until the context is destroyed (a sticky fault);
- * - FAKECUDA_FAIL_STREAM_CREATE=1 makes cuStreamCreate fail (out of memory).
+ * - FAKECUDA_FAIL_STREAM_CREATE=1 makes cuStreamCreate fail (out of memory);
+ * - work can be held (fakecuda_hold_work(1), or FAKECUDA_HOLD_WORK=1): a
+ *   launch is then queued, not done, until its stream is synchronized, an
+ *   event recorded after it is synchronized, the context is synchronized,
+ *   or fakecuda_complete_work() is called; cuStreamQuery and cuEventQuery
+ *   answer CUDA_ERROR_NOT_READY meanwhile, and cuModuleUnload of a module
+ *   one of whose functions has queued work aborts the process with a
+ *   message (the real driver would run unloaded code, or fault);
+ * - stream capture interacts with each thread's capture mode
+ *   (cuThreadExchangeStreamCaptureMode): see "Graph capture" below.
  *
  * Build: tools/fakecuda/build.sh (makes libcuda.so.1 and libnvrtc.so.13
  * in target/fakecuda); run with LD_LIBRARY_PATH=target/fakecuda.
@@ -170,26 +179,99 @@ static void live_stream(void *s, const char *call) {
     abort();
   }
 }
-/* Graph capture, in the driver's global mode: a stream made by
- * cuStreamCreate keeps its capture state in its second word (1 capturing,
- * 2 invalidated). While any stream captures, the calls the driver forbids
- * (synchronizing, querying, legacy allocation, module loading) fail with
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate every capture, so
- * cuStreamEndCapture then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
- * a test ends its capture to learn that no forbidden call was made. */
+/* Graph capture. A stream made by cuStreamCreate keeps its capture state
+ * in its second word (1 capturing, 2 invalidated) and the mode its capture
+ * began in. Each thread has a capture mode (cuThreadExchangeStreamCaptureMode;
+ * global by default). As the driver documents it, a thread may not make a
+ * "potentially unsafe" call (legacy allocation, module loading and
+ * unloading, synchronizing or querying streams and events) while it
+ * captures itself in a mode other than relaxed, or, in the global mode,
+ * while any other thread captures in the global mode; in the relaxed mode
+ * it may. Calls that necessarily conflict with a capture are refused in
+ * every mode: synchronizing the whole context while any stream captures,
+ * synchronizing or querying a stream that captures, querying or waiting
+ * for an event recorded under a capture that is still going on. A refused
+ * call fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates
+ * every capture, so cuStreamEndCapture then fails with
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: a test ends its capture to learn
+ * that no forbidden call was made (FAKECUDA_CAPTURE_VERBOSE=1 names the
+ * call on stderr). No graph is recorded. */
 #define CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
 #define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
 #define CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD 908
-static volatile int capturing_streams;
+#define CUDA_ERROR_NOT_READY 600
+#define MODE_GLOBAL 0
+#define MODE_THREAD_LOCAL 1
+#define MODE_RELAXED 2
+static volatile int capturing_streams;  /* captures going on, any mode */
+static volatile int global_captures;    /* of them, begun in the global mode */
 static volatile int capture_invalidated;
+static __thread __attribute__((tls_model("initial-exec"))) int thread_mode;
+static __thread __attribute__((tls_model("initial-exec"))) int own_captures; /* not relaxed */
 static int is_object(void *s) { return (uintptr_t)s >= 4096; }
-static CUresult forbidden_while_capturing(const char *call) {
-  if (capturing_streams == 0) return 0;
+static CUresult refuse(const char *call) {
   if (getenv("FAKECUDA_CAPTURE_VERBOSE")) fprintf(stderr, "fakecuda: %s while capturing\n", call);
   capture_invalidated = 1;
   return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
+/* A potentially unsafe call: refused unless this thread's mode allows it. */
+static CUresult forbidden_while_capturing(const char *call) {
+  if (capturing_streams == 0 || thread_mode == MODE_RELAXED) return 0;
+  if (own_captures > 0 || (thread_mode == MODE_GLOBAL && global_captures > 0)) return refuse(call);
+  return 0;
+}
+/* A call that conflicts with any capture, whatever the mode. */
+static CUresult conflicts_with_capture(int conflict, const char *call) {
+  return conflict ? refuse(call) : 0;
+}
 #define FORBIDDEN_WHILE_CAPTURING(call) do { CUresult r_ = forbidden_while_capturing(call); if (r_) return r_; } while (0)
+#define CONFLICTS(cond, call) do { CUresult r_ = conflicts_with_capture(cond, call); if (r_) return r_; } while (0)
+CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
+  if (*mode < MODE_GLOBAL || *mode > MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  int previous = thread_mode;
+  thread_mode = *mode;
+  *mode = previous;
+  return OK;
+}
+
+/* Streams and queued work. Launches take numbers from one counter; a
+ * stream remembers the last number queued on it and the last it finished.
+ * Work is done at once unless held (see the top of the file); held work
+ * is done when its stream or the context is synchronized, or all of it by
+ * fakecuda_complete_work(). The legacy and per-thread default streams
+ * (handles 0, 1, 2) share one record. */
+typedef struct {
+  void *ctx;                    /* the context token, or dead_stream_token */
+  volatile uint64_t capture;    /* 0, 1 capturing, 2 invalidated */
+  volatile uint64_t submitted;  /* the last launch number queued here */
+  volatile uint64_t completed;  /* every launch here up to it is done */
+  int capture_mode;
+} fake_stream;
+static fake_stream default_stream;
+static volatile uint64_t launches_numbered;
+static volatile uint64_t completed_all; /* every launch up to it is done */
+static volatile int hold_work = -1;
+static int holding(void) {
+  if (hold_work < 0) {
+    const char *h = getenv("FAKECUDA_HOLD_WORK");
+    hold_work = h && *h == '1';
+  }
+  return hold_work;
+}
+static fake_stream *stream_of(void *s) { return is_object(s) ? (fake_stream *)s : &default_stream; }
+static int work_done(fake_stream *s, uint64_t n) {
+  return n == 0 || !holding() || n <= completed_all || n <= s->completed;
+}
+static void finish_stream(fake_stream *s, uint64_t upto) {
+  uint64_t c = s->completed;
+  while (c < upto && !__sync_bool_compare_and_swap(&s->completed, c, upto)) c = s->completed;
+}
+/* Test hooks (looked up with dlsym: the real driver has neither). */
+void fakecuda_hold_work(int on) {
+  if (!on) completed_all = launches_numbered;
+  hold_work = on != 0;
+}
+void fakecuda_complete_work(void) { completed_all = launches_numbered; }
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctx_retains;
 static uint64_t ctx_generations;
@@ -237,14 +319,20 @@ CUresult cuCtxSetCurrent(void *ctx) {
   ctx_current = ctx_live;
   return OK;
 }
-CUresult cuCtxSynchronize(void) { NEED_CTX(); FORBIDDEN_WHILE_CAPTURING("cuCtxSynchronize"); return OK; }
+CUresult cuCtxSynchronize(void) {
+  NEED_CTX();
+  CONFLICTS(capturing_streams > 0, "cuCtxSynchronize");
+  completed_all = launches_numbered;
+  return OK;
+}
 CUresult cuStreamCreate(void **s, unsigned flags) {
   (void)flags;
   NEED_CTX();
   const char *fail = getenv("FAKECUDA_FAIL_STREAM_CREATE");
   if (fail && *fail == '1') return CUDA_ERROR_OUT_OF_MEMORY;
-  *s = calloc(1, 64);
-  *(void **)*s = &ctx_token; /* the stream's context, for cuStreamGetCtx */
+  fake_stream *made = calloc(1, sizeof(fake_stream) < 64 ? 64 : sizeof(fake_stream));
+  made->ctx = &ctx_token; /* the stream's context, for cuStreamGetCtx */
+  *s = made;
   return OK;
 }
 /* The context a stream was created in; a stream whose first word is not
@@ -275,30 +363,41 @@ CUresult cuStreamDestroy_v2(void *s) {
 }
 CUresult cuStreamSynchronize(void *s) {
   live_stream(s, "cuStreamSynchronize"); NEED_CTX();
+  fake_stream *st = stream_of(s);
+  CONFLICTS(st->capture != 0, "cuStreamSynchronize");
   FORBIDDEN_WHILE_CAPTURING("cuStreamSynchronize");
+  finish_stream(st, st->submitted);
   return OK;
 }
-/* Kernels "finish" at once here: every stream is always done. */
 CUresult cuStreamQuery(void *s) {
   live_stream(s, "cuStreamQuery"); NEED_CTX();
+  fake_stream *st = stream_of(s);
+  CONFLICTS(st->capture != 0, "cuStreamQuery");
   FORBIDDEN_WHILE_CAPTURING("cuStreamQuery");
-  return OK;
+  return work_done(st, st->submitted) ? OK : CUDA_ERROR_NOT_READY;
 }
 CUresult cuStreamBeginCapture_v2(void *s, int mode) {
-  (void)mode;
   live_stream(s, "cuStreamBeginCapture");
   if (!is_object(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  if (((uint64_t *)s)[1] != 0) return CUDA_ERROR_INVALID_VALUE;
-  ((uint64_t *)s)[1] = 1;
+  fake_stream *st = s;
+  if (st->capture != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (mode < MODE_GLOBAL || mode > MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  st->capture = 1;
+  st->capture_mode = mode;
   __sync_fetch_and_add(&capturing_streams, 1);
+  if (mode == MODE_GLOBAL) __sync_fetch_and_add(&global_captures, 1);
+  if (mode != MODE_RELAXED) own_captures++;
   return OK;
 }
 /* The graph is a token: this driver records nothing to replay. */
 static int graph_token;
 CUresult cuStreamEndCapture(void *s, void **graph) {
   live_stream(s, "cuStreamEndCapture");
-  if (!is_object(s) || ((uint64_t *)s)[1] == 0) return CUDA_ERROR_INVALID_VALUE;
-  ((uint64_t *)s)[1] = 0;
+  if (!is_object(s) || ((fake_stream *)s)->capture == 0) return CUDA_ERROR_INVALID_VALUE;
+  fake_stream *st = s;
+  st->capture = 0;
+  if (st->capture_mode == MODE_GLOBAL) __sync_fetch_and_sub(&global_captures, 1);
+  if (st->capture_mode != MODE_RELAXED && own_captures > 0) own_captures--;
   int invalid = capture_invalidated;
   if (__sync_sub_and_fetch(&capturing_streams, 1) == 0) capture_invalidated = 0;
   *graph = invalid ? 0 : &graph_token;
@@ -307,16 +406,48 @@ CUresult cuStreamEndCapture(void *s, void **graph) {
 CUresult cuStreamIsCapturing(void *s, int *status) {
   live_stream(s, "cuStreamIsCapturing");
   *status = 0;
-  if (is_object(s) && ((uint64_t *)s)[1] != 0) *status = capture_invalidated ? 2 : 1;
+  if (is_object(s) && ((fake_stream *)s)->capture != 0) *status = capture_invalidated ? 2 : 1;
   return OK;
 }
 CUresult cuGraphDestroy(void *g) { (void)g; return OK; }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s; (void)e; (void)f; return OK; }
-CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(64); return OK; }
-CUresult cuEventRecord(void *e, void *s) { (void)e; live_stream(s, "cuEventRecord"); return OK; }
+/* An event: the stream and launch number it was recorded after (none: it
+ * has not been recorded), or that it was recorded under a capture. */
+typedef struct {
+  fake_stream *stream;
+  uint64_t after;
+  fake_stream *captured_on;
+} fake_event;
+CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = calloc(1, sizeof(fake_event)); return OK; }
+CUresult cuEventRecord(void *e, void *s) {
+  live_stream(s, "cuEventRecord");
+  fake_event *ev = e;
+  fake_stream *st = stream_of(s);
+  if (st->capture != 0) {
+    ev->captured_on = st;
+    return OK;
+  }
+  ev->captured_on = 0;
+  ev->stream = st;
+  ev->after = st->submitted;
+  return OK;
+}
 CUresult cuEventDestroy_v2(void *e) { free(e); return OK; }
-CUresult cuEventSynchronize(void *e) { (void)e; FORBIDDEN_WHILE_CAPTURING("cuEventSynchronize"); return OK; }
-CUresult cuEventQuery(void *e) { (void)e; FORBIDDEN_WHILE_CAPTURING("cuEventQuery"); return OK; }
+static int under_capture(fake_event *ev) { return ev->captured_on && ev->captured_on->capture != 0; }
+CUresult cuEventSynchronize(void *e) {
+  fake_event *ev = e;
+  CONFLICTS(under_capture(ev), "cuEventSynchronize");
+  FORBIDDEN_WHILE_CAPTURING("cuEventSynchronize");
+  if (ev->stream) finish_stream(ev->stream, ev->after);
+  return OK;
+}
+CUresult cuEventQuery(void *e) {
+  fake_event *ev = e;
+  CONFLICTS(under_capture(ev), "cuEventQuery");
+  FORBIDDEN_WHILE_CAPTURING("cuEventQuery");
+  if (ev->stream && !work_done(ev->stream, ev->after)) return CUDA_ERROR_NOT_READY;
+  return OK;
+}
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return OK; }
 static CUresult host_alloc(CUdeviceptr *p, size_t n);
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
@@ -440,12 +571,19 @@ CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, s
 /* A module keeps its functions, one per name, each with its dynamic shared
  * memory attribute. */
 #define MAX_FUNCS 16
+#define MAX_QUEUED 8
 typedef struct {
   char name[128];
   volatile int max_shared;
   int faults;
   volatile int unloaded; /* its module was unloaded: a launch is an error */
+  /* Its last launch on each of up to MAX_QUEUED streams (the oldest
+   * entry is replaced when full), under queued_lock. */
+  fake_stream *queued_on[MAX_QUEUED];
+  uint64_t queued_upto[MAX_QUEUED];
+  int queued_next;
 } fake_function;
+static pthread_mutex_t queued_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct {
   pthread_mutex_t lock;
   int count;
@@ -466,7 +604,21 @@ CUresult cuModuleLoadData(void **m, const void *image) {
  * fault; this one refuses the launch (CUDA_ERROR_INVALID_HANDLE) with a
  * message. */
 CUresult cuModuleUnload(void *m) {
+  NEED_CTX();
+  FORBIDDEN_WHILE_CAPTURING("cuModuleUnload");
   fake_module *mod = m;
+  pthread_mutex_lock(&queued_lock);
+  for (int i = 0; i < mod->count; i++) {
+    fake_function *fn = mod->funcs[i];
+    for (int k = 0; k < MAX_QUEUED; k++) {
+      if (fn->queued_on[k] && !work_done(fn->queued_on[k], fn->queued_upto[k])) {
+        fprintf(stderr, "fakecuda: cuModuleUnload of a module whose function `%s` has queued work\n",
+                fn->name);
+        abort();
+      }
+    }
+  }
+  pthread_mutex_unlock(&queued_lock);
   for (int i = 0; i < mod->count; i++) mod->funcs[i]->unloaded = 1;
   pthread_mutex_destroy(&mod->lock);
   free(mod);
@@ -519,6 +671,22 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   }
   /* Read the first parameter, as a driver copies them all. */
   if (params && params[0]) sink += *(volatile uint32_t *)params[0];
+  fake_stream *st = stream_of(s);
+  if (st->capture == 0 && holding()) {
+    /* Numbered under the lock, so a stream's numbers rise in its order. */
+    pthread_mutex_lock(&queued_lock);
+    uint64_t n = ++launches_numbered;
+    st->submitted = n;
+    int k = 0;
+    while (k < MAX_QUEUED && fn->queued_on[k] != st) k++;
+    if (k == MAX_QUEUED) {
+      k = fn->queued_next;
+      fn->queued_next = (k + 1) % MAX_QUEUED;
+      fn->queued_on[k] = st;
+    }
+    fn->queued_upto[k] = n;
+    pthread_mutex_unlock(&queued_lock);
+  }
   thrash();
   return OK;
 }

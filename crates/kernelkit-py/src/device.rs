@@ -317,7 +317,9 @@ pub(crate) fn clear_streams(py: Python<'_>) -> PyResult<()> {
 /// `disk_misses`, `disk_writes`, `disk_errors`, the fleet tier's
 /// `remote_hits`, `remote_misses`, `remote_writes`, `remote_errors`,
 /// `remote_rejected`, `remote_wait_ns`, `loaded_modules` (loaded now),
-/// and the bounded module cache's `loaded`, `unloaded` and `reloads`.
+/// the bounded module cache's `loaded`, `unloaded` and `reloads`, and
+/// `pending_unloads` (CUDA modules let go that wait, still loaded, for
+/// the work queued before them).
 #[pyfunction]
 pub(crate) fn cache_stats<'py>(
     py: Python<'py>,
@@ -353,6 +355,7 @@ fn stats_dict<'py>(py: Python<'py>, device: &Device) -> PyResult<Bound<'py, PyDi
         ("loaded", s.loaded),
         ("unloaded", s.unloaded),
         ("reloads", s.reloads),
+        ("pending_unloads", s.pending_unloads),
     ] {
         dict.set_item(key, value)?;
     }

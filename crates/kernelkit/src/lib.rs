@@ -87,8 +87,11 @@
 //!
 //! - [`Kernel`], [`Device`], [`Stream`] and [`Array`] are `Send + Sync`.
 //! - A prepared [`Launch`] owns its variant: clearing the memo never breaks it.
-//! - Loaded modules are never unloaded while their device lives, so queued
-//!   work never runs unloaded code.
+//! - A loaded module is unloaded (past `max_loaded_modules`) only once no
+//!   call holds it and, on CUDA, once the work queued before has finished
+//!   (events recorded after its launches, checked without waiting), so
+//!   queued work never runs unloaded code; a module pinned (a captured
+//!   graph launches it) stays loaded while its device lives.
 //! - A device (its caches, modules and, on CUDA, its context and memory
 //!   pool) is freed once nothing holds it: its handles, its streams, its
 //!   arrays, a thread's spare output ([`Device::downgrade`] tells).

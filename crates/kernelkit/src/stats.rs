@@ -191,10 +191,18 @@ pub struct CacheStats {
     /// Modules this device loaded (from a tier, another device's artifact
     /// or a compile), reloads included.
     pub loaded: u64,
-    /// Modules unloaded to keep the device within `max_loaded_modules`.
+    /// Modules unloaded to keep the device within `max_loaded_modules`:
+    /// let go by the cache (freed once no variant, prepared launch or
+    /// running call holds them; on CUDA, once the work queued before has
+    /// finished, see `pending_unloads`).
     pub unloaded: u64,
     /// Loads of a module this device had unloaded before.
     pub reloads: u64,
+    /// Modules let go by every holder whose code stays loaded, now, until
+    /// the work that may run them finishes (CUDA: the events recorded
+    /// after their launches pass; checked without waiting on later cold
+    /// paths). 0 on the CPU, whose launches finish before they return.
+    pub pending_unloads: u64,
 }
 
 impl CacheStats {
@@ -202,7 +210,7 @@ impl CacheStats {
     /// `cache:` line that `kernelkit demo` prints.
     pub fn summary(&self) -> String {
         format!(
-            "hits={} misses={} compiles={} failures={} compile_ms={:.1} disk_hits={} disk_misses={} disk_writes={} disk_errors={} remote_hits={} remote_misses={} remote_writes={} remote_errors={} remote_rejected={} remote_wait_ms={:.1} loaded={} unloaded={} reloads={}",
+            "hits={} misses={} compiles={} failures={} compile_ms={:.1} disk_hits={} disk_misses={} disk_writes={} disk_errors={} remote_hits={} remote_misses={} remote_writes={} remote_errors={} remote_rejected={} remote_wait_ms={:.1} loaded={} unloaded={} reloads={} pending_unloads={}",
             self.hits,
             self.misses,
             self.compiles,
@@ -220,7 +228,8 @@ impl CacheStats {
             self.remote_wait_ns as f64 / 1e6,
             self.loaded,
             self.unloaded,
-            self.reloads
+            self.reloads,
+            self.pending_unloads
         )
     }
 }

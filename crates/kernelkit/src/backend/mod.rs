@@ -441,6 +441,12 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn note_use(&self, mem: &Memory, stream: &StreamHandle) {
         let _ = (mem, stream);
     }
+    /// Modules that the device let go and that wait, still loaded, for the
+    /// work that may run them (CUDA's unloads wait for fences, see
+    /// `cuda::unload`; other backends unload at once).
+    fn pending_unloads(&self) -> u64 {
+        0
+    }
     /// The launches this backend recorded instead of running them: the
     /// null backend's; `None` for backends that run kernels.
     fn launch_log(&self) -> Option<&null::LaunchLog> {

@@ -13,8 +13,9 @@
 //!   spared once) picks a module that is neither pinned nor used since the
 //!   hand last passed, takes it out of the map and retires it (see
 //!   `cache::loaded`). The module is freed when its last holder lets go;
-//!   the backend's drop then waits for the work queued on it, so no
-//!   launch ever runs unloaded code. Asked for again, it is built again (a
+//!   the backend then unloads it once the work queued on it is done (CUDA:
+//!   events recorded after its launches, see `backend::cuda::unload`), so
+//!   no launch ever runs unloaded code. Asked for again, it is built again (a
 //!   load from a tier, or a compile) and counted as a reload.
 
 use rustc_hash::{FxHashMap, FxHashSet};

@@ -16,8 +16,8 @@
 //! the module's bound slots, both under the module's own `binds` lock; a
 //! retired module is never bound. So no slot keeps a retired module after
 //! its retire returned, and a module is freed (CPU: `dlclose`; CUDA:
-//! unloaded after the work queued before it is done, see the backend's
-//! `load.rs`) only once no launch can still be reading it.
+//! unloaded once the work queued before it is done, see the backend's
+//! `unload.rs`) only once no launch can still be reading it.
 
 use std::sync::{Arc, Weak};
 

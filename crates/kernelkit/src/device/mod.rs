@@ -459,7 +459,9 @@ impl Device {
 
     /// What the kernel cache and artifact store have done so far.
     pub fn cache_stats(&self) -> CacheStats {
-        self.0.modules.stats()
+        let mut stats = self.0.modules.stats();
+        stats.pending_unloads = self.backend().pending_unloads();
+        stats
     }
 
     /// The digest of this device's compiler configuration: what an

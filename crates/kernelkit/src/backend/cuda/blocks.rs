@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 
 use super::driver::{self, DevicePtr, RawStream};
 use super::pool::Allocator;
+use super::unload::StreamFences;
 use super::Context;
 use crate::backend::{Memory, Owner, StreamHandle};
 use crate::error::Result;
@@ -99,6 +100,19 @@ pub(crate) struct CudaStream {
     recent: AtomicU64,
     /// (size class, address) of blocks free in this stream's order.
     cache: Mutex<(Vec<(usize, DevicePtr)>, usize)>,
+    /// Whether a kernel was queued on this stream since its last fence:
+    /// stored by every launch once it is queued, cleared when a fence is
+    /// recorded (see `unload`, which waits for the fences of the streams
+    /// that may have run a module before unloading it).
+    pub(super) launched: crate::sync::AtomicBool,
+    /// Whether an unload may record a fence on this stream at any time
+    /// (kernelkit's own streams, cudarc's, the legacy default stream), or
+    /// only asks the stream's next launch for one (a raw handle of another
+    /// library, alive for sure only during a call: see `unload`).
+    pub(super) fenced_any: bool,
+    /// The fences recorded on this stream, shared with the unloads that
+    /// wait for them.
+    pub(super) fences: Arc<StreamFences>,
 }
 
 /// Bits of a packed [`CudaStream::recent`] entry that hold the address.
@@ -159,7 +173,11 @@ impl CudaStream {
         let ctx = allocator.ctx.clone();
         let spares = allocator.cache && !matches!(origin, StreamOrigin::Raw);
         let may_capture = AtomicBool::new(!matches!(origin, StreamOrigin::Own));
-        Arc::new(CudaStream {
+        // A raw handle is alive for sure only during a call on it, but the
+        // legacy default stream (`CU_STREAM_LEGACY`, or 0) is valid for the
+        // life of the process.
+        let fenced_any = !matches!(origin, StreamOrigin::Raw) || raw.addr() <= 1;
+        let stream = Arc::new(CudaStream {
             may_capture,
             raw,
             origin,
@@ -169,7 +187,12 @@ impl CudaStream {
             allocator,
             recent: AtomicU64::new(0),
             cache: Mutex::new((Vec::new(), 0)),
-        })
+            launched: crate::sync::AtomicBool::new(false),
+            fenced_any,
+            fences: Arc::new(StreamFences::default()),
+        });
+        stream.ctx.unloads.register(&stream);
+        stream
     }
 
     /// The raw `CUstream` handle as a number, for protocols that exchange
@@ -315,6 +338,9 @@ impl Drop for CudaStream {
         if self.ctx.bind().is_err() {
             return;
         }
+        // The fence that later unloads wait for, while the stream is
+        // certainly alive.
+        self.close_fences();
         let mut blocks = std::mem::take(&mut lock(&self.cache).0);
         let recent = *self.recent.get_mut();
         if recent != 0 {

@@ -87,11 +87,17 @@ pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStrea
 
 /// Pins `function`'s module when `stream` is being captured; refuses the
 /// launch (nothing queued, the capture stays valid) when the bounded module
-/// cache retired the module before the pin.
+/// cache retired the module before the pin. On a stream that does not
+/// capture, records the fence an unload asked of it (see `unload`: such a
+/// stream may be another library's, alive for sure only during a call).
 #[cold]
 #[inline(never)]
 fn pin_if_capturing(stream: &CudaStream, function: &CudaFunction) -> Result<()> {
-    if stream.capturing_now()? && !function.pin_module() {
+    let capturing = stream.capturing_now()?;
+    if !capturing && stream.fences.wanted() {
+        stream.record_wanted_fence();
+    }
+    if capturing && !function.pin_module() {
         return Err(CallError::Capturing {
             kernel: function.name.to_string(),
             what: "its module was being unloaded (max_loaded_modules) when the launch was \
@@ -312,7 +318,12 @@ fn submit(
     // they address are kept alive by the caller's arrays (and, after
     // return, by stream-ordered freeing).
     unsafe { driver::launch_kernel(function, blocks, threads, shared, stream.raw, params) }
-        .map_err(|failed| launch_error(failed, ctx, operation, what))
+        .map_err(|failed| launch_error(failed, ctx, operation, what))?;
+    // Queued: an unload of any module waits for a fence on this stream
+    // from now on (see `unload`); one store, the warm path's only cost of
+    // safe unloads.
+    super::unload::mark_launched(&stream.launched);
+    Ok(())
 }
 
 /// The error of a launch the driver refused (out of line: the launch

@@ -4,9 +4,10 @@
 //! `max_loaded_modules`, see `cache::kernel_cache`) or a caller holds it:
 //! a variant's function slot for this device, or a launch that read that
 //! slot (see `cache::loaded`). Its drop, when the last holder lets go,
-//! waits for the context's queued work before `cuModuleUnload`, so queued
-//! work never runs unloaded code; that wait happens only on an unload (or
-//! when the device goes), never on a launch path that does not unload.
+//! hands it to its context's unloads (`unload`): `cuModuleUnload` comes
+//! once events recorded after every launch that may have used it have
+//! passed, so queued work never runs unloaded code, and nothing waits for
+//! the rest of the context's work (only a device that goes synchronizes).
 //! Functions are resolved once per variant and device and kept in the
 //! variant's slot beside their module: no launch looks a function up. A
 //! `CudaFunction` itself does not keep its module: the slot's `Bound`
@@ -73,10 +74,10 @@ impl Drop for CudaModule {
     fn drop(&mut self) {
         if self.ctx.bind().is_ok() {
             // The last owner is gone (no slot or launch holds it), so
-            // nothing can launch it any more; waiting for the context makes
-            // sure nothing already queued still runs it.
-            let _ = driver::ctx_synchronize(&self.ctx.label);
-            driver::module_unload(self.raw);
+            // nothing can launch it any more; it is unloaded once the
+            // fences recorded after its launches pass (at once if they
+            // have), without waiting here (see `unload`).
+            self.ctx.unloads.unload(self.raw, &self.ctx.label);
         }
     }
 }
@@ -126,7 +127,15 @@ pub(super) fn load(
         reason,
     };
     ctx.bind().map_err(|e| fail(e.to_string()))?;
-    let raw = driver::module_load(artifact, &ctx.label).map_err(|e| fail(e.to_string()))?;
+    // A cold path: unloads whose fences passed since are done now.
+    ctx.unloads.reap(&ctx.label);
+    // A load is not captured work: in the relaxed capture mode, so that a
+    // capture that another thread runs in the global mode stays valid.
+    let raw = {
+        let _relaxed = driver::RelaxedCapture::enter();
+        driver::module_load(artifact, &ctx.label)
+    }
+    .map_err(|e| fail(e.to_string()))?;
     Ok(Arc::new(CudaModule {
         raw,
         ctx: ctx.clone(),

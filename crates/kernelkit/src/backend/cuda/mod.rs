@@ -16,6 +16,8 @@
 //!   kernel parameters of `launch`, the backend's only `unsafe` code.
 //! - `probe`: the libraries and symbols are checked before any call, so a
 //!   machine without CUDA gets a typed error, never a panic.
+//! - `unload`: retired modules wait for events recorded after their
+//!   launches, then are unloaded, without waiting for the context.
 //! - `pool`: where device blocks come from (a stream-ordered pool);
 //!   `blocks`: streams and their per-stream caches of freed blocks;
 //!   `graph`: graph allocations (memory allocated while a stream is
@@ -42,6 +44,7 @@ mod memory;
 mod nvrtc;
 mod pool;
 mod probe;
+mod unload;
 pub(crate) mod worker;
 
 use std::cell::Cell;
@@ -111,6 +114,9 @@ pub(super) struct Context {
     instance: u64,
     /// `cuda:N`.
     pub(super) label: String,
+    /// Retired modules waiting for the work that may run them, and the
+    /// streams whose fences they wait for (see `unload`).
+    unloads: unload::Unloads,
 }
 
 impl Context {
@@ -137,6 +143,11 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        // Modules still waiting to be unloaded: the device goes, so after
+        // one synchronize.
+        if self.unloads.pending() > 0 && self.bind().is_ok() {
+            self.unloads.drain(&self.label);
+        }
         // Releases the retain taken in `open`. Threads that made this
         // context current keep its instance number in their record, which
         // no later context has.
@@ -250,6 +261,7 @@ impl CudaBackend {
             device,
             instance: next_context_instance(),
             label: label.clone(),
+            unloads: unload::Unloads::default(),
         });
         ctx.bind()?;
 
@@ -353,7 +365,10 @@ impl Backend for CudaBackend {
         self.guarded(|| Ok(StreamHandle::Cuda(CudaStream::new(self.allocator.clone())?)))
     }
     fn synchronize(&self, stream: &StreamHandle) -> Result<()> {
-        self.guarded(|| self.stream(stream).synchronize())
+        self.guarded(|| self.stream(stream).synchronize())?;
+        // A host wait: a good moment to unload what finished waiting.
+        self.ctx.unloads.reap(&self.ctx.label);
+        Ok(())
     }
     fn synchronize_timeout(&self, stream: &StreamHandle, timeout: Duration) -> Result<()> {
         self.guarded(|| {
@@ -454,6 +469,9 @@ impl Backend for CudaBackend {
             }
             .into()),
         }
+    }
+    fn pending_unloads(&self) -> u64 {
+        self.ctx.unloads.pending() as u64
     }
     fn note_use(&self, mem: &Memory, stream: &StreamHandle) {
         if let Some(stream) = stream.cuda() {

@@ -48,6 +48,8 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuEventRecord",
     "cuEventDestroy_v2",
     "cuEventSynchronize",
+    "cuEventQuery",
+    "cuThreadExchangeStreamCaptureMode",
     "cuEventElapsedTime",
     "cuMemAlloc_v2",
     "cuMemFree_v2",

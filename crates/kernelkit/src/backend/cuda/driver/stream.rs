@@ -104,6 +104,59 @@ pub(in crate::backend::cuda) fn stream_wait_event(
     )
 }
 
+/// `cuEventQuery`: whether the work recorded before `event` has finished
+/// (without waiting). An event never recorded has.
+pub(in crate::backend::cuda) fn event_query(
+    event: RawEvent,
+    label: &str,
+) -> Result<bool, DeviceError> {
+    // SAFETY: asks the driver about an event; no memory moves.
+    let result = unsafe { sys::cuEventQuery(event.0) };
+    if result == sys::CUresult::CUDA_ERROR_NOT_READY {
+        return Ok(false);
+    }
+    check(result, label, "cuEventQuery")?;
+    Ok(true)
+}
+
+/// The calling thread in the driver's relaxed stream capture mode until
+/// dropped, then back in the mode it was in
+/// (`cuThreadExchangeStreamCaptureMode`, push then pop). In the relaxed
+/// mode a "potentially unsafe" call (loading or unloading a module,
+/// querying an event, ...) does not invalidate a capture that another
+/// thread runs in the global mode (PyTorch's default); calls that
+/// necessarily conflict with a capture (synchronizing the context, or a
+/// stream that captures) still do, in every mode.
+pub(in crate::backend::cuda) struct RelaxedCapture {
+    /// The thread's mode before; `None` when the exchange failed (then
+    /// nothing is restored).
+    previous: Option<sys::CUstreamCaptureMode>,
+}
+
+impl RelaxedCapture {
+    /// Enters the relaxed mode on this thread (if the driver refuses, the
+    /// thread stays in its mode: the calls are made anyway, as before).
+    pub(in crate::backend::cuda) fn enter() -> RelaxedCapture {
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: swaps one per-thread value through a pointer to a local.
+        let result = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) };
+        RelaxedCapture {
+            previous: (result == sys::CUresult::CUDA_SUCCESS).then_some(mode),
+        }
+    }
+}
+
+impl Drop for RelaxedCapture {
+    fn drop(&mut self) {
+        if let Some(mut mode) = self.previous {
+            // SAFETY: as in `enter`; restores the thread's own mode.
+            unsafe {
+                sys::cuThreadExchangeStreamCaptureMode(&mut mode);
+            }
+        }
+    }
+}
+
 /// `cuEventDestroy`: a recorded event's resources go when it completes.
 /// Its result is ignored.
 pub(in crate::backend::cuda) fn event_destroy(event: RawEvent) {
