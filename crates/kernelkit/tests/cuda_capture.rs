@@ -24,7 +24,7 @@ use kernelkit::{Array, CacheMode, Call, CallError, DType, Device, Error, Kernel,
 
 #[path = "common/gpu.rs"]
 mod on_gpu;
-use on_gpu::{alone, gpu, stand_in};
+use on_gpu::{alone, foreign_stream, gpu, stand_in};
 
 const N: usize = 256;
 
@@ -87,23 +87,6 @@ fn launch_graph(exec: sys::CUgraphExec, raw: sys::CUstream) -> sys::CUresult {
 
 const AUTO_FREE_ON_LAUNCH: u64 =
     sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH.0 as u64;
-
-/// A raw stream of the current context, as another library makes it, and
-/// kernelkit's stream over it. The caller destroys the raw stream after
-/// every kernelkit object using it is gone.
-fn foreign_stream(device: &Device) -> (sys::CUstream, Stream) {
-    let mut raw: sys::CUstream = std::ptr::null_mut();
-    // SAFETY: the device was opened on this thread, so its context is
-    // current; writes one stream handle.
-    let r = unsafe {
-        sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
-    };
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
-    // SAFETY: `raw` is a live stream of the device's context, destroyed by
-    // the caller only after the returned stream and its arrays are gone.
-    let stream = unsafe { Stream::from_raw_cuda(device, raw.cast()) }.unwrap();
-    (raw, stream)
-}
 
 fn begin(raw: sys::CUstream) {
     // SAFETY: a live stream; global mode, as PyTorch's default.

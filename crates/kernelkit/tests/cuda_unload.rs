@@ -17,7 +17,7 @@ use kernelkit::{Array, CacheMode, Call, DType, Device, Kernel, Stream};
 
 #[path = "common/gpu.rs"]
 mod on_gpu;
-use on_gpu::{alone, stand_in};
+use on_gpu::{alone, foreign_stream, stand_in};
 
 const N: usize = 256;
 
@@ -182,23 +182,6 @@ fn an_unload_waits_for_the_work_queued_before_it() {
             assert_eq!(out.to_vec::<f32>().unwrap(), vec![5.0f32; N]);
         }
     });
-}
-
-/// A raw stream of the current context, as another library makes it, and
-/// kernelkit's stream over it. The caller destroys the raw stream after
-/// every kernelkit object using it is gone.
-fn foreign_stream(device: &Device) -> (sys::CUstream, Stream) {
-    let mut raw: sys::CUstream = std::ptr::null_mut();
-    // SAFETY: the device was opened on this thread, so its context is
-    // current; writes one stream handle.
-    let r = unsafe {
-        sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
-    };
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
-    // SAFETY: `raw` is a live stream of the device's context, destroyed by
-    // the caller only after the returned stream and its arrays are gone.
-    let stream = unsafe { Stream::from_raw_cuda(device, raw.cast()) }.unwrap();
-    (raw, stream)
 }
 
 /// While this thread captures a raw stream in the driver's global mode (as

@@ -3,6 +3,7 @@
 //! built, so no call ever scans the body again.
 
 use crate::codegen::attributes::{Attribute, ATTRIBUTES};
+use crate::codegen::lex::CXX_KEYWORDS;
 use crate::codegen::scan::scan;
 use crate::codegen::BodyLanguage;
 use crate::error::{shown, BuildError};
@@ -255,89 +256,17 @@ impl KernelSpec {
     }
 }
 
-/// C, C++, Metal and CUDA words a name may not be, since names become
-/// identifiers in every dialect's source.
+/// C, Metal and CUDA words a name may not be, besides C++'s keywords
+/// ([`CXX_KEYWORDS`]), since names become identifiers in every dialect's
+/// source.
 const RESERVED: &[&str] = &[
-    "alignas",
-    "alignof",
-    "and",
-    "asm",
-    "auto",
-    "bool",
-    "break",
-    "case",
-    "catch",
-    "char",
-    "class",
-    "const",
     "constant",
-    "constexpr",
-    "const_cast",
-    "continue",
-    "decltype",
-    "default",
-    "delete",
     "device",
-    "do",
-    "double",
-    "dynamic_cast",
-    "else",
-    "enum",
-    "explicit",
-    "export",
-    "extern",
-    "false",
-    "float",
-    "for",
-    "friend",
-    "goto",
     "half",
-    "if",
-    "inline",
-    "int",
     "kernel",
-    "long",
-    "mutable",
-    "namespace",
-    "new",
-    "noexcept",
-    "not",
-    "nullptr",
-    "operator",
-    "or",
-    "private",
-    "protected",
-    "public",
-    "register",
-    "reinterpret_cast",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "static_assert",
-    "static_cast",
-    "struct",
-    "switch",
-    "template",
-    "this",
     "thread",
     "threadgroup",
-    "throw",
-    "true",
-    "try",
-    "typedef",
-    "typeid",
-    "typename",
     "uint",
-    "union",
-    "unsigned",
-    "using",
-    "virtual",
-    "void",
-    "volatile",
-    "while",
-    "xor",
     "main",
     "metal",
     "std",
@@ -429,7 +358,7 @@ pub(crate) fn check_identifier(
             "names starting with `__` or `kk_` are reserved for the compiler and kernelkit",
         ));
     }
-    if RESERVED.contains(&name) {
+    if CXX_KEYWORDS.contains(&name) || RESERVED.contains(&name) {
         return Err(invalid("it is a reserved word in C++, Metal or CUDA"));
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! Helpers of the CUDA test files that run on a GPU, on the stand-in
 //! driver of `tools/fakecuda`, or skip (`tests/cuda_lifecycle.rs`,
-//! `tests/cuda_capture.rs`; included by `#[path]`).
+//! `tests/cuda_capture.rs`, `tests/cuda_unload.rs`; included by `#[path]`).
 
 // Each file uses a subset.
 #![allow(dead_code)]
@@ -8,7 +8,8 @@
 use std::sync::Mutex;
 use std::thread;
 
-use kernelkit::{CacheMode, Device};
+use cudarc::driver::sys;
+use kernelkit::{CacheMode, Device, Stream};
 
 /// Runs a test alone: one at a time (each needs to be the only holder of
 /// the context, and a capture in the driver's global mode forbids calls
@@ -37,4 +38,21 @@ pub fn gpu() -> Option<Device> {
 /// The stand-in driver (kernels do not run there).
 pub fn stand_in(device: &Device) -> bool {
     device.description().contains("fakecuda")
+}
+
+/// A raw stream of the current context, as another library makes it, and
+/// kernelkit's stream over it. The caller destroys the raw stream after
+/// every kernelkit object using it is gone.
+pub fn foreign_stream(device: &Device) -> (sys::CUstream, Stream) {
+    let mut raw: sys::CUstream = std::ptr::null_mut();
+    // SAFETY: the device was opened on this thread, so its context is
+    // current; writes one stream handle.
+    let r = unsafe {
+        sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
+    };
+    assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+    // SAFETY: `raw` is a live stream of the device's context, destroyed by
+    // the caller only after the returned stream and its arrays are gone.
+    let stream = unsafe { Stream::from_raw_cuda(device, raw.cast()) }.unwrap();
+    (raw, stream)
 }

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::{Id, Section, CUDA_METAL_SECTIONS};
-use crate::codegen::lex::{tokens, Kind};
+use crate::codegen::lex::{tokens, Kind, CXX_KEYWORDS};
 
 /// What the generated wrapper itself needs of the prelude, besides what
 /// the body and header name.
@@ -153,76 +153,11 @@ fn pasted(word: &str) -> u32 {
     bits
 }
 
-/// Words that never pull a section in: C++'s keywords and built-in types,
-/// the preprocessor's words, and names that only the sections in every
-/// source declare (the base types and kernelkit's own qualifiers).
+/// Words that never pull a section in, besides C++'s keywords
+/// ([`CXX_KEYWORDS`]; see [`common`]): the preprocessor's words, CUDA's
+/// own names, and names that only the sections in every source declare
+/// (the base types and kernelkit's own qualifiers).
 pub(super) const COMMON: &[&str] = &[
-    // C++
-    "alignas",
-    "alignof",
-    "auto",
-    "bool",
-    "break",
-    "case",
-    "char",
-    "class",
-    "const",
-    "constexpr",
-    "const_cast",
-    "continue",
-    "decltype",
-    "default",
-    "delete",
-    "double",
-    "else",
-    "enum",
-    "explicit",
-    "extern",
-    "false",
-    "float",
-    "for",
-    "friend",
-    "goto",
-    "inline",
-    "int",
-    "long",
-    "mutable",
-    "namespace",
-    "new",
-    "noexcept",
-    "nullptr",
-    "operator",
-    "private",
-    "protected",
-    "public",
-    "register",
-    "reinterpret_cast",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "static_assert",
-    "static_cast",
-    "struct",
-    "switch",
-    "template",
-    "this",
-    "throw",
-    "true",
-    "try",
-    "typedef",
-    "typename",
-    "union",
-    "unsigned",
-    "using",
-    "virtual",
-    "void",
-    "volatile",
-    "while",
-    "if",
-    "do",
-    "asm",
     // the preprocessor
     "define",
     "undef",
@@ -325,7 +260,13 @@ pub(super) fn base_words() -> &'static std::collections::HashSet<&'static str> {
 /// Whether an identifier of a section's text can be a trigger at all
 /// (see the module documentation).
 pub(super) fn counts(word: &str) -> bool {
-    word.len() > 2 && !COMMON.contains(&word)
+    word.len() > 2 && !common(word)
+}
+
+/// Whether `word` never pulls a section in: a C++ keyword or one of
+/// [`COMMON`].
+pub(super) fn common(word: &str) -> bool {
+    CXX_KEYWORDS.contains(&word) || COMMON.contains(&word)
 }
 
 /// Whether an identifier of section `index` can be one of its triggers.

@@ -1,4 +1,4 @@
-use super::select::{self, counts, COMMON};
+use super::select::{self, common, counts};
 use super::*;
 use crate::codegen::lex::{tokens, Kind};
 
@@ -198,7 +198,7 @@ fn locals_are_words_of_their_sections() {
                 s.name
             );
             assert!(counts(l), "{}: `{l}` never counts anyway", s.name);
-            assert!(!COMMON.contains(l));
+            assert!(!common(l));
         }
     }
 }
