@@ -149,10 +149,19 @@ enum Need<F> {
 }
 
 /// A launch was queued on the stream (`launched`: the stream's flag): one
-/// store, after the launch is queued. See [`fence_for_unload`].
+/// swap, after the launch is queued. See [`fence_for_unload`].
+///
+/// A swap, not a store: every write of the flag is a read-modify-write, so
+/// each one continues the release sequence of the writes before it, and an
+/// unload's swap that reads a later launch's `true` (or a fence's `false`)
+/// still synchronizes with every earlier launch's write. With plain stores
+/// it would synchronize only with the one write it read, and a fence could
+/// be ordered before an earlier launch it must follow
+/// (`loom_an_unload_fence_follows_every_launch_of_its_module` finds that
+/// execution).
 #[inline(always)]
 pub(super) fn mark_launched(launched: &AtomicBool) {
-    launched.store(true, Ordering::Release);
+    launched.swap(true, Ordering::Release);
 }
 
 /// Records a fence with `record` if work was queued since the last one
@@ -174,7 +183,8 @@ fn fence_now<F>(
             true
         }
         None => {
-            launched.store(true, Ordering::Release);
+            // A swap, as every write of the flag (see `mark_launched`).
+            launched.swap(true, Ordering::Release);
             false
         }
     }
@@ -423,5 +433,91 @@ impl Unloads {
             driver::module_unload(w.module);
         }
         *self.pending.get_mut() = 0;
+    }
+}
+
+/// Model-checked with `loom` (`RUSTFLAGS="--cfg loom" cargo test --lib loom_`):
+/// the per-stream fence protocol ([`mark_launched`], [`fence_now`],
+/// [`fence_for_unload`]) over a stream whose queue is a list (the driver
+/// queues one stream's calls in the order they take its lock).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::sync::model;
+    use loom::thread;
+
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Queued {
+        Launch(u8),
+        Fence,
+    }
+
+    struct ModelStream {
+        launched: AtomicBool,
+        state: Mutex<FenceState<usize>>,
+        queue: Mutex<Vec<Queued>>,
+    }
+
+    impl ModelStream {
+        fn launch(&self, who: u8) {
+            lock(&self.queue).push(Queued::Launch(who));
+            mark_launched(&self.launched);
+        }
+
+        /// What an unload starting now waits for: a queue position.
+        fn unload(&self) -> Option<usize> {
+            let mut state = lock(&self.state);
+            let record = || {
+                let mut queue = lock(&self.queue);
+                queue.push(Queued::Fence);
+                Some(queue.len() - 1)
+            };
+            match fence_for_unload(&self.launched, &mut state, true, record) {
+                Need::Fence(at) => at,
+                Need::After(_) => unreachable!("a stream that may record always records"),
+            }
+        }
+    }
+
+    /// Thread A launches module M on the stream and lets M go; meanwhile C
+    /// launches another module there and D unloads a third (taking a fence
+    /// of its own). M's unload, which starts after A let go, waits for a
+    /// fence queued after A's launch, whatever the interleaving.
+    #[test]
+    fn loom_an_unload_fence_follows_every_launch_of_its_module() {
+        model(None, || {
+            let s = std::sync::Arc::new(ModelStream {
+                launched: AtomicBool::new(false),
+                state: Mutex::new(FenceState::default()),
+                queue: Mutex::new(Vec::new()),
+            });
+            let c = {
+                let s = s.clone();
+                thread::spawn(move || s.launch(2))
+            };
+            let d = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let _ = s.unload();
+                })
+            };
+            let a = {
+                let s = s.clone();
+                thread::spawn(move || s.launch(1))
+            };
+            a.join().unwrap();
+            let fence = s.unload();
+            let queue = lock(&s.queue).clone();
+            let launch = queue.iter().position(|q| *q == Queued::Launch(1)).unwrap();
+            match fence {
+                Some(at) => assert!(
+                    at > launch,
+                    "the fence at {at} precedes the launch: {queue:?}"
+                ),
+                None => panic!("no fence after a launch: {queue:?}"),
+            }
+            c.join().unwrap();
+            d.join().unwrap();
+        });
     }
 }
