@@ -114,8 +114,13 @@ static void thrash_init(void) {
   data = data_bytes ? calloc(data_bytes, 1) : 0;
 }
 
+/* Once per process: threads launching at once must all see the sizes and
+ * the buffer set (a first launch racing another read the sizes before the
+ * buffer was allocated and wrote through a null pointer). */
+static pthread_once_t thrash_once = PTHREAD_ONCE_INIT;
+
 static void thrash(void) {
-  if (code_funcs == (size_t)-1) thrash_init();
+  pthread_once(&thrash_once, thrash_init);
   uint32_t x = sink;
   for (size_t i = 0; i < code_funcs; i++) x = FUNCS[i](x);
   for (size_t i = 0; i < data_bytes; i += 64) data[i] += (uint8_t)x;
