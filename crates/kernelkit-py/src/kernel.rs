@@ -492,35 +492,25 @@ impl PyKernel {
         };
         let here = place_of_device(stream.device());
         let mut objects: SmallVec<[Bound<'py, PyAny>; 2]> = SmallVec::new();
-        match frame {
+        let sources: SmallVec<[Source<'py>; 4]> = match frame {
             Frame::NumPy if on_gpu => return Ok((specs, SmallVec::new(), Plan::ReadBack(None))),
             Frame::NumPy => {
                 for (shape, (_, dtype)) in shapes.iter().zip(&specs) {
                     objects.push(arrays::numpy_empty(py, shape, *dtype)?.into_any());
                 }
+                self.sources(&objects, "output")?
             }
             Frame::Torch => {
                 // Made here, so known but for their addresses: one call
                 // each, not the five of reading a tensor.
-                let mut sources: SmallVec<[Source<'py>; 4]> = SmallVec::new();
+                let mut sources = SmallVec::new();
                 for (i, (shape, (_, dtype))) in shapes.iter().zip(&specs).enumerate() {
                     let made = torch::empty(py, shape, *dtype, here, like, &label(i))?;
                     let layout = torch::Tensor::made(&made, shape, *dtype, here)?;
                     sources.push(Source::Torch(made.clone(), layout));
                     objects.push(made);
                 }
-                let targets = self
-                    .arrays(&sources, "output", stream, torch_stream)?
-                    .into_iter()
-                    .collect();
-                return Ok((
-                    specs,
-                    targets,
-                    Plan::Into {
-                        objects,
-                        numpy: false,
-                    },
-                ));
+                sources
             }
             Frame::CuPy => {
                 let alloc = py.import("kernelkit._alloc")?.getattr("cupy_empty")?;
@@ -535,13 +525,13 @@ impl PyKernel {
                         ordinal,
                     ))?);
                 }
+                self.sources(&objects, "output")?
             }
             Frame::Dlpack(module) => {
                 let module = module.as_ref().map(|m| m.clone_ref(py));
                 return Ok((specs, SmallVec::new(), Plan::Export(module)));
             }
-        }
-        let sources = self.sources(&objects, "output")?;
+        };
         let targets = self
             .arrays(&sources, "output", stream, torch_stream)?
             .into_iter()

@@ -166,6 +166,18 @@ pub(crate) fn read(t: &Bound<'_, PyAny>, what: &dyn std::fmt::Display) -> PyResu
     })
 }
 
+/// The strides torch gives a contiguous tensor of `shape`, in elements
+/// (an axis of extent 0 counts as 1, as torch and kernelkit count it).
+fn row_major(shape: &[usize]) -> SmallVec<[isize; 4]> {
+    let mut strides: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
+    let mut step = 1isize;
+    for (s, &d) in strides.iter_mut().zip(shape).rev() {
+        *s = step;
+        step = step.saturating_mul(d.max(1) as isize);
+    }
+    strides
+}
+
 /// A call's torch input that outputs of its dtype and place are made like
 /// (`empty_like`, `new_empty`): a `torch.Tensor` itself (a subclass's
 /// `new_empty` may be its own), as read.
@@ -177,14 +189,7 @@ impl Tensor {
     /// have any stride): `empty_like` copies such a tensor's strides, so its
     /// result then has exactly the layout [`Tensor::made`] describes.
     pub(crate) fn has_row_major_strides(&self) -> bool {
-        let mut expected = 1isize;
-        for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
-            if s != expected {
-                return false;
-            }
-            expected = expected.saturating_mul(d as isize);
-        }
-        true
+        self.strides == row_major(&self.shape)
     }
 
     /// The layout of a tensor this module made ([`empty`]): row-contiguous,
@@ -198,18 +203,12 @@ impl Tensor {
         let data = obj
             .call_method0(intern!(obj.py(), "data_ptr"))?
             .extract::<u64>()?;
-        let mut strides: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
-        let mut step = 1isize;
-        for (s, &d) in strides.iter_mut().zip(shape).rev() {
-            *s = step;
-            step = step.saturating_mul(d as isize);
-        }
         Ok(Tensor {
             data,
             place,
             dtype,
             shape: shape.iter().copied().collect(),
-            strides,
+            strides: row_major(shape),
         })
     }
 }
