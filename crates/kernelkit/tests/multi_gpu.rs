@@ -8,7 +8,7 @@
 //!   and the argument;
 //! - churn: 10,000 distinct template values through one kernel with
 //!   `max_loaded_modules = 64` on GPU 0, results right, at most 64 modules
-//!   loaded, resident memory printed (at 1,000 and at the end).
+//!   loaded, resident memory and the C heap printed at every tenth.
 //!
 //! - unloads racing launches on CUDA: 16 threads, a bound of 4, repeated;
 //!   no launch may reach a function of an unloaded module.
@@ -165,6 +165,47 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The process's memory at one moment: resident, and (glibc) the heap's
+/// bytes in use and kept free in its arenas.
+struct Memory {
+    rss_kib: u64,
+    heap: Option<(u64, u64, u64)>,
+}
+
+impl Memory {
+    fn now() -> Memory {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: mallinfo2 only reads the allocator's counters.
+        let heap = {
+            let m = unsafe { libc::mallinfo2() };
+            Some((
+                m.uordblks as u64 / 1024,
+                m.fordblks as u64 / 1024,
+                m.hblkhd as u64 / 1024,
+            ))
+        };
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        let heap = None;
+        Memory {
+            rss_kib: rss_kib(),
+            heap,
+        }
+    }
+}
+
+impl std::fmt::Display for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rss {} KiB", self.rss_kib)?;
+        if let Some((used, free, mapped)) = self.heap {
+            write!(
+                f,
+                ", heap {used} KiB in use, {free} KiB free in arenas, {mapped} KiB mapped"
+            )?;
+        }
+        Ok(())
+    }
+}
+
 #[test]
 fn churn_of_ten_thousand_values_stays_bounded() {
     let Ok(device) = Device::builder()
@@ -187,11 +228,15 @@ fn churn_of_ten_thousand_values_stays_bounded() {
         .unwrap();
     let threads = 16;
     let check_values = !stand_in(&device);
-    let rss_early = std::sync::Mutex::new(0u64);
-    let rss_half = std::sync::Mutex::new(0u64);
+    // Ten samples, one per tenth of the values, taken by whichever thread
+    // reaches the value: resident memory and the C heap's own totals, which
+    // tell memory the process holds live from memory malloc keeps after a
+    // free (an arena's high-water mark).
+    let samples = std::sync::Mutex::new(Vec::new());
+    let step = (n / 10).max(1);
     std::thread::scope(|s| {
         for t in 0..threads {
-            let (device, kernel, rss_early, rss_half) = (&device, &kernel, &rss_early, &rss_half);
+            let (device, kernel, samples) = (&device, &kernel, &samples);
             s.spawn(move || {
                 let stream = device.new_stream().unwrap();
                 let x = device.array_from_slice(&[1i32; 64], [64]).unwrap();
@@ -209,22 +254,27 @@ fn churn_of_ten_thousand_values_stays_bounded() {
                         assert_eq!(got, vec![1 + v as i32; 64]);
                     }
                     assert!(device.loaded_modules() <= 64);
-                    if v == n / 10 {
-                        *rss_early.lock().unwrap() = rss_kib();
-                    }
-                    if v == n / 2 {
-                        *rss_half.lock().unwrap() = rss_kib();
+                    if v > 0 && v % step == 0 {
+                        samples.lock().unwrap().push((v, Memory::now()));
                     }
                 }
             });
         }
     });
     let stats = device.cache_stats();
-    let (early, half, end) = (
-        *rss_early.lock().unwrap(),
-        *rss_half.lock().unwrap(),
-        rss_kib(),
-    );
+    let mut samples = samples.into_inner().unwrap();
+    samples.sort_by_key(|&(v, _)| v);
+    samples.push((n, Memory::now()));
+    for (v, m) in &samples {
+        println!("churn.sample {v} values: {m}");
+    }
+    let rss_at = |v: usize| {
+        samples
+            .iter()
+            .find(|&&(at, _)| at >= v)
+            .map_or(0, |(_, m)| m.rss_kib)
+    };
+    let (early, half, end) = (rss_at(n / 10), rss_at(n / 2), rss_at(n));
     // Growth that levels off (the memo filling to its cap, allocator
     // arenas) is not a leak; growth per value from half-way to the end is.
     println!(

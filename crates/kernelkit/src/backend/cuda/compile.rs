@@ -28,6 +28,7 @@
 use std::ffi::CString;
 use std::path::PathBuf;
 
+use super::compile_thread;
 use super::includes::{self, SearchPath};
 use super::nvrtc::{self, Program};
 use super::worker::{Output, Workers};
@@ -160,6 +161,7 @@ impl Nvrtc {
         let cwd = std::env::current_dir().ok();
         let includes = includes::resolve(source, &self.search, cwd.as_deref()).map_err(other)?;
         let headers = &includes.headers;
+        let here = || self.run_here(source, headers);
         let outcome = match &self.workers {
             Some(workers) => workers.compile(
                 PROGRAM_NAME,
@@ -167,9 +169,9 @@ impl Nvrtc {
                 headers,
                 &self.words,
                 self.output,
-                || run_nvrtc(PROGRAM_NAME, source, headers, &self.options, self.output),
+                here,
             ),
-            None => run_nvrtc(PROGRAM_NAME, source, headers, &self.options, self.output),
+            None => here(),
         };
         let artifact = outcome.map_err(|failure| match failure {
             Failure::Rejected(log) => CompileError::Rejected {
@@ -191,7 +193,15 @@ impl Nvrtc {
     /// user's (kernelkit's own kernels) to the target's artifact (cubin, or
     /// NUL-ended PTX).
     pub(super) fn compile_source(&self, source: &str) -> Result<Vec<u8>, Failure> {
-        run_nvrtc(PROGRAM_NAME, source, &[], &self.options, self.output)
+        self.run_here(source, &[])
+    }
+
+    /// Compiles in this process, on its compile thread (see
+    /// `compile_thread`: the compiler's heap is then kept by one thread).
+    fn run_here(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
+        let (source, headers) = (source.to_owned(), headers.to_vec());
+        let (options, output) = (self.options.clone(), self.output);
+        compile_thread::run(move || run_nvrtc(PROGRAM_NAME, &source, &headers, &options, output))
     }
 }
 

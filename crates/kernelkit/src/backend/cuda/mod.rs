@@ -25,13 +25,15 @@
 //!   `gather`: the built-in strided → contiguous copy kernel.
 //! - `worker`: compile worker processes, so that compiles of distinct
 //!   kernels from many threads run in parallel (NVRTC serializes them
-//!   inside one process).
+//!   inside one process); `compile_thread`: the one thread this process's
+//!   own compiles run on, so that one thread's heap keeps NVRTC's peak.
 //!
 //! Every driver call is made with the device's primary context current on
 //! the calling thread ([`Context::bind`], a thread-local check).
 
 mod blocks;
 mod compile;
+mod compile_thread;
 mod driver;
 mod gather;
 mod graph;
