@@ -10,9 +10,15 @@
 //! own (`Device::new_cuda`, a builder) keep their own caches and use no
 //! pool, as their documentation promises.
 //!
-//! The pool keeps artifacts up to a byte bound, oldest first out; a key
-//! whose artifact went is simply built again by the next device that needs
-//! it.
+//! The pool keeps artifacts up to a byte bound and a count bound, oldest
+//! first out; a key whose artifact went is simply built again by the next
+//! device that needs it. The count is twice the modules one device keeps
+//! loaded (`max_loaded_modules`): enough for the other devices to load what
+//! one built, and for a device to reload from memory the modules its bound
+//! unloaded last. Without it a program that generates kernels without end
+//! grew by every cubin up to the byte bound (256 MiB: the churn of
+//! `examples/multi_gpu.rs`, 10,000 values with a bound of 64 loaded, rose
+//! 20% on two H200s while each device held 64 modules).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,6 +27,7 @@ use rustc_hash::FxHashMap;
 
 use crate::backend::Module;
 use crate::cache::key::ModuleKey;
+use crate::config::CacheConfig;
 use crate::error::CompileError;
 use crate::stats::Counter;
 use crate::sync::{lock, Mutex};
@@ -36,6 +43,7 @@ type Cell = Arc<Mutex<Option<Arc<[u8]>>>>;
 pub(crate) struct ArtifactPool {
     inner: Mutex<Inner>,
     max_bytes: usize,
+    max_entries: usize,
     /// Modules a device loaded from another device's artifact.
     pub(crate) shared_loads: Counter,
 }
@@ -49,21 +57,27 @@ struct Inner {
 }
 
 impl ArtifactPool {
-    /// An empty pool that keeps at most `max_bytes` of artifacts.
-    pub(crate) fn new(max_bytes: usize) -> ArtifactPool {
+    /// An empty pool that keeps at most `max_bytes` of artifacts and at
+    /// most `max_entries` of them (at least one).
+    pub(crate) fn new(max_bytes: usize, max_entries: usize) -> ArtifactPool {
         ArtifactPool {
             inner: Mutex::new(Inner::default()),
             max_bytes,
+            max_entries: max_entries.max(1),
             shared_loads: Counter::default(),
         }
     }
 
-    /// The process-wide pool of the CUDA devices.
+    /// The process-wide pool of the CUDA devices, bounded by the process's
+    /// configuration (`config`: the process-wide devices all open with it).
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn cuda() -> Arc<ArtifactPool> {
+    pub(crate) fn cuda(config: &CacheConfig) -> Arc<ArtifactPool> {
         static POOL: std::sync::OnceLock<Arc<ArtifactPool>> = std::sync::OnceLock::new();
-        POOL.get_or_init(|| Arc::new(ArtifactPool::new(DEFAULT_POOL_BYTES)))
-            .clone()
+        POOL.get_or_init(|| {
+            let entries = config.max_loaded_modules.saturating_mul(2);
+            Arc::new(ArtifactPool::new(DEFAULT_POOL_BYTES, entries))
+        })
+        .clone()
     }
 
     /// The module of `key`: loaded with `load` from an artifact another
@@ -110,7 +124,7 @@ impl ArtifactPool {
     }
 
     /// Accounts for `key`'s new artifact and drops the oldest past the
-    /// bound (the newest always stays).
+    /// bounds (the newest always stays).
     fn keep(&self, key: &ModuleKey, len: usize) {
         let mut inner = lock(&self.inner);
         if inner.order.iter().any(|(k, _)| k == key) {
@@ -118,7 +132,9 @@ impl ArtifactPool {
         }
         inner.order.push_back((*key, len));
         inner.bytes += len;
-        while inner.bytes > self.max_bytes && inner.order.len() > 1 {
+        while (inner.bytes > self.max_bytes || inner.order.len() > self.max_entries)
+            && inner.order.len() > 1
+        {
             let Some((old, n)) = inner.order.pop_front() else {
                 break;
             };
@@ -148,7 +164,7 @@ mod tests {
     /// load its bytes.
     #[test]
     fn one_build_per_key_across_devices() {
-        let pool = Arc::new(ArtifactPool::new(1 << 20));
+        let pool = Arc::new(ArtifactPool::new(1 << 20, 64));
         let (builds, loads) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let barrier = Arc::new(Barrier::new(8));
         let threads: Vec<_> = (0..8)
@@ -187,7 +203,7 @@ mod tests {
     /// build is not kept; a load that fails builds.
     #[test]
     fn bounded_and_failures_not_kept() {
-        let pool = ArtifactPool::new(10);
+        let pool = ArtifactPool::new(10, 64);
         let build = |n: u8| move || Ok((Arc::new(n) as Module, vec![n; 4]));
         let never = |_: &[u8]| -> Result<Module, CompileError> { unreachable!("nothing kept") };
         for n in 0..5u8 {
@@ -210,5 +226,41 @@ mod tests {
             )
             .unwrap();
         assert_eq!(*rebuilt.downcast_ref::<u8>().unwrap(), 40);
+    }
+
+    /// Small artifacts far under the byte bound are still bounded by count:
+    /// the oldest go first and the newest are loaded, not built again.
+    #[test]
+    fn bounded_by_count_too() {
+        let pool = ArtifactPool::new(1 << 30, 3);
+        let built = AtomicUsize::new(0);
+        let build = |n: u8| {
+            let built = &built;
+            move || {
+                built.fetch_add(1, Ordering::SeqCst);
+                Ok((Arc::new(n) as Module, vec![n; 4]))
+            }
+        };
+        let load = |bytes: &[u8]| Ok(Arc::new(bytes[0]) as Module);
+        for n in 0..10u8 {
+            pool.module(&key(&n.to_string()), load, build(n)).unwrap();
+        }
+        assert_eq!(pool.len(), 3);
+        assert_eq!(built.load(Ordering::SeqCst), 10);
+        for n in 7..10u8 {
+            let m = pool.module(&key(&n.to_string()), load, build(n)).unwrap();
+            assert_eq!(*m.downcast_ref::<u8>().unwrap(), n);
+        }
+        assert_eq!(
+            built.load(Ordering::SeqCst),
+            10,
+            "the newest three were loaded"
+        );
+        pool.module(&key("0"), load, build(0)).unwrap();
+        assert_eq!(
+            built.load(Ordering::SeqCst),
+            11,
+            "the oldest was built again"
+        );
     }
 }

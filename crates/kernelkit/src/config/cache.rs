@@ -54,7 +54,9 @@ pub struct CacheConfig {
     /// Modules one device keeps loaded (`KERNELKIT_MAX_LOADED_MODULES`, at
     /// least 1): past it, the module least recently used is unloaded once
     /// every launch that used it has completed (see
-    /// `cache::kernel_cache`); a pinned module is never unloaded.
+    /// `cache::kernel_cache`); a pinned module is never unloaded. The
+    /// process-wide CUDA devices' shared artifact pool keeps the compiled
+    /// artifacts of twice this many modules (`cache::pool`).
     pub max_loaded_modules: usize,
 }
 

@@ -339,7 +339,7 @@ impl Device {
         #[cfg(feature = "cuda")]
         {
             let backend = crate::backend::cuda::CudaBackend::open(ordinal, &config.cuda)?;
-            let pool = shared.then(ArtifactPool::cuda);
+            let pool = shared.then(|| ArtifactPool::cuda(&config.cache));
             Device::open(DeviceKind::Cuda, ordinal, backend, &config.cache, pool)
         }
         #[cfg(not(feature = "cuda"))]
