@@ -304,8 +304,10 @@ fn main() -> Res<()> {
             }
             Ok(ms)
         };
-    let recent = churn_n.saturating_sub(100);
-    let reload_ms = reload_times(recent..recent + 8)?;
+    // The pool keeps the last 128 builds and the device the last ~64 used:
+    // values between are unloaded with their artifacts kept.
+    let recent = churn_n.saturating_sub(124);
+    let reload_ms = reload_times(recent..churn_n.saturating_sub(64))?;
     let reload = if reload_ms.is_empty() {
         f64::NAN
     } else {
