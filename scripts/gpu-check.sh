@@ -35,6 +35,7 @@
 #                      (torch and CuPy tests included: the machine has both)
 #   compare.py         the Python package's benchmark against raw launches,
 #                      CuPy and Triton (crates/kernelkit-py/bench)
+#   nvrtc_control.py   the cold burst's control: 16 NVRTC processes at once vs one
 #   candle.tar.xz      candle_fused (examples/candle_fused.rs on candle's CUDA
 #                      tensors) and candle-tests (tests/candle.rs), built with
 #                      candle's CUDA backend by scripts/candle-cuda.sh, which
@@ -182,6 +183,7 @@ if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
 fi
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 cp crates/kernelkit-py/bench/compare.py "$DEST/compare.py"
+cp crates/kernelkit-py/bench/nvrtc_control.py "$DEST/nvrtc_control.py"
 cp crates/kernelkit-py/bench/torch_native.py "$DEST/torch_native.py"
 cp crates/kernelkit-py/bench/guard_forms.py "$DEST/guard_forms.py"
 rm -rf "$DEST/python-tests/__pycache__"

@@ -93,6 +93,10 @@ step python python_tests
 python_bench() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
     KERNELKIT_CACHE=memory timeout 400 python3 "$G/compare.py" --worker "$PWD/$G/kernelkit" --json "$OUT/python_bench.json"
+  # The cold burst's control: 16 NVRTC processes at once against one, no
+  # kernelkit (what this machine's cores give; nvrtc_control.py).
+  lscpu | grep -E "^(Model name|Socket|Core|Thread|CPU\(s\))" || true
+  timeout 200 python3 "$G/nvrtc_control.py" --cli "$PWD/$G/kernelkit" --json "$OUT/nvrtc_control.json"
   # The warm figures again with this Python's per-version wheel (no abi3),
   # named per_version.*; then the abi3 wheel back.
   local tag pv
@@ -294,7 +298,7 @@ grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 grep -hE "^(SUMMARY warm|multi_gpu: skipped|repro:|churn:|test result)" "$LOGS/multi_gpu.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
-grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|parallel|breakdown)\.|^target " "$LOGS/python_bench.log" 2>/dev/null
+grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|parallel|breakdown|control)\.|^target |^Thread|^Core" "$LOGS/python_bench.log" 2>/dev/null
 grep -hE "^(torch_native\.|guards\.|target torch_native)" "$LOGS/torch_native.log" 2>/dev/null
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null

@@ -1,0 +1,143 @@
+"""The cold burst's control: what the machine itself gives to 16 NVRTC
+compiles at once, without kernelkit.
+
+``compare.py``'s ``parallel.*`` figures time 16 Python threads calling 16
+new kernels (16 compiles spread over kernelkit's compile workers) against
+one cold compile. This control takes kernelkit out: 16 processes, each with
+NVRTC loaded and warmed by one compile, wait at a barrier and then each
+compile one source of their own, the source kernelkit generates for the
+same kernel (``kernelkit source --dialect cuda``), with kernelkit's NVRTC
+options; the figure is the wall time from the barrier to the last cubin,
+against one such process compiling alone. Where 16 compiles at once take
+more than 1.5x one on this machine (shared cores, SMT siblings, memory
+bandwidth), the ``parallel.*`` target is out of kernelkit's reach there, and
+the ratio to compare kernelkit with is this one.
+
+  python nvrtc_control.py --cli PATH/kernelkit [--turns 5] [--procs 16]
+
+Prints ``control.*`` lines (and, with ``--json``, writes them).
+"""
+
+import argparse
+import ctypes
+import glob
+import json
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+BODY = "uint i = thread_position_in_grid.x; out[i] = inp[i] * 2.0f + %d.0f; /* %s */"
+
+
+def generated_source(cli):
+    """The CUDA source kernelkit generates for the burst's kernel."""
+    spec = {
+        "name": "cold_control",
+        "source": BODY % (32, "TAG"),
+        "inputs": [["inp", "float32", [1024]]],
+        "outputs": [["out", "float32", [1024]]],
+        "grid": [1024, 1, 1],
+        "threadgroup": [256, 1, 1],
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    try:
+        return subprocess.run([cli, "source", "--dialect", "cuda", f.name],
+                              check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(f.name)
+
+
+def nvrtc():
+    roots = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]
+    for root in filter(None, roots):
+        for lib in sorted(glob.glob(os.path.join(root, "lib*", "libnvrtc.so*"))):
+            if "builtins" not in lib and "alt" not in lib:
+                return ctypes.CDLL(lib), os.path.join(root, "include")
+    return ctypes.CDLL("libnvrtc.so"), "/usr/local/cuda/include"
+
+
+def compile_once(lib, include, source, arch):
+    """One NVRTC compile to a cubin, as kernelkit's options ask."""
+    prog = ctypes.c_void_p()
+    src = source.replace("TAG", uuid.uuid4().hex).encode()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"kernelkit.cu", 0, None, None) == 0
+    words = [f"--gpu-architecture={arch}".encode(), b"--device-as-default-execution-space",
+             f"-I{include}".encode(), f"-I{include}/cccl".encode()]
+    opts = (ctypes.c_char_p * len(words))(*words)
+    rc = lib.nvrtcCompileProgram(prog, len(words), opts)
+    if rc != 0:
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        raise RuntimeError(f"NVRTC {rc}: {log.value.decode(errors='replace')[-2000:]}")
+    size = ctypes.c_size_t()
+    assert lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)) == 0 and size.value > 0
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def child(source, arch, start, done, turns):
+    lib, include = nvrtc()
+    compile_once(lib, include, source, arch)  # NVRTC loaded and warm
+    for _ in range(turns):
+        start.wait()
+        compile_once(lib, include, source, arch)
+        done.wait()
+
+
+def burst(source, arch, procs, turns):
+    """Median wall time (ms) of `procs` processes compiling at once."""
+    ctx = mp.get_context("fork")
+    start, done = ctx.Barrier(procs + 1), ctx.Barrier(procs + 1)
+    kids = [ctx.Process(target=child, args=(source, arch, start, done, turns)) for _ in range(procs)]
+    for k in kids:
+        k.start()
+    walls = []
+    for _ in range(turns):
+        start.wait()
+        t = time.perf_counter()
+        done.wait()
+        walls.append((time.perf_counter() - t) * 1e3)
+    for k in kids:
+        k.join()
+        if k.exitcode != 0:
+            raise RuntimeError(f"a control process failed ({k.exitcode})")
+    return statistics.median(walls), walls
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True, help="the kernelkit CLI (for the generated source)")
+    ap.add_argument("--arch", default="sm_90a")
+    ap.add_argument("--procs", type=int, default=16)
+    ap.add_argument("--turns", type=int, default=5)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    source = generated_source(a.cli)
+    out = {"control.source_bytes": len(source), "control.cpus": os.cpu_count()}
+    # One alone and all at once, in turns, so that both see the same machine.
+    singles, bursts = [], []
+    for _ in range(a.turns):
+        singles.append(burst(source, a.arch, 1, 1)[0])
+        bursts.append(burst(source, a.arch, a.procs, 1)[0])
+    out["control.one_ms"] = statistics.median(singles)
+    out[f"control.{a.procs}_processes_ms"] = statistics.median(bursts)
+    out["control.ratio"] = out[f"control.{a.procs}_processes_ms"] / out["control.one_ms"]
+    for k, v in out.items():
+        print(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}")
+    print(f"control.all_one_ms = {[round(s, 1) for s in singles]}")
+    print(f"control.all_{a.procs}_ms = {[round(b, 1) for b in bursts]}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
