@@ -82,7 +82,20 @@ def compile_once(lib, include, source, arch):
     lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
-def child(source, arch, start, done, turns):
+def cuda_context():
+    """A CUDA context made current, as in a process that launches kernels
+    (``--cuda``: does the driver beside NVRTC change its time?)."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    assert cuda.cuInit(0) == 0
+    assert cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+    assert cuda.cuCtxSetCurrent(ctx) == 0
+
+
+def child(source, arch, start, done, turns, with_cuda=False):
+    if with_cuda:
+        cuda_context()
     lib, include = nvrtc()
     compile_once(lib, include, source, arch)  # NVRTC loaded and warm
     for _ in range(turns):
@@ -91,11 +104,12 @@ def child(source, arch, start, done, turns):
         done.wait()
 
 
-def burst(source, arch, procs, turns):
+def burst(source, arch, procs, turns, with_cuda=False):
     """Median wall time (ms) of `procs` processes compiling at once."""
     ctx = mp.get_context("fork")
     start, done = ctx.Barrier(procs + 1), ctx.Barrier(procs + 1)
-    kids = [ctx.Process(target=child, args=(source, arch, start, done, turns)) for _ in range(procs)]
+    kids = [ctx.Process(target=child, args=(source, arch, start, done, turns, with_cuda))
+            for _ in range(procs)]
     for k in kids:
         k.start()
     walls = []
@@ -117,6 +131,8 @@ def main():
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--procs", type=int, default=16)
     ap.add_argument("--turns", type=int, default=5)
+    ap.add_argument("--cuda", action="store_true",
+                    help="each process makes a CUDA context current before it compiles")
     ap.add_argument("--json")
     a = ap.parse_args()
     source = generated_source(a.cli)
@@ -124,8 +140,8 @@ def main():
     # One alone and all at once, in turns, so that both see the same machine.
     singles, bursts = [], []
     for _ in range(a.turns):
-        singles.append(burst(source, a.arch, 1, 1)[0])
-        bursts.append(burst(source, a.arch, a.procs, 1)[0])
+        singles.append(burst(source, a.arch, 1, 1, a.cuda)[0])
+        bursts.append(burst(source, a.arch, a.procs, 1, a.cuda)[0])
     out["control.one_ms"] = statistics.median(singles)
     out[f"control.{a.procs}_processes_ms"] = statistics.median(bursts)
     out["control.ratio"] = out[f"control.{a.procs}_processes_ms"] / out["control.one_ms"]

@@ -22,10 +22,11 @@ use std::sync::OnceLock;
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The compile thread's queue: started at the first compile, it lives as
-/// long as the process. `None` when the thread could not be started (then
+/// long as the process. `None` when the thread could not be started, or in
+/// a child forked after it started, which has no such thread (then
 /// compiles run on the caller's thread, as they would without it).
 fn queue() -> Option<&'static mpsc::Sender<Job>> {
-    static QUEUE: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
+    static QUEUE: OnceLock<Option<(u32, mpsc::Sender<Job>)>> = OnceLock::new();
     QUEUE
         .get_or_init(|| {
             let (send, jobs) = mpsc::channel::<Job>();
@@ -43,9 +44,11 @@ fn queue() -> Option<&'static mpsc::Sender<Job>> {
                     tracing::warn!("no NVRTC thread ({e}): compiling on the calling threads")
                 })
                 .ok()
-                .map(|_| send)
+                .map(|_| (std::process::id(), send))
         })
         .as_ref()
+        .filter(|(pid, _)| *pid == std::process::id())
+        .map(|(_, send)| send)
 }
 
 /// Runs `compile` on the compile thread and returns its result (a panic
@@ -99,5 +102,30 @@ mod tests {
         let message = caught.unwrap_err();
         assert_eq!(message.downcast_ref::<&str>(), Some(&"inside the compile"));
         assert_eq!(run(|| 7), 7);
+    }
+
+    /// A child forked after the thread started has no compile thread: its
+    /// compiles run on its own thread instead of waiting for ever.
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_compiles_on_its_own_thread() {
+        assert_eq!(run(|| 1), 1);
+        // SAFETY: the child only runs a job on its one thread and exits
+        // without unwinding; an alarm ends it if the job never returns.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            unsafe { libc::alarm(10) };
+            let here = std::thread::current().id();
+            let ok = run(move || std::thread::current().id() == here);
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child's compile did not run on its thread (status {status:#x})"
+        );
     }
 }
