@@ -151,6 +151,9 @@ if [ -n "${KK_BASE:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_base" "$K
 if [ -n "${KK_MID:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_mid" "$KK_MID"; fi
 # KK_BASE_CLI=path/to/an/older/kernelkit: sent as kernelkit_base, for `ab_bench`.
 if [ -n "${KK_BASE_CLI:-}" ]; then strip --strip-debug -o "$DEST/kernelkit_base" "$KK_BASE_CLI"; fi
+# KK_BASE_WHEEL=path/to/an/older/kernelkit-*.whl: sent in wheels-old/, for `ab_python`.
+rm -rf "$DEST/wheels-old"
+if [ -n "${KK_BASE_WHEEL:-}" ]; then mkdir -p "$DEST/wheels-old" && cp "$KK_BASE_WHEEL" "$DEST/wheels-old/"; fi
 # The Python package: a release wheel (debug info stripped) and its tests.
 rm -rf "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests"
 python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"

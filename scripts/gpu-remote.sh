@@ -184,6 +184,22 @@ ab() {
   done
 }
 step ab ab
+# The Python package's warm figures: an older wheel (KK_BASE_WHEEL at the
+# build, sent in wheels-old/) and this one, in alternating turns.
+ab_python() {
+  [ -d "$G/wheels-old" ] || { echo "no $G/wheels-old (KK_BASE_WHEEL)"; return 0; }
+  local turn w dir
+  for turn in $(seq "${KK_AB_TURNS:-3}"); do
+    for w in old new; do
+      dir=wheels; [ "$w" = old ] && dir=wheels-old
+      python3 -m pip install --quiet --no-deps --force-reinstall "$G"/$dir/kernelkit-*.whl &&
+        KERNELKIT_CACHE=memory python3 "$G/compare.py" --skip import,parallel --label "$w$turn" |
+        grep -E "\.(warm_out\.(kernelkit_us|raw_launch_us|cupy_rawkernel_us|over_raw_us)|warm_alloc\.(kernelkit_us|cupy_us)|breakdown\.read_one_tensor_us) "
+    done
+  done
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl
+}
+step ab_python ab_python
 # The same turns for `kernelkit bench --quick` of the older CLI (KK_BASE_CLI,
 # sent as kernelkit_base) and this one: memo hits, host dispatch, parallel
 # compiles, side by side.
