@@ -462,9 +462,47 @@ fn parallel_main() -> Res<()> {
     Ok(())
 }
 
+/// `cold [SOURCE]`: one cold compile's parts, in this process: NVRTC alone
+/// on SOURCE (a file of generated CUDA, e.g. `kernelkit source --dialect
+/// cuda SPEC`) from the main thread and from a new one, then kernelkit's
+/// cold call beside NVRTC alone on its own source (as in the full run).
+fn cold_main() -> Res<()> {
+    let dev = Device::cuda(0)?;
+    println!("device = {}", dev.description());
+    if let Some(path) = std::env::args().nth(2) {
+        let text = std::fs::read_to_string(&path)?;
+        let opts = nvrtc_options(&dev);
+        let fresh = |n: usize| text.replace("TAG", &format!("{}_{n}", unique_tag()));
+        let main: Vec<f64> = (0..6)
+            .map(|n| nvrtc_alone(&fresh(n), &opts))
+            .collect::<Res<_>>()?;
+        let text2 = text.clone();
+        let opts2 = opts.clone();
+        let spawned: Vec<f64> = std::thread::spawn(move || -> Vec<f64> {
+            (0..6)
+                .filter_map(|n| {
+                    let src = text2.replace("TAG", &format!("{}_t{n}", unique_tag()));
+                    nvrtc_alone(&src, &opts2).ok()
+                })
+                .collect()
+        })
+        .join()
+        .unwrap_or_default();
+        println!("cold.file_nvrtc_main_ms = {:.1} (all {main:.1?})", median(main.clone()));
+        println!("cold.file_nvrtc_thread_ms = {:.1} (all {spawned:.1?})", median(spawned.clone()));
+    }
+    let (nvrtc, kk) = cold(&dev)?;
+    println!("cold.nvrtc_ms = {nvrtc:.2}");
+    println!("cold.kernelkit_ms = {kk:.2}");
+    Ok(())
+}
+
 fn main() -> Res<()> {
     if std::env::args().nth(1).as_deref() == Some("parallel") {
         return parallel_main();
+    }
+    if std::env::args().nth(1).as_deref() == Some("cold") {
+        return cold_main();
     }
     let dev = Device::cuda(0)?;
     println!("device = {}", dev.description());
