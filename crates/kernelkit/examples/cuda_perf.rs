@@ -488,8 +488,14 @@ fn cold_main() -> Res<()> {
         })
         .join()
         .unwrap_or_default();
-        println!("cold.file_nvrtc_main_ms = {:.1} (all {main:.1?})", median(main.clone()));
-        println!("cold.file_nvrtc_thread_ms = {:.1} (all {spawned:.1?})", median(spawned.clone()));
+        println!(
+            "cold.file_nvrtc_main_ms = {:.1} (all {main:.1?})",
+            median(main.clone())
+        );
+        println!(
+            "cold.file_nvrtc_thread_ms = {:.1} (all {spawned:.1?})",
+            median(spawned.clone())
+        );
     }
     let (nvrtc, kk) = cold(&dev)?;
     println!("cold.nvrtc_ms = {nvrtc:.2}");
