@@ -220,6 +220,7 @@ pub(crate) fn numpy_host(
         strides: Some(&strides),
         stream: None,
         read_only: flags & NPY_ARRAY_WRITEABLE == 0,
+        device_known: false,
     };
     // SAFETY: NumPy's shape and strides describe memory the array holds
     // (host memory, the CPU device's), alive while the owner keeps the

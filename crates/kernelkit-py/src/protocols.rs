@@ -124,6 +124,7 @@ pub(crate) fn interface_array(
         strides: iface.strides.as_deref(),
         stream: producer,
         read_only: iface.read_only,
+        device_known: false,
     };
     // SAFETY: the interface describes memory its object owns on this
     // device (the driver is asked which device it is); the owner keeps the

@@ -152,6 +152,15 @@ impl<'py> Source<'py> {
                     Place::Cpu => None,
                     Place::Cuda(_) => torch_stream,
                 };
+                // torch said where the tensor lives (`get_device()`): when
+                // that is the call's device the driver need not be asked
+                // again (a driver call per tensor per call); otherwise it is,
+                // and answers with the typed error.
+                let id = device.id();
+                let device_known = match t.place {
+                    Place::Cuda(n) => id.kind == kernelkit::DeviceKind::Cuda && id.ordinal == n,
+                    Place::Cpu => id.kind == kernelkit::DeviceKind::Cpu,
+                };
                 let layout = ForeignLayout {
                     data: t.data,
                     dtype: t.dtype,
@@ -159,10 +168,12 @@ impl<'py> Source<'py> {
                     strides: Some(&t.strides),
                     stream: producer,
                     read_only: false,
+                    device_known,
                 };
                 // SAFETY: `data_ptr()`, `shape` and `stride()` describe the
-                // tensor's memory on its device (the driver is asked which
-                // device it is); the owner keeps the tensor, so the memory,
+                // tensor's memory on its device, which torch names
+                // (`get_device()`; the driver is asked when that is not the
+                // call's device); the owner keeps the tensor, so the memory,
                 // while kernelkit holds the array. torch writes and frees it
                 // in the order of its current stream, `producer`.
                 unsafe { foreign_array(device, layout, ForeignOwner::keep(obj.clone().unbind())) }

@@ -895,6 +895,13 @@ mod foreign {
             )
         };
         assert!(r.is_err(), "host memory is not the GPU's");
+        // A layout whose producer named the device is not checked again
+        // (torch's tensors: the driver call per tensor per call is saved).
+        let mut known = ForeignLayout::new(host.as_ptr() as u64, DType::F32, &[4]);
+        known.device_known = true;
+        // SAFETY: never launched on: the array is dropped unused.
+        let r = unsafe { interop::foreign_array(&dev, known, ForeignOwner::none()) };
+        assert!(r.is_ok(), "device_known skips the driver's check");
     }
 
     #[test]

@@ -133,6 +133,9 @@ pub(crate) struct Source {
     pub(crate) owner: ForeignOwner,
     pub(crate) lease: Option<Arc<Lease>>,
     pub(crate) read_only: bool,
+    /// The producer said the memory is the device's: the driver is not
+    /// asked (see `ForeignLayout::device_known`).
+    pub(crate) device_known: bool,
     /// The owner's per-launch bookkeeping (cudarc's events).
     #[cfg(feature = "cuda")]
     pub(crate) access: Option<Box<dyn crate::backend::foreign::ForeignAccess>>,
@@ -140,7 +143,8 @@ pub(crate) struct Source {
 
 /// An array over described foreign memory on `device`, written (and so
 /// waited for) in the order of `stream` when one is named. The device
-/// checks the memory is its own (CUDA asks the driver).
+/// checks the memory is its own (CUDA asks the driver) unless the source
+/// says its producer told.
 pub(crate) fn build(
     device: &Device,
     described: Described,
@@ -159,7 +163,7 @@ pub(crate) fn build(
             .into());
         }
     }
-    if described.len > 0 {
+    if described.len > 0 && !source.device_known {
         device
             .backend()
             .check_foreign(described.base, described.len)

@@ -282,6 +282,7 @@ unsafe fn import_tensor(
         strides: strides.as_deref(),
         stream,
         read_only,
+        device_known: false,
     };
     // SAFETY: the tensor's contract (the caller's): its memory is valid
     // until its deleter runs, which the owner does, once, when kernelkit's

@@ -74,6 +74,13 @@ pub struct ForeignLayout<'a> {
     /// Kernels may only read it: giving it to
     /// [`Call::output_into`](crate::Call::output_into) is an error.
     pub read_only: bool,
+    /// The producer already said which device holds the memory (a torch
+    /// tensor's `get_device()`), so kernelkit does not ask the driver
+    /// again: that check is a driver call per array, paid by every call of
+    /// a framework's hot path. `false`: CUDA asks the driver that the
+    /// memory is `device`'s, and a wrong device is a typed error rather
+    /// than a kernel fault.
+    pub device_known: bool,
 }
 
 impl<'a> ForeignLayout<'a> {
@@ -86,6 +93,7 @@ impl<'a> ForeignLayout<'a> {
             strides: None,
             stream: None,
             read_only: false,
+            device_known: false,
         }
     }
 }
@@ -94,7 +102,8 @@ impl<'a> ForeignLayout<'a> {
 /// kernelkit's last array of it goes (then `owner` is dropped, or its
 /// deleter called, once). No copy is made. The layout is checked (dtype
 /// alignment, strides that overflow, null pointers) and, on CUDA, the
-/// driver is asked that the memory is `device`'s.
+/// driver is asked that the memory is `device`'s (unless
+/// `layout.device_known`).
 ///
 /// On an error, `owner` is dropped (a deleter is **not** called: the
 /// memory is still the caller's).
@@ -131,6 +140,7 @@ pub unsafe fn foreign_array(
             owner,
             lease: None,
             read_only: layout.read_only,
+            device_known: layout.device_known,
             #[cfg(feature = "cuda")]
             access: None,
         },

@@ -238,6 +238,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             owner: ForeignOwner::none(),
             lease: Some(self.lease()),
             read_only,
+            device_known: false,
             #[cfg(feature = "cuda")]
             access: None,
         });
