@@ -45,6 +45,7 @@ mod rwlock_cache;
 mod sched;
 mod startup;
 mod store;
+mod table;
 mod workload;
 
 use std::path::PathBuf;
