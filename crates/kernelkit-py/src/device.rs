@@ -40,6 +40,14 @@ impl Place {
         rest.strip_prefix(':')?.parse().ok().map(Place::Cuda)
     }
 
+    /// The place `device` is (a device that is no GPU counts as the CPU).
+    pub(crate) fn of(device: &Device) -> Place {
+        match device.kind() {
+            kernelkit::DeviceKind::Cuda => Place::Cuda(device.id().ordinal),
+            _ => Place::Cpu,
+        }
+    }
+
     pub(crate) fn label(&self) -> String {
         match self {
             Place::Cpu => "cpu".into(),

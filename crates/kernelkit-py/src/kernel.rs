@@ -140,14 +140,6 @@ fn extents(shape: &[i64], dtype: kernelkit::DType) -> Option<SmallVec<[usize; 4]
     Some(extents)
 }
 
-/// The place a device is.
-fn place_of_device(device: &Device) -> Place {
-    match device.kind() {
-        kernelkit::DeviceKind::Cuda => Place::Cuda(device.id().ordinal),
-        _ => Place::Cpu,
-    }
-}
-
 impl PyKernel {
     pub(crate) fn new(kernel: Kernel, flavor: Flavor, shared_memory: u32) -> PyKernel {
         PyKernel {
@@ -208,7 +200,7 @@ impl PyKernel {
                 Some(p) => p.open(py)?,
                 None => self.default_device(py)?,
             };
-            let place = place_of_device(&device);
+            let place = Place::of(&device);
             return match (frame, place) {
                 (Frame::Torch, Place::Cuda(_)) => {
                     let s = torch_of(place)?.expect("a CUDA place");
@@ -292,7 +284,7 @@ impl PyKernel {
             spec.output_names()
         };
         let device = stream.device();
-        let here = place_of_device(device);
+        let here = Place::of(device);
         let mut arrays = SmallVec::new();
         for (index, source) in sources.iter().enumerate() {
             let named = Named {
@@ -490,7 +482,7 @@ impl PyKernel {
         else {
             return Ok((specs, SmallVec::new(), Plan::ReadBack(None)));
         };
-        let here = place_of_device(stream.device());
+        let here = Place::of(stream.device());
         let mut objects: SmallVec<[Bound<'py, PyAny>; 2]> = SmallVec::new();
         let sources: SmallVec<[Source<'py>; 4]> = match frame {
             Frame::NumPy if on_gpu => return Ok((specs, SmallVec::new(), Plan::ReadBack(None))),

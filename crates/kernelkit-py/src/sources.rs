@@ -156,11 +156,7 @@ impl<'py> Source<'py> {
                 // that is the call's device the driver need not be asked
                 // again (a driver call per tensor per call); otherwise it is,
                 // and answers with the typed error.
-                let id = device.id();
-                let device_known = match t.place {
-                    Place::Cuda(n) => id.kind == kernelkit::DeviceKind::Cuda && id.ordinal == n,
-                    Place::Cpu => id.kind == kernelkit::DeviceKind::Cpu,
-                };
+                let device_known = t.place == Place::of(device);
                 let layout = ForeignLayout {
                     data: t.data,
                     dtype: t.dtype,
