@@ -472,22 +472,18 @@ fn cold_main() -> Res<()> {
     if let Some(path) = std::env::args().nth(2) {
         let text = std::fs::read_to_string(&path)?;
         let opts = nvrtc_options(&dev);
-        let fresh = |n: usize| text.replace("TAG", &format!("{}_{n}", unique_tag()));
-        let main: Vec<f64> = (0..6)
-            .map(|n| nvrtc_alone(&fresh(n), &opts))
-            .collect::<Res<_>>()?;
-        let text2 = text.clone();
-        let opts2 = opts.clone();
-        let spawned: Vec<f64> = std::thread::spawn(move || -> Vec<f64> {
+        // Six compiles of the file, each with its `TAG` made new.
+        let turns = |text: &str, opts: &[String]| -> Result<Vec<f64>, String> {
             (0..6)
-                .filter_map(|n| {
-                    let src = text2.replace("TAG", &format!("{}_t{n}", unique_tag()));
-                    nvrtc_alone(&src, &opts2).ok()
+                .map(|n| {
+                    let src = text.replace("TAG", &format!("{}_{n}", unique_tag()));
+                    nvrtc_alone(&src, opts).map_err(|e| e.to_string())
                 })
                 .collect()
-        })
-        .join()
-        .unwrap_or_default();
+        };
+        let main = turns(&text, &opts)?;
+        let spawned = std::thread::scope(|s| s.spawn(|| turns(&text, &opts)).join())
+            .map_err(|_| "the compiling thread panicked")??;
         println!(
             "cold.file_nvrtc_main_ms = {:.1} (all {main:.1?})",
             median(main.clone())
