@@ -312,7 +312,8 @@ grep -h "^corpus totals" "$LOGS/corpus_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
 grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
-grep -hE "^(SUMMARY warm|multi_gpu: skipped|repro:|churn:|test result)" "$LOGS/multi_gpu.log" 2>/dev/null
+# (-o: libtest prints a test's first line after its name, on one line.)
+grep -hoE "(SUMMARY warm|multi_gpu: skipped|repro:|churn:|test result).*" "$LOGS/multi_gpu.log" 2>/dev/null
 grep -h "passed\|failed" "$LOGS/python.log" 2>/dev/null | tail -n 2
 grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|parallel|breakdown|control)\.|^target |^Thread|^Core" "$LOGS/python_bench.log" 2>/dev/null
 grep -hE "^(torch_native\.|guards\.|target torch_native)" "$LOGS/torch_native.log" 2>/dev/null
