@@ -2,7 +2,7 @@
 //! the kernel (names validated, body scanned) once and return the callable
 //! of `kernel.rs`.
 
-use kernelkit::Kernel;
+use kernelkit::{Kernel, MathMode};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -25,7 +25,7 @@ pub(crate) fn metal_kernel(
     atomic_outputs: bool,
     compile_options: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyKernel> {
-    check_compile_options(&name, compile_options)?;
+    let math_mode = compile_options_mode(&name, compile_options)?;
     let kernel = Kernel::builder(name)
         .inputs(input_names)
         .outputs(output_names)
@@ -33,6 +33,7 @@ pub(crate) fn metal_kernel(
         .header(header)
         .ensure_row_contiguous(ensure_row_contiguous)
         .atomic_outputs(atomic_outputs)
+        .math_mode(math_mode)
         .build()
         .py_err()?;
     Ok(PyKernel::new(kernel, Flavor::Metal, 0))
@@ -63,12 +64,12 @@ pub(crate) fn cuda_kernel(
     Ok(PyKernel::new(kernel, Flavor::Cuda, shared_memory))
 }
 
-/// MLX's `compile_options`: a dict whose one key, `math_mode`, is `safe`,
-/// `relaxed` or `fast`. kernelkit compiles every mode as `safe` (IEEE
-/// special values kept), which is what `relaxed` and `fast` permit.
-fn check_compile_options(kernel: &str, options: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+/// MLX's `compile_options`: a dict whose one key, `math_mode`, is `safe`
+/// (the default), `relaxed` or `fast`; the math mode it names.
+fn compile_options_mode(kernel: &str, options: Option<&Bound<'_, PyAny>>) -> PyResult<MathMode> {
+    let mut mode = MathMode::Safe;
     let Some(options) = options.filter(|o| !o.is_none()) else {
-        return Ok(());
+        return Ok(mode);
     };
     let bad = |message: String| errors::raise(Kind::Build, format!("kernel `{kernel}`: {message}"));
     let Ok(dict) = options.cast::<PyDict>() else {
@@ -80,16 +81,16 @@ fn check_compile_options(kernel: &str, options: Option<&Bound<'_, PyAny>>) -> Py
     for (key, value) in dict.iter() {
         match key.extract::<String>().ok().as_deref() {
             Some("math_mode") => {
-                let mode = value.extract::<String>().unwrap_or_default();
-                if !["safe", "relaxed", "fast"].contains(&mode.as_str()) {
-                    return Err(bad(format!(
+                let name = value.extract::<String>().unwrap_or_default();
+                mode = MathMode::from_name(&name).ok_or_else(|| {
+                    bad(format!(
                         "compile option math_mode is {}; expected 'safe', 'relaxed' or 'fast'",
                         describe(&value)
-                    )));
-                }
+                    ))
+                })?;
             }
             _ => return Err(bad(format!("unknown compile option {}", describe(&key)))),
         }
     }
-    Ok(())
+    Ok(mode)
 }

@@ -173,6 +173,7 @@ pub use backend::cpu::FLAGS as CPU_COMPILE_FLAGS;
 pub use backend::null::{ArgRecord, LaunchRecord, NullOptions};
 pub use backend::Limits;
 pub use cache::CacheState;
+pub use codegen::math::MathMode;
 pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};

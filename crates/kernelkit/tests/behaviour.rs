@@ -100,6 +100,7 @@ all_backends!(
         concurrent_distinct_kernels,
         single_flight_compiles_once,
         compile_errors_are_reported_and_not_cached,
+        math_modes_reach_the_compiler,
         // Was tests/soak.rs.
         soak_random_kernels_on_many_threads,
         // Was tests/hot_path.rs.

@@ -150,8 +150,10 @@ def metal_kernel(
     Metal position names (``thread_position_in_grid``, ...). Names are
     checked here (``BuildError``); the body is compiled on first call, once
     per variant and device. ``compile_options`` accepts MLX's
-    ``{"math_mode": "safe" | "relaxed" | "fast"}``; every mode compiles as
-    ``safe``."""
+    ``{"math_mode": "safe" | "relaxed" | "fast"}``: ``safe`` (the default)
+    keeps IEEE 754 special values, ``relaxed`` allows unsafe optimizations
+    but keeps infinities and NaNs, ``fast`` assumes finite values too (and
+    defines ``__FAST_MATH__`` for the body on every device)."""
 
 def cuda_kernel(
     name: str,

@@ -14,6 +14,7 @@ use super::attributes::portable_expr;
 use super::lower::{lower, member_names, Options, Target};
 use super::parts::{SharedText, VariantText};
 use super::{cxx_template_args, cxx_template_decl, portable_name};
+use crate::codegen::math::MathMode;
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::variant::{PassMode, VariantDesc};
 use std::borrow::Cow;
@@ -50,11 +51,15 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
     rest.push_str("\n// header\n");
     rest.push_str(&header);
     rest.push_str("\n\n");
-    SharedText::new(
-        vec![Cow::Borrowed(PRELUDE), Cow::Owned(rest)],
-        body,
-        Vec::new(),
-    )
+    // A mode other than safe: its line first (`codegen::math`). Such a
+    // source does not start with the prelude, so it is compiled without
+    // the precompiled header, which was built with the safe flags.
+    let mut prefix = Vec::with_capacity(3);
+    if spec.math_mode != MathMode::Safe {
+        prefix.push(Cow::Borrowed(spec.math_mode.marker()));
+    }
+    prefix.extend([Cow::Borrowed(PRELUDE), Cow::Owned(rest)]);
+    SharedText::new(prefix, body, Vec::new())
 }
 
 /// What one CPU variant adds to its kernel's [`shared`] part: the template

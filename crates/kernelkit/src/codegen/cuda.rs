@@ -63,6 +63,7 @@ use super::lower::{lower, member_names, Options, Target};
 use super::parts::{SharedText, VariantText};
 use super::prelude::{select, Needs, CUDA_PLAIN_SECTIONS};
 use super::{portable_name, BodyLanguage};
+use crate::codegen::math::MathMode;
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::template::TemplateArg;
 use crate::codegen::variant::{PassMode, VariantDesc};
@@ -223,6 +224,12 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
 
     let mut prefix: Vec<Cow<'static, str>> = Vec::with_capacity(sections.len() + 2);
     let mut head = String::new();
+    // A mode other than safe: its line first (`codegen::math`); fast also
+    // defines what Metal's and the C++ compilers' fast modes define.
+    head.push_str(spec.math_mode.marker());
+    if spec.math_mode == MathMode::Fast {
+        head.push_str("#define __FAST_MATH__ 1\n");
+    }
     if small {
         head.push_str("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define KK_HALF_TYPES 1\n");
     }

@@ -15,6 +15,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod lex;
 pub(crate) mod lower;
+pub mod math;
 pub(crate) mod metal;
 pub(crate) mod parts;
 pub(crate) mod prelude;

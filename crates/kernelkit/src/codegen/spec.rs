@@ -4,6 +4,7 @@
 
 use crate::codegen::attributes::{Attribute, ATTRIBUTES};
 use crate::codegen::lex::CXX_KEYWORDS;
+use crate::codegen::math::MathMode;
 use crate::codegen::scan::scan;
 use crate::codegen::BodyLanguage;
 use crate::error::{shown, BuildError};
@@ -68,6 +69,8 @@ pub struct KernelSpec {
     pub(crate) cuda_word: Option<&'static str>,
     /// The body uses cooperative groups (CUDA only needs the heavy header then).
     pub(crate) uses_cooperative_groups: bool,
+    /// The floating-point math mode it is compiled in (`codegen::math`).
+    pub(crate) math_mode: MathMode,
 }
 
 impl KernelSpec {
@@ -110,6 +113,10 @@ impl KernelSpec {
     /// The language the body is written in.
     pub fn language(&self) -> BodyLanguage {
         self.language
+    }
+    /// The floating-point math mode it is compiled in.
+    pub fn math_mode(&self) -> MathMode {
+        self.math_mode
     }
 
     /// Validates the names and scans the body. This is the only place a body
@@ -239,6 +246,7 @@ impl KernelSpec {
             unsupported: uses.unsupported,
             cuda_word: uses.cuda_word,
             uses_cooperative_groups: uses.cooperative_groups,
+            math_mode: MathMode::Safe,
         }
     }
 

@@ -18,6 +18,7 @@ use std::sync::{Arc, OnceLock};
 use smallvec::SmallVec;
 
 use crate::cache::CacheState;
+use crate::codegen::math::MathMode;
 use crate::codegen::parts::{SharedText, Source};
 use crate::codegen::spec::KernelSpec;
 use crate::codegen::variant::VariantDesc;
@@ -75,6 +76,7 @@ pub struct KernelBuilder {
     ensure_row_contiguous: bool,
     atomic_outputs: bool,
     language: BodyLanguage,
+    math_mode: MathMode,
     memo: Option<MemoConfig>,
     #[cfg(feature = "bench")]
     seed: bool,
@@ -130,6 +132,14 @@ impl KernelBuilder {
         self.language = language;
         self
     }
+    /// The floating-point math mode (default [`MathMode::Safe`], as MLX):
+    /// MLX's `compile_options={"math_mode": ...}`. Kernels that differ
+    /// only in it are different kernels, with different sources and cache
+    /// entries.
+    pub fn math_mode(mut self, mode: MathMode) -> Self {
+        self.math_mode = mode;
+        self
+    }
     /// Bounds of this kernel's variant memo (default
     /// [`MemoConfig::process`]: the environment's `KERNELKIT_MEMO_BYTES`
     /// and `KERNELKIT_MEMO_ENTRIES`, else 4 MiB and 4,096 variants).
@@ -160,6 +170,7 @@ impl KernelBuilder {
             self.atomic_outputs,
         )?;
         spec.language = self.language;
+        spec.math_mode = self.math_mode;
         let memo = self.memo.unwrap_or_else(MemoConfig::process);
         #[cfg(feature = "bench")]
         if self.seed {
@@ -182,6 +193,7 @@ impl Kernel {
             ensure_row_contiguous: true,
             atomic_outputs: false,
             language: BodyLanguage::Metal,
+            math_mode: MathMode::Safe,
             memo: None,
             #[cfg(feature = "bench")]
             seed: false,
@@ -411,5 +423,9 @@ fn fingerprint(spec: &KernelSpec) -> u64 {
         spec.atomic_outputs as u8,
         spec.language as u8,
     ]);
+    // Safe kernels hash as they did before the mode existed.
+    if spec.math_mode != MathMode::Safe {
+        h.update(&[b'm', spec.math_mode as u8]);
+    }
     h.digest()
 }

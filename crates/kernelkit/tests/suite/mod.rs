@@ -34,7 +34,7 @@ use std::sync::{Arc, Barrier};
 
 use kernelkit::{
     bf16, f16, Array, CompileError, Complex32, DType, Device, DeviceKind, Element, Error, Kernel,
-    MemoConfig,
+    MathMode, MemoConfig,
 };
 
 /// Whether `device` runs kernels. The null device records them instead: its
@@ -376,6 +376,53 @@ pub fn single_flight_compiles_once(device: Device) {
     });
     assert_eq!(device.cache_stats().compiles, 1);
     assert_eq!(device.cache_stats().failures, 0);
+}
+
+/// MLX's `compile_options={"math_mode": ...}`: one name, one body, three
+/// modes, each its own source and compile, told apart by the compiler
+/// (`__FAST_MATH__`, which only `fast` defines; infinities, which `safe`
+/// and `relaxed` keep). A second safe kernel finds the first one's module.
+pub fn math_modes_reach_the_compiler(device: Device) {
+    let body = r#"
+        uint i = thread_position_in_grid.x;
+        #if defined(__FAST_MATH__) && __FAST_MATH__
+        out[i] = 1.0f;
+        #else
+        out[i] = isinf(inp[i]) ? 2.0f : 3.0f;
+        #endif
+    "#;
+    let x = device.array_from_slice(&[f32::INFINITY; 4], [4]).unwrap();
+    let mut sources = Vec::new();
+    for (mode, expected) in [
+        (MathMode::Safe, 2.0f32),
+        (MathMode::Fast, 1.0),
+        (MathMode::Relaxed, 2.0),
+        (MathMode::Safe, 2.0),
+    ] {
+        let kernel = Kernel::builder("math_mode")
+            .inputs(["inp"])
+            .outputs(["out"])
+            .source(body)
+            .math_mode(mode)
+            .build()
+            .unwrap();
+        assert_eq!(kernel.spec().math_mode(), mode);
+        let launch = kernel
+            .call([&x])
+            .output([4], DType::F32)
+            .grid([4, 1, 1])
+            .prepare()
+            .unwrap();
+        sources.push(launch.variant().source().to_string());
+        let out = launch.run().unwrap();
+        assert_output(&out[0], &[expected; 4], mode.name());
+    }
+    assert!(sources[0] != sources[1] && sources[1] != sources[2] && sources[0] != sources[2]);
+    assert_eq!(
+        sources[0], sources[3],
+        "a safe kernel's source does not depend on the others"
+    );
+    assert_eq!(device.cache_stats().compiles, 3);
 }
 
 /// A compile error is typed, carries the log with the line in the body, is

@@ -23,6 +23,7 @@ use super::scratch;
 use crate::backend::{CompileJob, Compiled};
 use crate::codegen::cpu::body_of;
 use crate::codegen::map_log_lines;
+use crate::codegen::math::MathMode;
 use crate::config::CpuConfig;
 use crate::error::CompileError;
 
@@ -129,6 +130,9 @@ impl Compiler {
         });
         let rule = dir.path().join("kernel.d");
         let mut args: Vec<OsString> = FLAGS.iter().map(OsString::from).collect();
+        // The math mode the source was generated for (its first line).
+        let mode = MathMode::of_source(job.source);
+        args.extend(mode.cxx_flags().iter().map(OsString::from));
         args.extend(depfile::args(&rule));
         args.extend(["-o".into(), lib.clone().into(), src.clone().into()]);
         let started = SystemTime::now();

@@ -33,6 +33,7 @@ use super::includes::{self, SearchPath};
 use super::nvrtc::{self, Program};
 use super::worker::{Output, Workers};
 use crate::backend::{CompileJob, Compiled};
+use crate::codegen::math::MathMode;
 use crate::codegen::{cuda::body_of, map_log_lines};
 use crate::config::CudaConfig;
 use crate::error::CompileError;
@@ -229,6 +230,20 @@ pub(super) fn run_nvrtc(
     }
     let prog =
         Program::create(&src, &name, &texts, &names).map_err(|e| Failure::Other(e.to_string()))?;
+    // The math mode the source was generated for (its first line), here so
+    // that a worker compiling the source does the same.
+    let mode = MathMode::of_source(source).nvrtc_options();
+    let with_mode: Vec<CString>;
+    let options = if mode.is_empty() {
+        options
+    } else {
+        with_mode = options
+            .iter()
+            .cloned()
+            .chain(mode.iter().map(|o| CString::new(*o).expect("no NUL")))
+            .collect();
+        &with_mode
+    };
     if let Err(e) = prog.compile(options) {
         let log = prog.log();
         return Err(if e.rejected_source() {
