@@ -48,6 +48,7 @@ pub mod export;
 pub mod kernel;
 pub mod layout;
 pub mod protocols;
+pub mod rebound;
 pub mod sources;
 pub mod streams;
 pub mod torch;

@@ -105,6 +105,7 @@ pub(crate) fn is_exact_tensor(obj: &Bound<'_, PyAny>) -> bool {
 }
 
 /// A tensor's layout, read through its methods.
+#[derive(Clone)]
 pub(crate) struct Tensor {
     /// Element 0's address.
     pub data: u64,

@@ -238,3 +238,109 @@ def test_seed_reproduction_with_torch_tensors():
         assert not errors, errors
         assert results == [float(i) for i in range(16)]
     assert kk.cache_stats("cuda")["compiles"] - before["compiles"] == 16
+
+
+requires_torch_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
+
+SCALE = kk.cuda_kernel(
+    name="torch_rebound_scale",
+    input_names=["x", "y"],
+    output_names=["out"],
+    source="""
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        out[i] = x[i] * 2.0f + y[i];
+    """,
+)
+
+
+def scale(x, y, **kw):
+    n = x.numel()
+    if "out" not in kw:
+        kw.update(output_shapes=[x.shape], output_dtypes=[x.dtype])
+    return SCALE(inputs=[x, y], grid=(n, 1, 1), threadgroup=(min(n, 256), 1, 1), **kw)[0]
+
+
+@requires_torch_cuda
+def test_repeated_layouts_run_prepared_launches_on_new_tensors():
+    # A warm torch call launches what the first call of its layout
+    # prepared, with the addresses of the tensors it is given now.
+    before = SCALE._rebound_launches
+    for n in (256, 256, 512, 256, 512):
+        x = torch.randn(n, device="cuda")
+        y = torch.randn(n, device="cuda")
+        out = torch.empty_like(x)
+        assert scale(x, y, out=[out]) is out
+        fresh = scale(x, y)
+        torch.testing.assert_close(out, x * 2 + y)
+        torch.testing.assert_close(fresh, x * 2 + y)
+    # Two layouts (256, 512), each for out= and for new outputs (whose
+    # layout is the same): two launches kept.
+    assert SCALE._rebound_launches - before == 2
+
+
+@requires_torch_cuda
+def test_a_tensor_changed_in_place_is_read_again():
+    x, y = torch.ones(256, device="cuda"), torch.zeros(256, device="cuda")
+    out = torch.empty(256, device="cuda")
+    scale(x, y, out=[out])
+    # The same objects, new storage and values: the call reads them again.
+    x.set_(torch.full((256,), 3.0, device="cuda"))
+    y.set_(torch.full((256,), 1.0, device="cuda"))
+    scale(x, y, out=[out])
+    torch.testing.assert_close(out, torch.full((256,), 7.0, device="cuda"))
+    # A new shape in place: another layout, not the prepared one.
+    x.resize_(128).fill_(1.0)
+    y.resize_(128).fill_(0.5)
+    small = scale(x, y)
+    torch.testing.assert_close(small, torch.full((128,), 2.5, device="cuda"))
+
+
+@requires_torch_cuda
+def test_prepared_launches_keep_the_calls_checks():
+    x, y = torch.ones(256, device="cuda"), torch.ones(256, device="cuda")
+    out = torch.empty(256, device="cuda")
+    scale(x, y, out=[out])
+    scale(x, y, out=[out])
+    with pytest.raises(kk.CallError, match="shares memory with input `x`"):
+        scale(x, y, out=[x])
+    with pytest.raises(kk.CallError, match="shares memory with input `y`"):
+        scale(x, y, out=[y])
+    # Non-contiguous inputs are copied (the general path), as before.
+    wide = torch.arange(512, dtype=torch.float32, device="cuda")
+    odd = wide[::2]
+    torch.testing.assert_close(scale(odd, y), odd * 2 + y)
+    # Another stream: another layout, run there.
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        z = scale(x, y)
+    side.synchronize()
+    torch.testing.assert_close(z, x * 2 + y)
+
+
+@requires_torch_cuda
+def test_threads_with_many_layouts_share_one_kernel():
+    # More layouts than are kept, from 16 threads at once, over and over:
+    # every result right.
+    barrier = threading.Barrier(16)
+    errors = []
+
+    def work(t):
+        try:
+            barrier.wait()
+            for r in range(30):
+                n = 64 * (1 + (t + r) % 8)
+                x = torch.full((n,), float(t), device="cuda")
+                y = torch.full((n,), float(r), device="cuda")
+                got = scale(x, y)
+                torch.cuda.current_stream().synchronize()
+                if not torch.equal(got, x * 2 + y):
+                    errors.append((t, r, n))
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(16)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []

@@ -182,7 +182,7 @@ pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConf
 pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
-pub use kernel::call::{Call, Launch};
+pub use kernel::call::{Call, Launch, Rebindable};
 pub use kernel::precompile::{
     Precompile, PrecompileBuilder, PrecompileReport, PrecompileResult, Progress,
 };

@@ -101,6 +101,9 @@ all_backends!(
         single_flight_compiles_once,
         compile_errors_are_reported_and_not_cached,
         math_modes_reach_the_compiler,
+        a_rebindable_launch_runs_with_new_addresses,
+        a_rebindable_launch_checks_its_addresses,
+        calls_that_need_more_than_a_launch_are_not_rebindable,
         // Was tests/soak.rs.
         soak_random_kernels_on_many_threads,
         // Was tests/hot_path.rs.

@@ -47,6 +47,49 @@ pub(crate) fn element_span(shape: &[usize], strides: &[isize]) -> Result<(isize,
     Ok((lo, hi.checked_add(1).ok_or_else(overflow)?))
 }
 
+/// Checks element 0's address `data` of a view of `dtype` whose elements
+/// span `[lo, hi)` elements from it (`shape` and `strides` name it in
+/// errors): not null, aligned, reaching neither below address 0 nor past
+/// the last. The view's byte length.
+pub(crate) fn check_address(
+    data: u64,
+    dtype: DType,
+    (lo, hi): (isize, isize),
+    shape: &[usize],
+    strides: &[isize],
+) -> Result<usize> {
+    let fail = |m: String| -> crate::Error { ArrayError::Foreign(m).into() };
+    let size = dtype.size() as isize;
+    let bytes = (hi - lo)
+        .checked_mul(size)
+        .filter(|&b| b <= isize::MAX / 8)
+        .ok_or_else(|| fail(format!("strides {strides:?} of shape {shape:?} overflow")))?;
+    if bytes == 0 {
+        return Ok(0);
+    }
+    if data == 0 {
+        return Err(fail(format!("a null pointer for {bytes} bytes of {dtype}")));
+    }
+    let align = alignment(dtype) as u64;
+    if data % align != 0 {
+        return Err(fail(format!(
+            "the address {data:#x} is not aligned for {dtype} ({align} bytes)"
+        )));
+    }
+    let below = (-lo * size) as u64;
+    let base = data.checked_sub(below).ok_or_else(|| {
+        fail(format!(
+            "negative strides {strides:?} reach below address 0"
+        ))
+    })?;
+    base.checked_add(bytes as u64).ok_or_else(|| {
+        fail(format!(
+            "the array's {bytes} bytes at {data:#x} wrap around"
+        ))
+    })?;
+    Ok(bytes as usize)
+}
+
 /// A foreign array's description, checked: the memory it spans and the
 /// layout of its elements in it.
 pub(crate) struct Described {
@@ -85,11 +128,7 @@ pub(crate) fn describe(
         return Err(ArrayError::Overflow(shape.to_vec()).into());
     }
     let (lo, hi) = element_span(&shape, &strides)?;
-    let size = dtype.size() as isize;
-    let bytes = (hi - lo)
-        .checked_mul(size)
-        .filter(|&b| b <= isize::MAX / 8)
-        .ok_or_else(|| fail(format!("strides {strides:?} of shape {shape:?} overflow")))?;
+    let bytes = check_address(data, dtype, (lo, hi), &shape, &strides)?;
     if bytes == 0 {
         return Ok(Described {
             base: data,
@@ -99,29 +138,10 @@ pub(crate) fn describe(
             offset: 0,
         });
     }
-    if data == 0 {
-        return Err(fail(format!("a null pointer for {bytes} bytes of {dtype}")));
-    }
-    let align = alignment(dtype) as u64;
-    if data % align != 0 {
-        return Err(fail(format!(
-            "the address {data:#x} is not aligned for {dtype} ({align} bytes)"
-        )));
-    }
-    let below = (-lo * size) as u64;
-    let base = data.checked_sub(below).ok_or_else(|| {
-        fail(format!(
-            "negative strides {strides:?} reach below address 0"
-        ))
-    })?;
-    base.checked_add(bytes as u64).ok_or_else(|| {
-        fail(format!(
-            "the array's {bytes} bytes at {data:#x} wrap around"
-        ))
-    })?;
+    let base = data - (-lo * dtype.size() as isize) as u64;
     Ok(Described {
         base,
-        len: bytes as usize,
+        len: bytes,
         shape,
         strides,
         offset: (-lo) as usize,

@@ -16,6 +16,7 @@
 pub mod bad_input;
 pub mod hot_path;
 pub mod precompile;
+pub mod rebind;
 pub mod soak;
 
 pub use bad_input::{
@@ -26,6 +27,10 @@ pub use hot_path::a_memo_hit_allocates_nothing;
 pub use precompile::{
     a_dropped_precompile_still_fills_the_cache, precompile_reports_each_variants_error,
     precompiled_variants_are_compiled_once_and_calls_find_them,
+};
+pub use rebind::{
+    a_rebindable_launch_checks_its_addresses, a_rebindable_launch_runs_with_new_addresses,
+    calls_that_need_more_than_a_launch_are_not_rebindable,
 };
 pub use soak::soak_random_kernels_on_many_threads;
 

@@ -19,6 +19,7 @@
 mod capture;
 pub(crate) mod check;
 mod launch;
+mod rebind;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ use crate::kernel::variants::{VariantKey, VariantRef};
 use crate::kernel::Kernel;
 use check::Checked;
 pub use launch::Launch;
+pub use rebind::Rebindable;
 
 /// Per input descriptors and per output dtypes of one call.
 type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);

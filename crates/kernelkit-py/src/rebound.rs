@@ -1,0 +1,126 @@
+//! Calls on torch tensors whose layouts repeat: launched through a kernelkit
+//! [`Rebindable`], prepared by the first call of each layout.
+//!
+//! A warm call on torch tensors is otherwise mostly wrapping: every tensor
+//! becomes a borrowed kernelkit array, the call is checked, its variant and
+//! function are found, and the wrappers are dropped, though only the
+//! tensors' addresses differ from the last call (a training loop calls with
+//! new tensors of the same shapes every step). Each callable keeps the
+//! rebindable launches of its last few layouts ([`KEPT`]); a call whose
+//! layout is one of them reads its tensors (as every call must: a tensor's
+//! storage can change in place) and launches with their addresses.
+//!
+//! The layout is everything the launch was prepared for: the GPU, torch's
+//! current stream there, the grid, the threadgroup, the template values,
+//! and each input's and output's dtype, shape and strides. Everything else
+//! a call can say (`stream=`, `device=`, `init_value=`, `verbose=`, arrays
+//! other than `torch.Tensor`s on one GPU) takes the general path.
+
+use std::sync::{Arc, Mutex};
+
+use kernelkit::{DType, Rebindable};
+use smallvec::SmallVec;
+
+use crate::args::Template;
+use crate::torch::Tensor;
+
+/// Layouts kept per callable.
+const KEPT: usize = 4;
+
+/// One argument's layout.
+struct Layout {
+    dtype: DType,
+    shape: SmallVec<[usize; 4]>,
+    strides: SmallVec<[isize; 4]>,
+}
+
+impl Layout {
+    fn of(t: &Tensor) -> Layout {
+        Layout {
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            strides: t.strides.clone(),
+        }
+    }
+
+    fn fits(&self, t: &Tensor) -> bool {
+        self.dtype == t.dtype && self.shape == t.shape && self.strides == t.strides
+    }
+}
+
+/// What a torch call is, but for its tensors' addresses.
+pub(crate) struct Key<'a> {
+    pub ordinal: u32,
+    /// torch's current stream on the GPU.
+    pub stream: u64,
+    pub grid: [u64; 3],
+    pub threadgroup: [u64; 3],
+    pub template: &'a Template,
+    pub inputs: &'a [&'a Tensor],
+    pub outputs: &'a [&'a Tensor],
+}
+
+/// A prepared launch and the layout it was prepared for.
+pub(crate) struct Entry {
+    ordinal: u32,
+    stream: u64,
+    grid: [u64; 3],
+    threadgroup: [u64; 3],
+    template: Template,
+    inputs: SmallVec<[Layout; 4]>,
+    outputs: SmallVec<[Layout; 2]>,
+    pub(crate) launch: Rebindable,
+}
+
+impl Entry {
+    pub(crate) fn new(key: &Key<'_>, launch: Rebindable) -> Entry {
+        Entry {
+            ordinal: key.ordinal,
+            stream: key.stream,
+            grid: key.grid,
+            threadgroup: key.threadgroup,
+            template: key.template.clone(),
+            inputs: key.inputs.iter().map(|t| Layout::of(t)).collect(),
+            outputs: key.outputs.iter().map(|t| Layout::of(t)).collect(),
+            launch,
+        }
+    }
+
+    fn fits(&self, key: &Key<'_>) -> bool {
+        self.ordinal == key.ordinal
+            && self.stream == key.stream
+            && self.grid == key.grid
+            && self.threadgroup == key.threadgroup
+            && self.inputs.len() == key.inputs.len()
+            && self.outputs.len() == key.outputs.len()
+            && self.inputs.iter().zip(key.inputs).all(|(l, t)| l.fits(t))
+            && self.outputs.iter().zip(key.outputs).all(|(l, t)| l.fits(t))
+            && self.template == *key.template
+    }
+}
+
+/// A callable's kept launches, newest last.
+#[derive(Default)]
+pub(crate) struct Rebound(Mutex<SmallVec<[Arc<Entry>; KEPT]>>);
+
+impl Rebound {
+    /// The launch prepared for `key`'s layout, if one is kept.
+    pub(crate) fn find(&self, key: &Key<'_>) -> Option<Arc<Entry>> {
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.iter().rev().find(|e| e.fits(key)).cloned()
+    }
+
+    /// Keeps `entry`, dropping the oldest beyond [`KEPT`].
+    pub(crate) fn keep(&self, entry: Entry) {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() >= KEPT {
+            kept.remove(0);
+        }
+        kept.push(Arc::new(entry));
+    }
+
+    /// How many launches are kept (for tests).
+    pub(crate) fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}

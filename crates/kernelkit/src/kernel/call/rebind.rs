@@ -1,0 +1,318 @@
+//! A prepared call whose arrays are given again, as addresses, at every run
+//! ([`Rebindable`]).
+//!
+//! A binding whose arrays are new objects on every call (Python's tensors:
+//! `kernel(inputs=[x], out=[y])` in a loop) would otherwise wrap each as a
+//! borrowed array, check the call, find its variant and function, and drop
+//! the wrappers, on every call, though only the addresses changed. A
+//! rebindable launch does all of that once, for one layout of every
+//! argument; a run takes the addresses alone, checks what depends on them
+//! (null, alignment, outputs sharing memory), finds the function (so an
+//! unloaded module is loaded again and a capture pins it, as any call) and
+//! launches.
+//!
+//! Only calls that need nothing but the launch are rebindable: every
+//! output written into a given array, no fill, every array produced in the
+//! order of the call's stream (nothing to wait for, before or after), none
+//! with an owner's bookkeeping (cudarc's events, a revocable borrow), and
+//! inputs row-contiguous where the spec asks (no copy).
+
+use std::sync::Arc;
+
+use arrayvec::ArrayVec;
+use smallvec::SmallVec;
+
+use super::Call;
+use crate::array::foreign::{check_address, element_span};
+use crate::array::{Array, Shape, Strides};
+use crate::backend::foreign::{ForeignMem, ForeignOwner};
+use crate::backend::{ArgRef, LaunchDesc, Memory, Owner};
+use crate::device::Stream;
+use crate::dtype::DType;
+use crate::error::{CallError, Result};
+use crate::kernel::variant::Variant;
+use crate::kernel::Kernel;
+
+/// One argument's layout, as the launch was prepared with it.
+struct Layout {
+    dtype: DType,
+    shape: Shape,
+    strides: Strides,
+    /// The elements' span from element 0, `[lo, hi)` in elements.
+    span: (isize, isize),
+}
+
+impl Layout {
+    fn of(array: &Array) -> Result<Layout> {
+        Ok(Layout {
+            dtype: array.dtype(),
+            shape: array.shape().iter().copied().collect(),
+            strides: array.strides().iter().copied().collect(),
+            span: element_span(array.shape(), array.strides())?,
+        })
+    }
+
+    /// The bytes `[lo, hi)` the elements lie in with element 0 at `addr`.
+    fn bytes(&self, addr: u64) -> (u64, u64) {
+        let size = self.dtype.size() as i128;
+        let at = |e: isize| (addr as i128 + e as i128 * size) as u64;
+        (at(self.span.0), at(self.span.1))
+    }
+
+    fn arg<'a>(&'a self, addr: u64, mem: &'a Memory) -> ArgRef<'a> {
+        ArgRef {
+            addr,
+            mem,
+            dtype: self.dtype,
+            shape: &self.shape,
+            strides: &self.strides,
+        }
+    }
+}
+
+/// A call prepared once for one layout of each argument, run with new
+/// addresses each time: see the module documentation. Made by
+/// [`Call::rebindable`]; it owns what it needs (kernel, variant, stream)
+/// and may be kept, shared between threads and run on any of them.
+pub struct Rebindable {
+    kernel: Kernel,
+    variant: Arc<Variant>,
+    stream: Stream,
+    inputs: SmallVec<[Layout; 4]>,
+    outputs: SmallVec<[Layout; 2]>,
+    grid: [u32; 3],
+    threadgroup: [u32; 3],
+    shared_mem_bytes: u32,
+    allow_overlap: bool,
+    /// What every argument's memory is to the backend: foreign memory
+    /// owned by no one (the caller keeps it alive for a run).
+    memory: Memory,
+}
+
+impl std::fmt::Debug for Rebindable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rebindable")
+            .field("kernel", &self.kernel.name())
+            .field("variant", &self.variant.name())
+            .field("grid", &self.grid)
+            .field("threadgroup", &self.threadgroup)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Call<'_> {
+    /// This call as a [`Rebindable`] launch, checked as a launch would be,
+    /// its variant found (or built); `None` when the call needs more than
+    /// the launch (see the module documentation). Nothing runs.
+    pub fn rebindable(&self) -> Result<Option<Rebindable>> {
+        let checked = self.check()?;
+        let Some(targets) = self.targets.as_deref() else {
+            return Ok(None);
+        };
+        if self.init_value.is_some() || targets.list.len() != self.outputs.len() {
+            return Ok(None);
+        }
+        let stream: &Stream = &checked.stream;
+        let host = matches!(stream.handle(), crate::backend::StreamHandle::Host);
+        let plain = |a: &Array| {
+            a.producer().is_none_or(|p| p == stream)
+                && a.foreign_mem().is_none_or(|m| !m.needs_care())
+        };
+        let contiguous = self.spec().ensure_row_contiguous;
+        if !self
+            .inputs
+            .iter()
+            .all(|a| plain(a) && (!contiguous || a.is_row_contiguous()))
+        {
+            return Ok(None);
+        }
+        // A GPU output its stream does not produce is waited for after a
+        // launch (see `device::dispatch`): not a launch alone.
+        if !targets
+            .list
+            .iter()
+            .all(|(_, t)| plain(t) && (host || t.producer().is_some()))
+        {
+            return Ok(None);
+        }
+        let variant = self.variant(&checked)?.into_arc();
+        let mut outputs: SmallVec<[(usize, Layout); 2]> = SmallVec::new();
+        for &(i, t) in &targets.list {
+            outputs.push((i, Layout::of(t)?));
+        }
+        outputs.sort_by_key(|(i, _)| *i);
+        Ok(Some(Rebindable {
+            kernel: self.kernel.clone(),
+            variant,
+            inputs: self
+                .inputs
+                .iter()
+                .map(|a| Layout::of(a))
+                .collect::<Result<_>>()?,
+            outputs: outputs.into_iter().map(|(_, l)| l).collect(),
+            grid: checked.grid,
+            threadgroup: checked.threadgroup,
+            shared_mem_bytes: self.shared_mem_bytes,
+            allow_overlap: targets.allow_overlap,
+            memory: Memory {
+                addr: 0,
+                len: 0,
+                owner: Owner::Foreign(Box::new(ForeignMem::new(ForeignOwner::none(), None, false))),
+            },
+            stream: checked.stream.into_owned(),
+        }))
+    }
+}
+
+impl Rebindable {
+    /// The stream it runs on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The variant it runs.
+    pub fn variant(&self) -> &Arc<Variant> {
+        &self.variant
+    }
+
+    /// Launches with element 0 of input `i` at `inputs[i]` and of output
+    /// `j` at `outputs[j]`, on the launch's stream.
+    ///
+    /// Checked here: the counts, each address (not null, aligned for its
+    /// dtype, no wrap-around) and, unless the call allowed it, outputs that
+    /// share memory with an input or another output: the errors a call
+    /// with arrays at these addresses would give.
+    ///
+    /// # Safety
+    ///
+    /// Each address must be element 0 of memory of the launch's device laid
+    /// out as the array in that position was when the launch was made
+    /// (dtype, shape, strides), alive until the work queued now has run,
+    /// and used by other work only in the order of the launch's stream;
+    /// outputs must be writable. That is what an array over the memory
+    /// would have promised to the call.
+    pub unsafe fn run(&self, inputs: &[u64], outputs: &[u64]) -> Result<()> {
+        let spec = self.kernel.spec();
+        if inputs.len() != self.inputs.len() {
+            return Err(CallError::InputCount {
+                kernel: spec.name.clone(),
+                expected: self.inputs.len(),
+                got: inputs.len(),
+                names: crate::codegen::spec::KernelSpec::list(&spec.input_names),
+            }
+            .into());
+        }
+        if outputs.len() != self.outputs.len() {
+            return Err(CallError::OutputCount {
+                kernel: spec.name.clone(),
+                expected: self.outputs.len(),
+                got: outputs.len(),
+                names: crate::codegen::spec::KernelSpec::list(&spec.output_names),
+            }
+            .into());
+        }
+        for (layout, &addr) in self.inputs.iter().zip(inputs) {
+            check_address(
+                addr,
+                layout.dtype,
+                layout.span,
+                &layout.shape,
+                &layout.strides,
+            )?;
+        }
+        for (layout, &addr) in self.outputs.iter().zip(outputs) {
+            check_address(
+                addr,
+                layout.dtype,
+                layout.span,
+                &layout.shape,
+                &layout.strides,
+            )?;
+        }
+        if !self.allow_overlap {
+            self.check_overlap(inputs, outputs)?;
+        }
+        let device = self.stream.device();
+        let function =
+            super::capture::function_for(&self.variant, device, &self.stream, &spec.name)?;
+        let mem = &self.memory;
+        if inputs.len() <= 8 && outputs.len() <= 8 {
+            let ins: ArrayVec<ArgRef<'_>, 8> = self
+                .inputs
+                .iter()
+                .zip(inputs)
+                .map(|(l, &a)| l.arg(a, mem))
+                .collect();
+            let outs: ArrayVec<ArgRef<'_>, 8> = self
+                .outputs
+                .iter()
+                .zip(outputs)
+                .map(|(l, &a)| l.arg(a, mem))
+                .collect();
+            return self.launch(&function, &ins, &outs);
+        }
+        let ins: Vec<ArgRef<'_>> = (self.inputs.iter().zip(inputs))
+            .map(|(l, &a)| l.arg(a, mem))
+            .collect();
+        let outs: Vec<ArgRef<'_>> = (self.outputs.iter().zip(outputs))
+            .map(|(l, &a)| l.arg(a, mem))
+            .collect();
+        self.launch(&function, &ins, &outs)
+    }
+
+    fn launch(
+        &self,
+        function: &crate::backend::Function,
+        inputs: &[ArgRef<'_>],
+        outputs: &[ArgRef<'_>],
+    ) -> Result<()> {
+        self.stream.device().backend().launch(&LaunchDesc {
+            spec: self.kernel.spec(),
+            function,
+            inputs,
+            outputs,
+            grid: self.grid,
+            threadgroup: self.threadgroup,
+            shared_mem_bytes: self.shared_mem_bytes,
+            stream: self.stream.handle(),
+            iters: 1,
+        })
+    }
+
+    /// Refuses outputs that share memory with an input or an earlier
+    /// output, in the words of a call's check.
+    fn check_overlap(&self, inputs: &[u64], outputs: &[u64]) -> Result<()> {
+        let spec = self.kernel.spec();
+        let span = |l: &Layout, a: u64| l.bytes(a);
+        let meet = |a: (u64, u64), b: (u64, u64)| a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1;
+        for (k, (layout, &addr)) in self.outputs.iter().zip(outputs).enumerate() {
+            let mine = span(layout, addr);
+            let bad = |reason: String| -> crate::Error {
+                CallError::OutputTarget {
+                    kernel: spec.name.clone(),
+                    output: spec.output_names.get(k).cloned().unwrap_or_default(),
+                    reason,
+                }
+                .into()
+            };
+            if let Some(j) =
+                (self.inputs.iter().zip(inputs)).position(|(l, &a)| meet(span(l, a), mine))
+            {
+                return Err(bad(format!(
+                    "it shares memory with input `{}` (allow it with `.allow_overlap(true)` for \
+                     an in-place kernel)",
+                    spec.input_names[j]
+                )));
+            }
+            if let Some(j) =
+                (self.outputs[..k].iter().zip(outputs)).position(|(l, &a)| meet(span(l, a), mine))
+            {
+                return Err(bad(format!(
+                    "it shares memory with output `{}`",
+                    spec.output_names.get(j).cloned().unwrap_or_default()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
