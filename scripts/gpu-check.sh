@@ -177,10 +177,11 @@ if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
     python3 -m maturin build --release --strip --quiet --no-default-features --features cuda \
       -i "$py" --out "$DEST/wheels-per-version" || echo "no per-version wheel for $v"
   done
-  # And one abi3 wheel for 3.12 and later (the limited API has vectorcall there).
+  # And the abi3 wheel 3.12 builds (the package's abi3 is at the level of
+  # the building Python: the limited API has vectorcall from 3.12).
   py=$(find_python 3.12)
   if [ -n "$py" ]; then
-    python3 -m maturin build --release --strip --quiet --no-default-features --features cuda,abi3-py312 \
+    python3 -m maturin build --release --strip --quiet \
       -i "$py" --out "$DEST/wheels-abi3-py312" || echo "no abi3-py312 wheel"
   fi
 fi

@@ -4,7 +4,9 @@
 //! `metal_kernel` is called; each call converts its arguments, releases the
 //! GIL, and runs kernelkit's call path: variant memo, kernel cache (one
 //! compile per distinct variant, however many threads ask), launch, and
-//! the read-back of the outputs.
+//! the read-back of the outputs. A call on torch tensors of a layout the
+//! kernel saw lately reads them and launches what the first call of that
+//! layout prepared (`crate::rebound`).
 
 use std::sync::OnceLock;
 

@@ -26,6 +26,9 @@
 //! ## Modules
 //!
 //! - [`kernel`]: `metal_kernel`, `cuda_kernel`, the callable.
+//! - [`rebound`]: the launches prepared for the layouts of a kernel's last
+//!   torch calls (a warm call on torch tensors only reads them and
+//!   launches).
 //! - [`args`]: call arguments as kernelkit values (template memo).
 //! - [`arrays`]: NumPy arrays and scalars in and out: the temporary copy
 //!   path, the one place zero-copy (issue 15) will replace.
