@@ -12,6 +12,7 @@ Spec file (JSON), e.g. examples/specs/basic.json:
   ensure_row_contiguous        bool (default true)
   atomic_outputs               bool (default false)
   language                     \"metal\" (default; MLX's metal_kernel) or \"cuda\" (CUDA C++; CUDA devices only)
+  compile_options              MLX's {\"math_mode\": \"safe\" (default) | \"relaxed\" | \"fast\"}
   template                     [[name, value], ...]: string = dtype, integer = int, true/false = bool
   grid, threadgroup            [x, y, z] in threads (grid required by `run`)
   init_value                   number, \"inf\", \"-inf\", \"nan\" or null: fills the outputs first

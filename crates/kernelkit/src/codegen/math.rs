@@ -91,6 +91,7 @@ impl MathMode {
     }
 
     /// NVRTC's options for this mode.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn nvrtc_options(self) -> &'static [&'static str] {
         match self {
             MathMode::Safe => &[],

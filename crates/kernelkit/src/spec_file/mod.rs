@@ -29,7 +29,9 @@
 //!   `[name, value]`: a JSON string is a dtype, an integer an `int` (it must
 //!   fit in 32 bits), `true`/`false` a `bool`), `language` (`"metal"`, the
 //!   default, as MLX's `metal_kernel`, or `"cuda"`: the body and header are
-//!   CUDA C++, as MLX's `cuda_kernel`, and run on CUDA devices only).
+//!   CUDA C++, as MLX's `cuda_kernel`, and run on CUDA devices only),
+//!   `compile_options` (MLX's: `{"math_mode": "safe" | "relaxed" |
+//!   "fast"}`, default safe; see [`MathMode`]).
 //! - The launch and its data, checked whenever a file is read (so one file
 //!   serves both commands) and used by whoever runs the call: `grid` (1 to
 //!   3 extents, missing ones are 1; `kernelkit run` requires it),
@@ -80,6 +82,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::array::Array;
+use crate::codegen::math::MathMode;
 use crate::codegen::template::TemplateArg;
 use crate::codegen::BodyLanguage;
 use crate::dtype::DType;
@@ -178,6 +181,14 @@ pub struct SpecFile {
         serialize_with = "write::language"
     )]
     pub language: BodyLanguage,
+    /// The floating-point math mode (MLX's `compile_options={"math_mode":
+    /// ...}`; default safe), written as that object when not safe.
+    #[serde(
+        rename = "compile_options",
+        skip_serializing_if = "write::is_safe",
+        serialize_with = "write::compile_options"
+    )]
+    pub math_mode: MathMode,
     /// Template arguments, in order.
     #[serde(serialize_with = "write::template")]
     pub template: Vec<(String, TemplateArg)>,
@@ -251,6 +262,7 @@ impl SpecFile {
             .ensure_row_contiguous(self.ensure_row_contiguous)
             .atomic_outputs(self.atomic_outputs)
             .language(self.language)
+            .math_mode(self.math_mode)
             .build()
     }
 

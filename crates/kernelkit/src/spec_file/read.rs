@@ -19,6 +19,7 @@ use super::data::float_value;
 use super::error::{bad, bad_named, unknown_field, SpecError};
 use super::message::{brief, kind, short};
 use super::{DataSource, Port, SpecFile, View, MAX_NDIM};
+use crate::codegen::math::MathMode;
 use crate::codegen::template::TemplateArg;
 use crate::codegen::BodyLanguage;
 use crate::dtype::DType;
@@ -33,6 +34,7 @@ const FIELDS: &[&str] = &[
     "ensure_row_contiguous",
     "atomic_outputs",
     "language",
+    "compile_options",
     "template",
     "grid",
     "threadgroup",
@@ -72,6 +74,7 @@ pub(super) fn spec_file(value: Value, base: &Path) -> Result<SpecFile, SpecError
             )
         })?,
     };
+    let math_mode = compile_options(map.get("compile_options"))?;
     let template = template(map.get("template"))?;
     let grid = dims(&map, "grid")?;
     let threadgroup = dims(&map, "threadgroup")?;
@@ -89,6 +92,7 @@ pub(super) fn spec_file(value: Value, base: &Path) -> Result<SpecFile, SpecError
         ensure_row_contiguous,
         atomic_outputs,
         language,
+        math_mode,
         template,
         grid,
         threadgroup,
@@ -96,6 +100,38 @@ pub(super) fn spec_file(value: Value, base: &Path) -> Result<SpecFile, SpecError
         data,
         views,
     })
+}
+
+/// MLX's `compile_options`: an object whose one field, `math_mode`, is
+/// `"safe"` (the default), `"relaxed"` or `"fast"`; null or absent is safe.
+fn compile_options(value: Option<&Value>) -> Result<MathMode, SpecError> {
+    let map = match value {
+        None | Some(Value::Null) => return Ok(MathMode::Safe),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(bad(
+                "compile_options",
+                format!("expected an object, found {}", kind(other)),
+            ))
+        }
+    };
+    check_fields(map, &["math_mode"], "compile_options.")?;
+    match map.get("math_mode") {
+        None | Some(Value::Null) => Ok(MathMode::Safe),
+        Some(Value::String(name)) => MathMode::from_name(name).ok_or_else(|| {
+            bad(
+                "compile_options.math_mode",
+                format!(
+                    "`{}`: expected \"safe\", \"relaxed\" or \"fast\"",
+                    short(name)
+                ),
+            )
+        }),
+        Some(other) => Err(bad(
+            "compile_options.math_mode",
+            format!("expected a string, found {}", kind(other)),
+        )),
+    }
 }
 
 /// Rejects keys of `map` not in `known`; `prefix` locates the map.
@@ -552,6 +588,44 @@ mod tests {
         let e = parse(text).unwrap_err().to_string();
         assert!(!e.contains('\n'), "not one line: {e}");
         e
+    }
+
+    #[test]
+    fn compile_options_name_the_math_mode_as_mlx() {
+        let with = |options: &str| format!("{{{MINIMAL}, \"compile_options\": {options}}}");
+        assert_eq!(
+            parse(&format!("{{{MINIMAL}}}")).unwrap().math_mode,
+            MathMode::Safe
+        );
+        assert_eq!(parse(&with("null")).unwrap().math_mode, MathMode::Safe);
+        assert_eq!(parse(&with("{}")).unwrap().math_mode, MathMode::Safe);
+        for mode in [MathMode::Safe, MathMode::Relaxed, MathMode::Fast] {
+            let spec = parse(&with(&format!("{{\"math_mode\": \"{}\"}}", mode.name()))).unwrap();
+            assert_eq!(spec.math_mode, mode);
+            assert_eq!(spec.kernel().unwrap().spec().math_mode(), mode);
+            // Written back as MLX's object, and only when not safe.
+            let text = spec.to_json().unwrap();
+            assert_eq!(
+                text.contains("compile_options"),
+                mode != MathMode::Safe,
+                "{text}"
+            );
+            assert_eq!(parse(&text).unwrap(), spec);
+        }
+        let e = error(&with("{\"math_mode\": \"precise\"}"));
+        assert!(
+            e.contains("compile_options.math_mode") && e.contains("\"fast\""),
+            "{e}"
+        );
+        let e = error(&with("{\"math_mod\": \"fast\"}"));
+        assert!(e.contains("did you mean `math_mode`"), "{e}");
+        let e = error(&with("{\"math_mode\": 1}"));
+        assert!(e.contains("expected a string"), "{e}");
+        let e = error(&with("\"fast\""));
+        assert!(
+            e.contains("compile_options") && e.contains("expected an object"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::ser::{Error as _, SerializeMap, SerializeSeq, SerializeTuple};
 use serde::{Serialize, Serializer};
 
 use super::{DataSource, Port};
+use crate::codegen::math::MathMode;
 use crate::codegen::template::TemplateArg;
 use crate::codegen::BodyLanguage;
 
@@ -73,6 +74,17 @@ pub(super) fn is_metal(language: &BodyLanguage) -> bool {
     *language == BodyLanguage::Metal
 }
 
+pub(super) fn is_safe(mode: &MathMode) -> bool {
+    *mode == MathMode::Safe
+}
+
+/// A math mode as MLX's `compile_options` object (`{"math_mode": "fast"}`).
+pub(super) fn compile_options<S: Serializer>(mode: &MathMode, s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(1))?;
+    map.serialize_entry("math_mode", mode.name())?;
+    map.end()
+}
+
 /// A body language as its name (`"cuda"`).
 pub(super) fn language<S: Serializer>(language: &BodyLanguage, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(language.name())
@@ -107,6 +119,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::super::{DataSource, Port, SpecFile, View};
+    use crate::codegen::math::MathMode;
     use crate::codegen::template::TemplateArg;
     use crate::codegen::BodyLanguage;
     use crate::dtype::DType;
@@ -220,6 +233,7 @@ mod tests {
                 DataSource::Inline(serde_json::Value::from(values))
             };
             let views = vec![(first.clone(), vec![View::Slice(vec![[0, 1, 1]])])];
+            let mode = [MathMode::Safe, MathMode::Relaxed, MathMode::Fast][text.len() % 3];
             let spec = SpecFile {
                 name: "k".into(),
                 inputs,
@@ -229,6 +243,7 @@ mod tests {
                 ensure_row_contiguous: flags.0,
                 atomic_outputs: flags.1,
                 language: if flags.1 { BodyLanguage::Cuda } else { BodyLanguage::Metal },
+                math_mode: mode,
                 template,
                 grid,
                 threadgroup: grid.map(|[x, _, _]| [x, 1, 1]),
