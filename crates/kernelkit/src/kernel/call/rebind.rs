@@ -19,7 +19,6 @@
 
 use std::sync::Arc;
 
-use arrayvec::ArrayVec;
 use smallvec::SmallVec;
 
 use super::Call;
@@ -68,6 +67,14 @@ impl Layout {
             strides: &self.strides,
         }
     }
+}
+
+/// The backend's view of arguments of these layouts at these addresses (on
+/// the stack for up to eight).
+fn args<'a>(layouts: &'a [Layout], addrs: &[u64], mem: &'a Memory) -> SmallVec<[ArgRef<'a>; 8]> {
+    (layouts.iter().zip(addrs))
+        .map(|(l, &a)| l.arg(a, mem))
+        .collect()
 }
 
 /// A call prepared once for one layout of each argument, run with new
@@ -192,35 +199,11 @@ impl Rebindable {
     /// outputs must be writable. That is what an array over the memory
     /// would have promised to the call.
     pub unsafe fn run(&self, inputs: &[u64], outputs: &[u64]) -> Result<()> {
-        let spec = self.kernel.spec();
-        if inputs.len() != self.inputs.len() {
-            return Err(CallError::InputCount {
-                kernel: spec.name.clone(),
-                expected: self.inputs.len(),
-                got: inputs.len(),
-                names: crate::codegen::spec::KernelSpec::list(&spec.input_names),
-            }
-            .into());
+        if inputs.len() != self.inputs.len() || outputs.len() != self.outputs.len() {
+            return Err(self.count_error(inputs.len(), outputs.len()));
         }
-        if outputs.len() != self.outputs.len() {
-            return Err(CallError::OutputCount {
-                kernel: spec.name.clone(),
-                expected: self.outputs.len(),
-                got: outputs.len(),
-                names: crate::codegen::spec::KernelSpec::list(&spec.output_names),
-            }
-            .into());
-        }
-        for (layout, &addr) in self.inputs.iter().zip(inputs) {
-            check_address(
-                addr,
-                layout.dtype,
-                layout.span,
-                &layout.shape,
-                &layout.strides,
-            )?;
-        }
-        for (layout, &addr) in self.outputs.iter().zip(outputs) {
+        let given = (self.inputs.iter().zip(inputs)).chain(self.outputs.iter().zip(outputs));
+        for (layout, &addr) in given {
             check_address(
                 addr,
                 layout.dtype,
@@ -232,32 +215,37 @@ impl Rebindable {
         if !self.allow_overlap {
             self.check_overlap(inputs, outputs)?;
         }
-        let device = self.stream.device();
+        let name = &self.kernel.spec().name;
         let function =
-            super::capture::function_for(&self.variant, device, &self.stream, &spec.name)?;
+            super::capture::function_for(&self.variant, self.stream.device(), &self.stream, name)?;
         let mem = &self.memory;
-        if inputs.len() <= 8 && outputs.len() <= 8 {
-            let ins: ArrayVec<ArgRef<'_>, 8> = self
-                .inputs
-                .iter()
-                .zip(inputs)
-                .map(|(l, &a)| l.arg(a, mem))
-                .collect();
-            let outs: ArrayVec<ArgRef<'_>, 8> = self
-                .outputs
-                .iter()
-                .zip(outputs)
-                .map(|(l, &a)| l.arg(a, mem))
-                .collect();
-            return self.launch(&function, &ins, &outs);
-        }
-        let ins: Vec<ArgRef<'_>> = (self.inputs.iter().zip(inputs))
-            .map(|(l, &a)| l.arg(a, mem))
-            .collect();
-        let outs: Vec<ArgRef<'_>> = (self.outputs.iter().zip(outputs))
-            .map(|(l, &a)| l.arg(a, mem))
-            .collect();
+        let ins = args(&self.inputs, inputs, mem);
+        let outs = args(&self.outputs, outputs, mem);
         self.launch(&function, &ins, &outs)
+    }
+
+    /// The error of a run given the wrong number of inputs or outputs.
+    #[cold]
+    #[inline(never)]
+    fn count_error(&self, inputs: usize, outputs: usize) -> crate::Error {
+        let spec = self.kernel.spec();
+        let list = crate::codegen::spec::KernelSpec::list;
+        if inputs != self.inputs.len() {
+            return CallError::InputCount {
+                kernel: spec.name.clone(),
+                expected: self.inputs.len(),
+                got: inputs,
+                names: list(&spec.input_names),
+            }
+            .into();
+        }
+        CallError::OutputCount {
+            kernel: spec.name.clone(),
+            expected: self.outputs.len(),
+            got: outputs,
+            names: list(&spec.output_names),
+        }
+        .into()
     }
 
     fn launch(
