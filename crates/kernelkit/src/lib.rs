@@ -73,6 +73,12 @@
 //!    to the backend, which marshals the arguments and launches on the
 //!    call's [`Stream`].
 //!
+//! A binding whose arrays are new objects on every call but whose layouts
+//! repeat (Python's tensors) prepares steps 1–3 once per layout
+//! ([`Call::rebindable`]) and then runs the [`Rebindable`] launch with the
+//! arrays' addresses alone: the checks that depend on addresses, step 4,
+//! and the backend's launch.
+//!
 //! ## The floors
 //!
 //! The library is built in floors that only look down: `dtype`, `error`,
@@ -86,7 +92,8 @@
 //! ## Guarantees
 //!
 //! - [`Kernel`], [`Device`], [`Stream`] and [`Array`] are `Send + Sync`.
-//! - A prepared [`Launch`] owns its variant: clearing the memo never breaks it.
+//! - A prepared [`Launch`] (or [`Rebindable`]) owns its variant: clearing the
+//!   memo never breaks it.
 //! - A loaded module is unloaded (past `max_loaded_modules`) only once no
 //!   call holds it and, on CUDA, once the work queued before has finished
 //!   (events recorded after its launches, checked without waiting), so
