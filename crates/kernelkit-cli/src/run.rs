@@ -49,9 +49,9 @@ const REPORT_GRACE: Duration = Duration::from_secs(2);
 #[derive(clap::Args, Clone)]
 #[command(after_long_help = crate::spec_help::HELP)]
 pub struct Args {
-    /// The spec file (JSON): name, inputs, outputs, source, [header,
-    /// ensure_row_contiguous, atomic_outputs, template], grid, [threadgroup,
-    /// init_value], data, [views].
+    /// The spec file (JSON): name, inputs, outputs, source, (header,
+    /// ensure_row_contiguous, atomic_outputs, template), grid, (threadgroup,
+    /// init_value), data, (views).
     spec: PathBuf,
     /// `cpu`, `cuda` or `cuda:N` (default: CUDA GPU 0 if there is one, else
     /// the CPU).

@@ -39,6 +39,10 @@
 //! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
 //! - [`worker`]: the interpreter as kernelkit's CUDA compile worker.
 
+// The modules are public for their documentation; their items are the
+// crate's own, and the docs link to them for whoever reads the crate.
+#![allow(rustdoc::private_intra_doc_links)]
+
 use pyo3::prelude::*;
 
 pub mod args;

@@ -6,7 +6,7 @@
 //! library finds a `kernelkit` executable next to the running program, which
 //! for Python is the interpreter's directory, where none is. So the package
 //! names its own: `sys.executable -S -c CODE compile-worker`, where `CODE`
-//! puts the package's directory on the path and calls [`compile_worker`],
+//! puts the package's directory on the path and calls `_compile_worker`,
 //! which runs kernelkit's worker loop on the standard input and output.
 //! `-S` skips `site` (the package's directory is given): the worker starts
 //! in a few milliseconds and imports nothing but this module.

@@ -160,7 +160,7 @@ pub(crate) fn call<'a>(kernel: &'a Kernel, x: &'a Array, stream: &'a Stream) -> 
 }
 
 /// Checks the element a trivial kernel `k` wrote: `out[0] = inp[0] +
-/// OFFSET + k` (inp[0] is 0).
+/// OFFSET + k` (`inp[0]` is 0).
 pub(crate) fn check_output(kernel: &Kernel, out: &[Array], k: usize) -> Result<(), BenchError> {
     let host: Vec<f32> = out
         .first()

@@ -2,8 +2,8 @@
 //! `compile_options={"math_mode": ...}` of `metal_kernel`.
 //!
 //! The mode travels **in the generated source**: a source of a mode other
-//! than [`MathMode::Safe`] starts with one line, [`MathMode::marker`],
-//! which the backends read back ([`MathMode::of_source`]) to choose their
+//! than [`MathMode::Safe`] starts with one line, `MathMode::marker`,
+//! which the backends read back (`MathMode::of_source`) to choose their
 //! compiler flags. So the source alone says how it is compiled, wherever
 //! it is compiled (this process, a compile worker), and the module key,
 //! which hashes the source, keeps the modes of one kernel apart in every

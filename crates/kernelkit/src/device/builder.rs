@@ -47,7 +47,7 @@ impl DeviceBuilder {
     }
 
     /// Keeps at most `n` modules loaded on the device (at least 1; see
-    /// [`crate::CacheConfig::max_loaded_modules`]).
+    /// [`CacheConfig::max_loaded_modules`](crate::config::CacheConfig::max_loaded_modules)).
     pub fn max_loaded_modules(mut self, n: usize) -> DeviceBuilder {
         self.config = self.config.max_loaded_modules(n);
         self

@@ -9,11 +9,11 @@
 //!   slices and views viewed for the length of a closure, as
 //!   [`std::thread::scope`] borrows: when the closure returns, every view
 //!   it made is *revoked* (after waiting for uses in progress), so a clone
-//!   that escaped is an error ([`ArrayError::Revoked`]), never a dangling
+//!   that escaped is an error
+//!   ([`ArrayError::Revoked`](crate::error::ArrayError::Revoked)), never a dangling
 //!   pointer.
-//! - **Owned by something you hand over** ([`from_vec`], and
-//!   [`cudarc::from_slice`] with the `cuda` feature): kernelkit keeps the
-//!   owner and drops it with the last array.
+//! - **Owned by something you hand over** ([`from_vec`]): kernelkit keeps
+//!   the owner and drops it with the last array.
 //! - **Raw** ([`foreign_array`], `unsafe`): a pointer and its layout, kept
 //!   alive by a [`ForeignOwner`] (an `Arc` of anything, or a deleter called
 //!   once). [`dlpack`] is built on it; so are language bindings.

@@ -23,7 +23,7 @@
 //! The reader is kernelkit's own, because a file is untrusted input: the
 //! header is read only up to [`MAX_HEADER_BYTES`] and parsed by a loop, not
 //! by recursion (a shape nested 50,000 parentheses deep is an error, not a
-//! stack overflow); a shape has at most [`MAX_NDIM`] axes; and the data are
+//! stack overflow); a shape has at most [`MAX_NDIM`](super::MAX_NDIM) axes; and the data are
 //! read only once the header matches the declared input, after the file
 //! was found long enough to hold them, into room reserved fallibly.
 
@@ -40,7 +40,7 @@ mod header;
 pub use header::read_header;
 
 /// The longest header read. NumPy itself refuses headers over 10,000
-/// bytes by default (`max_header_size`); a header of [`MAX_NDIM`] axes
+/// bytes by default (`max_header_size`); a header of [`MAX_NDIM`](super::MAX_NDIM) axes
 /// needs under 2,000.
 pub const MAX_HEADER_BYTES: usize = 64 << 10;
 

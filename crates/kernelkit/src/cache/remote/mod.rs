@@ -20,9 +20,9 @@
 //!   the tier is off, with one warning.
 //! - **One compile per fleet.** A process that misses everywhere takes the
 //!   key's lease before it compiles; the others wait for its entry
-//!   (bounded), see [`lease`].
+//!   (bounded), see `lease`.
 //! - **Degrade, never fail.** Short connect and command timeouts, a circuit
-//!   breaker ([`breaker`]); every fault is a miss counted in
+//!   breaker (`breaker`); every fault is a miss counted in
 //!   `remote_errors`, and the time spent here is in `remote_wait_ms`.
 
 mod admin;

@@ -85,11 +85,11 @@ pub struct EntryInfo {
     /// When a process last wrote or loaded it.
     pub last_use: SystemTime,
     /// What the entry says it holds, or why its header cannot be read (the
-    /// payload and checksum are checked by [`ArtifactStore::verify`]).
+    /// payload and checksum are checked by [`ArtifactStore::verify`](super::ArtifactStore::verify)).
     pub header: Result<Header, EntryFault>,
 }
 
-/// An entry that failed [`ArtifactStore::verify`].
+/// An entry that failed [`ArtifactStore::verify`](super::ArtifactStore::verify).
 #[derive(Debug)]
 pub struct BadEntry {
     /// The key its file name stands for.
@@ -100,7 +100,7 @@ pub struct BadEntry {
     pub fault: EntryFault,
 }
 
-/// The result of [`ArtifactStore::verify`].
+/// The result of [`ArtifactStore::verify`](super::ArtifactStore::verify).
 #[derive(Debug, Default)]
 pub struct VerifyReport {
     /// Entries that passed every check.
@@ -112,7 +112,7 @@ pub struct VerifyReport {
     pub other_format: usize,
 }
 
-/// The size and lifetime counters of a store ([`ArtifactStore::stats`]).
+/// The size and lifetime counters of a store ([`ArtifactStore::stats`](super::ArtifactStore::stats)).
 #[derive(Clone, Debug)]
 pub struct StoreStats {
     /// The directory.
@@ -132,7 +132,7 @@ pub struct StoreStats {
     pub lifetime: Tally,
 }
 
-/// What [`ArtifactStore::clear`] removed.
+/// What [`ArtifactStore::clear`](super::ArtifactStore::clear) removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClearReport {
     /// Entries removed.

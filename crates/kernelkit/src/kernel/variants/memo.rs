@@ -2,7 +2,7 @@
 //! by entries, evicting with CLOCK (second chance).
 //!
 //! **Reads take no lock.** The entries live in shards picked by the key's
-//! hash; each shard is an immutable list behind a [`Snapshot`], replaced
+//! hash; each shard is an immutable list behind a `Snapshot`, replaced
 //! whole by writers (copy on write). A hit loads one shard, compares
 //! hashes, then the key (inline in the entry), clones the variant's `Arc`
 //! and sets the variant's *referenced* bit if it is clear (a plain store,
@@ -31,7 +31,7 @@
 //! **Bytes.** An entry is charged its variant's own bytes (name, its part of
 //! the source, the struct) and the entry's; the text the kernel's variants
 //! share (prelude, header, body: `codegen::parts`) is charged once, by the
-//! kernel, when it builds it ([`VariantMemo::charge_shared`]).
+//! kernel, when it builds it (`VariantMemo::charge_shared`).
 //!
 //! **Generation.** Every change that removes entries (an eviction, a clear)
 //! advances the memo's generation *after* publishing the removal; caches in
