@@ -133,6 +133,14 @@ type Made<'py> = (Bound<'py, PyAny>, torch::Tensor);
 /// (none: kernelkit allocates them), and how they are returned.
 type Planned<'py> = (SmallVec<[OutputSpec; 2]>, SmallVec<[Array; 2]>, Plan<'py>);
 
+/// The shapes and dtypes of outputs written into `targets`.
+fn specs_of(targets: &[Array]) -> SmallVec<[OutputSpec; 2]> {
+    targets
+        .iter()
+        .map(|t| (t.shape().iter().map(|&d| d as i64).collect(), t.dtype()))
+        .collect()
+}
+
 /// Extents as `usize`, or `None` when kernelkit will refuse them (an
 /// extent below 1, a size past `isize::MAX` bytes): its check then words
 /// the error.
@@ -470,10 +478,7 @@ impl PyKernel {
                 .arrays(&sources, "output", stream, torch_stream)?
                 .into_iter()
                 .collect();
-            let specs: SmallVec<[OutputSpec; 2]> = targets
-                .iter()
-                .map(|t| (t.shape().iter().map(|&d| d as i64).collect(), t.dtype()))
-                .collect();
+            let specs = specs_of(&targets);
             self.check_out(given.as_ref(), &specs)?;
             let objects = out.into_iter().collect();
             return Ok((specs, targets, Plan::Into { objects, numpy }));
@@ -675,13 +680,6 @@ impl PyKernel {
         // A new layout: the general path's arrays, checks and variant;
         // its launch is kept, prepared, for the next call of this layout.
         let stream = streams::wrap(&here.open(py)?, key.stream)?;
-        let in_sources: SmallVec<[Source<'py>; 4]> = sources
-            .iter()
-            .map(|s| match s {
-                Source::Torch(obj, t) => Source::Torch(obj.clone(), t.clone()),
-                _ => unreachable!("every input is a torch tensor"),
-            })
-            .collect();
         let out_sources: SmallVec<[Source<'py>; 4]> = objects
             .iter()
             .zip(&made)
@@ -692,11 +690,8 @@ impl PyKernel {
             .into_iter()
             .collect();
         let parts = Parts {
-            inputs: self.arrays(&in_sources, "input", &stream, Some(&stream))?,
-            outputs: targets
-                .iter()
-                .map(|t| (t.shape().iter().map(|&d| d as i64).collect(), t.dtype()))
-                .collect(),
+            inputs: self.arrays(sources, "input", &stream, Some(&stream))?,
+            outputs: specs_of(&targets),
             targets,
             template: key.template.clone(),
             grid: key.grid,

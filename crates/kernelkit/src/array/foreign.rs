@@ -50,14 +50,17 @@ pub(crate) fn element_span(shape: &[usize], strides: &[isize]) -> Result<(isize,
 /// Checks element 0's address `data` of a view of `dtype` whose elements
 /// span `[lo, hi)` elements from it (`shape` and `strides` name it in
 /// errors): not null, aligned, reaching neither below address 0 nor past
-/// the last. The view's byte length.
+/// the last. The lowest byte address an element lies at and the view's
+/// byte length (`data` and 0 for an empty view). Inlined: a rebindable
+/// launch runs it for every argument of every run.
+#[inline]
 pub(crate) fn check_address(
     data: u64,
     dtype: DType,
     (lo, hi): (isize, isize),
     shape: &[usize],
     strides: &[isize],
-) -> Result<usize> {
+) -> Result<(u64, usize)> {
     let fail = |m: String| -> crate::Error { ArrayError::Foreign(m).into() };
     let size = dtype.size() as isize;
     let bytes = (hi - lo)
@@ -65,7 +68,7 @@ pub(crate) fn check_address(
         .filter(|&b| b <= isize::MAX / 8)
         .ok_or_else(|| fail(format!("strides {strides:?} of shape {shape:?} overflow")))?;
     if bytes == 0 {
-        return Ok(0);
+        return Ok((data, 0));
     }
     if data == 0 {
         return Err(fail(format!("a null pointer for {bytes} bytes of {dtype}")));
@@ -87,7 +90,21 @@ pub(crate) fn check_address(
             "the array's {bytes} bytes at {data:#x} wrap around"
         ))
     })?;
-    Ok(bytes as usize)
+    Ok((base, bytes as usize))
+}
+
+/// The byte addresses `[lo, hi)` the elements of a view of `dtype` lie in,
+/// with element 0 at `addr` and the elements spanning `[lo, hi)` elements
+/// from it.
+pub(crate) fn bytes_at(addr: u64, dtype: DType, (lo, hi): (isize, isize)) -> (u64, u64) {
+    let size = dtype.size() as i128;
+    let at = |e: isize| (addr as i128 + e as i128 * size) as u64;
+    (at(lo), at(hi))
+}
+
+/// Whether two byte ranges `[lo, hi)`, neither empty, share a byte.
+pub(crate) fn bytes_overlap(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1
 }
 
 /// A foreign array's description, checked: the memory it spans and the
@@ -128,17 +145,16 @@ pub(crate) fn describe(
         return Err(ArrayError::Overflow(shape.to_vec()).into());
     }
     let (lo, hi) = element_span(&shape, &strides)?;
-    let bytes = check_address(data, dtype, (lo, hi), &shape, &strides)?;
+    let (base, bytes) = check_address(data, dtype, (lo, hi), &shape, &strides)?;
     if bytes == 0 {
         return Ok(Described {
-            base: data,
+            base,
             len: 0,
             shape,
             strides,
             offset: 0,
         });
     }
-    let base = data - (-lo * dtype.size() as isize) as u64;
     Ok(Described {
         base,
         len: bytes,
@@ -297,19 +313,16 @@ impl Array {
 
     /// The byte addresses the array's elements lie in: `[lo, hi)`.
     pub(crate) fn byte_span(&self) -> (u64, u64) {
-        let (lo, hi) = element_span(&self.shape, &self.strides).unwrap_or((0, 0));
-        if lo == hi {
+        let span = element_span(&self.shape, &self.strides).unwrap_or((0, 0));
+        if span.0 == span.1 {
             return (0, 0);
         }
-        let size = self.dtype.size() as i128;
-        let at = |e: isize| (self.data_addr() as i128 + e as i128 * size) as u64;
-        (at(lo), at(hi))
+        bytes_at(self.data_addr(), self.dtype, span)
     }
 
     /// Whether the elements of `self` and `other` may share bytes.
     pub(crate) fn overlaps(&self, other: &Array) -> bool {
-        let (a, b) = (self.byte_span(), other.byte_span());
-        a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1
+        bytes_overlap(self.byte_span(), other.byte_span())
     }
 }
 

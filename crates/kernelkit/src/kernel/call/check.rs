@@ -311,19 +311,10 @@ impl<'a> Call<'a> {
                 continue;
             }
             if let Some(j) = self.inputs.iter().position(|a| a.overlaps(target)) {
-                return Err(bad(format!(
-                    "it shares memory with input `{}` (allow it with `.allow_overlap(true)` for \
-                     an in-place kernel)",
-                    spec.input_names[j]
-                ))
-                .into());
+                return Err(bad(shares_with_input(spec, j)).into());
             }
             if let Some(&(j, _)) = targets.list[..k].iter().find(|(_, t)| t.overlaps(target)) {
-                return Err(bad(format!(
-                    "it shares memory with output `{}`",
-                    spec.output_names.get(j).cloned().unwrap_or_default()
-                ))
-                .into());
+                return Err(bad(shares_with_output(spec, j)).into());
             }
         }
         Ok(())
@@ -488,6 +479,24 @@ impl<'a> Call<'a> {
         }
         Ok((grid.map(|g| g as u32), tg.map(|t| t as u32)))
     }
+}
+
+/// Why an output cannot be written: it shares memory with input `j` (a
+/// call's check and a rebindable launch's word it alike).
+pub(super) fn shares_with_input(spec: &KernelSpec, j: usize) -> String {
+    format!(
+        "it shares memory with input `{}` (allow it with `.allow_overlap(true)` for an in-place \
+         kernel)",
+        spec.input_names[j]
+    )
+}
+
+/// Why an output cannot be written: it shares memory with output `j`.
+pub(super) fn shares_with_output(spec: &KernelSpec, j: usize) -> String {
+    format!(
+        "it shares memory with output `{}`",
+        spec.output_names.get(j).cloned().unwrap_or_default()
+    )
 }
 
 /// The checks that run once per variant, on a kernel and a variant's

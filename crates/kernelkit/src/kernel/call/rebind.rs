@@ -21,8 +21,9 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use super::check::{shares_with_input, shares_with_output};
 use super::Call;
-use crate::array::foreign::{check_address, element_span};
+use crate::array::foreign::{bytes_at, bytes_overlap, check_address, element_span};
 use crate::array::{Array, Shape, Strides};
 use crate::backend::foreign::{ForeignMem, ForeignOwner};
 use crate::backend::{ArgRef, LaunchDesc, Memory, Owner};
@@ -53,9 +54,7 @@ impl Layout {
 
     /// The bytes `[lo, hi)` the elements lie in with element 0 at `addr`.
     fn bytes(&self, addr: u64) -> (u64, u64) {
-        let size = self.dtype.size() as i128;
-        let at = |e: isize| (addr as i128 + e as i128 * size) as u64;
-        (at(self.span.0), at(self.span.1))
+        bytes_at(addr, self.dtype, self.span)
     }
 
     fn arg<'a>(&'a self, addr: u64, mem: &'a Memory) -> ArgRef<'a> {
@@ -271,35 +270,22 @@ impl Rebindable {
     /// output, in the words of a call's check.
     fn check_overlap(&self, inputs: &[u64], outputs: &[u64]) -> Result<()> {
         let spec = self.kernel.spec();
-        let span = |l: &Layout, a: u64| l.bytes(a);
-        let meet = |a: (u64, u64), b: (u64, u64)| a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1;
-        for (k, (layout, &addr)) in self.outputs.iter().zip(outputs).enumerate() {
-            let mine = span(layout, addr);
-            let bad = |reason: String| -> crate::Error {
-                CallError::OutputTarget {
-                    kernel: spec.name.clone(),
-                    output: spec.output_names.get(k).cloned().unwrap_or_default(),
-                    reason,
-                }
-                .into()
+        let ins = || self.inputs.iter().zip(inputs).map(|(l, &a)| l.bytes(a));
+        let outs = || self.outputs.iter().zip(outputs).map(|(l, &a)| l.bytes(a));
+        for (k, mine) in outs().enumerate() {
+            let reason = if let Some(j) = ins().position(|s| bytes_overlap(s, mine)) {
+                shares_with_input(spec, j)
+            } else if let Some(j) = outs().take(k).position(|s| bytes_overlap(s, mine)) {
+                shares_with_output(spec, j)
+            } else {
+                continue;
             };
-            if let Some(j) =
-                (self.inputs.iter().zip(inputs)).position(|(l, &a)| meet(span(l, a), mine))
-            {
-                return Err(bad(format!(
-                    "it shares memory with input `{}` (allow it with `.allow_overlap(true)` for \
-                     an in-place kernel)",
-                    spec.input_names[j]
-                )));
+            return Err(CallError::OutputTarget {
+                kernel: spec.name.clone(),
+                output: spec.output_names.get(k).cloned().unwrap_or_default(),
+                reason,
             }
-            if let Some(j) =
-                (self.outputs[..k].iter().zip(outputs)).position(|(l, &a)| meet(span(l, a), mine))
-            {
-                return Err(bad(format!(
-                    "it shares memory with output `{}`",
-                    spec.output_names.get(j).cloned().unwrap_or_default()
-                )));
-            }
+            .into());
         }
         Ok(())
     }
