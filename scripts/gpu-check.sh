@@ -187,7 +187,7 @@ if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
 fi
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 cp crates/kernelkit-py/bench/compare.py "$DEST/compare.py"
-cp crates/kernelkit-py/bench/{nvrtc_control,cold_alone,nvrtc_source_check}.py "$DEST/"
+cp crates/kernelkit-py/bench/{nvrtc_control,cold_alone,nvrtc_source_check,cold_split,mlx_cold}.py "$DEST/"
 cp crates/kernelkit-py/bench/torch_native.py "$DEST/torch_native.py"
 cp crates/kernelkit-py/bench/guard_forms.py "$DEST/guard_forms.py"
 rm -rf "$DEST/python-tests/__pycache__"

@@ -120,6 +120,29 @@ python_bench() {
   fi
 }
 step python_bench python_bench
+# MLX's cuda_kernel beside kernelkit, CuPy and Triton (compare.py's warm
+# figures, with mlx importable) and MLX's own cold burst (mlx_cold.py):
+# MLX's CUDA build comes in two parts, one a call (scripts/mlx-cuda-parts.sh
+# says how); `mlx_stash` keeps the first in /tmp, `mlx` joins them.
+MLX_DIR=/tmp/kernelkit-mlx
+mlx_stash() {
+  mkdir -p "$MLX_DIR" && cp .mlxa/mlxpart.00 "$MLX_DIR/" && ls -l "$MLX_DIR"
+}
+step mlx_stash mlx_stash
+mlx_bench() {
+  [ -f "$MLX_DIR/mlxpart.00" ] || { echo "no first part in $MLX_DIR: run mlx_stash first, on this machine"; return 1; }
+  cat "$MLX_DIR/mlxpart.00" .mlxb/mlxpart.01 > "$MLX_DIR/mlx.tar.xz" &&
+    { [ ! -f .mlxb/sha256 ] || [ "$(sha256sum "$MLX_DIR/mlx.tar.xz" | cut -d' ' -f1)" = "$(cat .mlxb/sha256)" ]; } &&
+    mkdir -p "$MLX_DIR/site" && tar -C "$MLX_DIR/site" -xJf "$MLX_DIR/mlx.tar.xz" || return 1
+  # libmlx finds CUDA's libraries at ../../nvidia/* beside it: PyTorch's.
+  ln -sfn "$(python3 -c 'import site; print(site.getsitepackages()[0])')/nvidia" "$MLX_DIR/site/nvidia"
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    PYTHONPATH="$MLX_DIR/site" python3 -c 'import mlx.core as mx; print("mlx", mx.__version__, mx.default_device())' &&
+    PYTHONPATH="$MLX_DIR/site" KERNELKIT_CACHE=memory timeout 300 python3 "$G/compare.py" --skip import,parallel \
+      --json "$OUT/python_bench_mlx.json" &&
+    PYTHONPATH="$MLX_DIR/site" timeout 200 python3 "$G/mlx_cold.py" --turns 3
+}
+step mlx mlx_bench
 # kernelkit ops inside PyTorch (issue 17): torch.compile graph breaks, a
 # captured decode-style loop against CuPy RawKernel under capture, the
 # grid_sample pair's fused backward against torch's (needs the wheel).

@@ -220,7 +220,8 @@ def warm(rounds, batch):
         say("warm_out.over_raw_us", RESULTS[PREFIX + "warm_out.kernelkit_us"] - RESULTS[PREFIX + "warm_out.raw_launch_us"],
             "target <= 1.5")
     if PREFIX + "warm_alloc.mlx_us" not in RESULTS:
-        say("warm_alloc.note", "MLX cuda_kernel not measured: MLX's CUDA build does not import here")
+        say("warm_alloc.note", "MLX cuda_kernel not measured: MLX's CUDA build does not import here "
+            "(scripts/mlx-cuda-parts.sh and gpu-remote.sh's mlx step carry it)")
 
 
 def breakdown(torch, x, batch):
@@ -297,13 +298,15 @@ print(json.dumps({"single": single, "parallel": parallel}))
 """
 
 
-def parallel(turns, worker):
+def parallel(turns, worker, only=None):
     # `workers`: the package as installed, nothing set (its own interpreter
     # serves as the compile worker); `workers_cli`: the CLI named.
     modes = {"workers": {}}
     if worker:
         modes["workers_cli"] = {"KERNELKIT_WORKER": worker}
     modes["in_process"] = {"KERNELKIT_COMPILE_WORKERS": "0"}
+    if only:
+        modes = {m: e for m, e in modes.items() if m in only}
     for mode, extra in modes.items():
         env = dict(os.environ, KERNELKIT_CACHE="memory", **extra)
         if mode == "workers":
@@ -367,12 +370,13 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--skip", default="", help="comma-separated: import,warm,parallel")
     ap.add_argument("--label", default="", help="names this run's figures LABEL.<name> (another build)")
+    ap.add_argument("--modes", default="", help="comma-separated parallel modes to run (default: all)")
     a = ap.parse_args()
     global PREFIX
     PREFIX = f"{a.label}." if a.label else ""
     skip = set(filter(None, a.skip.split(",")))
     steps = [("import", lambda: import_time()), ("warm", lambda: warm(a.rounds, a.batch)),
-             ("parallel", lambda: parallel(a.turns, a.worker))]
+             ("parallel", lambda: parallel(a.turns, a.worker, set(filter(None, a.modes.split(",")))))]
     for name, step in steps:
         if name in skip:
             continue

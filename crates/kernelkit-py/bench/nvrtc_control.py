@@ -127,7 +127,8 @@ def burst(source, arch, procs, turns, with_cuda=False):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cli", required=True, help="the kernelkit CLI (for the generated source)")
+    ap.add_argument("--cli", help="the kernelkit CLI (for the generated source)")
+    ap.add_argument("--source", help="a file holding the generated source (instead of --cli)")
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--procs", type=int, default=16)
     ap.add_argument("--turns", type=int, default=5)
@@ -135,7 +136,13 @@ def main():
                     help="each process makes a CUDA context current before it compiles")
     ap.add_argument("--json")
     a = ap.parse_args()
-    source = generated_source(a.cli)
+    if a.source:
+        with open(a.source) as f:
+            source = f.read()
+    elif a.cli:
+        source = generated_source(a.cli)
+    else:
+        ap.error("give --cli or --source")
     out = {"control.source_bytes": len(source), "control.cpus": os.cpu_count()}
     # One alone and all at once, in turns, so that both see the same machine.
     singles, bursts = [], []

@@ -244,6 +244,11 @@ pub(super) fn run_nvrtc(
             .collect();
         &with_mode
     };
+    tracing::trace!(
+        "NVRTC compiles `{program}` ({} bytes, {} headers) with {options:?}",
+        source.len(),
+        headers.len()
+    );
     if let Err(e) = prog.compile(options) {
         let log = prog.log();
         return Err(if e.rejected_source() {
