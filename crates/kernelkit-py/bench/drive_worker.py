@@ -11,6 +11,11 @@ same source with the same options. The worker runs with
 system CPU, page faults) is summarised too.
 
   python drive_worker.py CLI SOURCE
+  python drive_worker.py --python SOURCE   # the package's own worker
+
+``--python``: the worker the Python package starts (the interpreter with
+``-S``, serving through the extension; ``kernelkit._kernelkit._worker_command()``),
+which has no log of its own.
 
 ``SOURCE``: a generated source with ``TAG`` in it (``kernelkit source
 --dialect cuda SPEC`` with ``TAG`` in the body). ``NVRTC_LIB`` and
@@ -40,8 +45,8 @@ def field(value):
 
 
 class Worker:
-    def __init__(self, cli, log):
-        self.proc = subprocess.Popen([cli, "compile-worker"], stdin=subprocess.PIPE,
+    def __init__(self, command, log):
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=log,
                                      env=dict(os.environ, KERNELKIT_LOG="debug"))
         answer = self.exchange(bytes([HELLO]) + b"KKCW" + struct.pack("<I", PROTOCOL))
@@ -71,6 +76,12 @@ class Worker:
 
 def main():
     cli, path = sys.argv[1], sys.argv[2]
+    if cli == "--python":
+        from kernelkit import _kernelkit
+
+        command = _kernelkit._worker_command()
+    else:
+        command = [cli, "compile-worker"]
     with open(path) as f:
         text = f.read()
     new = lambda: text.replace("TAG", uuid.uuid4().hex)  # noqa: E731
@@ -88,7 +99,7 @@ def main():
         return elapsed
 
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
-        worker = Worker(cli, log)
+        worker = Worker(command, log)
         print("worker back_to_back", [round(worker.compile(new())) for _ in range(8)])
         print("ctypes back_to_back", [round(nvrtc(new())) for _ in range(8)])
         paused = []
