@@ -22,17 +22,10 @@ import statistics
 import subprocess
 import sys
 
-CHILD = r"""
-import json, sys, threading, time, uuid
-import torch, kernelkit as kk
-x = torch.ones(1024, device="cuda")
-torch.cuda.synchronize()
-def fresh(tag):
-    src = "uint i = thread_position_in_grid.x; out[i] = inp[i] * 2.0f + %d.0f; /* %s */" % (len(tag), tag)
-    return kk.metal_kernel(name="cold_" + tag[:8], input_names=["inp"], output_names=["out"], source=src)
-def call(k):
-    (y,) = k(inputs=[x], grid=(1024, 1, 1), threadgroup=(256, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
-    return y
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import COLD_KERNELS  # noqa: E402  (beside this file)
+
+CHILD = COLD_KERNELS + r"""
 def compile_ms():
     return kk.cache_stats("gpu")["compile_ns"] / 1e6
 call(fresh(uuid.uuid4().hex))
@@ -44,15 +37,8 @@ for _ in range(int(sys.argv[1])):
     c0 = compile_ms(); t = time.perf_counter(); call(k); torch.cuda.synchronize()
     out["single"].append((time.perf_counter() - t) * 1e3); out["single_compile"].append(compile_ms() - c0)
     ks = [fresh(uuid.uuid4().hex) for _ in range(16)]
-    barrier = threading.Barrier(17)
-    def work(k):
-        barrier.wait(); call(k)
-    threads = [threading.Thread(target=work, args=(k,)) for k in ks]
-    for th in threads: th.start()
-    c0 = compile_ms(); barrier.wait(); t = time.perf_counter()
-    for th in threads: th.join()
-    torch.cuda.synchronize()
-    out["burst"].append((time.perf_counter() - t) * 1e3); out["burst_compile_mean"].append((compile_ms() - c0) / 16)
+    c0 = compile_ms()
+    out["burst"].append(burst(ks) * 1e3); out["burst_compile_mean"].append((compile_ms() - c0) / 16)
 print(json.dumps(out))
 """
 

@@ -263,7 +263,9 @@ def breakdown(torch, x, batch):
     say("breakdown.read_one_tensor_us", per_tensor, "data_ptr + stride + shape + dtype + get_device")
 
 
-PARALLEL_CHILD = r"""
+# The cold kernels of the burst: `fresh(tag)` is a kernel no one compiled,
+# `call(k)` runs it once on a torch tensor (also used by cold_split.py).
+COLD_KERNELS = r"""
 import json, sys, threading, time, uuid
 import torch, kernelkit as kk
 x = torch.ones(1024, device="cuda")
@@ -274,6 +276,20 @@ def fresh(tag):
 def call(k):
     (y,) = k(inputs=[x], grid=(1024, 1, 1), threadgroup=(256, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
     return y
+def burst(ks):
+    # One thread per kernel, released at once; seconds until all ran.
+    barrier = threading.Barrier(len(ks) + 1)
+    def work(k):
+        barrier.wait(); call(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in ks]
+    for th in threads: th.start()
+    barrier.wait(); t = time.perf_counter()
+    for th in threads: th.join()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t
+"""
+
+PARALLEL_CHILD = COLD_KERNELS + r"""
 call(fresh(uuid.uuid4().hex))  # the device, NVRTC and the workers started
 torch.cuda.synchronize()
 # The first compile starts the compile workers in the background
@@ -285,15 +301,7 @@ single, parallel = [], []
 for _ in range(int(sys.argv[1])):
     k = fresh(uuid.uuid4().hex)
     t = time.perf_counter(); call(k); torch.cuda.synchronize(); single.append(time.perf_counter() - t)
-    ks = [fresh(uuid.uuid4().hex) for _ in range(16)]
-    barrier = threading.Barrier(17)
-    def work(k):
-        barrier.wait(); call(k)
-    threads = [threading.Thread(target=work, args=(k,)) for k in ks]
-    for th in threads: th.start()
-    barrier.wait(); t = time.perf_counter()
-    for th in threads: th.join()
-    torch.cuda.synchronize(); parallel.append(time.perf_counter() - t)
+    parallel.append(burst([fresh(uuid.uuid4().hex) for _ in range(16)]))
 print(json.dumps({"single": single, "parallel": parallel}))
 """
 
