@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MLX's CUDA build for the GPU machine, in two parts of under 40 MB each
 # (the device tool carries at most 64 MiB a call; the build is 90 MB as
-# NVIDIA ships it): mlx and mlx-cuda-13 for CPython 3.12 (the GPU machine's
+# MLX ships it): mlx and mlx-cuda-13 for CPython 3.12 (the GPU machine's
 # python3), their shared library stripped, packed with xz and split into
 # .mlxa/ and .mlxb/ (both ignored by git: add `/.mlxa/` and `/.mlxb/` to
 # .git/info/exclude). The GPU machine has the CUDA 13 libraries mlx-cuda-13

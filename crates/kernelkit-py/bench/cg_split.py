@@ -40,17 +40,12 @@ def main():
         return
     with open(path) as f:
         source = f.read()
-    include = os.environ["CUDA_INC"]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from nvrtc_control import compile_once  # beside this file
+
     lib = ctypes.CDLL(os.environ["NVRTC_LIB"])
-    words = [b"--gpu-architecture=sm_90a", b"--device-as-default-execution-space",
-             f"-I{include}".encode(), f"-I{include}/cccl".encode()]
     for _ in range(n):
-        prog = ctypes.c_void_p()
-        lib.nvrtcCreateProgram(ctypes.byref(prog), source.replace("TAG", uuid.uuid4().hex).encode(),
-                               b"kernel.cu", 0, None, None)
-        rc = lib.nvrtcCompileProgram(prog, len(words), (ctypes.c_char_p * len(words))(*words))
-        assert rc == 0, f"NVRTC {rc}"
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+        compile_once(lib, os.environ["CUDA_INC"], source, "sm_90a")
 
 
 if __name__ == "__main__":

@@ -77,18 +77,15 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
                     .then(ThreadUsage::now)
                     .flatten();
                 let outcome = run_nvrtc(&program, &source, &headers, &options, kind);
-                let wall = started.elapsed().as_secs_f64() * 1e3;
-                match before.zip(ThreadUsage::now()) {
-                    Some((before, after)) => tracing::debug!(
-                        "compile worker {}: NVRTC took {wall:.1} ms ({})",
-                        std::process::id(),
-                        after.since(&before)
-                    ),
-                    None => tracing::debug!(
-                        "compile worker {}: NVRTC took {wall:.1} ms",
-                        std::process::id()
-                    ),
-                }
+                // Read again only where it was read before (debug logging on).
+                let usage = before
+                    .and_then(|b| ThreadUsage::now().map(|a| format!(" ({})", a.since(&b))))
+                    .unwrap_or_default();
+                tracing::debug!(
+                    "compile worker {}: NVRTC took {:.1} ms{usage}",
+                    std::process::id(),
+                    started.elapsed().as_secs_f64() * 1e3
+                );
                 match outcome {
                     Ok(artifact) => Message::Done { artifact },
                     Err(Failure::Rejected(log)) => Message::Rejected { log },
