@@ -127,6 +127,17 @@ def warm(rounds, batch):
     candidates["warm_out.kernelkit_us"] = lambda: k(inputs=[x], grid=grid, threadgroup=tg, out=[y])
     candidates["warm_alloc.kernelkit_us"] = lambda: k(inputs=[x], grid=grid, threadgroup=tg,
                                                       output_shapes=shapes, output_dtypes=dtypes)
+    # The same calls reading tensors through their methods (the shim off:
+    # what a torch without torch's C functions gets), for the difference.
+    native = sys.modules["kernelkit._kernelkit"]
+    around = {}
+    shim = getattr(native, "_torch_shim", lambda on=None: False)()
+    say("warm.torch_shim", shim, "tensors read through torch's C functions")
+    if shim:
+        for name in ("warm_out", "warm_alloc"):
+            candidates[f"{name}.kernelkit_methods_us"] = candidates[f"{name}.kernelkit_us"]
+            around[f"{name}.kernelkit_methods_us"] = (lambda: native._torch_shim(False),
+                                                      lambda: native._torch_shim(True))
     stream_ptr = torch.cuda.current_stream().cuda_stream
     try:
         import cupy
@@ -196,8 +207,11 @@ def warm(rounds, batch):
     except Exception as e:  # noqa: BLE001
         say("warm.mlx_absent", repr(e)[:200])
     # Correctness once, then warm-up.
-    for f in candidates.values():
+    for name, f in candidates.items():
+        enter, leave = around.get(name, (lambda: None, lambda: None))
+        enter()
         f()
+        leave()
     torch.cuda.synchronize()
     assert torch.equal(y, x + 1), "kernelkit's out= result is wrong"
     (fresh,) = candidates["warm_alloc.kernelkit_us"]()
@@ -206,11 +220,14 @@ def warm(rounds, batch):
     samples = {name: [] for name in candidates}
     for _ in range(rounds):  # interleaved: every candidate once per round
         for name, f in candidates.items():
+            enter, leave = around.get(name, (lambda: None, lambda: None))
+            enter()
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             for _ in range(batch):
                 f()
             t1 = time.perf_counter()
+            leave()
             samples[name].append((t1 - t0) / batch * 1e6)
     torch.cuda.synchronize()
     for name, s in samples.items():
@@ -219,6 +236,10 @@ def warm(rounds, batch):
     if PREFIX + "warm_out.raw_launch_us" in RESULTS:
         say("warm_out.over_raw_us", RESULTS[PREFIX + "warm_out.kernelkit_us"] - RESULTS[PREFIX + "warm_out.raw_launch_us"],
             "target <= 1.5")
+        if PREFIX + "warm_out.kernelkit_methods_us" in RESULTS:
+            say("warm_out.methods_over_raw_us",
+                RESULTS[PREFIX + "warm_out.kernelkit_methods_us"] - RESULTS[PREFIX + "warm_out.raw_launch_us"],
+                "the shim off")
     if PREFIX + "warm_alloc.mlx_us" not in RESULTS:
         say("warm_alloc.note", "MLX cuda_kernel not measured: MLX's CUDA build does not import here "
             "(scripts/mlx-cuda-parts.sh and gpu-remote.sh's mlx step carry it)")

@@ -36,6 +36,8 @@
 //! - [`dtypes`]: objects that name a dtype (NumPy, PyTorch, MLX, names).
 //! - [`device`]: `Device`, `Stream`, `new_stream`, `clear_streams`,
 //!   `cache_stats`.
+//! - [`torch`], [`torch_shim`]: torch tensors read, made, and torch's
+//!   current stream.
 //! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
 //! - [`worker`]: the interpreter as kernelkit's CUDA compile worker.
 
@@ -59,6 +61,7 @@ pub mod rebound;
 pub mod sources;
 pub mod streams;
 pub mod torch;
+pub mod torch_shim;
 pub mod worker;
 
 use device::{Place, PyDevice, PyStream};
@@ -78,6 +81,8 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device::cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(worker::_compile_worker, m)?)?;
     m.add_function(wrap_pyfunction!(worker::_worker_command, m)?)?;
+    m.add_function(wrap_pyfunction!(torch::_torch_shim, m)?)?;
+    m.add_function(wrap_pyfunction!(torch::_torch_layout, m)?)?;
     m.add("cpu", PyDevice::at(Place::Cpu))?;
     m.add("gpu", PyDevice::at(Place::Cuda(0)))?;
     Ok(())

@@ -1,8 +1,9 @@
 //! PyTorch tensors on the hot path, without DLPack and without copies.
 //!
-//! A tensor is read through its own methods (`data_ptr()`, `stride()`,
-//! `shape`, `dtype`, `get_device()`): five C-level calls, no capsule, no
-//! dict. Outputs come from torch's allocator (`torch.empty` on the tensors'
+//! A tensor is read through torch's C functions where this torch has them
+//! (`crate::torch_shim`: one attribute read, no Python objects made), else
+//! through its own methods (`data_ptr()`, `stride()`, `shape`, `dtype`,
+//! `get_device()`): five C-level calls, no capsule, no dict. Outputs come from torch's allocator (`torch.empty` on the tensors'
 //! device; `new_empty` of an input of the same dtype and device), so torch
 //! in gives torch out; calls run on torch's current
 //! stream of the tensors' device (`torch._C._cuda_getCurrentRawStream`,
@@ -22,6 +23,7 @@ use smallvec::SmallVec;
 use crate::device::Place;
 use crate::dtypes::dtype_of;
 use crate::errors;
+use crate::torch_shim::{self, Shim};
 
 /// What is kept of the torch module.
 struct Torch {
@@ -36,6 +38,8 @@ struct Torch {
     current_stream: Option<Py<PyAny>>,
     /// torch's dtype object per kernelkit dtype (`None`: torch has none).
     dtypes: Vec<(DType, Option<Py<PyAny>>)>,
+    /// torch's C functions, when present and agreeing with the methods.
+    shim: Option<Shim>,
 }
 
 static TORCH: PyOnceLock<Torch> = PyOnceLock::new();
@@ -62,6 +66,9 @@ fn torch(py: Python<'_>) -> Option<&Torch> {
         .iter()
         .map(|&d| (d, torch.getattr(d.name()).ok().map(Bound::unbind)))
         .collect();
+    let shim = Shim::open(&torch).filter(|shim| {
+        probe(&torch).is_ok_and(|p| by_methods(&p, &"the probe").is_ok_and(|t| shim.agrees(&p, &t)))
+    });
     let state = Torch {
         tensor: tensor.unbind(),
         empty: empty.unbind(),
@@ -69,8 +76,28 @@ fn torch(py: Python<'_>) -> Option<&Torch> {
         current_raw: current_raw.map(Bound::unbind),
         current_stream: current_stream.map(Bound::unbind),
         dtypes,
+        shim,
     };
     Some(TORCH.get_or_init(py, || state))
+}
+
+/// A strided int16 view at an offset, on the CPU, for [`Shim::agrees`].
+fn probe<'py>(torch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let kwargs = PyDict::new(torch.py());
+    kwargs.set_item("dtype", torch.getattr("int16")?)?;
+    torch
+        .getattr("empty")?
+        .call((105,), Some(&kwargs))?
+        .call_method1("as_strided", ((3, 4, 4), (35, 7, 2), 7))
+}
+
+/// torch's C functions, when they are to be used.
+#[inline]
+fn shim(py: Python<'_>) -> Option<&Shim> {
+    if !torch_shim::enabled() {
+        return None;
+    }
+    TORCH.get(py)?.shim.as_ref()
 }
 
 /// Whether `obj` is a torch tensor (a subclass too). Cheap when torch was
@@ -118,7 +145,16 @@ pub(crate) struct Tensor {
 }
 
 /// Reads `t` (a tensor: [`is_tensor`]); `what` names it for errors.
+#[inline]
 pub(crate) fn read(t: &Bound<'_, PyAny>, what: &dyn std::fmt::Display) -> PyResult<Tensor> {
+    if let Some(read) = shim(t.py()).and_then(|s| s.read(t)) {
+        return Ok(read);
+    }
+    by_methods(t, what)
+}
+
+/// Reads `t` through its methods, which word the errors.
+pub(crate) fn by_methods(t: &Bound<'_, PyAny>, what: &dyn std::fmt::Display) -> PyResult<Tensor> {
     let py = t.py();
     let dtype_obj = t.getattr(intern!(py, "dtype"))?;
     let Some(dtype) = dtype_of(&dtype_obj)? else {
@@ -201,9 +237,12 @@ impl Tensor {
         dtype: DType,
         place: Place,
     ) -> PyResult<Tensor> {
-        let data = obj
-            .call_method0(intern!(obj.py(), "data_ptr"))?
-            .extract::<u64>()?;
+        let data = match shim(obj.py()).and_then(|s| s.data_ptr(obj)) {
+            Some(data) => data,
+            None => obj
+                .call_method0(intern!(obj.py(), "data_ptr"))?
+                .extract::<u64>()?,
+        };
         Ok(Tensor {
             data,
             place,
@@ -264,6 +303,9 @@ pub(crate) fn empty<'py>(
 /// torch's current CUDA stream on device `ordinal`, as a raw handle (0:
 /// the legacy default stream).
 pub(crate) fn current_stream(py: Python<'_>, ordinal: u32) -> PyResult<u64> {
+    if let Some(raw) = shim(py).and_then(|s| s.current_stream(ordinal)) {
+        return Ok(raw);
+    }
     let state = torch(py).ok_or_else(|| errors::call("torch is not imported"))?;
     if let Some(f) = &state.current_raw {
         if let Ok(raw) = f.bind(py).call1((ordinal,)) {
@@ -279,4 +321,40 @@ pub(crate) fn current_stream(py: Python<'_>, ordinal: u32) -> PyResult<u64> {
         .call1((device,))?
         .getattr(intern!(py, "cuda_stream"))?
         .extract::<u64>()
+}
+
+/// Turns the reads through torch's C functions on or off when `on` is
+/// given; answers whether tensors are read through them. For tests and
+/// benchmarks, which compare both reads; not for programs.
+#[pyfunction]
+#[pyo3(signature = (on = None))]
+pub(crate) fn _torch_shim(py: Python<'_>, on: Option<bool>) -> bool {
+    if let Some(on) = on {
+        torch_shim::set_enabled(on);
+    }
+    torch(py).is_some() && shim(py).is_some()
+}
+
+/// `t`'s layout as a call reads it: `(data_ptr, device, dtype, shape,
+/// strides)`, the device `"cpu"` or `"cuda:N"`. For tests.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub(crate) fn _torch_layout(
+    t: &Bound<'_, PyAny>,
+) -> PyResult<(u64, String, &'static str, Vec<usize>, Vec<isize>)> {
+    if !is_tensor(t) {
+        return Err(errors::argument_type("_torch_layout takes a torch tensor"));
+    }
+    let read = read(t, &"the tensor")?;
+    let device = match read.place {
+        Place::Cpu => "cpu".to_string(),
+        Place::Cuda(n) => format!("cuda:{n}"),
+    };
+    Ok((
+        read.data,
+        device,
+        read.dtype.name(),
+        read.shape.to_vec(),
+        read.strides.to_vec(),
+    ))
 }

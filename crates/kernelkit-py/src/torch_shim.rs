@@ -1,0 +1,249 @@
+//! A torch tensor's layout and torch's current CUDA stream read through
+//! torch's own C functions, not through Python calls.
+//!
+//! Five method calls per tensor (`dtype`, `get_device()`, `data_ptr()`,
+//! `shape`, `stride()`) cost more than the rest of a warm `out=` call
+//! together: each builds Python objects (a `torch.Size`, a tuple, ints) for
+//! this crate to take apart again. torch exports, for AOTInductor's
+//! compiled models, a stable C interface to tensors (`aoti_torch_get_*` in
+//! `libtorch_cpu`, `aoti_torch_get_current_cuda_stream` in
+//! `libtorch_cuda`; `torch/csrc/inductor/aoti_torch/c/shim.h`): they take an
+//! `AtenTensorHandle`, the address of an `at::Tensor`, which is one pointer
+//! to the tensor's `TensorImpl`. A tensor's `_cdata` attribute is that
+//! pointer. So a read here is one attribute read and eight C calls that
+//! write into this crate's memory.
+//!
+//! What this relies on, all of it checked before first use:
+//! - torch's libraries are already loaded (opened with `RTLD_NOLOAD`: never
+//!   a second copy) and export the functions (torch 2.3 and later);
+//! - `at::Tensor` is one `TensorImpl` pointer (its `intrusive_ptr`, the
+//!   foundation of torch's C++ ABI), so a handle can point at a copy of
+//!   `_cdata`;
+//! - the reads agree with the methods' on a probe tensor (a strided
+//!   `int16` view at an offset) when the module is first set up.
+//!
+//! Anything else makes [`read`] answer `None`, and the caller reads the
+//! tensor through its methods, which also word the errors (a sparse tensor,
+//! a dtype kernelkit lacks, a device of another kind).
+//! `KERNELKIT_TORCH_SHIM=0` turns the shim off.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use kernelkit::DType;
+use libloading::os::unix::{Library, Symbol, RTLD_LAZY, RTLD_LOCAL};
+use pyo3::intern;
+use pyo3::prelude::*;
+use smallvec::SmallVec;
+
+use crate::device::Place;
+use crate::torch::Tensor;
+
+/// `dlopen`'s flag for "only if already loaded" (glibc's value; libloading
+/// has no constant for it).
+const RTLD_NOLOAD: i32 = 0x4;
+
+/// An `AtenTensorHandle`: the address of an `at::Tensor`.
+type Handle = *const u64;
+type Get<T> = unsafe extern "C" fn(Handle, *mut T) -> i32;
+type Code = unsafe extern "C" fn() -> i32;
+type CurrentStream = unsafe extern "C" fn(i32, *mut *mut c_void) -> i32;
+
+/// torch's functions, and the codes they answer in.
+pub(crate) struct Shim {
+    data_ptr: Get<*mut c_void>,
+    dim: Get<i64>,
+    sizes: Get<*const i64>,
+    strides: Get<*const i64>,
+    dtype: Get<i32>,
+    device_type: Get<i32>,
+    device_index: Get<i32>,
+    layout: Get<i32>,
+    current_stream: Option<CurrentStream>,
+    strided: i32,
+    cpu: i32,
+    cuda: i32,
+    /// torch's dtype code of each kernelkit dtype torch has.
+    dtypes: SmallVec<[(i32, DType); 16]>,
+    /// The libraries, kept open (they were loaded by torch: this holds a
+    /// reference, never a second copy).
+    _libraries: (Library, Option<Library>),
+}
+
+/// Off for this process (`KERNELKIT_TORCH_SHIM=0`, or [`set_enabled`]).
+static OFF: AtomicBool = AtomicBool::new(false);
+
+/// Turns the shim on or off (benchmarks and tests compare both reads).
+pub(crate) fn set_enabled(on: bool) {
+    OFF.store(!on, Ordering::Relaxed);
+}
+
+/// Whether the shim is turned on (it may still be absent).
+pub(crate) fn enabled() -> bool {
+    !OFF.load(Ordering::Relaxed)
+}
+
+/// Copies a function pointer out of `lib`.
+///
+/// # Safety
+/// `T` must be the function's true type.
+unsafe fn symbol<T: Copy>(lib: &Library, name: &str) -> Option<T> {
+    // SAFETY: the caller names the type; the pointer is copied out, and the
+    // library stays open as long as the `Shim` holding the copy.
+    let s: Symbol<T> = unsafe { lib.get(name.as_bytes()) }.ok()?;
+    Some(*s)
+}
+
+impl Shim {
+    /// torch's shim from the libraries beside `torch/__init__.py`, when
+    /// they are loaded and have it. Not checked yet: see [`Shim::agrees`].
+    pub(crate) fn open(torch: &Bound<'_, PyAny>) -> Option<Shim> {
+        if std::env::var_os("KERNELKIT_TORCH_SHIM").is_some_and(|v| v == "0") {
+            set_enabled(false);
+        }
+        let file: String = torch.getattr("__file__").ok()?.extract().ok()?;
+        let lib_dir = std::path::Path::new(&file).parent()?.join("lib");
+        let open = |name: &str| {
+            // SAFETY: RTLD_NOLOAD opens nothing new: only a library torch
+            // already loaded (its initialisers have run) is referenced.
+            unsafe {
+                Library::open(
+                    Some(lib_dir.join(name)),
+                    RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD,
+                )
+            }
+            .ok()
+        };
+        let cpu_lib = open("libtorch_cpu.so")?;
+        let cuda_lib = open("libtorch_cuda.so");
+        // SAFETY: the types are those of torch's `aoti_torch/c/shim.h`:
+        // `AOTITorchError f(AtenTensorHandle, T*)` with AOTITorchError an
+        // int32_t, and `int32_t f()` for the codes.
+        unsafe {
+            let code = |name: &str| symbol::<Code>(&cpu_lib, name).map(|f| f());
+            let dtypes = DType::ALL
+                .iter()
+                .filter_map(|&d| Some((code(&format!("aoti_torch_dtype_{}", d.name()))?, d)))
+                .collect();
+            Some(Shim {
+                data_ptr: symbol(&cpu_lib, "aoti_torch_get_data_ptr")?,
+                dim: symbol(&cpu_lib, "aoti_torch_get_dim")?,
+                sizes: symbol(&cpu_lib, "aoti_torch_get_sizes")?,
+                strides: symbol(&cpu_lib, "aoti_torch_get_strides")?,
+                dtype: symbol(&cpu_lib, "aoti_torch_get_dtype")?,
+                device_type: symbol(&cpu_lib, "aoti_torch_get_device_type")?,
+                device_index: symbol(&cpu_lib, "aoti_torch_get_device_index")?,
+                layout: symbol(&cpu_lib, "aoti_torch_get_layout")?,
+                current_stream: cuda_lib
+                    .as_ref()
+                    .and_then(|l| symbol(l, "aoti_torch_get_current_cuda_stream")),
+                strided: code("aoti_torch_layout_strided")?,
+                cpu: code("aoti_torch_device_type_cpu")?,
+                cuda: code("aoti_torch_device_type_cuda")?,
+                dtypes,
+                _libraries: (cpu_lib, cuda_lib),
+            })
+        }
+    }
+
+    /// Whether the shim reads `probe` (a tensor) as its methods do.
+    pub(crate) fn agrees(&self, probe: &Bound<'_, PyAny>, by_methods: &Tensor) -> bool {
+        self.read(probe).is_some_and(|t| {
+            t.data == by_methods.data
+                && t.place == by_methods.place
+                && t.dtype == by_methods.dtype
+                && t.shape == by_methods.shape
+                && t.strides == by_methods.strides
+        })
+    }
+
+    /// The `TensorImpl` address of `t` (a `torch.Tensor`).
+    fn impl_of(t: &Bound<'_, PyAny>) -> Option<u64> {
+        t.getattr(intern!(t.py(), "_cdata")).ok()?.extract().ok()
+    }
+
+    /// `t`'s layout, or `None` for anything the methods must read (and
+    /// word the error for).
+    pub(crate) fn read(&self, t: &Bound<'_, PyAny>) -> Option<Tensor> {
+        let tensor_impl = Self::impl_of(t)?;
+        let h: Handle = &tensor_impl;
+        let ok = |rc: i32| (rc == 0).then_some(());
+        // SAFETY: `h` points at a copy of the tensor's `at::Tensor` (one
+        // `TensorImpl` pointer, see the module's doc), alive while `t` is,
+        // which the caller holds; each function only reads through it and
+        // writes its answer into the local it is given. The size and stride
+        // arrays are the tensor's own, `dim` long, read before anything can
+        // change the tensor (the GIL is held).
+        unsafe {
+            let mut layout = 0;
+            ok((self.layout)(h, &mut layout))?;
+            if layout != self.strided {
+                return None;
+            }
+            let mut code = 0;
+            ok((self.dtype)(h, &mut code))?;
+            let dtype = self.dtypes.iter().find(|(c, _)| *c == code)?.1;
+            let (mut kind, mut index) = (0, 0);
+            ok((self.device_type)(h, &mut kind))?;
+            ok((self.device_index)(h, &mut index))?;
+            let place = if kind == self.cuda {
+                Place::Cuda(u32::try_from(index).ok()?)
+            } else if kind == self.cpu {
+                Place::Cpu
+            } else {
+                return None;
+            };
+            let mut dim = 0;
+            ok((self.dim)(h, &mut dim))?;
+            let dim = usize::try_from(dim).ok()?;
+            let (mut sizes, mut strides) = (std::ptr::null(), std::ptr::null());
+            ok((self.sizes)(h, &mut sizes))?;
+            ok((self.strides)(h, &mut strides))?;
+            let mut data = std::ptr::null_mut();
+            ok((self.data_ptr)(h, &mut data))?;
+            let (sizes, strides) = if dim == 0 {
+                (&[][..], &[][..])
+            } else if sizes.is_null() || strides.is_null() {
+                return None;
+            } else {
+                (
+                    std::slice::from_raw_parts(sizes, dim),
+                    std::slice::from_raw_parts(strides, dim),
+                )
+            };
+            Some(Tensor {
+                data: data as u64,
+                place,
+                dtype,
+                shape: sizes
+                    .iter()
+                    .map(|&s| usize::try_from(s).ok())
+                    .collect::<Option<_>>()?,
+                strides: strides
+                    .iter()
+                    .map(|&s| isize::try_from(s).ok())
+                    .collect::<Option<_>>()?,
+            })
+        }
+    }
+
+    /// The address of element 0 of `t` (a `torch.Tensor`).
+    pub(crate) fn data_ptr(&self, t: &Bound<'_, PyAny>) -> Option<u64> {
+        let tensor_impl = Self::impl_of(t)?;
+        let mut data = std::ptr::null_mut();
+        // SAFETY: as in `read`.
+        let rc = unsafe { (self.data_ptr)(&tensor_impl, &mut data) };
+        (rc == 0).then_some(data as u64)
+    }
+
+    /// torch's current stream on CUDA device `ordinal` (what
+    /// `torch.cuda.current_stream(ordinal).cuda_stream` is).
+    pub(crate) fn current_stream(&self, ordinal: u32) -> Option<u64> {
+        let f = self.current_stream?;
+        let mut stream = std::ptr::null_mut();
+        // SAFETY: `int32_t f(int32_t device_index, void** ret_stream)`,
+        // writing one pointer into the local.
+        let rc = unsafe { f(i32::try_from(ordinal).ok()?, &mut stream) };
+        (rc == 0).then_some(stream as u64)
+    }
+}
