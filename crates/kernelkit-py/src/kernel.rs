@@ -679,6 +679,7 @@ impl PyKernel {
         }
         // A new layout: the general path's arrays, checks and variant;
         // its launch is kept, prepared, for the next call of this layout.
+        tracing::debug!("kernel `{kernel}`: a new torch layout, prepared");
         let stream = streams::wrap(&here.open(py)?, key.stream)?;
         let out_sources: SmallVec<[Source<'py>; 4]> = objects
             .iter()

@@ -66,9 +66,25 @@ pub mod worker;
 
 use device::{Place, PyDevice, PyStream};
 
+/// kernelkit's log on standard error, when `KERNELKIT_LOG` gives a
+/// `tracing` filter (as for the CLI: `debug` says where each compile ran
+/// and how long it and the module's load took); nothing otherwise.
+fn log_from_env() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("KERNELKIT_LOG") {
+        // Another subscriber already set (by an embedding program) stays.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_thread_ids(true)
+            .try_init();
+    }
+}
+
 /// The extension module.
 #[pymodule]
 fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    log_from_env();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyDevice>()?;
     m.add_class::<PyStream>()?;

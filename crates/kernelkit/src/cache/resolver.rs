@@ -122,6 +122,7 @@ impl ModuleResolver {
             request.source_hash,
         );
         let (module, outcome) = self.memory.module(&key, || {
+            tracing::debug!("kernel `{}`: not in memory, building", request.kernel);
             let source = (request.source)();
             let job = CompileJob {
                 kernel: request.kernel,
@@ -248,7 +249,13 @@ impl ModuleResolver {
         }
         // Released last: the waiters find the artifact in every tier.
         drop(claims);
+        let started = Instant::now();
         let module = backend.load(job, &compiled.artifact)?;
+        tracing::debug!(
+            "kernel `{}`: loaded in {:.3} ms",
+            job.kernel,
+            started.elapsed().as_secs_f64() * 1e3
+        );
         Ok((module, keep_artifact.then_some(compiled.artifact)))
     }
 
@@ -271,9 +278,13 @@ impl ModuleResolver {
         self.memory.compiles.incr();
         let started = Instant::now();
         let compiled = backend.compile(job);
-        self.memory
-            .compile_ns
-            .add(started.elapsed().as_nanos() as u64);
+        let took = started.elapsed();
+        self.memory.compile_ns.add(took.as_nanos() as u64);
+        tracing::debug!(
+            "kernel `{}`: compiled in {:.3} ms",
+            job.kernel,
+            took.as_secs_f64() * 1e3
+        );
         compiled
     }
 

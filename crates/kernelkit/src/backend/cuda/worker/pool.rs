@@ -221,8 +221,14 @@ impl Pool {
         local: impl FnOnce() -> T,
     ) -> T {
         match self.plan() {
-            Plan::Local { slot } => self.run_local(local, slot),
-            Plan::Worker(worker) => self.run_on(worker, request, decode, local),
+            Plan::Local { slot } => {
+                tracing::debug!("compile job: in this process");
+                self.run_local(local, slot)
+            }
+            Plan::Worker(worker) => {
+                tracing::debug!("compile job: on worker pid {}", worker.child.id());
+                self.run_on(worker, request, decode, local)
+            }
             Plan::Start => match Worker::start(&self.launcher) {
                 Ok(worker) => {
                     let n = self.started.fetch_add(1, Ordering::Relaxed) + 1;
