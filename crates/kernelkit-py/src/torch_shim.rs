@@ -95,24 +95,23 @@ unsafe fn symbol<T: Copy>(lib: &Library, name: &str) -> Option<T> {
 }
 
 impl Shim {
-    /// torch's shim from the libraries beside `torch/__init__.py`, when
-    /// they are loaded and have it. Not checked yet: see [`Shim::agrees`].
+    /// torch's shim from the libraries torch loaded (found beside
+    /// `torch/__init__.py`, else by name), when they have it. Not checked yet: see [`Shim::agrees`].
     pub(crate) fn open(torch: &Bound<'_, PyAny>) -> Option<Shim> {
         if std::env::var_os("KERNELKIT_TORCH_SHIM").is_some_and(|v| v == "0") {
             set_enabled(false);
         }
         let file: String = torch.getattr("__file__").ok()?.extract().ok()?;
         let lib_dir = std::path::Path::new(&file).parent()?.join("lib");
+        // Beside torch first (pip's wheels); else by name, which finds the
+        // library wherever torch's loader took it from (conda's `lib/`).
         let open = |name: &str| {
+            let flags = RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD;
             // SAFETY: RTLD_NOLOAD opens nothing new: only a library torch
             // already loaded (its initialisers have run) is referenced.
-            unsafe {
-                Library::open(
-                    Some(lib_dir.join(name)),
-                    RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD,
-                )
-            }
-            .ok()
+            unsafe { Library::open(Some(lib_dir.join(name)), flags) }
+                .or_else(|_| unsafe { Library::open(Some(name), flags) })
+                .ok()
         };
         let cpu_lib = open("libtorch_cpu.so")?;
         let cuda_lib = open("libtorch_cuda.so");
