@@ -22,7 +22,7 @@
 //! - the reads agree with the methods' on a probe tensor (a strided
 //!   `int16` view at an offset) when the module is first set up.
 //!
-//! Anything else makes [`read`] answer `None`, and the caller reads the
+//! Anything else makes [`Shim::read`] answer `None`, and the caller reads the
 //! tensor through its methods, which also word the errors (a sparse tensor,
 //! a dtype kernelkit lacks, a device of another kind).
 //! `KERNELKIT_TORCH_SHIM=0` turns the shim off.
