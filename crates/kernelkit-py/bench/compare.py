@@ -112,6 +112,9 @@ def raw_launcher(cupy, fn, x_ptr, y_ptr, stream_ptr):
     return go, how
 
 
+AS_IS = (lambda: None, lambda: None)  # a candidate timed without a setting around it
+
+
 def warm(rounds, batch):
     import torch
 
@@ -130,7 +133,7 @@ def warm(rounds, batch):
     # The same calls reading tensors through their methods (the shim off:
     # what a torch without torch's C functions gets), for the difference.
     native = sys.modules["kernelkit._kernelkit"]
-    around = {}
+    around = {}  # name: (before its batches, after them)
     shim = getattr(native, "_torch_shim", lambda on=None: False)()
     say("warm.torch_shim", shim, "tensors read through torch's C functions")
     if shim:
@@ -208,7 +211,7 @@ def warm(rounds, batch):
         say("warm.mlx_absent", repr(e)[:200])
     # Correctness once, then warm-up.
     for name, f in candidates.items():
-        enter, leave = around.get(name, (lambda: None, lambda: None))
+        enter, leave = around.get(name, AS_IS)
         enter()
         f()
         leave()
@@ -220,7 +223,7 @@ def warm(rounds, batch):
     samples = {name: [] for name in candidates}
     for _ in range(rounds):  # interleaved: every candidate once per round
         for name, f in candidates.items():
-            enter, leave = around.get(name, (lambda: None, lambda: None))
+            enter, leave = around.get(name, AS_IS)
             enter()
             torch.cuda.synchronize()
             t0 = time.perf_counter()

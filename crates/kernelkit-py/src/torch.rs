@@ -3,11 +3,12 @@
 //! A tensor is read through torch's C functions where this torch has them
 //! (`crate::torch_shim`: one attribute read, no Python objects made), else
 //! through its own methods (`data_ptr()`, `stride()`, `shape`, `dtype`,
-//! `get_device()`): five C-level calls, no capsule, no dict. Outputs come from torch's allocator (`torch.empty` on the tensors'
-//! device; `new_empty` of an input of the same dtype and device), so torch
-//! in gives torch out; calls run on torch's current
-//! stream of the tensors' device (`torch._C._cuda_getCurrentRawStream`,
-//! what `torch.cuda.current_stream(device).cuda_stream` returns, without
+//! `get_device()`): five C-level calls, no capsule, no dict. Outputs come
+//! from torch's allocator (`torch.empty` on the tensors' device;
+//! `new_empty` of an input of the same dtype and device), so torch in gives
+//! torch out; calls run on torch's current stream of the tensors' device
+//! (through the shim, else `torch._C._cuda_getCurrentRawStream`: what
+//! `torch.cuda.current_stream(device).cuda_stream` returns, without
 //! building a `Stream` object).
 //!
 //! torch is never imported here: the module's functions are looked up once
@@ -23,6 +24,9 @@ use smallvec::SmallVec;
 use crate::device::Place;
 use crate::dtypes::dtype_of;
 use crate::errors;
+/// A tensor's layout (defined with the shim, the lower of the two modules,
+/// which reads it too).
+pub(crate) use crate::torch_shim::Tensor;
 use crate::torch_shim::{self, Shim};
 
 /// What is kept of the torch module.
@@ -129,19 +133,6 @@ pub(crate) fn is_exact_tensor(obj: &Bound<'_, PyAny>) -> bool {
     TORCH
         .get(obj.py())
         .is_some_and(|t| obj.get_type().is(t.tensor.bind(obj.py())))
-}
-
-/// A tensor's layout, read through its methods.
-#[derive(Clone)]
-pub(crate) struct Tensor {
-    /// Element 0's address.
-    pub data: u64,
-    /// The CPU, or the CUDA device of this ordinal.
-    pub place: Place,
-    pub dtype: DType,
-    pub shape: SmallVec<[usize; 4]>,
-    /// In elements.
-    pub strides: SmallVec<[isize; 4]>,
 }
 
 /// Reads `t` (a tensor: [`is_tensor`]); `what` names it for errors.

@@ -37,7 +37,20 @@ use pyo3::prelude::*;
 use smallvec::SmallVec;
 
 use crate::device::Place;
-use crate::torch::Tensor;
+
+/// A tensor's layout, as a call reads it (here or through its methods,
+/// `crate::torch`).
+#[derive(Clone, PartialEq)]
+pub(crate) struct Tensor {
+    /// Element 0's address.
+    pub data: u64,
+    /// The CPU, or the CUDA device of this ordinal.
+    pub place: Place,
+    pub dtype: DType,
+    pub shape: SmallVec<[usize; 4]>,
+    /// In elements.
+    pub strides: SmallVec<[isize; 4]>,
+}
 
 /// `dlopen`'s flag for "only if already loaded" (glibc's value; libloading
 /// has no constant for it).
@@ -96,7 +109,8 @@ unsafe fn symbol<T: Copy>(lib: &Library, name: &str) -> Option<T> {
 
 impl Shim {
     /// torch's shim from the libraries torch loaded (found beside
-    /// `torch/__init__.py`, else by name), when they have it. Not checked yet: see [`Shim::agrees`].
+    /// `torch/__init__.py`, else by name), when they have it. Not checked
+    /// yet: see [`Shim::agrees`].
     pub(crate) fn open(torch: &Bound<'_, PyAny>) -> Option<Shim> {
         if std::env::var_os("KERNELKIT_TORCH_SHIM").is_some_and(|v| v == "0") {
             set_enabled(false);
@@ -147,13 +161,7 @@ impl Shim {
 
     /// Whether the shim reads `probe` (a tensor) as its methods do.
     pub(crate) fn agrees(&self, probe: &Bound<'_, PyAny>, by_methods: &Tensor) -> bool {
-        self.read(probe).is_some_and(|t| {
-            t.data == by_methods.data
-                && t.place == by_methods.place
-                && t.dtype == by_methods.dtype
-                && t.shape == by_methods.shape
-                && t.strides == by_methods.strides
-        })
+        self.read(probe).as_ref() == Some(by_methods)
     }
 
     /// The `TensorImpl` address of `t` (a `torch.Tensor`).
