@@ -4,7 +4,8 @@ this process: is a worker's compile slower than NVRTC alone?
 Speaks the worker's frame protocol (``backend/cuda/worker/frame.rs``:
 a little-endian ``u32`` length, then a tag byte and the fields) to
 ``kernelkit compile-worker``: the handshake, then compile jobs of SOURCE
-(every ``TAG`` in it replaced by a new name, so no two jobs are the same),
+(made a new program each time by ``nvrtc_control.fresh_text``: a new
+comment alone would let NVRTC answer from what it kept),
 back to back, after pauses, and alternating with ctypes compiles of the
 same source with the same options. The worker runs with
 ``KERNELKIT_LOG=debug``, so its own line per compile (wall time, user and
@@ -17,8 +18,9 @@ system CPU, page faults) is summarised too.
 ``-S``, serving through the extension; ``kernelkit._kernelkit._worker_command()``),
 which has no log of its own.
 
-``SOURCE``: a generated source with ``TAG`` in it (``kernelkit source
---dialect cuda SPEC`` with ``TAG`` in the body). ``NVRTC_LIB`` and
+``SOURCE``: a generated source with ``TAG`` and the constant
+``4242424.0f`` in its body (``kernelkit source --dialect cuda SPEC``).
+``NVRTC_LIB`` and
 ``CUDA_INC`` override where NVRTC and the toolkit's headers are.
 """
 
@@ -30,10 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nvrtc_control import compile_once  # noqa: E402  (beside this file)
+from nvrtc_control import compile_once, fresh_text  # noqa: E402  (beside this file)
 
 HELLO, READY, COMPILE, DONE = 1, 2, 4, 5
 PROTOCOL = 2
@@ -87,7 +88,7 @@ def main():
         command = [cli, "compile-worker"]
     with open(path) as f:
         text = f.read()
-    new = lambda: text.replace("TAG", uuid.uuid4().hex)  # noqa: E731
+    new = lambda: fresh_text(text)  # noqa: E731
     lib = ctypes.CDLL(os.environ.get("NVRTC_LIB", "libnvrtc.so"))
 
     def nvrtc(source):

@@ -24,6 +24,7 @@ import glob
 import json
 import multiprocessing as mp
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -32,13 +33,30 @@ import time
 import uuid
 
 BODY = "uint i = thread_position_in_grid.x; out[i] = inp[i] * 2.0f + %d.0f; /* %s */"
+# The body's constant in the generated source, replaced in every compile.
+PLACEHOLDER = "4242424.0f"
+# Set by --repeat: compile the same program every time (what this control
+# did until 2026-12-01, and why it read fast: see `fresh_text`).
+REPEAT = False
+
+
+def fresh_text(source):
+    """A program NVRTC has not compiled before: the body's constant and its
+    comment made new. A new comment alone is not enough: NVRTC with a CUDA
+    driver beside it returns a program it compiled before (same tokens,
+    same options) in well under half the time of a new one, and a burst of
+    new kernels never gets that."""
+    text = source.replace("TAG", uuid.uuid4().hex)
+    if REPEAT:
+        return text
+    return text.replace(PLACEHOLDER, f"{random.randint(1, 1 << 22)}.0f")
 
 
 def generated_source(cli):
     """The CUDA source kernelkit generates for the burst's kernel."""
     spec = {
         "name": "cold_control",
-        "source": BODY % (32, "TAG"),
+        "source": BODY % (int(PLACEHOLDER.split(".")[0]), "TAG"),
         "inputs": [["inp", "float32", [1024]]],
         "outputs": [["out", "float32", [1024]]],
         "grid": [1024, 1, 1],
@@ -65,7 +83,7 @@ def nvrtc():
 def compile_once(lib, include, source, arch):
     """One NVRTC compile to a cubin, as kernelkit's options ask."""
     prog = ctypes.c_void_p()
-    src = source.replace("TAG", uuid.uuid4().hex).encode()
+    src = fresh_text(source).encode()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"kernelkit.cu", 0, None, None) == 0
     words = [f"--gpu-architecture={arch}".encode(), b"--device-as-default-execution-space",
              f"-I{include}".encode(), f"-I{include}/cccl".encode()]
@@ -134,8 +152,12 @@ def main():
     ap.add_argument("--turns", type=int, default=5)
     ap.add_argument("--cuda", action="store_true",
                     help="each process makes a CUDA context current before it compiles")
+    ap.add_argument("--repeat", action="store_true",
+                    help="compile the same program every time (NVRTC then answers from what it kept)")
     ap.add_argument("--json")
     a = ap.parse_args()
+    global REPEAT
+    REPEAT = a.repeat
     if a.source:
         with open(a.source) as f:
             source = f.read()

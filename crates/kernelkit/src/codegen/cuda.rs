@@ -79,6 +79,12 @@ pub(crate) const PRELUDE: &str = super::prelude::CUDA_PLAIN;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const MAX_NDIM: usize = 10;
 
+/// Marks the end of the prelude in a generated source. What comes before
+/// it is the same text for every kernel with the same includes and
+/// prelude sections, and the CUDA backend compiles that once into a
+/// precompiled header (`backend::cuda::pch`); what follows (the macros, the
+/// header, the kernel) is each kernel's own.
+pub(crate) const PRELUDE_END: &str = "// ---- end of prelude ----\n";
 /// Marks the first line of the user's body in a generated source.
 pub(crate) const BODY_BEGIN: &str = "  // ---- body ----\n";
 /// Marks the line after the user's body.
@@ -240,6 +246,7 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
         prefix.push(Cow::Owned(head));
     }
     prefix.extend(sections);
+    prefix.push(Cow::Borrowed(PRELUDE_END));
     let mut rest = String::with_capacity(header.len() + 64 * macros.len() + 32);
     for (word, value) in &macros {
         let line = format!("#define {word} {value}");

@@ -58,6 +58,11 @@ pub struct CudaConfig {
     /// its next allocations (`KERNELKIT_CUDA_ALLOC=pool` turns it off:
     /// every allocation then asks the driver's pool, for comparison).
     pub block_cache: bool,
+    /// Whether compile workers compile through NVRTC's precompiled headers
+    /// of the generated prelude (`KERNELKIT_NVRTC_PCH=1`; off by default
+    /// until measured on a GPU in the form it has here: see
+    /// BENCHMARKS.md, "2026-12-01, late").
+    pub nvrtc_pch: bool,
 }
 
 /// No extra options, `/usr/local/cuda`, a worker found next to the
@@ -73,6 +78,7 @@ impl Default for CudaConfig {
             start_workers: StartWorkers::default(),
             max_workers: default_max_workers(),
             block_cache: true,
+            nvrtc_pch: false,
         }
     }
 }
@@ -94,7 +100,8 @@ static WARNED_START: AtomicBool = AtomicBool::new(false);
 impl CudaConfig {
     /// `KERNELKIT_NVRTC_FLAGS`, `CUDA_HOME`, `CUDA_PATH`,
     /// `KERNELKIT_WORKER`, `KERNELKIT_COMPILE_WORKERS`,
-    /// `KERNELKIT_START_WORKERS`, `KERNELKIT_CUDA_ALLOC`.
+    /// `KERNELKIT_START_WORKERS`, `KERNELKIT_CUDA_ALLOC`,
+    /// `KERNELKIT_NVRTC_PCH`.
     pub(super) fn from_vars(vars: &Vars<'_>) -> CudaConfig {
         let defaults = CudaConfig::default();
         let nvrtc_flags = vars
@@ -143,6 +150,10 @@ impl CudaConfig {
             start_workers,
             max_workers,
             block_cache: vars.text("KERNELKIT_CUDA_ALLOC").as_deref() != Some("pool"),
+            nvrtc_pch: matches!(
+                vars.trimmed("KERNELKIT_NVRTC_PCH").as_deref(),
+                Some("1" | "on")
+            ),
         }
     }
 

@@ -31,7 +31,8 @@ use std::path::PathBuf;
 use super::compile_thread;
 use super::includes::{self, SearchPath};
 use super::nvrtc::{self, Program};
-use super::worker::{Output, Workers};
+use super::pch;
+use super::worker::{Output, WarmUp, Workers};
 use crate::backend::{CompileJob, Compiled};
 use crate::codegen::math::MathMode;
 use crate::codegen::{cuda::body_of, map_log_lines};
@@ -57,6 +58,9 @@ pub(super) struct Nvrtc {
     search: SearchPath,
     /// Worker processes for compiles that would queue here.
     workers: Option<Workers>,
+    /// Whether compiles on workers go through the prelude's precompiled
+    /// headers (see `pch`).
+    pch: bool,
 }
 
 /// NVRTC's version, after checking that the library and its symbols load
@@ -107,7 +111,22 @@ impl Nvrtc {
             .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
         let identity = store_identity((major, minor), &target, &words);
         let output = if cubin { Output::Cubin } else { Output::Ptx };
-        let workers = Workers::find(config, (major, minor), &words, output);
+        let pch = config.nvrtc_pch;
+        // With precompiled preludes, a worker started ahead writes the
+        // commonest kernel's while it waits for its first job.
+        let warm = match pch.then(pch::warm_up).flatten() {
+            Some(w) => WarmUp::new(
+                w.source,
+                vec![w.header],
+                words
+                    .iter()
+                    .cloned()
+                    .chain(pch::OPTIONS.map(String::from))
+                    .collect(),
+            ),
+            None => WarmUp::trivial(&words),
+        };
+        let workers = Workers::find(config, (major, minor), &warm, output);
         Ok(Nvrtc {
             version: (major, minor),
             target,
@@ -117,6 +136,7 @@ impl Nvrtc {
             identity,
             search,
             workers,
+            pch,
         })
     }
 
@@ -162,17 +182,34 @@ impl Nvrtc {
         let cwd = std::env::current_dir().ok();
         let includes = includes::resolve(source, &self.search, cwd.as_deref()).map_err(other)?;
         let headers = &includes.headers;
-        let here = || self.run_here(source, headers);
-        let outcome = match &self.workers {
-            Some(workers) => workers.compile(
-                PROGRAM_NAME,
-                source,
-                headers,
-                &self.words,
-                self.output,
-                here,
-            ),
-            None => here(),
+        // Through the precompiled prelude on a worker only: writing a
+        // header costs the compile that writes it ~150 ms (on the H200),
+        // which a worker pays in its warm-up, off any call's path, and this
+        // process would pay in a call (see `pch`).
+        let through_pch = match &self.workers {
+            Some(workers) if self.pch => pch::input(source).map(|p| (workers, p)),
+            _ => None,
+        };
+        let outcome = match through_pch {
+            Some((workers, pch)) => {
+                let mut with = headers.clone();
+                with.push(pch.header);
+                let mut words = self.words.clone();
+                words.extend(pch::OPTIONS.iter().map(|o| o.to_string()));
+                // Here (the pool's first choice when this process is not
+                // compiling), the full source.
+                let here = || self.run_here(source, headers, self.options.clone());
+                match workers.compile(PROGRAM_NAME, &pch.source, &with, &words, self.output, here) {
+                    Err(Failure::Rejected(log)) if pch::failed_for_the_header(&log) => {
+                        tracing::debug!(
+                            "kernel `{kernel}`: compiling again without the precompiled prelude: {log}"
+                        );
+                        self.run(source, headers)
+                    }
+                    outcome => outcome,
+                }
+            }
+            None => self.run(source, headers),
         };
         let artifact = outcome.map_err(|failure| match failure {
             Failure::Rejected(log) => CompileError::Rejected {
@@ -194,14 +231,34 @@ impl Nvrtc {
     /// user's (kernelkit's own kernels) to the target's artifact (cubin, or
     /// NUL-ended PTX).
     pub(super) fn compile_source(&self, source: &str) -> Result<Vec<u8>, Failure> {
-        self.run_here(source, &[])
+        self.run_here(source, &[], self.options.clone())
+    }
+
+    /// Compiles the full source here or on a worker (see `worker`).
+    fn run(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
+        let here = || self.run_here(source, headers, self.options.clone());
+        match &self.workers {
+            Some(workers) => workers.compile(
+                PROGRAM_NAME,
+                source,
+                headers,
+                &self.words,
+                self.output,
+                here,
+            ),
+            None => here(),
+        }
     }
 
     /// Compiles in this process, on its compile thread (see
     /// `compile_thread`: the compiler's heap is then kept by one thread).
-    fn run_here(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
-        let (source, headers) = (source.to_owned(), headers.to_vec());
-        let (options, output) = (self.options.clone(), self.output);
+    fn run_here(
+        &self,
+        source: &str,
+        headers: &[(String, Vec<u8>)],
+        options: Vec<CString>,
+    ) -> Result<Vec<u8>, Failure> {
+        let (source, headers, output) = (source.to_owned(), headers.to_vec(), self.output);
         compile_thread::run(move || run_nvrtc(PROGRAM_NAME, &source, &headers, &options, output))
     }
 }
@@ -326,6 +383,34 @@ mod tests {
             return None;
         }
         Some(Nvrtc::new((9, 0), &config).expect("NVRTC knows sm_90"))
+    }
+
+    /// What a worker compiles for `source` through its precompiled prelude
+    /// (the same `run_nvrtc`, given the same source, headers and options),
+    /// here: the user's includes resolved, then the prelude's header.
+    fn through_pch(nvrtc: &Nvrtc, source: &str) -> Result<Vec<u8>, Failure> {
+        let p = pch::input(source).expect("a generated source has a prelude");
+        let cwd = std::env::current_dir().ok();
+        let mut headers = includes::resolve(source, &nvrtc.search, cwd.as_deref())
+            .unwrap()
+            .headers;
+        headers.push(p.header);
+        let options: Vec<CString> = nvrtc
+            .words
+            .iter()
+            .map(String::as_str)
+            .chain(pch::OPTIONS)
+            .map(|w| CString::new(w).unwrap())
+            .collect();
+        run_nvrtc(PROGRAM_NAME, &p.source, &headers, &options, Output::Cubin)
+    }
+
+    fn rejected(outcome: Result<Vec<u8>, Failure>) -> String {
+        match outcome {
+            Err(Failure::Rejected(log)) => log,
+            Err(Failure::Other(reason)) => panic!("{reason}"),
+            Ok(_) => panic!("compiled"),
+        }
     }
 
     /// A generated function name and source, as a compile job borrows them.
@@ -531,6 +616,86 @@ mod tests {
         assert!(log.contains("undefined_name"), "{log}");
         assert!(log.contains("[body line 2]"), "{log}");
         assert!(err.to_string().contains("kernel `k`"));
+    }
+
+    /// A variant compiled through its precompiled prelude (the compile that
+    /// writes the header, then one that uses it) is the cubin compiled from
+    /// the full source.
+    #[test]
+    fn the_precompiled_prelude_gives_the_same_cubin() {
+        let Some(nvrtc) = nvrtc() else { return };
+        let body = "uint i = thread_position_in_grid.x;\nout[i] = float(inp[i]) * s + 1.0f;";
+        let v = variant(body);
+        let expected = nvrtc.compile_source(&v.source).ok().unwrap();
+        let written = through_pch(&nvrtc, &v.source).ok().unwrap();
+        let used = through_pch(&nvrtc, &v.source).ok().unwrap();
+        assert_eq!(written, expected);
+        assert_eq!(used, expected);
+        // Another body with the same prelude.
+        let other = variant("uint i = thread_position_in_grid.x;\nout[i] = s;");
+        assert_eq!(
+            through_pch(&nvrtc, &other.source).ok().unwrap(),
+            nvrtc.compile_source(&other.source).ok().unwrap()
+        );
+        // The warm-up a worker runs compiles.
+        let warm = pch::warm_up().unwrap();
+        let options: Vec<CString> = nvrtc
+            .words
+            .iter()
+            .map(String::as_str)
+            .chain(pch::OPTIONS)
+            .map(|w| CString::new(w).unwrap())
+            .collect();
+        let compiled = run_nvrtc(
+            PROGRAM_NAME,
+            &warm.source,
+            &[warm.header],
+            &options,
+            Output::Cubin,
+        );
+        assert!(compiled.is_ok());
+    }
+
+    /// An error in the body is reported at its body line through the
+    /// precompiled prelude, as from the full source.
+    #[test]
+    fn errors_through_the_precompiled_prelude_point_into_the_body() {
+        let Some(nvrtc) = nvrtc() else { return };
+        through_pch(&nvrtc, &variant("out[0] = s;").source)
+            .ok()
+            .unwrap();
+        let v = variant("uint i = thread_position_in_grid.x;\nout[i] = undefined_name;");
+        let map = |log: &str| map_log_lines(log, &v.source, body_of(&v.source), "kernel.cu(");
+        let through = map(&rejected(through_pch(&nvrtc, &v.source)));
+        let full = map(&rejected(nvrtc.compile_source(&v.source)));
+        assert!(through.contains("[body line 2]"), "{through}");
+        assert_eq!(through, full);
+        assert!(!pch::failed_for_the_header(&through), "{through}");
+    }
+
+    /// The user's own includes are read in every compile, not kept in the
+    /// precompiled header with the prelude: a file removed after a compile
+    /// that wrote the header is missed by the next.
+    #[test]
+    fn the_precompiled_prelude_holds_none_of_the_users_includes() {
+        let Some(nvrtc) = nvrtc() else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let params = dir.path().join("params.h");
+        std::fs::write(
+            &params,
+            "#include \"scale.h\"\n#define VAL (3.0f * SCALE)\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("scale.h"), "#define SCALE 2.0f\n").unwrap();
+        let v = variant_with_header(
+            &format!("#include \"{}\"\n", params.display()),
+            "uint i = thread_position_in_grid.x;\nout[i] = float(inp[i]) * s + VAL;",
+        );
+        through_pch(&nvrtc, &v.source).ok().unwrap();
+        through_pch(&nvrtc, &v.source).ok().unwrap();
+        std::fs::remove_file(dir.path().join("scale.h")).unwrap();
+        let log = rejected(through_pch(&nvrtc, &v.source));
+        assert!(log.contains("scale.h"), "{log}");
     }
 
     /// The compiling half of the prelude's dependency check (the lexical

@@ -44,6 +44,7 @@ mod linked;
 mod load;
 mod memory;
 mod nvrtc;
+mod pch;
 mod pool;
 mod probe;
 mod unload;

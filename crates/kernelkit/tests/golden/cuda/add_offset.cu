@@ -3,6 +3,7 @@
 // kernelkit prelude: layout
 // kernelkit prelude: types
 // kernelkit prelude: cuda_tail
+// ---- end of prelude ----
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t

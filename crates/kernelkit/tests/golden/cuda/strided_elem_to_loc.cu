@@ -6,6 +6,7 @@
 // kernelkit prelude: limits
 // kernelkit prelude: mlx
 // kernelkit prelude: cuda_tail
+// ---- end of prelude ----
 #define inf __int_as_float(0x7f800000)
 #define half float16_t
 #define bfloat bfloat16_t

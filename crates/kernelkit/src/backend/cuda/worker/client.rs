@@ -30,9 +30,38 @@ use super::{PROTOCOL, WORKER_ARG};
 use crate::backend::cuda::compile::Failure;
 use crate::config::{CompileWorkers, CudaConfig, StartWorkers};
 
-/// The source of the warm-up compile a worker started ahead runs.
+/// The source of the trivial warm-up compile.
 const WARM_UP_SOURCE: &str =
     "extern \"C\" __global__ void kernelkit_warm_up(float* x) { x[0] = 1.0f; }";
+
+/// The compile a worker started ahead runs before its first job, so that
+/// what a worker pays once (NVRTC's first use; a precompiled prelude, see
+/// `cuda::pch`) is paid before a real job comes.
+pub(crate) struct WarmUp {
+    source: String,
+    headers: Vec<(String, Vec<u8>)>,
+    options: Vec<String>,
+}
+
+impl WarmUp {
+    /// A trivial kernel compiled with `options`.
+    pub(crate) fn trivial(options: &[String]) -> WarmUp {
+        WarmUp::new(WARM_UP_SOURCE.to_string(), Vec::new(), options.to_vec())
+    }
+
+    /// `source`, with `headers`, compiled with `options`.
+    pub(crate) fn new(
+        source: String,
+        headers: Vec<(String, Vec<u8>)>,
+        options: Vec<String>,
+    ) -> WarmUp {
+        WarmUp {
+            source,
+            headers,
+            options,
+        }
+    }
+}
 
 /// A handle on the process-wide pool of one worker program.
 pub(crate) struct Workers {
@@ -50,13 +79,12 @@ impl Workers {
     /// The workers for a device's configuration, or `None` to compile in
     /// this process (no program found, or at most 0 workers). Starts the
     /// workers when the configuration says they start at the device's open
-    /// ([`StartWorkers::AtOpen`]), else none. `warm_options` and `output`:
-    /// the NVRTC options and artifact of the warm-up compile (the first
-    /// device's, per program).
+    /// ([`StartWorkers::AtOpen`]), else none. `warm` and `output`: the
+    /// warm-up compile and its artifact (the first device's, per program).
     pub(crate) fn find(
         config: &CudaConfig,
         nvrtc: (i32, i32),
-        warm_options: &[String],
+        warm: &WarmUp,
         output: Output,
     ) -> Option<Workers> {
         let max = config.max_workers;
@@ -77,9 +105,9 @@ impl Workers {
             None => {
                 let warm = Message::Compile {
                     program: "kernelkit_warm_up.cu".to_string(),
-                    source: WARM_UP_SOURCE.to_string(),
-                    headers: Vec::new(),
-                    options: warm_options.to_vec(),
+                    source: warm.source.clone(),
+                    headers: warm.headers.clone(),
+                    options: warm.options.clone(),
                     output,
                 }
                 .encode();
@@ -240,9 +268,9 @@ mod tests {
             worker: Some("/opt/w".into()),
             ..CudaConfig::default()
         };
-        assert!(Workers::find(&config, (13, 0), &[], Output::Cubin).is_some());
+        assert!(Workers::find(&config, (13, 0), &WarmUp::trivial(&[]), Output::Cubin).is_some());
         config.max_workers = 0;
-        assert!(Workers::find(&config, (13, 0), &[], Output::Cubin).is_none());
+        assert!(Workers::find(&config, (13, 0), &WarmUp::trivial(&[]), Output::Cubin).is_none());
     }
 
     #[test]
@@ -269,14 +297,14 @@ mod tests {
             worker_args: vec!["-c".into(), "b".into()],
             ..config.clone()
         };
-        let a = Workers::find(&config, (13, 0), &[], Output::Cubin).unwrap();
-        let b = Workers::find(&other, (13, 0), &[], Output::Cubin).unwrap();
-        let a2 = Workers::find(&config, (13, 0), &[], Output::Cubin).unwrap();
+        let a = Workers::find(&config, (13, 0), &WarmUp::trivial(&[]), Output::Cubin).unwrap();
+        let b = Workers::find(&other, (13, 0), &WarmUp::trivial(&[]), Output::Cubin).unwrap();
+        let a2 = Workers::find(&config, (13, 0), &WarmUp::trivial(&[]), Output::Cubin).unwrap();
         assert!(!Arc::ptr_eq(&a.pool, &b.pool));
         assert!(Arc::ptr_eq(&a.pool, &a2.pool));
         let mut named = config.clone();
         named.options.workers = CompileWorkers::Program("/opt/py".into());
-        let n = Workers::find(&named, (13, 0), &[], Output::Cubin).unwrap();
+        let n = Workers::find(&named, (13, 0), &WarmUp::trivial(&[]), Output::Cubin).unwrap();
         assert!(!Arc::ptr_eq(&a.pool, &n.pool));
     }
 
@@ -307,7 +335,7 @@ mod tests {
         let demand = Workers::find(
             &config(StartWorkers::OnDemand, "demand"),
             (13, 0),
-            &[],
+            &WarmUp::trivial(&[]),
             Output::Cubin,
         )
         .unwrap();
@@ -320,7 +348,7 @@ mod tests {
         let first = Workers::find(
             &config(StartWorkers::AtFirstCompile, "first"),
             (13, 0),
-            &[],
+            &WarmUp::trivial(&[]),
             Output::Cubin,
         )
         .unwrap();
@@ -337,7 +365,7 @@ mod tests {
         let open = Workers::find(
             &config(StartWorkers::AtOpen, "open"),
             (13, 0),
-            &[],
+            &WarmUp::trivial(&[]),
             Output::Cubin,
         )
         .unwrap();
@@ -399,7 +427,8 @@ mod tests {
         let mut config = config;
         // One worker, started by this test's job (none ahead).
         config.start_workers = StartWorkers::OnDemand;
-        let Some(workers) = Workers::find(&config, nvrtc, &[], Output::Cubin) else {
+        let Some(workers) = Workers::find(&config, nvrtc, &WarmUp::trivial(&[]), Output::Cubin)
+        else {
             println!("skipped: no worker program next to the test binary");
             return;
         };

@@ -22,7 +22,7 @@ mod frame;
 mod pool;
 mod serve;
 
-pub(super) use client::Workers;
+pub(super) use client::{WarmUp, Workers};
 pub(super) use frame::Output;
 pub use serve::{serve, serve_stdio};
 
