@@ -395,14 +395,14 @@ mod tests {
             .unwrap()
             .headers;
         headers.push(p.header);
-        let options: Vec<CString> = nvrtc
-            .words
-            .iter()
-            .map(String::as_str)
-            .chain(pch::OPTIONS)
-            .map(|w| CString::new(w).unwrap())
-            .collect();
+        let options = pch_options(nvrtc);
         run_nvrtc(PROGRAM_NAME, &p.source, &headers, &options, Output::Cubin)
+    }
+
+    /// A worker's options for a compile through the precompiled prelude.
+    fn pch_options(nvrtc: &Nvrtc) -> Vec<CString> {
+        let words = nvrtc.words.iter().map(String::as_str).chain(pch::OPTIONS);
+        words.map(|w| CString::new(w).unwrap()).collect()
     }
 
     fn rejected(outcome: Result<Vec<u8>, Failure>) -> String {
@@ -529,12 +529,9 @@ mod tests {
         );
     }
 
-    /// What a header includes is read by kernelkit, given to NVRTC, and
-    /// listed with its hash; a file that includes another by a relative
-    /// name finds it beside itself.
-    #[test]
-    fn included_files_are_compiled_and_listed() {
-        let Some(nvrtc) = nvrtc() else { return };
+    /// A variant whose header includes `params.h`, which includes
+    /// `scale.h` beside it (both in the returned directory).
+    fn including_scale() -> (tempfile::TempDir, std::path::PathBuf, Source) {
         let dir = tempfile::tempdir().unwrap();
         let params = dir.path().join("params.h");
         std::fs::write(
@@ -547,6 +544,16 @@ mod tests {
             &format!("#include \"{}\"\n", params.display()),
             "uint i = thread_position_in_grid.x;\nout[i] = float(inp[i]) * s + VAL;",
         );
+        (dir, params, v)
+    }
+
+    /// What a header includes is read by kernelkit, given to NVRTC, and
+    /// listed with its hash; a file that includes another by a relative
+    /// name finds it beside itself.
+    #[test]
+    fn included_files_are_compiled_and_listed() {
+        let Some(nvrtc) = nvrtc() else { return };
+        let (dir, params, v) = including_scale();
         let compiled = nvrtc.compile(&v.job()).unwrap();
         assert_eq!(&compiled.artifact[..4], b"\x7fELF");
         let deps = compiled.dependencies.unwrap();
@@ -639,13 +646,7 @@ mod tests {
         );
         // The warm-up a worker runs compiles.
         let warm = pch::warm_up().unwrap();
-        let options: Vec<CString> = nvrtc
-            .words
-            .iter()
-            .map(String::as_str)
-            .chain(pch::OPTIONS)
-            .map(|w| CString::new(w).unwrap())
-            .collect();
+        let options = pch_options(&nvrtc);
         let compiled = run_nvrtc(
             PROGRAM_NAME,
             &warm.source,
@@ -679,18 +680,7 @@ mod tests {
     #[test]
     fn the_precompiled_prelude_holds_none_of_the_users_includes() {
         let Some(nvrtc) = nvrtc() else { return };
-        let dir = tempfile::tempdir().unwrap();
-        let params = dir.path().join("params.h");
-        std::fs::write(
-            &params,
-            "#include \"scale.h\"\n#define VAL (3.0f * SCALE)\n",
-        )
-        .unwrap();
-        std::fs::write(dir.path().join("scale.h"), "#define SCALE 2.0f\n").unwrap();
-        let v = variant_with_header(
-            &format!("#include \"{}\"\n", params.display()),
-            "uint i = thread_position_in_grid.x;\nout[i] = float(inp[i]) * s + VAL;",
-        );
+        let (dir, _, v) = including_scale();
         through_pch(&nvrtc, &v.source).ok().unwrap();
         through_pch(&nvrtc, &v.source).ok().unwrap();
         std::fs::remove_file(dir.path().join("scale.h")).unwrap();
