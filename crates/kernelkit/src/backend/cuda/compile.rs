@@ -185,9 +185,13 @@ impl Nvrtc {
         // Through the precompiled prelude on a worker only: writing a
         // header costs the compile that writes it ~150 ms (on the H200),
         // which a worker pays in its warm-up, off any call's path, and this
-        // process would pay in a call (see `pch`).
+        // process would pay in a call (see `pch`). Not with `--pre-include`
+        // files: NVRTC reads them before the prelude, so a header would
+        // keep their text as it was when written.
         let through_pch = match &self.workers {
-            Some(workers) if self.pch => pch::input(source).map(|p| (workers, p)),
+            Some(workers) if self.pch && !self.search.pre_includes_any() => {
+                pch::input(source).map(|p| (workers, p))
+            }
             _ => None,
         };
         let outcome = match through_pch {

@@ -46,6 +46,12 @@ pub(super) struct SearchPath {
 }
 
 impl SearchPath {
+    /// Whether the options name files NVRTC reads before the program
+    /// (`--pre-include`).
+    pub(super) fn pre_includes_any(&self) -> bool {
+        !self.pre_includes.is_empty()
+    }
+
     /// The search of a compile with these NVRTC option words; directories
     /// among `system` are the toolkit's.
     pub(super) fn from_options(words: &[String], system: &[PathBuf]) -> SearchPath {
@@ -495,5 +501,7 @@ mod tests {
             ]
         );
         assert_eq!(s.pre_includes, vec!["pre.h", "pre2.h"]);
+        assert!(s.pre_includes_any());
+        assert!(!SearchPath::from_options(&[], &[]).pre_includes_any());
     }
 }

@@ -29,6 +29,8 @@
 //!   therefore writes its own on its first compile of a prelude.
 //! - A compile that fails with a message about the precompiled header is
 //!   compiled again from the full source.
+//! - Not with `--pre-include` options: NVRTC reads those files before the
+//!   prelude, so a header would keep their text as it was when written.
 //!
 //! Compiles in the calling process do not: writing a header costs the compile
 //! that writes it about 150 ms on the H200 (a process's first cold call
