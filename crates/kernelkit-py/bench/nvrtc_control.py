@@ -80,15 +80,16 @@ def nvrtc():
     return ctypes.CDLL("libnvrtc.so"), "/usr/local/cuda/include"
 
 
-def compile_once(lib, include, source, arch):
-    """One NVRTC compile to a cubin, as kernelkit's options ask."""
+def compile_text(lib, text, words, name=b"kernel.cu", header_arrays=False, cubin=False):
+    """One NVRTC compile of `text`, exactly, with option `words` (str), to a
+    cubin. `header_arrays`: empty, non-NULL header arrays (as kernelkit
+    passes them) instead of NULL; `cubin`: the cubin also copied out."""
     prog = ctypes.c_void_p()
-    src = fresh_text(source).encode()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"kernelkit.cu", 0, None, None) == 0
-    words = [f"--gpu-architecture={arch}".encode(), b"--device-as-default-execution-space",
-             f"-I{include}".encode(), f"-I{include}/cccl".encode()]
-    opts = (ctypes.c_char_p * len(words))(*words)
-    rc = lib.nvrtcCompileProgram(prog, len(words), opts)
+    empty = (ctypes.c_char_p * 1)()
+    headers = (empty, empty) if header_arrays else (None, None)
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), name, 0, *headers) == 0
+    encoded = [w.encode() for w in words]
+    rc = lib.nvrtcCompileProgram(prog, len(encoded), (ctypes.c_char_p * len(encoded))(*encoded))
     if rc != 0:
         size = ctypes.c_size_t()
         lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
@@ -97,7 +98,22 @@ def compile_once(lib, include, source, arch):
         raise RuntimeError(f"NVRTC {rc}: {log.value.decode(errors='replace')[-2000:]}")
     size = ctypes.c_size_t()
     assert lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)) == 0 and size.value > 0
+    if cubin:
+        out = ctypes.create_string_buffer(size.value)
+        assert lib.nvrtcGetCUBIN(prog, out) == 0
     lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def kernelkit_words(include, arch):
+    """kernelkit's NVRTC options for `arch` with the toolkit's `include`."""
+    return [f"--gpu-architecture={arch}", "--device-as-default-execution-space",
+            f"-I{include}", f"-I{include}/cccl"]
+
+
+def compile_once(lib, include, source, arch):
+    """One NVRTC compile of a new program from `source`, to a cubin, as
+    kernelkit's options ask."""
+    compile_text(lib, fresh_text(source), kernelkit_words(include, arch), name=b"kernelkit.cu")
 
 
 def cuda_context():

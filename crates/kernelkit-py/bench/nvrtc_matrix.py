@@ -26,7 +26,6 @@ turns:
 """
 
 import argparse
-import ctypes
 import os
 import queue
 import statistics
@@ -36,13 +35,9 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from heap_check import captured_job  # noqa: E402
-from nvrtc_control import generated_source, nvrtc  # noqa: E402
-
-import kernelkit as kk  # noqa: E402
+from heap_check import captured_job, kernelkit_cold  # noqa: E402
+from nvrtc_control import compile_text, generated_source, nvrtc  # noqa: E402
 import torch  # noqa: E402
-
-BODY = "uint i = thread_position_in_grid.x; out[i] = inp[i] * 2.0f + %d.0f; /* %s */"
 
 
 def main():
@@ -59,9 +54,6 @@ def main():
         source = generated_source(a.cli)
         options = ["--gpu-architecture=sm_90a", "--device-as-default-execution-space",
                    f"-I{include}", f"-I{include}/cccl"]
-    words = [o.encode() for o in options]
-    opts = (ctypes.c_char_p * len(words))(*words)
-    empty = (ctypes.c_char_p * 1)()
 
     import random
     import re
@@ -75,17 +67,7 @@ def main():
         return text
 
     def compile_(headers=False, cubin=False, vary=None):
-        prog = ctypes.c_void_p()
-        src = varied(vary).encode()
-        h = (empty, empty) if headers else (None, None)
-        assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"kernel.cu", 0, *h) == 0
-        assert lib.nvrtcCompileProgram(prog, len(words), opts) == 0
-        size = ctypes.c_size_t()
-        assert lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)) == 0 and size.value > 0
-        if cubin:
-            out = ctypes.create_string_buffer(size.value)
-            assert lib.nvrtcGetCUBIN(prog, out) == 0
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+        compile_text(lib, varied(vary), options, header_arrays=headers, cubin=cubin)
 
     jobs, done = queue.Queue(), queue.Queue()
 
@@ -110,12 +92,7 @@ def main():
     torch.cuda.synchronize()
 
     def kernelkit():
-        tag = uuid.uuid4().hex
-        k = kk.metal_kernel(name="n" + tag[:8], input_names=["inp"], output_names=["out"],
-                            source=BODY % (len(tag), tag))
-        k(inputs=[x], grid=(1024, 1, 1), threadgroup=(256, 1, 1), output_shapes=[x.shape],
-          output_dtypes=[x.dtype])
-        torch.cuda.synchronize()
+        kernelkit_cold(x, "n")
 
     kinds = {"main": compile_, "dedicated": dedicated, "fresh": fresh,
              "headers": lambda: compile_(headers=True), "cubin": lambda: compile_(cubin=True),

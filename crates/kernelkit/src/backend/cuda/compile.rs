@@ -115,15 +115,7 @@ impl Nvrtc {
         // With precompiled preludes, a worker started ahead writes the
         // commonest kernel's while it waits for its first job.
         let warm = match pch.then(pch::warm_up).flatten() {
-            Some(w) => WarmUp::new(
-                w.source,
-                vec![w.header],
-                words
-                    .iter()
-                    .cloned()
-                    .chain(pch::OPTIONS.map(String::from))
-                    .collect(),
-            ),
+            Some(w) => WarmUp::new(w.source, vec![w.header], pch::words(&words)),
             None => WarmUp::trivial(&words),
         };
         let workers = Workers::find(config, (major, minor), &warm, output);
@@ -198,11 +190,10 @@ impl Nvrtc {
             Some((workers, pch)) => {
                 let mut with = headers.clone();
                 with.push(pch.header);
-                let mut words = self.words.clone();
-                words.extend(pch::OPTIONS.iter().map(|o| o.to_string()));
+                let words = pch::words(&self.words);
                 // Here (the pool's first choice when this process is not
                 // compiling), the full source.
-                let here = || self.run_here(source, headers, self.options.clone());
+                let here = || self.run_here(source, headers);
                 match workers.compile(PROGRAM_NAME, &pch.source, &with, &words, self.output, here) {
                     Err(Failure::Rejected(log)) if pch::failed_for_the_header(&log) => {
                         tracing::debug!(
@@ -235,12 +226,12 @@ impl Nvrtc {
     /// user's (kernelkit's own kernels) to the target's artifact (cubin, or
     /// NUL-ended PTX).
     pub(super) fn compile_source(&self, source: &str) -> Result<Vec<u8>, Failure> {
-        self.run_here(source, &[], self.options.clone())
+        self.run_here(source, &[])
     }
 
     /// Compiles the full source here or on a worker (see `worker`).
     fn run(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
-        let here = || self.run_here(source, headers, self.options.clone());
+        let here = || self.run_here(source, headers);
         match &self.workers {
             Some(workers) => workers.compile(
                 PROGRAM_NAME,
@@ -256,13 +247,9 @@ impl Nvrtc {
 
     /// Compiles in this process, on its compile thread (see
     /// `compile_thread`: the compiler's heap is then kept by one thread).
-    fn run_here(
-        &self,
-        source: &str,
-        headers: &[(String, Vec<u8>)],
-        options: Vec<CString>,
-    ) -> Result<Vec<u8>, Failure> {
-        let (source, headers, output) = (source.to_owned(), headers.to_vec(), self.output);
+    fn run_here(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
+        let (source, headers) = (source.to_owned(), headers.to_vec());
+        let (options, output) = (self.options.clone(), self.output);
         compile_thread::run(move || run_nvrtc(PROGRAM_NAME, &source, &headers, &options, output))
     }
 }
@@ -405,7 +392,7 @@ mod tests {
 
     /// A worker's options for a compile through the precompiled prelude.
     fn pch_options(nvrtc: &Nvrtc) -> Vec<CString> {
-        let words = nvrtc.words.iter().map(String::as_str).chain(pch::OPTIONS);
+        let words = pch::words(&nvrtc.words).into_iter();
         words.map(|w| CString::new(w).unwrap()).collect()
     }
 

@@ -51,10 +51,16 @@ use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
 use crate::codegen::Dialect;
 use crate::dtype::DType;
 
-/// NVRTC's options for a compile through its precompiled prelude:
-/// automatic headers, quiet about using or creating them (only their
-/// failures are worth a line of the log a user may read).
-pub(super) const OPTIONS: [&str; 2] = ["-pch", "--pch-messages=false"];
+/// NVRTC's options for a compile through its precompiled prelude, after
+/// the compile's own: automatic headers, quiet about using or creating
+/// them (only their failures are worth a line of the log a user may read).
+const OPTIONS: [&str; 2] = ["-pch", "--pch-messages=false"];
+
+/// A compile's option `words` with those of the precompiled prelude.
+pub(super) fn words(words: &[String]) -> Vec<String> {
+    let extra = OPTIONS.iter().map(|o| o.to_string());
+    words.iter().cloned().chain(extra).collect()
+}
 
 /// How one compile goes through its precompiled prelude.
 pub(super) struct PchInput {
