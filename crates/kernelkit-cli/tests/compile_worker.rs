@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
 /// The protocol version this test speaks (2: compile jobs carry headers).
-const PROTOCOL: u32 = 2;
+const PROTOCOL: u32 = 3;
 
 /// The handshake frame, written out by hand: the test checks the wire
 /// format, not the library's encoder.

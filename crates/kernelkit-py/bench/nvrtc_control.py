@@ -25,6 +25,7 @@ import json
 import multiprocessing as mp
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -80,14 +81,21 @@ def nvrtc():
     return ctypes.CDLL("libnvrtc.so"), "/usr/local/cuda/include"
 
 
-def compile_text(lib, text, words, name=b"kernel.cu", header_arrays=False, cubin=False):
+def compile_text(lib, text, words, name=b"kernel.cu", header_arrays=False, cubin=False,
+                 headers=()):
     """One NVRTC compile of `text`, exactly, with option `words` (str), to a
     cubin. `header_arrays`: empty, non-NULL header arrays (as kernelkit
-    passes them) instead of NULL; `cubin`: the cubin also copied out."""
+    passes them) instead of NULL; `cubin`: the cubin also copied out;
+    `headers`: (include name, text) pairs given to NVRTC."""
     prog = ctypes.c_void_p()
-    empty = (ctypes.c_char_p * 1)()
-    headers = (empty, empty) if header_arrays else (None, None)
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), name, 0, *headers) == 0
+    if headers:
+        names = (ctypes.c_char_p * len(headers))(*[n.encode() for n, _ in headers])
+        texts = (ctypes.c_char_p * len(headers))(*[t.encode() for _, t in headers])
+        arrays = (len(headers), texts, names)
+    else:
+        empty = (ctypes.c_char_p * 1)()
+        arrays = (0, empty, empty) if header_arrays else (0, None, None)
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), name, *arrays) == 0
     encoded = [w.encode() for w in words]
     rc = lib.nvrtcCompileProgram(prog, len(encoded), (ctypes.c_char_p * len(encoded))(*encoded))
     if rc != 0:
@@ -110,10 +118,51 @@ def kernelkit_words(include, arch):
             f"-I{include}", f"-I{include}/cccl"]
 
 
+# How each compile is given to NVRTC (--form): `full`, the generated source
+# as it is; `pch`, its prelude as a header NVRTC precompiles (what
+# KERNELKIT_NVRTC_PCH does on compile workers, see backend/cuda/pch.rs), the
+# process's first compile writing the header; `minimal`, with NVRTC's
+# `-minimal` (fewer builtin declarations); `pch_minimal`, both.
+FORM = "full"
+PRELUDE_END = "// ---- end of prelude ----"
+
+
+def through_header(text):
+    """`text` with its prelude as a header: (source, [(name, header)])."""
+    end = text.index(PRELUDE_END)
+    prelude, rest = text[:end], text[end:]
+    # (The control's source is in the default math mode: no marker line.)
+    include = '#include "kk_prelude.h"\n#pragma nv_hdrstop\n'
+    blank = prelude.count("\n") - include.count("\n")
+    return include + "\n" * max(blank, 0) + rest, [("kk_prelude.h", prelude)]
+
+
+# Kernels in each program (`batch_control.py`): the source's kernel, after its
+# prelude, repeated with new names and constants.
+KERNELS = 1
+
+
+def with_kernels(source, count):
+    """`source` (a new program) with its kernel `count` times after its
+    prelude, each with a name and a constant of its own."""
+    if count == 1:
+        return fresh_text(source)
+    end = source.index(PRELUDE_END)
+    prelude, kernel = source[:end], source[end:]
+    copies = [re.sub(r"(custom_kernel_\w+)", rf"\g<1>_{i}", fresh_text(kernel)) for i in range(count)]
+    return prelude + "".join(copies)
+
+
 def compile_once(lib, include, source, arch):
     """One NVRTC compile of a new program from `source`, to a cubin, as
-    kernelkit's options ask."""
-    compile_text(lib, fresh_text(source), kernelkit_words(include, arch), name=b"kernelkit.cu")
+    kernelkit's options ask, in the form --form names."""
+    text, words, headers = with_kernels(source, KERNELS), kernelkit_words(include, arch), ()
+    if FORM.startswith("pch"):
+        text, headers = through_header(text)
+        words += ["-pch", "--pch-messages=false", "--diag-suppress=630"]
+    if FORM.endswith("minimal"):
+        words += ["-minimal"]
+    compile_text(lib, text, words, name=b"kernelkit.cu", headers=headers)
 
 
 def cuda_context():
@@ -132,6 +181,7 @@ def child(source, arch, start, done, turns, with_cuda=False):
         cuda_context()
     lib, include = nvrtc()
     compile_once(lib, include, source, arch)  # NVRTC loaded and warm
+    compile_once(lib, include, source, arch)  # (a header written, if any)
     for _ in range(turns):
         start.wait()
         compile_once(lib, include, source, arch)
@@ -170,10 +220,12 @@ def main():
                     help="each process makes a CUDA context current before it compiles")
     ap.add_argument("--repeat", action="store_true",
                     help="compile the same program every time (NVRTC then answers from what it kept)")
+    ap.add_argument("--form", default="full", choices=["full", "minimal", "pch", "pch_minimal"],
+                    help="how each compile is given to NVRTC (see FORM)")
     ap.add_argument("--json")
     a = ap.parse_args()
-    global REPEAT
-    REPEAT = a.repeat
+    global REPEAT, FORM
+    REPEAT, FORM = a.repeat, a.form
     if a.source:
         with open(a.source) as f:
             source = f.read()
@@ -181,7 +233,8 @@ def main():
         source = generated_source(a.cli)
     else:
         ap.error("give --cli or --source")
-    out = {"control.source_bytes": len(source), "control.cpus": os.cpu_count()}
+    out = {"control.form": a.form, "control.source_bytes": len(source),
+           "control.cpus": os.cpu_count()}
     # One alone and all at once, in turns, so that both see the same machine.
     singles, bursts = [], []
     for _ in range(a.turns):

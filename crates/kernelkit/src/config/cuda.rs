@@ -59,14 +59,16 @@ pub struct CudaConfig {
     /// every allocation then asks the driver's pool, for comparison).
     pub block_cache: bool,
     /// Whether compile workers compile through NVRTC's precompiled headers
-    /// of the generated prelude (`KERNELKIT_NVRTC_PCH=1`; off by default
-    /// until measured on a GPU in the form it has here: see
-    /// BENCHMARKS.md, "2026-12-01, late").
+    /// of the generated prelude (NVRTC 12.8 on; `KERNELKIT_NVRTC_PCH=0`
+    /// turns it off). On the H200 it made a cold compile 43–45 ms against
+    /// 62–67 and 16 at once 77–82 ms against 88–104 (BENCHMARKS.md,
+    /// "2026-12-01, night").
     pub nvrtc_pch: bool,
 }
 
 /// No extra options, `/usr/local/cuda`, a worker found next to the
-/// program, workers up to the core count (at most 16), the block cache on.
+/// program, workers up to the core count (at most 16), the block cache on,
+/// precompiled preludes on the workers.
 impl Default for CudaConfig {
     fn default() -> CudaConfig {
         CudaConfig {
@@ -78,7 +80,7 @@ impl Default for CudaConfig {
             start_workers: StartWorkers::default(),
             max_workers: default_max_workers(),
             block_cache: true,
-            nvrtc_pch: false,
+            nvrtc_pch: true,
         }
     }
 }
@@ -150,9 +152,9 @@ impl CudaConfig {
             start_workers,
             max_workers,
             block_cache: vars.text("KERNELKIT_CUDA_ALLOC").as_deref() != Some("pool"),
-            nvrtc_pch: matches!(
+            nvrtc_pch: !matches!(
                 vars.trimmed("KERNELKIT_NVRTC_PCH").as_deref(),
-                Some("1" | "on")
+                Some("0" | "off")
             ),
         }
     }

@@ -32,7 +32,7 @@
 //! | `KERNELKIT_COMPILE_WORKERS` | [`CudaConfig::max_workers`]; `0`: none | the core count, at most 16 |
 //! | `KERNELKIT_START_WORKERS` | [`CudaConfig::start_workers`]: `demand` (one at a time, as compiles need them), `first` (all, in the background, at the first compile), `open` (all, in the background, when the device opens) | `demand` |
 //! | `KERNELKIT_CUDA_ALLOC` | `pool`: [`CudaConfig::block_cache`] off | on |
-//! | `KERNELKIT_NVRTC_PCH` | `1` or `on`: [`CudaConfig::nvrtc_pch`] on (compile workers load the generated prelude precompiled) | off |
+//! | `KERNELKIT_NVRTC_PCH` | `0` or `off`: [`CudaConfig::nvrtc_pch`] off (compile workers parse the generated prelude in every compile) | on |
 //! | `KERNELKIT_MAX_LOADED_MODULES` | [`CacheConfig::max_loaded_modules`]: modules one device keeps loaded; the least recently used is unloaded past it | 4096 |
 //! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
 //! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
@@ -285,7 +285,7 @@ pub(crate) mod tests {
         assert_eq!(c.cuda.start_workers, StartWorkers::OnDemand);
         assert!(c.cuda.max_workers >= 1 && c.cuda.max_workers <= 16);
         assert!(c.cuda.block_cache);
-        assert!(!c.cuda.nvrtc_pch);
+        assert!(c.cuda.nvrtc_pch);
         assert_eq!(c.cuda.options, CudaCompileOptions::default());
         assert_eq!(c.memo, MemoConfig::default());
         assert_eq!(c.memo.max_bytes, DEFAULT_MEMO_BYTES);
@@ -308,7 +308,7 @@ pub(crate) mod tests {
             ("KERNELKIT_COMPILE_WORKERS", " 3 "),
             ("KERNELKIT_START_WORKERS", " open "),
             ("KERNELKIT_CUDA_ALLOC", "pool"),
-            ("KERNELKIT_NVRTC_PCH", " on "),
+            ("KERNELKIT_NVRTC_PCH", " off "),
             ("KERNELKIT_TRUSTED_KEYS", "/etc/kernelkit/trusted"),
             ("HOME", "/home/u"),
             ("KERNELKIT_MEMO_BYTES", "16M"),
@@ -338,7 +338,7 @@ pub(crate) mod tests {
         assert_eq!(c.cuda.max_workers, 3);
         assert_eq!(c.cuda.start_workers, StartWorkers::AtOpen);
         assert!(!c.cuda.block_cache);
-        assert!(c.cuda.nvrtc_pch);
+        assert!(!c.cuda.nvrtc_pch);
         assert_eq!(c.memo.max_bytes, 16 << 20);
         assert_eq!(c.memo.max_entries, 64);
     }

@@ -58,9 +58,9 @@ pub(super) struct Nvrtc {
     search: SearchPath,
     /// Worker processes for compiles that would queue here.
     workers: Option<Workers>,
-    /// Whether compiles on workers go through the prelude's precompiled
-    /// headers (see `pch`).
-    pch: bool,
+    /// A worker's options for a compile through the prelude's precompiled
+    /// headers (see `pch`), when the configuration asks for them.
+    pch: Option<Vec<String>>,
 }
 
 /// NVRTC's version, after checking that the library and its symbols load
@@ -111,14 +111,24 @@ impl Nvrtc {
             .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
         let identity = store_identity((major, minor), &target, &words);
         let output = if cubin { Output::Cubin } else { Output::Ptx };
-        let pch = config.nvrtc_pch;
+        // Through precompiled preludes on workers only: this process would
+        // write its headers in its calls, or while it exits (see `pch`). Not
+        // with `--pre-include` files: NVRTC reads them before the prelude,
+        // so a header would keep their text as it was when written.
+        let pch_words = pch::words(&words);
+        let pch = (config.nvrtc_pch
+            && pch::supported((major, minor))
+            && config.max_workers > 0
+            && !search.pre_includes_any())
+        .then(|| pch_words.clone());
         // With precompiled preludes, a worker started ahead writes the
-        // commonest kernel's while it waits for its first job.
-        let warm = match pch.then(pch::warm_up).flatten() {
-            Some(w) => WarmUp::new(w.source, vec![w.header], pch::words(&words)),
+        // commonest kernel's before it answers its warm-up.
+        let warm = match pch.is_some().then(pch::warm_up).flatten() {
+            Some(source) => WarmUp::new(source, Vec::new(), pch_words),
             None => WarmUp::trivial(&words),
         };
         let workers = Workers::find(config, (major, minor), &warm, output);
+        let pch = pch.filter(|_| workers.is_some());
         Ok(Nvrtc {
             version: (major, minor),
             target,
@@ -130,6 +140,12 @@ impl Nvrtc {
             workers,
             pch,
         })
+    }
+
+    /// Every option, as sent to workers.
+    #[cfg(test)]
+    pub(super) fn words(&self) -> &[String] {
+        &self.words
     }
 
     /// The artifact store's identity of this configuration (see
@@ -174,38 +190,7 @@ impl Nvrtc {
         let cwd = std::env::current_dir().ok();
         let includes = includes::resolve(source, &self.search, cwd.as_deref()).map_err(other)?;
         let headers = &includes.headers;
-        // Through the precompiled prelude on a worker only: writing a
-        // header costs the compile that writes it ~150 ms (on the H200),
-        // which a worker pays in its warm-up, off any call's path, and this
-        // process would pay in a call (see `pch`). Not with `--pre-include`
-        // files: NVRTC reads them before the prelude, so a header would
-        // keep their text as it was when written.
-        let through_pch = match &self.workers {
-            Some(workers) if self.pch && !self.search.pre_includes_any() => {
-                pch::input(source).map(|p| (workers, p))
-            }
-            _ => None,
-        };
-        let outcome = match through_pch {
-            Some((workers, pch)) => {
-                let mut with = headers.clone();
-                with.push(pch.header);
-                let words = pch::words(&self.words);
-                // Here (the pool's first choice when this process is not
-                // compiling), the full source.
-                let here = || self.run_here(source, headers);
-                match workers.compile(PROGRAM_NAME, &pch.source, &with, &words, self.output, here) {
-                    Err(Failure::Rejected(log)) if pch::failed_for_the_header(&log) => {
-                        tracing::debug!(
-                            "kernel `{kernel}`: compiling again without the precompiled prelude: {log}"
-                        );
-                        self.run(source, headers)
-                    }
-                    outcome => outcome,
-                }
-            }
-            None => self.run(source, headers),
-        };
+        let outcome = self.run(source, headers);
         let artifact = outcome.map_err(|failure| match failure {
             Failure::Rejected(log) => CompileError::Rejected {
                 kernel: kernel.to_string(),
@@ -229,20 +214,29 @@ impl Nvrtc {
         self.run_here(source, &[])
     }
 
-    /// Compiles the full source here or on a worker (see `worker`).
+    /// Compiles here or on a worker (see `worker`); on a worker through
+    /// the precompiled prelude when the configuration asks for it (a
+    /// worker that has its header is then faster than a compile here, so
+    /// an idle one is asked first).
     fn run(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
         let here = || self.run_here(source, headers);
-        match &self.workers {
-            Some(workers) => workers.compile(
-                PROGRAM_NAME,
-                source,
-                headers,
-                &self.words,
-                self.output,
-                here,
-            ),
-            None => here(),
-        }
+        let Some(workers) = &self.workers else {
+            return here();
+        };
+        let (words, prefer_workers) = match &self.pch {
+            Some(words) => (words, true),
+            None => (&self.words, false),
+        };
+        let output = self.output;
+        workers.compile(
+            PROGRAM_NAME,
+            source,
+            headers,
+            words,
+            output,
+            prefer_workers,
+            here,
+        )
     }
 
     /// Compiles in this process, on its compile thread (see
@@ -264,6 +258,21 @@ pub(super) fn run_nvrtc(
     options: &[CString],
     output: Output,
 ) -> Result<Vec<u8>, Failure> {
+    if pch::asked(options) {
+        return pch::run(program, source, headers, options, output);
+    }
+    compile_program(program, source, headers, options, output).map(|(artifact, _)| artifact)
+}
+
+/// One NVRTC compile of `source` as it is: [`run_nvrtc`] without the
+/// precompiled prelude; the artifact and NVRTC's log.
+pub(super) fn compile_program(
+    program: &str,
+    source: &str,
+    headers: &[(String, Vec<u8>)],
+    options: &[CString],
+    output: Output,
+) -> Result<(Vec<u8>, String), Failure> {
     let src = CString::new(source)
         .map_err(|_| Failure::Other("the source contains a NUL byte".into()))?;
     let name = CString::new(program)
@@ -305,11 +314,12 @@ pub(super) fn run_nvrtc(
             Failure::Other(format!("nvrtcCompileProgram: {}\n{log}", e.result()))
         });
     }
-    match output {
+    let artifact = match output {
         Output::Cubin => prog.cubin(),
         Output::Ptx => prog.ptx(),
     }
-    .map_err(Failure::Other)
+    .map_err(Failure::Other)?;
+    Ok((artifact, prog.log()))
 }
 
 /// Why a compile failed.
@@ -376,18 +386,19 @@ mod tests {
         Some(Nvrtc::new((9, 0), &config).expect("NVRTC knows sm_90"))
     }
 
-    /// What a worker compiles for `source` through its precompiled prelude
-    /// (the same `run_nvrtc`, given the same source, headers and options),
-    /// here: the user's includes resolved, then the prelude's header.
+    /// What a compile asked to go through the precompiled prelude (as a
+    /// worker's) does with `source`, after which this process writes the
+    /// headers it queued: the first of a prelude compiles the full source
+    /// and its header is written, the next ones go through the header.
     fn through_pch(nvrtc: &Nvrtc, source: &str) -> Result<Vec<u8>, Failure> {
-        let p = pch::input(source).expect("a generated source has a prelude");
         let cwd = std::env::current_dir().ok();
-        let mut headers = includes::resolve(source, &nvrtc.search, cwd.as_deref())
+        let headers = includes::resolve(source, &nvrtc.search, cwd.as_deref())
             .unwrap()
             .headers;
-        headers.push(p.header);
         let options = pch_options(nvrtc);
-        run_nvrtc(PROGRAM_NAME, &p.source, &headers, &options, Output::Cubin)
+        let outcome = run_nvrtc(PROGRAM_NAME, source, &headers, &options, Output::Cubin);
+        pch::write_pending();
+        outcome
     }
 
     /// A worker's options for a compile through the precompiled prelude.
@@ -626,6 +637,7 @@ mod tests {
         let v = variant(body);
         let expected = nvrtc.compile_source(&v.source).ok().unwrap();
         let written = through_pch(&nvrtc, &v.source).ok().unwrap();
+        assert!(pch::is_written(&v.source));
         let used = through_pch(&nvrtc, &v.source).ok().unwrap();
         assert_eq!(written, expected);
         assert_eq!(used, expected);
@@ -637,15 +649,8 @@ mod tests {
         );
         // The warm-up a worker runs compiles.
         let warm = pch::warm_up().unwrap();
-        let options = pch_options(&nvrtc);
-        let compiled = run_nvrtc(
-            PROGRAM_NAME,
-            &warm.source,
-            &[warm.header],
-            &options,
-            Output::Cubin,
-        );
-        assert!(compiled.is_ok());
+        assert!(through_pch(&nvrtc, &warm).is_ok());
+        assert!(pch::is_written(&warm));
     }
 
     /// An error in the body is reported at its body line through the
@@ -653,10 +658,14 @@ mod tests {
     #[test]
     fn errors_through_the_precompiled_prelude_point_into_the_body() {
         let Some(nvrtc) = nvrtc() else { return };
-        through_pch(&nvrtc, &variant("out[0] = s;").source)
-            .ok()
-            .unwrap();
+        through_pch(
+            &nvrtc,
+            &variant("uint i = thread_position_in_grid.x;\nout[i] = s;").source,
+        )
+        .ok()
+        .unwrap();
         let v = variant("uint i = thread_position_in_grid.x;\nout[i] = undefined_name;");
+        assert!(pch::is_written(&v.source), "the same prelude");
         let map = |log: &str| map_log_lines(log, &v.source, body_of(&v.source), "kernel.cu(");
         let through = map(&rejected(through_pch(&nvrtc, &v.source)));
         let full = map(&rejected(nvrtc.compile_source(&v.source)));
@@ -674,6 +683,7 @@ mod tests {
         let (dir, _, v) = including_scale();
         through_pch(&nvrtc, &v.source).ok().unwrap();
         through_pch(&nvrtc, &v.source).ok().unwrap();
+        assert!(pch::is_written(&v.source));
         std::fs::remove_file(dir.path().join("scale.h")).unwrap();
         let log = rejected(through_pch(&nvrtc, &v.source));
         assert!(log.contains("scale.h"), "{log}");

@@ -7,14 +7,23 @@
 //! quarter of a trivial kernel's cold compile, and more of what 16
 //! compiles at once contend for.
 //!
-//! So a compile on a worker gives NVRTC the prelude as an in-memory header and the
+//! A compile asked to go through the precompiled prelude (its options hold
+//! [`words`]; [`run`] decides, where the compile runs: in this process or
+//! on a worker) gives NVRTC the prelude as an in-memory header, and the
 //! source as an `#include` of it and `#pragma nv_hdrstop`, blank lines up
 //! to where the prelude ended, and the rest of the source unchanged (so
 //! NVRTC's messages keep the full source's line numbers), with NVRTC's
-//! automatic precompiled headers on (`-pch`): the worker's first compile
-//! of a prelude writes its header (to a directory of NVRTC's own, removed
-//! when the process ends), and later compiles of any kernel with that
-//! prelude load it instead of parsing the text.
+//! automatic precompiled headers on (`-pch`), which loads the header NVRTC
+//! wrote for that prelude instead of parsing its text.
+//!
+//! Writing a header costs the compile that writes it 40–150 ms, so no
+//! call's compile writes one. A process compiles through a prelude only
+//! once it has written its header; until then its compiles of that
+//! prelude use the full source, and the first such compile queues the
+//! header, which [`write_pending`] writes when the process has nothing
+//! else to do: a worker after it answered the job (before it answered, for
+//! its warm-up), this process in the background while its compiles go to
+//! workers.
 //!
 //! - The precompiled part ends at `nv_hdrstop`: without it NVRTC's header
 //!   would also hold the user's own includes that follow (their text as it
@@ -25,25 +34,31 @@
 //!   header at the address it was written at, and another process's
 //!   address space seldom has it free (measured on the H200: a header
 //!   written by one process was refused by the next, "incompatible
-//!   precompiled header (PCH) heap allocation address"). A compile worker
-//!   therefore writes its own on its first compile of a prelude.
+//!   precompiled header (PCH) heap allocation address"). NVRTC keeps the
+//!   headers it writes in a directory of its own, removed when the process
+//!   ends, and picks the one that matches a source (one per prelude).
 //! - A compile that fails with a message about the precompiled header is
 //!   compiled again from the full source.
-//! - Not with `--pre-include` options: NVRTC reads those files before the
-//!   prelude, so a header would keep their text as it was when written.
+//! - Not with `--pre-include` options (the caller's choice): NVRTC reads
+//!   those files before the prelude, so a header would keep their text as
+//!   it was when written.
 //!
-//! Compiles in the calling process do not: writing a header costs the compile
-//! that writes it about 150 ms on the H200 (a process's first cold call
-//! took 244 ms against 92 ms), which a worker started ahead pays in its
-//! warm-up, off every call's path ([`warm_up`]: the commonest prelude).
+//! Only on compile workers: this process would write its headers in its
+//! calls, or while it exits (a header written in the background here
+//! crashed processes that ended meanwhile). So a compile that asks for
+//! the precompiled prelude goes to an idle worker first, and here only
+//! when none is idle.
 //!
-//! Off unless [`crate::config::CudaConfig::nvrtc_pch`]
-//! (`KERNELKIT_NVRTC_PCH=1`): the H200 measured it in another form
-//! (headers in every process, this one's included), where 16 new kernels
-//! at once took 73 ms against 87 ms without and a steady cold compile 48
-//! ms against 64 ms; this form (workers only, warmed up) has not run on a
-//! GPU yet.
+//! On unless [`crate::config::CudaConfig::nvrtc_pch`] is off
+//! (`KERNELKIT_NVRTC_PCH=0`), with NVRTC 12.8 on; BENCHMARKS.md,
+//! "2026-12-01, night", has what it measured.
 
+use std::collections::HashSet;
+use std::ffi::CString;
+use std::sync::{Mutex, MutexGuard};
+
+use super::compile::{compile_program, Failure};
+use super::worker::Output;
 use crate::codegen::cuda::PRELUDE_END;
 use crate::codegen::math::MathMode;
 use crate::codegen::spec::KernelSpec;
@@ -52,14 +67,46 @@ use crate::codegen::Dialect;
 use crate::dtype::DType;
 
 /// NVRTC's options for a compile through its precompiled prelude, after
-/// the compile's own: automatic headers, quiet about using or creating
-/// them (only their failures are worth a line of the log a user may read).
-const OPTIONS: [&str; 2] = ["-pch", "--pch-messages=false"];
+/// the compile's own: automatic headers; quiet about using or creating
+/// them (only their failures are worth a line of the log a user may
+/// read) and about the headers of other preludes that do not match
+/// (warning 630, once a process wrote two).
+const OPTIONS: [&str; 3] = ["-pch", "--pch-messages=false", "--diag-suppress=630"];
 
-/// A compile's option `words` with those of the precompiled prelude.
+/// The option that, in place of the second of [`OPTIONS`], makes the
+/// compile that writes a header say that it did.
+const SAY_CREATED: &str = "--pch-messages=true";
+
+/// Headers one process writes at most: each takes room in NVRTC's heap
+/// for precompiled headers, and a process that meets many preludes gains
+/// little from the rarer ones.
+const MAX_HEADERS: usize = 16;
+
+/// Whether NVRTC `version` has automatic precompiled headers (12.8 on):
+/// an older one refuses the options, which would fail every compile
+/// given them.
+pub(super) fn supported(version: (i32, i32)) -> bool {
+    version >= (12, 8)
+}
+
+/// A compile's option `words` with those of the precompiled prelude: a
+/// compile given them goes through [`run`].
 pub(super) fn words(words: &[String]) -> Vec<String> {
     let extra = OPTIONS.iter().map(|o| o.to_string());
     words.iter().cloned().chain(extra).collect()
+}
+
+/// Whether a compile's `options` ask for the precompiled prelude.
+pub(super) fn asked(options: &[CString]) -> bool {
+    options
+        .iter()
+        .any(|o| o.as_bytes() == OPTIONS[0].as_bytes())
+}
+
+/// `options` without those of the precompiled prelude.
+fn plain(options: &[CString]) -> Vec<CString> {
+    let ours = |o: &CString| OPTIONS.iter().any(|w| o.as_bytes() == w.as_bytes());
+    options.iter().filter(|o| !ours(o)).cloned().collect()
 }
 
 /// How one compile goes through its precompiled prelude.
@@ -94,12 +141,133 @@ pub(super) fn input(source: &str) -> Option<PchInput> {
     })
 }
 
-/// The commonest kernel's source through its precompiled prelude (a Metal
-/// body over `float` arrays that uses `thread_position_in_grid`): what a
-/// compile worker started ahead compiles first, so that the header of
-/// that prelude is written before a real job comes (writing one costs a
-/// compile about 150 ms on the H200).
-pub(super) fn warm_up() -> Option<PchInput> {
+/// A header to write: a compile of a source through it.
+struct Pending {
+    program: String,
+    input: PchInput,
+    headers: Vec<(String, Vec<u8>)>,
+    options: Vec<CString>,
+    output: Output,
+}
+
+/// This process's headers, by prelude header name.
+#[derive(Default)]
+struct Headers {
+    /// Written: compiles of these preludes go through them.
+    written: HashSet<String>,
+    /// Queued or tried (written or not): never queued again.
+    seen: HashSet<String>,
+    pending: Vec<Pending>,
+}
+
+static HEADERS: Mutex<Option<Headers>> = Mutex::new(None);
+
+fn headers() -> MutexGuard<'static, Option<Headers>> {
+    HEADERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn with_headers<T>(f: impl FnOnce(&mut Headers) -> T) -> T {
+    f(headers().get_or_insert_with(Headers::default))
+}
+
+/// Compiles `source` (with `headers` and `options`, which ask for the
+/// precompiled prelude, see [`asked`]) through its prelude's header if
+/// this process wrote it, else from the full source, queueing the header
+/// (see the module documentation).
+pub(super) fn run(
+    program: &str,
+    source: &str,
+    headers: &[(String, Vec<u8>)],
+    options: &[CString],
+    output: Output,
+) -> Result<Vec<u8>, Failure> {
+    let plain = plain(options);
+    let full = || compile_program(program, source, headers, &plain, output).map(|(a, _)| a);
+    let Some(input) = input(source) else {
+        return full();
+    };
+    if with_headers(|h| h.written.contains(&input.header.0)) {
+        tracing::debug!(
+            "`{program}` through the precompiled prelude `{}`",
+            input.header.0
+        );
+        let mut with = headers.to_vec();
+        with.push(input.header.clone());
+        match compile_program(program, &input.source, &with, options, output) {
+            Err(Failure::Rejected(log)) if failed_for_the_header(&log) => {
+                tracing::debug!("compiling again without the precompiled prelude: {log}");
+                return full();
+            }
+            outcome => return outcome.map(|(a, _)| a),
+        }
+    }
+    let artifact = full()?;
+    with_headers(|h| {
+        if h.seen.len() < MAX_HEADERS && h.seen.insert(input.header.0.clone()) {
+            let options = options
+                .iter()
+                .map(|o| match o.as_bytes() == OPTIONS[1].as_bytes() {
+                    true => CString::new(SAY_CREATED).expect("no NUL"),
+                    false => o.clone(),
+                })
+                .collect();
+            h.pending.push(Pending {
+                program: program.to_string(),
+                input,
+                headers: headers.to_vec(),
+                options,
+                output,
+            });
+        }
+    });
+    Ok(artifact)
+}
+
+/// Whether this process wrote the header of `source`'s prelude.
+#[cfg(test)]
+pub(super) fn is_written(source: &str) -> bool {
+    input(source).is_some_and(|i| with_headers(|h| h.written.contains(&i.header.0)))
+}
+
+/// Whether headers wait to be written ([`write_pending`]).
+pub(super) fn pending() -> bool {
+    with_headers(|h| !h.pending.is_empty())
+}
+
+/// Writes the queued headers (each by a compile through it, whose artifact
+/// is dropped); returns how many NVRTC wrote. Callers that find another
+/// writing wait for it, so that a header queued before the call is
+/// written, or failed, when it returns.
+pub(super) fn write_pending() -> usize {
+    static WRITING: Mutex<()> = Mutex::new(());
+    let _one = WRITING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut written = 0;
+    while let Some(p) = with_headers(|h| h.pending.pop()) {
+        let started = std::time::Instant::now();
+        let mut with = p.headers;
+        with.push(p.input.header.clone());
+        let name = p.input.header.0;
+        match compile_program(&p.program, &p.input.source, &with, &p.options, p.output) {
+            Ok((_, log)) if log.contains("creating precompiled header file") => {
+                with_headers(|h| h.written.insert(name.clone()));
+                written += 1;
+                tracing::debug!(
+                    "precompiled prelude `{name}` written in {:.1} ms",
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            Ok((_, log)) => tracing::debug!("NVRTC wrote no header for `{name}`: {log}"),
+            Err(e) => tracing::debug!("NVRTC wrote no header for `{name}`: {e}"),
+        }
+    }
+    written
+}
+
+/// The commonest kernel's generated source (a Metal body over `float`
+/// arrays that uses `thread_position_in_grid`): what a compile worker
+/// started ahead compiles first, so that the header of its prelude is
+/// written before a real job comes.
+pub(super) fn warm_up() -> Option<String> {
     let spec = KernelSpec::new(
         "kernelkit_warm_up".into(),
         vec!["inp".into()],
@@ -124,7 +292,7 @@ pub(super) fn warm_up() -> Option<PchInput> {
         },
         0,
     );
-    input(&generated.source)
+    Some(generated.source.to_string())
 }
 
 /// Whether NVRTC's `log` says it could not use a precompiled header
@@ -179,10 +347,30 @@ mod tests {
     }
 
     #[test]
-    fn the_warm_up_goes_through_a_prelude() {
+    fn the_warm_up_has_a_prelude() {
         let warm = warm_up().expect("the warm-up kernel generates");
-        assert!(warm.source.contains("#pragma nv_hdrstop"));
-        assert!(warm.source.contains("kernelkit_warm_up"));
+        assert!(warm.contains("kernelkit_warm_up"));
+        assert!(input(&warm).unwrap().source.contains("#pragma nv_hdrstop"));
+    }
+
+    #[test]
+    fn only_nvrtc_12_8_on_has_them() {
+        assert!(!supported((12, 6)) && !supported((11, 8)));
+        assert!(supported((12, 8)) && supported((12, 9)) && supported((13, 0)));
+    }
+
+    #[test]
+    fn the_options_ask_and_come_off() {
+        let c = |w: &[String]| -> Vec<CString> {
+            w.iter()
+                .map(|w| CString::new(w.as_str()).unwrap())
+                .collect()
+        };
+        let own = vec!["--gpu-architecture=sm_90a".to_string(), "-DX=1".to_string()];
+        let with = c(&words(&own));
+        assert!(asked(&with));
+        assert!(!asked(&c(&own)));
+        assert_eq!(plain(&with), c(&own));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use super::frame::{Message, Output};
 use super::pool::{Launcher, Pool};
-use super::{PROTOCOL, WORKER_ARG};
+use super::{PROTOCOL, WARM_UP_PROGRAM, WORKER_ARG};
 use crate::backend::cuda::compile::Failure;
 use crate::config::{CompileWorkers, CudaConfig, StartWorkers};
 
@@ -104,7 +104,7 @@ impl Workers {
             Some((_, pool)) => pool.clone(),
             None => {
                 let warm = Message::Compile {
-                    program: "kernelkit_warm_up.cu".to_string(),
+                    program: WARM_UP_PROGRAM.to_string(),
                     source: warm.source.clone(),
                     headers: warm.headers.clone(),
                     options: warm.options.clone(),
@@ -143,7 +143,9 @@ impl Workers {
     }
 
     /// Compiles in this process with `local` when it is not compiling
-    /// already, else on a worker; any failure of a worker runs `local`.
+    /// already, else on a worker (`prefer_workers`: on an idle worker
+    /// first); any failure of a worker runs `local`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn compile(
         &self,
         program: &str,
@@ -151,6 +153,7 @@ impl Workers {
         headers: &[(String, Vec<u8>)],
         options: &[String],
         output: Output,
+        prefer_workers: bool,
         local: impl FnOnce() -> Result<Vec<u8>, Failure>,
     ) -> Result<Vec<u8>, Failure> {
         let request = Message::Compile {
@@ -164,7 +167,7 @@ impl Workers {
         if self.start == StartWorkers::AtFirstCompile && self.pool.first_job() {
             self.pool.start_ahead(self.max);
         }
-        self.pool.run(&request, decode, local)
+        self.pool.run(&request, prefer_workers, decode, local)
     }
 
     #[cfg(test)]
@@ -330,7 +333,7 @@ mod tests {
             })
         };
         let local = || Ok(vec![7u8]);
-        let compile = |w: &Workers| w.compile("k.cu", "", &[], &[], Output::Cubin, local);
+        let compile = |w: &Workers| w.compile("k.cu", "", &[], &[], Output::Cubin, false, local);
 
         let demand = Workers::find(
             &config(StartWorkers::OnDemand, "demand"),
@@ -443,9 +446,15 @@ mod tests {
         {
             let _slot = workers.pool().hold_local_slot();
             let remote = workers
-                .compile("kernel.cu", good, &[], &options, Output::Cubin, || {
-                    panic!("ran locally: {}", workers.describe())
-                })
+                .compile(
+                    "kernel.cu",
+                    good,
+                    &[],
+                    &options,
+                    Output::Cubin,
+                    false,
+                    || panic!("ran locally: {}", workers.describe()),
+                )
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(&remote[..4], b"\x7fELF");
             let local = run_nvrtc("kernel.cu", good, &[], &c, Output::Cubin)
@@ -454,11 +463,15 @@ mod tests {
                 remote == local,
                 "the worker's cubin differs from this process's"
             );
-            let Err(Failure::Rejected(remote)) =
-                workers.compile("kernel.cu", bad, &[], &options, Output::Cubin, || {
-                    panic!("ran locally")
-                })
-            else {
+            let Err(Failure::Rejected(remote)) = workers.compile(
+                "kernel.cu",
+                bad,
+                &[],
+                &options,
+                Output::Cubin,
+                false,
+                || panic!("ran locally"),
+            ) else {
                 panic!("the bad source was not rejected")
             };
             let Err(Failure::Rejected(local)) = run_nvrtc("kernel.cu", bad, &[], &c, Output::Cubin)

@@ -217,10 +217,11 @@ impl Pool {
     pub(crate) fn run<T>(
         &self,
         request: &[u8],
+        prefer_idle: bool,
         decode: impl FnOnce(&[u8]) -> Option<T>,
         local: impl FnOnce() -> T,
     ) -> T {
-        match self.plan() {
+        match self.plan(prefer_idle) {
             Plan::Local { slot } => {
                 tracing::debug!("compile job: in this process");
                 self.run_local(local, slot)
@@ -248,12 +249,17 @@ impl Pool {
         }
     }
 
-    /// Picks where the job runs, waiting while nothing is free.
-    fn plan(&self) -> Plan {
+    /// Picks where the job runs, waiting while nothing is free;
+    /// `prefer_idle`: an idle worker before this process (the one idle
+    /// longest, so that jobs go round the workers).
+    fn plan(&self, prefer_idle: bool) -> Plan {
         let mut state = self.lock();
         loop {
             if state.off.is_some() {
                 return Plan::Local { slot: false };
+            }
+            if prefer_idle && !state.idle.is_empty() {
+                return Plan::Worker(state.idle.remove(0));
             }
             if !state.local_busy {
                 state.local_busy = true;
@@ -462,6 +468,7 @@ mod tests {
                     s.spawn(move || {
                         let r = p.run(
                             format!("job{i}").as_bytes(),
+                            false,
                             |b| {
                                 inside.wait();
                                 Some(String::from_utf8_lossy(b).into_owned())
@@ -529,9 +536,35 @@ mod tests {
     fn echo(pool: &Pool, job: &str) -> String {
         pool.run(
             job.as_bytes(),
+            false,
             |b| Some(format!("remote {}", String::from_utf8_lossy(b))),
             || format!("local {job}"),
         )
+    }
+
+    /// Jobs that prefer workers go to idle ones while this process is
+    /// free, and run here when none is idle (starting none).
+    #[test]
+    fn jobs_that_prefer_workers_take_idle_ones_first() {
+        let prefer = |p: &Pool, job: &str| {
+            let remote = |b: &[u8]| Some(format!("remote {}", String::from_utf8_lossy(b)));
+            p.run(job.as_bytes(), true, remote, || format!("local {job}"))
+        };
+        let p = pool("cat", 2);
+        assert_eq!(prefer(&p, "a"), "local a");
+        assert_eq!(p.stats().started, 0);
+        let mut p = pool("cat", 2);
+        p.launcher.warm = Some(b"warm".to_vec());
+        let p = Arc::new(p);
+        assert_eq!(p.start_ahead(2), 2);
+        assert!(wait_started(&p, 2), "{:?}", p.stats());
+        for i in 0..4 {
+            assert_eq!(prefer(&p, &format!("j{i}")), format!("remote j{i}"));
+        }
+        let s = p.stats();
+        assert_eq!((s.started, s.remote, s.local), (2, 4, 0), "{s:?}");
+        // Without the preference, the free local slot first.
+        assert_eq!(echo(&p, "b"), "local b");
     }
 
     #[test]
@@ -569,6 +602,7 @@ mod tests {
                     s.spawn(move || {
                         let r = p.run(
                             format!("job{i}").as_bytes(),
+                            false,
                             |b| {
                                 inside.wait();
                                 Some(String::from_utf8_lossy(b).into_owned())
@@ -670,7 +704,7 @@ mod tests {
 
         let p = pool("cat", 4);
         with_local_busy(&p, || {
-            let r = p.run(b"x", |_| None, || "local".to_string());
+            let r = p.run(b"x", false, |_| None, || "local".to_string());
             assert_eq!(r, "local");
             assert_eq!(echo(&p, "y"), "remote y", "a new worker took over");
         });
@@ -682,7 +716,7 @@ mod tests {
     fn a_panicking_local_job_frees_the_slot() {
         let p = pool("cat", 4);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            p.run(b"x", |_| Some(()), || panic!("boom"))
+            p.run(b"x", false, |_| Some(()), || panic!("boom"))
         }));
         assert!(r.is_err());
         assert_eq!(echo(&p, "after"), "local after", "the slot is free again");

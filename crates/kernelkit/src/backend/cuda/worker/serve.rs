@@ -4,8 +4,9 @@ use std::ffi::CString;
 use std::io::{self, Read, Write};
 
 use super::frame::{read_frame, write_frame, Message};
-use super::PROTOCOL;
+use super::{PROTOCOL, WARM_UP_PROGRAM};
 use crate::backend::cuda::compile::{nvrtc_version, run_nvrtc, Failure};
+use crate::backend::cuda::pch;
 
 /// Serves compile jobs from `input` to `output` until `input` ends.
 ///
@@ -77,6 +78,9 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
                     .then(ThreadUsage::now)
                     .flatten();
                 let outcome = run_nvrtc(&program, &source, &headers, &options, kind);
+                if program == WARM_UP_PROGRAM {
+                    pch::write_pending();
+                }
                 // Read again only where it was read before (debug logging on).
                 let usage = before
                     .and_then(|b| ThreadUsage::now().map(|a| format!(" ({})", a.since(&b))))
@@ -93,7 +97,16 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
                 }
             }
         };
-        write_frame(&mut output, &reply.encode())?;
+        match write_frame(&mut output, &reply.encode()) {
+            // The parent is gone (it exited while this job ran): done.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+            written => written?,
+        }
+        // Answered: the precompiled preludes this job queued are written
+        // now, before the next job is read (see `cuda::pch`).
+        if pch::pending() {
+            pch::write_pending();
+        }
     }
     Ok(())
 }
@@ -243,6 +256,87 @@ mod tests {
                 assert!(log.contains("kernel.cu(1)") && log.contains("undefined_name"));
             }
         }
+    }
+
+    /// Takes `room` bytes, then answers as a pipe whose reader is gone.
+    struct Gone {
+        room: usize,
+    }
+
+    impl Write for Gone {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if buf.len() > self.room {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+            self.room -= buf.len();
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A parent that exits while its worker compiles is the end of the
+    /// worker's work, not an error it reports.
+    #[test]
+    fn a_parent_gone_before_the_answer_ends_the_worker_quietly() {
+        let Ok((major, minor)) =
+            nvrtc_version(&crate::config::Config::from_env().cuda.toolkit_dirs)
+        else {
+            println!("skipped: no NVRTC here");
+            return;
+        };
+        let ready = frames(&[Message::Ready {
+            protocol: PROTOCOL,
+            nvrtc: (major as u32, minor as u32),
+        }]);
+        let input = frames(&[
+            Message::Hello { protocol: PROTOCOL },
+            Message::Compile {
+                program: "kernel.cu".into(),
+                source: "extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }".into(),
+                headers: vec![],
+                options: vec!["--gpu-architecture=sm_90a".into()],
+                output: Output::Cubin,
+            },
+        ]);
+        let gone = Gone { room: ready.len() };
+        assert!(serve(input.as_slice(), gone).is_ok());
+    }
+
+    /// A job that asks for the precompiled prelude is answered from the
+    /// full source the first time, and its prelude's header is written
+    /// then (after the answer), so the next job of that prelude goes
+    /// through it; both answers are the same cubin.
+    #[test]
+    fn a_worker_writes_the_header_of_a_prelude_it_met() {
+        let config = crate::config::Config::from_env().cuda;
+        let Ok(nvrtc) = crate::backend::cuda::compile::Nvrtc::new((9, 0), &config) else {
+            println!("skipped: no NVRTC here");
+            return;
+        };
+        // A prelude no other test meets: the warm-up's, with a line of its own.
+        let source = format!("// {}\n{}", module_path!(), pch::warm_up().unwrap());
+        let job = Message::Compile {
+            program: "kernel.cu".into(),
+            source: source.clone(),
+            headers: vec![],
+            options: pch::words(nvrtc.words()),
+            output: Output::Cubin,
+        };
+        let input = frames(&[Message::Hello { protocol: PROTOCOL }, job.clone(), job]);
+        assert!(!pch::is_written(&source));
+        let mut output = Vec::new();
+        serve(input.as_slice(), &mut output).unwrap();
+        let got = answers(&output);
+        assert!(pch::is_written(&source));
+        let [Message::Ready { .. }, Message::Done { artifact: a }, Message::Done { artifact: b }] =
+            &got[..]
+        else {
+            panic!("{got:?}")
+        };
+        assert_eq!(a, b);
     }
 
     #[test]
