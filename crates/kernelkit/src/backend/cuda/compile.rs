@@ -124,7 +124,7 @@ impl Nvrtc {
         // With precompiled preludes, a worker started ahead writes the
         // commonest kernel's before it answers its warm-up.
         let warm = match pch.is_some().then(pch::warm_up).flatten() {
-            Some(source) => WarmUp::new(source, Vec::new(), pch_words),
+            Some(source) => WarmUp::new(source, pch_words),
             None => WarmUp::trivial(&words),
         };
         let workers = Workers::find(config, (major, minor), &warm, output);

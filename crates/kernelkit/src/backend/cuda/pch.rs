@@ -229,19 +229,13 @@ pub(super) fn is_written(source: &str) -> bool {
     input(source).is_some_and(|i| with_headers(|h| h.written.contains(&i.header.0)))
 }
 
-/// Whether headers wait to be written ([`write_pending`]).
-pub(super) fn pending() -> bool {
-    with_headers(|h| !h.pending.is_empty())
-}
-
-/// Writes the queued headers (each by a compile through it, whose artifact
-/// is dropped); returns how many NVRTC wrote. Callers that find another
-/// writing wait for it, so that a header queued before the call is
-/// written, or failed, when it returns.
-pub(super) fn write_pending() -> usize {
+/// Writes the queued headers, if any (each by a compile through it, whose
+/// artifact is dropped). Callers that find another writing wait for it,
+/// so that a header queued before the call is written, or failed, when it
+/// returns.
+pub(super) fn write_pending() {
     static WRITING: Mutex<()> = Mutex::new(());
     let _one = WRITING.lock().unwrap_or_else(|p| p.into_inner());
-    let mut written = 0;
     while let Some(p) = with_headers(|h| h.pending.pop()) {
         let started = std::time::Instant::now();
         let mut with = p.headers;
@@ -250,7 +244,6 @@ pub(super) fn write_pending() -> usize {
         match compile_program(&p.program, &p.input.source, &with, &p.options, p.output) {
             Ok((_, log)) if log.contains("creating precompiled header file") => {
                 with_headers(|h| h.written.insert(name.clone()));
-                written += 1;
                 tracing::debug!(
                     "precompiled prelude `{name}` written in {:.1} ms",
                     started.elapsed().as_secs_f64() * 1e3
@@ -260,7 +253,6 @@ pub(super) fn write_pending() -> usize {
             Err(e) => tracing::debug!("NVRTC wrote no header for `{name}`: {e}"),
         }
     }
-    written
 }
 
 /// The commonest kernel's generated source (a Metal body over `float`

@@ -39,27 +39,18 @@ const WARM_UP_SOURCE: &str =
 /// `cuda::pch`) is paid before a real job comes.
 pub(crate) struct WarmUp {
     source: String,
-    headers: Vec<(String, Vec<u8>)>,
     options: Vec<String>,
 }
 
 impl WarmUp {
     /// A trivial kernel compiled with `options`.
     pub(crate) fn trivial(options: &[String]) -> WarmUp {
-        WarmUp::new(WARM_UP_SOURCE.to_string(), Vec::new(), options.to_vec())
+        WarmUp::new(WARM_UP_SOURCE.to_string(), options.to_vec())
     }
 
-    /// `source`, with `headers`, compiled with `options`.
-    pub(crate) fn new(
-        source: String,
-        headers: Vec<(String, Vec<u8>)>,
-        options: Vec<String>,
-    ) -> WarmUp {
-        WarmUp {
-            source,
-            headers,
-            options,
-        }
+    /// `source` compiled with `options`.
+    pub(crate) fn new(source: String, options: Vec<String>) -> WarmUp {
+        WarmUp { source, options }
     }
 }
 
@@ -106,7 +97,7 @@ impl Workers {
                 let warm = Message::Compile {
                     program: WARM_UP_PROGRAM.to_string(),
                     source: warm.source.clone(),
-                    headers: warm.headers.clone(),
+                    headers: Vec::new(),
                     options: warm.options.clone(),
                     output,
                 }

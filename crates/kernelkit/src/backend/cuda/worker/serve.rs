@@ -104,9 +104,7 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
         }
         // Answered: the precompiled preludes this job queued are written
         // now, before the next job is read (see `cuda::pch`).
-        if pch::pending() {
-            pch::write_pending();
-        }
+        pch::write_pending();
     }
     Ok(())
 }
