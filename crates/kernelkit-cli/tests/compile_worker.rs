@@ -8,7 +8,9 @@
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
-/// The protocol version this test speaks (2: compile jobs carry headers).
+/// The protocol version this test speaks (2: compile jobs carry headers;
+/// 3: a job asking for the precompiled prelude is compiled as the worker
+/// decides).
 const PROTOCOL: u32 = 3;
 
 /// The handshake frame, written out by hand: the test checks the wire
