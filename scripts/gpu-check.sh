@@ -36,6 +36,7 @@
 #   compare.py         the Python package's benchmark against raw launches,
 #                      CuPy and Triton (crates/kernelkit-py/bench)
 #   nvrtc_control.py   the cold burst's control: 16 NVRTC processes at once vs one
+#                      (and every other script of crates/kernelkit-py/bench)
 #   candle.tar.xz      candle_fused (examples/candle_fused.rs on candle's CUDA
 #                      tensors) and candle-tests (tests/candle.rs), built with
 #                      candle's CUDA backend by scripts/candle-cuda.sh, which
@@ -186,10 +187,9 @@ if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
   fi
 fi
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
-cp crates/kernelkit-py/bench/compare.py "$DEST/compare.py"
-cp crates/kernelkit-py/bench/{nvrtc_control,cold_alone,nvrtc_source_check,cold_split,mlx_cold}.py "$DEST/"
-cp crates/kernelkit-py/bench/torch_native.py "$DEST/torch_native.py"
-cp crates/kernelkit-py/bench/guard_forms.py "$DEST/guard_forms.py"
+# Every benchmark and control of the package (compare.py, nvrtc_control.py,
+# burst_timeline.py, ...): BENCHMARKS.md runs them from here.
+cp crates/kernelkit-py/bench/*.py crates/kernelkit-py/bench/*.sh "$DEST/"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"

@@ -112,10 +112,21 @@ def compile_text(lib, text, words, name=b"kernel.cu", header_arrays=False, cubin
     lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+# NVRTC's own compile cache off, as kernelkit has it (`backend/cuda/nvrtc_cache.rs`;
+# set by main() for NVRTC 12.9 on, unless --nvrtc-cache keeps it).
+NO_CACHE = []
+
+
 def kernelkit_words(include, arch):
     """kernelkit's NVRTC options for `arch` with the toolkit's `include`."""
     return [f"--gpu-architecture={arch}", "--device-as-default-execution-space",
-            f"-I{include}", f"-I{include}/cccl"]
+            f"-I{include}", f"-I{include}/cccl"] + NO_CACHE
+
+
+def nvrtc_version(lib):
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    assert lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) == 0
+    return major.value, minor.value
 
 
 # How each compile is given to NVRTC (--form): `full`, the generated source
@@ -124,6 +135,8 @@ def kernelkit_words(include, arch):
 # process's first compile writing the header; `minimal`, with NVRTC's
 # `-minimal` (fewer builtin declarations); `pch_minimal`, both.
 FORM = "full"
+# More options for every compile (--extra, e.g. NVRTC's `--no-cache`).
+EXTRA = []
 PRELUDE_END = "// ---- end of prelude ----"
 
 
@@ -162,6 +175,7 @@ def compile_once(lib, include, source, arch):
         words += ["-pch", "--pch-messages=false", "--diag-suppress=630"]
     if FORM.endswith("minimal"):
         words += ["-minimal"]
+    words += EXTRA
     compile_text(lib, text, words, name=b"kernelkit.cu", headers=headers)
 
 
@@ -222,10 +236,15 @@ def main():
                     help="compile the same program every time (NVRTC then answers from what it kept)")
     ap.add_argument("--form", default="full", choices=["full", "minimal", "pch", "pch_minimal"],
                     help="how each compile is given to NVRTC (see FORM)")
+    ap.add_argument("--extra", default="", help="more NVRTC options, comma-separated")
+    ap.add_argument("--nvrtc-cache", action="store_true",
+                    help="keep NVRTC's own compile cache (12.9 on), which kernelkit turns off")
     ap.add_argument("--json")
     a = ap.parse_args()
-    global REPEAT, FORM
-    REPEAT, FORM = a.repeat, a.form
+    global REPEAT, FORM, EXTRA
+    REPEAT, FORM, EXTRA = a.repeat, a.form, list(filter(None, a.extra.split(",")))
+    if not a.nvrtc_cache and nvrtc_version(nvrtc()[0]) >= (12, 9):
+        NO_CACHE.append("--no-cache")
     if a.source:
         with open(a.source) as f:
             source = f.read()

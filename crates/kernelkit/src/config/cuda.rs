@@ -64,11 +64,18 @@ pub struct CudaConfig {
     /// 62–67 and 16 at once 77–82 ms against 88–104 (BENCHMARKS.md,
     /// "2026-12-01, night").
     pub nvrtc_pch: bool,
+    /// Whether NVRTC keeps its own compile cache (NVRTC 12.9 on, in the
+    /// driver's compute cache; `KERNELKIT_NVRTC_CACHE=1` keeps it). Off by
+    /// default: kernelkit never compiles one program twice, so that cache
+    /// only costs every compile its lookups and writes (16 cold kernels at
+    /// once on the H200: 58–65 ms without it, 75–86 ms with it;
+    /// BENCHMARKS.md, "2026-12-01, evening: NVRTC's own cache").
+    pub nvrtc_cache: bool,
 }
 
 /// No extra options, `/usr/local/cuda`, a worker found next to the
 /// program, workers up to the core count (at most 16), the block cache on,
-/// precompiled preludes on the workers.
+/// precompiled preludes on the workers, NVRTC's own cache off.
 impl Default for CudaConfig {
     fn default() -> CudaConfig {
         CudaConfig {
@@ -81,6 +88,7 @@ impl Default for CudaConfig {
             max_workers: default_max_workers(),
             block_cache: true,
             nvrtc_pch: true,
+            nvrtc_cache: false,
         }
     }
 }
@@ -103,7 +111,7 @@ impl CudaConfig {
     /// `KERNELKIT_NVRTC_FLAGS`, `CUDA_HOME`, `CUDA_PATH`,
     /// `KERNELKIT_WORKER`, `KERNELKIT_COMPILE_WORKERS`,
     /// `KERNELKIT_START_WORKERS`, `KERNELKIT_CUDA_ALLOC`,
-    /// `KERNELKIT_NVRTC_PCH`.
+    /// `KERNELKIT_NVRTC_PCH`, `KERNELKIT_NVRTC_CACHE`.
     pub(super) fn from_vars(vars: &Vars<'_>) -> CudaConfig {
         let defaults = CudaConfig::default();
         let nvrtc_flags = vars
@@ -155,6 +163,10 @@ impl CudaConfig {
             nvrtc_pch: !matches!(
                 vars.trimmed("KERNELKIT_NVRTC_PCH").as_deref(),
                 Some("0" | "off")
+            ),
+            nvrtc_cache: matches!(
+                vars.trimmed("KERNELKIT_NVRTC_CACHE").as_deref(),
+                Some("1" | "on")
             ),
         }
     }

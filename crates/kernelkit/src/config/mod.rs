@@ -33,6 +33,7 @@
 //! | `KERNELKIT_START_WORKERS` | [`CudaConfig::start_workers`]: `demand` (one at a time, as compiles need them), `first` (all, in the background, at the first compile), `open` (all, in the background, when the device opens) | `demand` |
 //! | `KERNELKIT_CUDA_ALLOC` | `pool`: [`CudaConfig::block_cache`] off | on |
 //! | `KERNELKIT_NVRTC_PCH` | `0` or `off`: [`CudaConfig::nvrtc_pch`] off (compile workers parse the generated prelude in every compile) | on |
+//! | `KERNELKIT_NVRTC_CACHE` | `1` or `on`: [`CudaConfig::nvrtc_cache`] on (NVRTC 12.9+ keeps every compile in the driver's compute cache too) | off |
 //! | `KERNELKIT_MAX_LOADED_MODULES` | [`CacheConfig::max_loaded_modules`]: modules one device keeps loaded; the least recently used is unloaded past it | 4096 |
 //! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
 //! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
@@ -286,6 +287,7 @@ pub(crate) mod tests {
         assert!(c.cuda.max_workers >= 1 && c.cuda.max_workers <= 16);
         assert!(c.cuda.block_cache);
         assert!(c.cuda.nvrtc_pch);
+        assert!(!c.cuda.nvrtc_cache);
         assert_eq!(c.cuda.options, CudaCompileOptions::default());
         assert_eq!(c.memo, MemoConfig::default());
         assert_eq!(c.memo.max_bytes, DEFAULT_MEMO_BYTES);
@@ -309,6 +311,7 @@ pub(crate) mod tests {
             ("KERNELKIT_START_WORKERS", " open "),
             ("KERNELKIT_CUDA_ALLOC", "pool"),
             ("KERNELKIT_NVRTC_PCH", " off "),
+            ("KERNELKIT_NVRTC_CACHE", " on "),
             ("KERNELKIT_TRUSTED_KEYS", "/etc/kernelkit/trusted"),
             ("HOME", "/home/u"),
             ("KERNELKIT_MEMO_BYTES", "16M"),
@@ -339,6 +342,7 @@ pub(crate) mod tests {
         assert_eq!(c.cuda.start_workers, StartWorkers::AtOpen);
         assert!(!c.cuda.block_cache);
         assert!(!c.cuda.nvrtc_pch);
+        assert!(c.cuda.nvrtc_cache);
         assert_eq!(c.memo.max_bytes, 16 << 20);
         assert_eq!(c.memo.max_entries, 64);
     }

@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use super::compile_thread;
 use super::includes::{self, SearchPath};
 use super::nvrtc::{self, Program};
+use super::nvrtc_cache;
 use super::pch;
 use super::worker::{Output, WarmUp, Workers};
 use crate::backend::{CompileJob, Compiled};
@@ -104,12 +105,19 @@ impl Nvrtc {
         }
         words.extend(config.option_words());
         let search = SearchPath::from_options(&words, &toolkit);
+        let identity = store_identity((major, minor), &target, &words);
+        // After the identity: turning NVRTC's own cache off changes no
+        // artifact (see `nvrtc_cache`).
+        words.extend(nvrtc_cache::option(
+            (major, minor),
+            config.nvrtc_cache,
+            &words,
+        ));
         let options = words
             .iter()
             .map(|w| CString::new(w.as_str()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
-        let identity = store_identity((major, minor), &target, &words);
         let output = if cubin { Output::Cubin } else { Output::Ptx };
         // Through precompiled preludes on workers only: this process would
         // write its headers in its calls, or while it exits (see `pch`). Not
@@ -529,6 +537,26 @@ mod tests {
             "{}",
             gather.err().map(|e| e.to_string()).unwrap_or_default()
         );
+    }
+
+    /// NVRTC's own cache is off in every compile (NVRTC 12.9 on) and kept
+    /// when the configuration asks; either way the identity, and so every
+    /// stored artifact's key, is the same, and the compile works.
+    #[test]
+    fn nvrtcs_own_cache_is_off_unless_kept_and_keys_do_not_change() {
+        let Some(off) = nvrtc() else { return };
+        let mut config = crate::config::Config::from_env().cuda;
+        config.nvrtc_cache = true;
+        let kept = Nvrtc::new((9, 0), &config).expect("NVRTC knows sm_90");
+        let no_cache = |n: &Nvrtc| n.words().iter().any(|w| w == "--no-cache");
+        assert_eq!(no_cache(&off), off.version >= (12, 9), "{:?}", off.words());
+        assert!(!no_cache(&kept), "{:?}", kept.words());
+        assert_eq!(off.identity(), kept.identity());
+        let v = variant("uint i = thread_position_in_grid.x;\nout[i] = inp[i];");
+        for n in [&off, &kept] {
+            let artifact = n.compile(&v.job()).unwrap().artifact;
+            assert_eq!(&artifact[..4], b"\x7fELF");
+        }
     }
 
     /// A variant whose header includes `params.h`, which includes

@@ -44,6 +44,7 @@ mod linked;
 mod load;
 mod memory;
 mod nvrtc;
+mod nvrtc_cache;
 mod pch;
 mod pool;
 mod probe;
