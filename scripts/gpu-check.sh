@@ -188,7 +188,7 @@ if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
 fi
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 # Every benchmark and control of the package (compare.py, nvrtc_control.py,
-# burst_timeline.py, ...): BENCHMARKS.md runs them from here.
+# burst_cpu.py, ...): BENCHMARKS.md runs them from here.
 cp crates/kernelkit-py/bench/*.py crates/kernelkit-py/bench/*.sh "$DEST/"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"

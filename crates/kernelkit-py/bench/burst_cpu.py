@@ -9,7 +9,10 @@ barrier, sorted); this process's CPU time outside the NVRTC thread; the
 NVRTC thread's CPU time and wait; and each worker that compiled: its CPU
 time and run-queue wait. A compile that is slow with its CPU time near its
 wall is slowed while running (shared caches, memory); one with a long
-wait, by too many runnable threads.
+wait, by too many runnable threads. Each burst also names the tasks
+outside this process and its workers that ran during it (a task that took
+a worker's CPU), and the last line gives the workers' resident memory; the
+summary is the median single call, the median burst and their ratio.
 
 With ``--log``, the process runs with ``KERNELKIT_LOG=kernelkit=debug,_kernelkit=debug``
 and each burst's timeline is printed from kernelkit's log: per call, in ms
@@ -27,6 +30,7 @@ import datetime
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -68,6 +72,41 @@ def snapshot():
     return {"self_cpu": (ru.ru_utime + ru.ru_stime) * 1e3, "self": tasks(os.getpid()),
             "workers": {p: tasks(p) for p in workers()}}
 
+def machine():
+    # CPU ns of every task of the machine, by (pid, tid): name.
+    out = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    run = int(f.read().split()[0])
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    out[(int(pid), int(tid))] = (f.read().strip(), run)
+            except (OSError, ValueError):
+                continue
+    return out
+
+def others(a, b, mine):
+    # The tasks outside this process and its workers that ran most between
+    # two `machine()` snapshots: [ms, name, pid].
+    rows = [[round((run - a[k][1]) / 1e6, 1), comm, k[0]] for k, (comm, run) in b.items()
+            if k in a and k[0] not in mine and run - a[k][1] > 5e5]
+    return sorted(rows, reverse=True)[:6]
+
+def rss_mb(pids):
+    out = []
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                out += [round(int(l.split()[1]) / 1024, 1) for l in f if l.startswith("VmRSS")]
+        except OSError:
+            continue
+    return sorted(out)
+
 def delta(a, b):
     # ms of CPU and of run-queue wait, per worker and for the NVRTC thread.
     out = {"self_cpu_ms": b["self_cpu"] - a["self_cpu"]}
@@ -106,9 +145,12 @@ for turn in range(int(sys.argv[1])):
     print(json.dumps({"turn": turn, "single_ms": round(single, 1), **delta(a, b)}))
     ks = [fresh(uuid.uuid4().hex) for _ in range(16)]
     sys.stderr.write(f"MARK burst {turn} {time.time():.6f}\n"); sys.stderr.flush()
-    a = snapshot(); wall, starts, ends = timed_burst(ks); b = snapshot()
+    m = machine(); a = snapshot(); wall, starts, ends = timed_burst(ks); b = snapshot()
+    busy = others(m, machine(), {os.getpid(), *b["workers"]})
     sys.stderr.write(f"MARK end {turn}\n"); sys.stderr.flush()
-    print(json.dumps({"turn": turn, "burst_ms": round(wall * 1e3, 1), "starts_ms": starts, "ends_ms": ends, **delta(a, b)}))
+    print(json.dumps({"turn": turn, "burst_ms": round(wall * 1e3, 1), "starts_ms": starts, "ends_ms": ends,
+                      **delta(a, b), "other_tasks": busy}))
+print(json.dumps({"workers_rss_mb": rss_mb(workers())}))
 """
 
 
@@ -162,8 +204,16 @@ def main():
         env["KERNELKIT_LOG"] = "kernelkit=debug,_kernelkit=debug"
     done = subprocess.run([sys.executable, "-c", CHILD, str(a.turns)], env=env, capture_output=True,
                           text=True, timeout=300)
+    singles, bursts = [], []
     for line in done.stdout.splitlines():
         print(f"burst_cpu.{a.mode} {line}")
+        row = json.loads(line)
+        singles += [row["single_ms"]] if "single_ms" in row else []
+        bursts += [row["burst_ms"]] if "burst_ms" in row else []
+    if singles and bursts:
+        one, many = statistics.median(singles), statistics.median(bursts)
+        print(f"burst_cpu.{a.mode}.median one cold call {one:.1f} ms, burst {many:.1f} ms, "
+              f"ratio {many / one:.2f}")
     if a.log:
         for turn, rows in enumerate(timelines(done.stderr)):
             for row in sorted(rows.values(), key=lambda r: r.get("loaded", 1e9)):
