@@ -235,16 +235,14 @@ impl Nvrtc {
             Some(words) => (words, true),
             None => (&self.words, false),
         };
-        let output = self.output;
-        workers.compile(
-            PROGRAM_NAME,
+        let job = NvrtcJob {
+            program: PROGRAM_NAME,
             source,
             headers,
-            words,
-            output,
-            prefer_workers,
-            here,
-        )
+            options: words,
+            output: self.output,
+        };
+        workers.compile(job, prefer_workers, here)
     }
 
     /// Compiles in this process, on its compile thread (see
@@ -252,35 +250,57 @@ impl Nvrtc {
     fn run_here(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
         let (source, headers) = (source.to_owned(), headers.to_vec());
         let (options, output) = (self.options.clone(), self.output);
-        compile_thread::run(move || run_nvrtc(PROGRAM_NAME, &source, &headers, &options, output))
+        compile_thread::run(move || {
+            run_nvrtc(NvrtcJob {
+                program: PROGRAM_NAME,
+                source: &source,
+                headers: &headers,
+                options: &options,
+                output,
+            })
+        })
     }
 }
 
-/// Compiles `source` (reported as file `program`), with `headers` (include
-/// name, contents) and `options`, in this process: what [`Nvrtc::compile`]
-/// and a worker both do.
-pub(super) fn run_nvrtc(
-    program: &str,
-    source: &str,
-    headers: &[(String, Vec<u8>)],
-    options: &[CString],
-    output: Output,
-) -> Result<Vec<u8>, Failure> {
-    if pch::asked(options) {
-        return pch::run(program, source, headers, options, output);
-    }
-    compile_program(program, source, headers, options, output).map(|(artifact, _)| artifact)
+/// One NVRTC compile: what it compiles and how, as this process runs it
+/// (`O` = `CString`, NVRTC's own) or sends it to a worker (`O` = `String`).
+pub(super) struct NvrtcJob<'a, O = CString> {
+    /// The file name NVRTC's messages name.
+    pub(super) program: &'a str,
+    pub(super) source: &'a str,
+    /// Include name and contents of each header given to NVRTC.
+    pub(super) headers: &'a [(String, Vec<u8>)],
+    pub(super) options: &'a [O],
+    pub(super) output: Output,
 }
 
-/// One NVRTC compile of `source` as it is: [`run_nvrtc`] without the
+// By hand: a derive would ask `O: Copy`, and only references are copied.
+impl<O> Clone for NvrtcJob<'_, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<O> Copy for NvrtcJob<'_, O> {}
+
+/// Runs `job` in this process: what [`Nvrtc::compile`] and a worker both do.
+pub(super) fn run_nvrtc(job: NvrtcJob<'_>) -> Result<Vec<u8>, Failure> {
+    if pch::asked(job.options) {
+        return pch::run(job);
+    }
+    compile_program(job).map(|(artifact, _)| artifact)
+}
+
+/// One NVRTC compile of `job`'s source as it is: [`run_nvrtc`] without the
 /// precompiled prelude; the artifact and NVRTC's log.
-pub(super) fn compile_program(
-    program: &str,
-    source: &str,
-    headers: &[(String, Vec<u8>)],
-    options: &[CString],
-    output: Output,
-) -> Result<(Vec<u8>, String), Failure> {
+pub(super) fn compile_program(job: NvrtcJob<'_>) -> Result<(Vec<u8>, String), Failure> {
+    let NvrtcJob {
+        program,
+        source,
+        headers,
+        options,
+        output,
+    } = job;
     let src = CString::new(source)
         .map_err(|_| Failure::Other("the source contains a NUL byte".into()))?;
     let name = CString::new(program)
@@ -404,7 +424,13 @@ mod tests {
             .unwrap()
             .headers;
         let options = pch_options(nvrtc);
-        let outcome = run_nvrtc(PROGRAM_NAME, source, &headers, &options, Output::Cubin);
+        let outcome = run_nvrtc(NvrtcJob {
+            program: PROGRAM_NAME,
+            source,
+            headers: &headers,
+            options: &options,
+            output: Output::Cubin,
+        });
         pch::write_pending();
         outcome
     }
@@ -617,13 +643,13 @@ mod tests {
                 "#include \"{name}\"\nextern \"C\" __global__ void k(float* x) {{ x[0] = GIVEN; }}\n"
             );
             let headers = vec![(name.clone(), b"#define GIVEN 1.0f\n".to_vec())];
-            let out = run_nvrtc(
-                PROGRAM_NAME,
-                &source,
-                &headers,
-                &nvrtc.options,
-                nvrtc.output,
-            );
+            let out = run_nvrtc(NvrtcJob {
+                program: PROGRAM_NAME,
+                source: &source,
+                headers: &headers,
+                options: &nvrtc.options,
+                output: nvrtc.output,
+            });
             assert!(out.is_ok(), "`{name}`: {}", out.err().unwrap());
         }
     }

@@ -57,7 +57,7 @@ use std::collections::HashSet;
 use std::ffi::CString;
 use std::sync::{Mutex, MutexGuard};
 
-use super::compile::{compile_program, Failure};
+use super::compile::{compile_program, Failure, NvrtcJob};
 use super::worker::Output;
 use crate::codegen::cuda::PRELUDE_END;
 use crate::codegen::math::MathMode;
@@ -170,30 +170,33 @@ fn with_headers<T>(f: impl FnOnce(&mut Headers) -> T) -> T {
     f(headers().get_or_insert_with(Headers::default))
 }
 
-/// Compiles `source` (with `headers` and `options`, which ask for the
-/// precompiled prelude, see [`asked`]) through its prelude's header if
-/// this process wrote it, else from the full source, queueing the header
-/// (see the module documentation).
-pub(super) fn run(
-    program: &str,
-    source: &str,
-    headers: &[(String, Vec<u8>)],
-    options: &[CString],
-    output: Output,
-) -> Result<Vec<u8>, Failure> {
-    let plain = plain(options);
-    let full = || compile_program(program, source, headers, &plain, output).map(|(a, _)| a);
-    let Some(input) = input(source) else {
+/// Compiles `job` (whose options ask for the precompiled prelude, see
+/// [`asked`]) through its prelude's header if this process wrote it, else
+/// from the full source, queueing the header (see the module
+/// documentation).
+pub(super) fn run(job: NvrtcJob<'_>) -> Result<Vec<u8>, Failure> {
+    let plain = plain(job.options);
+    let full = || {
+        let options = &plain;
+        compile_program(NvrtcJob { options, ..job }).map(|(a, _)| a)
+    };
+    let Some(input) = input(job.source) else {
         return full();
     };
     if with_headers(|h| h.written.contains(&input.header.0)) {
         tracing::debug!(
-            "`{program}` through the precompiled prelude `{}`",
+            "`{}` through the precompiled prelude `{}`",
+            job.program,
             input.header.0
         );
-        let mut with = headers.to_vec();
+        let mut with = job.headers.to_vec();
         with.push(input.header.clone());
-        match compile_program(program, &input.source, &with, options, output) {
+        let through = NvrtcJob {
+            source: &input.source,
+            headers: &with,
+            ..job
+        };
+        match compile_program(through) {
             Err(Failure::Rejected(log)) if failed_for_the_header(&log) => {
                 tracing::debug!("compiling again without the precompiled prelude: {log}");
                 return full();
@@ -204,7 +207,8 @@ pub(super) fn run(
     let artifact = full()?;
     with_headers(|h| {
         if h.seen.len() < MAX_HEADERS && h.seen.insert(input.header.0.clone()) {
-            let options = options
+            let options = job
+                .options
                 .iter()
                 .map(|o| match o.as_bytes() == OPTIONS[1].as_bytes() {
                     true => CString::new(SAY_CREATED).expect("no NUL"),
@@ -212,11 +216,11 @@ pub(super) fn run(
                 })
                 .collect();
             h.pending.push(Pending {
-                program: program.to_string(),
+                program: job.program.to_string(),
                 input,
-                headers: headers.to_vec(),
+                headers: job.headers.to_vec(),
                 options,
-                output,
+                output: job.output,
             });
         }
     });
@@ -241,7 +245,14 @@ pub(super) fn write_pending() {
         let mut with = p.headers;
         with.push(p.input.header.clone());
         let name = p.input.header.0;
-        match compile_program(&p.program, &p.input.source, &with, &p.options, p.output) {
+        let job = NvrtcJob {
+            program: &p.program,
+            source: &p.input.source,
+            headers: &with,
+            options: &p.options,
+            output: p.output,
+        };
+        match compile_program(job) {
             Ok((_, log)) if log.contains("creating precompiled header file") => {
                 with_headers(|h| h.written.insert(name.clone()));
                 tracing::debug!(

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use super::frame::{Message, Output};
 use super::pool::{Launcher, Pool};
 use super::{PROTOCOL, WARM_UP_PROGRAM, WORKER_ARG};
-use crate::backend::cuda::compile::Failure;
+use crate::backend::cuda::compile::{Failure, NvrtcJob};
 use crate::config::{CompileWorkers, CudaConfig, StartWorkers};
 
 /// The source of the trivial warm-up compile.
@@ -133,26 +133,21 @@ impl Workers {
         s
     }
 
-    /// Compiles in this process with `local` when it is not compiling
+    /// Compiles `job` in this process with `local` when it is not compiling
     /// already, else on a worker (`prefer_workers`: on an idle worker
     /// first); any failure of a worker runs `local`.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn compile(
         &self,
-        program: &str,
-        source: &str,
-        headers: &[(String, Vec<u8>)],
-        options: &[String],
-        output: Output,
+        job: NvrtcJob<'_, String>,
         prefer_workers: bool,
         local: impl FnOnce() -> Result<Vec<u8>, Failure>,
     ) -> Result<Vec<u8>, Failure> {
         let request = Message::Compile {
-            program: program.to_string(),
-            source: source.to_string(),
-            headers: headers.to_vec(),
-            options: options.to_vec(),
-            output,
+            program: job.program.to_string(),
+            source: job.source.to_string(),
+            headers: job.headers.to_vec(),
+            options: job.options.to_vec(),
+            output: job.output,
         }
         .encode();
         if self.start == StartWorkers::AtFirstCompile && self.pool.first_job() {
@@ -324,7 +319,14 @@ mod tests {
             })
         };
         let local = || Ok(vec![7u8]);
-        let compile = |w: &Workers| w.compile("k.cu", "", &[], &[], Output::Cubin, false, local);
+        let job = NvrtcJob {
+            program: "k.cu",
+            source: "",
+            headers: &[],
+            options: &[],
+            output: Output::Cubin,
+        };
+        let compile = |w: &Workers| w.compile(job, false, local);
 
         let demand = Workers::find(
             &config(StartWorkers::OnDemand, "demand"),
@@ -412,7 +414,7 @@ mod tests {
     /// and, for a rejected source, the same log.
     #[test]
     fn a_worker_compiles_like_this_process() {
-        use crate::backend::cuda::compile::run_nvrtc;
+        use crate::backend::cuda::compile::{run_nvrtc, NvrtcJob};
         let config = crate::config::Config::from_env().cuda;
         let Ok(nvrtc) = crate::backend::cuda::compile::nvrtc_version(&config.toolkit_dirs) else {
             println!("skipped: no NVRTC");
@@ -433,40 +435,46 @@ mod tests {
             .collect();
         let good = "extern \"C\" __global__ void k(float* x) { x[0] = 2.0f; }";
         let bad = "extern \"C\" __global__ void k() {\n  undefined_name; }";
+        // The same job, for a worker (option words) and for NVRTC here.
+        let jobs = |source| {
+            let job = NvrtcJob {
+                program: "kernel.cu",
+                source,
+                headers: &[],
+                options: &options,
+                output: Output::Cubin,
+            };
+            let here = NvrtcJob {
+                program: job.program,
+                source,
+                headers: job.headers,
+                options: &c,
+                output: job.output,
+            };
+            (job, here)
+        };
         let before = workers.pool().stats().remote;
         {
             let _slot = workers.pool().hold_local_slot();
+            let (remote, here) = jobs(good);
             let remote = workers
-                .compile(
-                    "kernel.cu",
-                    good,
-                    &[],
-                    &options,
-                    Output::Cubin,
-                    false,
-                    || panic!("ran locally: {}", workers.describe()),
-                )
+                .compile(remote, false, || {
+                    panic!("ran locally: {}", workers.describe())
+                })
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(&remote[..4], b"\x7fELF");
-            let local = run_nvrtc("kernel.cu", good, &[], &c, Output::Cubin)
-                .unwrap_or_else(|e| panic!("{e}"));
+            let local = run_nvrtc(here).unwrap_or_else(|e| panic!("{e}"));
             assert!(
                 remote == local,
                 "the worker's cubin differs from this process's"
             );
-            let Err(Failure::Rejected(remote)) = workers.compile(
-                "kernel.cu",
-                bad,
-                &[],
-                &options,
-                Output::Cubin,
-                false,
-                || panic!("ran locally"),
-            ) else {
+            let (remote, here) = jobs(bad);
+            let Err(Failure::Rejected(remote)) =
+                workers.compile(remote, false, || panic!("ran locally"))
+            else {
                 panic!("the bad source was not rejected")
             };
-            let Err(Failure::Rejected(local)) = run_nvrtc("kernel.cu", bad, &[], &c, Output::Cubin)
-            else {
+            let Err(Failure::Rejected(local)) = run_nvrtc(here) else {
                 panic!("the bad source was not rejected here")
             };
             assert_eq!(remote, local);

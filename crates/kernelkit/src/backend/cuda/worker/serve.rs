@@ -5,7 +5,7 @@ use std::io::{self, Read, Write};
 
 use super::frame::{read_frame, write_frame, Message};
 use super::{PROTOCOL, WARM_UP_PROGRAM};
-use crate::backend::cuda::compile::{nvrtc_version, run_nvrtc, Failure};
+use crate::backend::cuda::compile::{nvrtc_version, run_nvrtc, Failure, NvrtcJob};
 use crate::backend::cuda::pch;
 
 /// Serves compile jobs from `input` to `output` until `input` ends.
@@ -77,7 +77,13 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
                 let before = tracing::enabled!(tracing::Level::DEBUG)
                     .then(ThreadUsage::now)
                     .flatten();
-                let outcome = run_nvrtc(&program, &source, &headers, &options, kind);
+                let outcome = run_nvrtc(NvrtcJob {
+                    program: &program,
+                    source: &source,
+                    headers: &headers,
+                    options: &options,
+                    output: kind,
+                });
                 if program == WARM_UP_PROGRAM {
                     pch::write_pending();
                 }
