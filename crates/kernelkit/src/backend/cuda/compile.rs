@@ -30,12 +30,12 @@ use std::path::PathBuf;
 
 use super::compile_thread;
 use super::includes::{self, SearchPath};
-use super::nvrtc::{self, Program};
+use super::nvrtc;
 use super::nvrtc_cache;
+use super::nvrtc_job::{run_nvrtc, Failure, NvrtcJob};
 use super::pch;
 use super::worker::{Output, WarmUp, Workers};
 use crate::backend::{CompileJob, Compiled};
-use crate::codegen::math::MathMode;
 use crate::codegen::{cuda::body_of, map_log_lines};
 use crate::config::CudaConfig;
 use crate::error::CompileError;
@@ -123,18 +123,17 @@ impl Nvrtc {
         // write its headers in its calls, or while it exits (see `pch`). Not
         // with `--pre-include` files: NVRTC reads them before the prelude,
         // so a header would keep their text as it was when written.
-        let pch_words = pch::words(&words);
         let pch = (config.nvrtc_pch
             && pch::supported((major, minor))
             && config.max_workers > 0
             && !search.pre_includes_any())
-        .then(|| pch_words.clone());
+        .then(|| pch::words(&words));
         // With precompiled preludes, a worker started ahead writes the
         // commonest kernel's before it answers its warm-up.
-        let warm = match pch.is_some().then(pch::warm_up).flatten() {
-            Some(source) => WarmUp::new(source, pch_words),
-            None => WarmUp::trivial(&words),
-        };
+        let warm = pch
+            .as_ref()
+            .and_then(|w| Some(WarmUp::new(pch::warm_up()?, w.clone())))
+            .unwrap_or_else(|| WarmUp::trivial(&words));
         let workers = Workers::find(config, (major, minor), &warm, output);
         let pch = pch.filter(|_| workers.is_some());
         Ok(Nvrtc {
@@ -259,111 +258,6 @@ impl Nvrtc {
                 output,
             })
         })
-    }
-}
-
-/// One NVRTC compile: what it compiles and how, as this process runs it
-/// (`O` = `CString`, NVRTC's own) or sends it to a worker (`O` = `String`).
-pub(super) struct NvrtcJob<'a, O = CString> {
-    /// The file name NVRTC's messages name.
-    pub(super) program: &'a str,
-    pub(super) source: &'a str,
-    /// Include name and contents of each header given to NVRTC.
-    pub(super) headers: &'a [(String, Vec<u8>)],
-    pub(super) options: &'a [O],
-    pub(super) output: Output,
-}
-
-// By hand: a derive would ask `O: Copy`, and only references are copied.
-impl<O> Clone for NvrtcJob<'_, O> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<O> Copy for NvrtcJob<'_, O> {}
-
-/// Runs `job` in this process: what [`Nvrtc::compile`] and a worker both do.
-pub(super) fn run_nvrtc(job: NvrtcJob<'_>) -> Result<Vec<u8>, Failure> {
-    if pch::asked(job.options) {
-        return pch::run(job);
-    }
-    compile_program(job).map(|(artifact, _)| artifact)
-}
-
-/// One NVRTC compile of `job`'s source as it is: [`run_nvrtc`] without the
-/// precompiled prelude; the artifact and NVRTC's log.
-pub(super) fn compile_program(job: NvrtcJob<'_>) -> Result<(Vec<u8>, String), Failure> {
-    let NvrtcJob {
-        program,
-        source,
-        headers,
-        options,
-        output,
-    } = job;
-    let src = CString::new(source)
-        .map_err(|_| Failure::Other("the source contains a NUL byte".into()))?;
-    let name = CString::new(program)
-        .map_err(|_| Failure::Other("the program name contains a NUL byte".into()))?;
-    let mut names = Vec::with_capacity(headers.len());
-    let mut texts = Vec::with_capacity(headers.len());
-    for (n, text) in headers {
-        let nul =
-            |what: &str| Failure::Other(format!("the {what} of header `{n}` contains a NUL byte"));
-        names.push(CString::new(n.as_str()).map_err(|_| nul("name"))?);
-        texts.push(CString::new(text.as_slice()).map_err(|_| nul("text"))?);
-    }
-    let prog =
-        Program::create(&src, &name, &texts, &names).map_err(|e| Failure::Other(e.to_string()))?;
-    // The math mode the source was generated for (its first line), here so
-    // that a worker compiling the source does the same.
-    let mode = MathMode::of_source(source).nvrtc_options();
-    let with_mode: Vec<CString>;
-    let options = if mode.is_empty() {
-        options
-    } else {
-        with_mode = options
-            .iter()
-            .cloned()
-            .chain(mode.iter().map(|o| CString::new(*o).expect("no NUL")))
-            .collect();
-        &with_mode
-    };
-    tracing::trace!(
-        "NVRTC compiles `{program}` ({} bytes, {} headers) with {options:?}",
-        source.len(),
-        headers.len()
-    );
-    if let Err(e) = prog.compile(options) {
-        let log = prog.log();
-        return Err(if e.rejected_source() {
-            Failure::Rejected(log)
-        } else {
-            Failure::Other(format!("nvrtcCompileProgram: {}\n{log}", e.result()))
-        });
-    }
-    let artifact = match output {
-        Output::Cubin => prog.cubin(),
-        Output::Ptx => prog.ptx(),
-    }
-    .map_err(Failure::Other)?;
-    Ok((artifact, prog.log()))
-}
-
-/// Why a compile failed.
-pub(super) enum Failure {
-    /// NVRTC rejected the source; its log.
-    Rejected(String),
-    /// NVRTC could not run.
-    Other(String),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Rejected(log) => write!(f, "NVRTC rejected the source:\n{log}"),
-            Failure::Other(reason) => f.write_str(reason),
-        }
     }
 }
 

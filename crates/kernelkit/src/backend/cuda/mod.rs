@@ -45,6 +45,7 @@ mod load;
 mod memory;
 mod nvrtc;
 mod nvrtc_cache;
+mod nvrtc_job;
 mod pch;
 mod pool;
 mod probe;

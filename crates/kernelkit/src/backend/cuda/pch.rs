@@ -8,8 +8,7 @@
 //! compiles at once contend for.
 //!
 //! A compile asked to go through the precompiled prelude (its options hold
-//! [`words`]; [`run`] decides, where the compile runs: in this process or
-//! on a worker) gives NVRTC the prelude as an in-memory header, and the
+//! [`words`]; [`run`] decides, on the worker that runs it) gives NVRTC the prelude as an in-memory header, and the
 //! source as an `#include` of it and `#pragma nv_hdrstop`, blank lines up
 //! to where the prelude ended, and the rest of the source unchanged (so
 //! NVRTC's messages keep the full source's line numbers), with NVRTC's
@@ -20,10 +19,8 @@
 //! call's compile writes one. A process compiles through a prelude only
 //! once it has written its header; until then its compiles of that
 //! prelude use the full source, and the first such compile queues the
-//! header, which [`write_pending`] writes when the process has nothing
-//! else to do: a worker after it answered the job (before it answered, for
-//! its warm-up), this process in the background while its compiles go to
-//! workers.
+//! header, which [`write_pending`] writes when the worker has nothing else
+//! to do: after it answered the job (before it answered, for its warm-up).
 //!
 //! - The precompiled part ends at `nv_hdrstop`: without it NVRTC's header
 //!   would also hold the user's own includes that follow (their text as it
@@ -57,7 +54,7 @@ use std::collections::HashSet;
 use std::ffi::CString;
 use std::sync::{Mutex, MutexGuard};
 
-use super::compile::{compile_program, Failure, NvrtcJob};
+use super::nvrtc_job::{compile_program, Failure, NvrtcJob};
 use super::worker::Output;
 use crate::codegen::cuda::PRELUDE_END;
 use crate::codegen::math::MathMode;
