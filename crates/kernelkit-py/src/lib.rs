@@ -36,8 +36,8 @@
 //! - [`dtypes`]: objects that name a dtype (NumPy, PyTorch, MLX, names).
 //! - [`device`]: `Device`, `Stream`, `new_stream`, `clear_streams`,
 //!   `cache_stats`.
-//! - [`torch`], [`torch_shim`]: torch tensors read, made, and torch's
-//!   current stream.
+//! - [`torch`], [`torch_shim`], [`cdata`]: torch tensors read, made, and
+//!   torch's current stream.
 //! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
 //! - [`worker`]: the interpreter as kernelkit's CUDA compile worker.
 
@@ -49,6 +49,7 @@ use pyo3::prelude::*;
 
 pub mod args;
 pub mod arrays;
+pub mod cdata;
 pub mod constructors;
 pub mod device;
 pub mod dtypes;
@@ -99,6 +100,7 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(worker::_worker_command, m)?)?;
     m.add_function(wrap_pyfunction!(torch::_torch_shim, m)?)?;
     m.add_function(wrap_pyfunction!(torch::_torch_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(torch::_torch_cdata_slot, m)?)?;
     m.add("cpu", PyDevice::at(Place::Cpu))?;
     m.add("gpu", PyDevice::at(Place::Cuda(0)))?;
     Ok(())

@@ -1,7 +1,8 @@
 //! PyTorch tensors on the hot path, without DLPack and without copies.
 //!
 //! A tensor is read through torch's C functions where this torch has them
-//! (`crate::torch_shim`: one attribute read, no Python objects made), else
+//! (`crate::torch_shim`: no Python objects made; a `torch.Tensor`'s
+//! `TensorImpl` is found in its object's memory, `crate::cdata`), else
 //! through its own methods (`data_ptr()`, `stride()`, `shape`, `dtype`,
 //! `get_device()`): five C-level calls, no capsule, no dict. Outputs come
 //! from torch's allocator (`torch.empty` on the tensors' device;
@@ -21,6 +22,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 use smallvec::SmallVec;
 
+use crate::cdata::Slot;
 use crate::device::Place;
 use crate::dtypes::dtype_of;
 use crate::errors;
@@ -70,9 +72,18 @@ fn torch(py: Python<'_>) -> Option<&Torch> {
         .iter()
         .map(|&d| (d, torch.getattr(d.name()).ok().map(Bound::unbind)))
         .collect();
-    let shim = Shim::open(&torch).filter(|shim| {
-        probe(&torch).is_ok_and(|p| by_methods(&p, &"the probe").is_ok_and(|t| shim.agrees(&p, &t)))
-    });
+    let shim = Shim::open(&torch)
+        .map(|shim| {
+            shim.with_slot(
+                slot_probes(&torch)
+                    .ok()
+                    .and_then(|p| Slot::locate(&tensor, &p)),
+            )
+        })
+        .filter(|shim| {
+            probe(&torch)
+                .is_ok_and(|p| by_methods(&p, &"the probe").is_ok_and(|t| shim.agrees(&p, &t)))
+        });
     let state = Torch {
         tensor: tensor.unbind(),
         empty: empty.unbind(),
@@ -93,6 +104,14 @@ fn probe<'py>(torch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         .getattr("empty")?
         .call((105,), Some(&kwargs))?
         .call_method1("as_strided", ((3, 4, 4), (35, 7, 2), 7))
+}
+
+/// Three `torch.Tensor`s with distinct `TensorImpl`s (two of them views),
+/// for [`Slot::locate`].
+fn slot_probes<'py>(torch: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let empty = torch.getattr("empty")?;
+    let rows = empty.call1(((2, 3),))?.get_item(1)?;
+    Ok(vec![probe(torch)?, empty.call1((3,))?, rows])
 }
 
 /// torch's C functions, when they are to be used.
@@ -324,6 +343,15 @@ pub(crate) fn _torch_shim(py: Python<'_>, on: Option<bool>) -> bool {
         torch_shim::set_enabled(on);
     }
     torch(py).is_some() && shim(py).is_some()
+}
+
+/// Whether `torch.Tensor`s are read with their `TensorImpl` address taken
+/// from their object's memory (`crate::cdata`). For tests.
+#[pyfunction]
+pub(crate) fn _torch_cdata_slot(py: Python<'_>) -> bool {
+    torch(py)
+        .and_then(|t| t.shim.as_ref())
+        .is_some_and(Shim::has_slot)
 }
 
 /// `t`'s layout as a call reads it: `(data_ptr, device, dtype, shape,

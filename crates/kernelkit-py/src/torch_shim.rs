@@ -10,8 +10,10 @@
 //! `libtorch_cuda`; `torch/csrc/inductor/aoti_torch/c/shim.h`): they take an
 //! `AtenTensorHandle`, the address of an `at::Tensor`, which is one pointer
 //! to the tensor's `TensorImpl`. A tensor's `_cdata` attribute is that
-//! pointer. So a read here is one attribute read and eight C calls that
-//! write into this crate's memory.
+//! pointer, and a `torch.Tensor`'s object holds it at an offset this crate
+//! finds once (`crate::cdata`). So a read here is one word read (an
+//! attribute read for a subclass) and eight C calls that write into this
+//! crate's memory.
 //!
 //! What this relies on, all of it checked before first use:
 //! - torch's libraries are already loaded (opened with `RTLD_NOLOAD`: never
@@ -36,6 +38,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use smallvec::SmallVec;
 
+use crate::cdata::Slot;
 use crate::device::Place;
 
 /// A tensor's layout, as a call reads it (here or through its methods,
@@ -78,6 +81,9 @@ pub(crate) struct Shim {
     cuda: i32,
     /// torch's dtype code of each kernelkit dtype torch has.
     dtypes: SmallVec<[(i32, DType); 16]>,
+    /// Where a `torch.Tensor` keeps its `TensorImpl` address, when found
+    /// (`crate::cdata`); else `_cdata` is read as an attribute.
+    slot: Option<Slot>,
     /// The libraries, kept open (they were loaded by torch: this holds a
     /// reference, never a second copy).
     _libraries: (Library, Option<Library>),
@@ -154,6 +160,7 @@ impl Shim {
                 cpu: code("aoti_torch_device_type_cpu")?,
                 cuda: code("aoti_torch_device_type_cuda")?,
                 dtypes,
+                slot: None,
                 _libraries: (cpu_lib, cuda_lib),
             })
         }
@@ -164,15 +171,30 @@ impl Shim {
         self.read(probe).as_ref() == Some(by_methods)
     }
 
-    /// The `TensorImpl` address of `t` (a `torch.Tensor`).
-    fn impl_of(t: &Bound<'_, PyAny>) -> Option<u64> {
+    /// Reads `torch.Tensor`s' `TensorImpl` addresses from `slot` (checked
+    /// by [`Shim::agrees`] like the rest of the shim).
+    pub(crate) fn with_slot(self, slot: Option<Slot>) -> Shim {
+        Shim { slot, ..self }
+    }
+
+    /// Whether `torch.Tensor`s are read without their `_cdata` attribute.
+    pub(crate) fn has_slot(&self) -> bool {
+        self.slot.is_some()
+    }
+
+    /// The `TensorImpl` address of `t` (a tensor).
+    #[inline]
+    fn impl_of(&self, t: &Bound<'_, PyAny>) -> Option<u64> {
+        if let Some(address) = self.slot.and_then(|s| s.read(t)) {
+            return Some(address);
+        }
         t.getattr(intern!(t.py(), "_cdata")).ok()?.extract().ok()
     }
 
     /// `t`'s layout, or `None` for anything the methods must read (and
     /// word the error for).
     pub(crate) fn read(&self, t: &Bound<'_, PyAny>) -> Option<Tensor> {
-        let tensor_impl = Self::impl_of(t)?;
+        let tensor_impl = self.impl_of(t)?;
         let h: Handle = &tensor_impl;
         let ok = |rc: i32| (rc == 0).then_some(());
         // SAFETY: `h` points at a copy of the tensor's `at::Tensor` (one
@@ -236,7 +258,7 @@ impl Shim {
 
     /// The address of element 0 of `t` (a `torch.Tensor`).
     pub(crate) fn data_ptr(&self, t: &Bound<'_, PyAny>) -> Option<u64> {
-        let tensor_impl = Self::impl_of(t)?;
+        let tensor_impl = self.impl_of(t)?;
         let mut data = std::ptr::null_mut();
         // SAFETY: as in `read`.
         let rc = unsafe { (self.data_ptr)(&tensor_impl, &mut data) };

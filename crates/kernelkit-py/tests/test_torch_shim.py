@@ -94,6 +94,41 @@ def test_both_reads_agree(device, both_reads):
         assert shape == list(t.shape) and strides == list(t.stride())
 
 
+def test_tensor_impls_are_read_from_the_objects():
+    if not HAS_SHIM:
+        pytest.skip(f"torch {torch.__version__} predates the C functions the shim reads with")
+    assert native._torch_cdata_slot()
+
+
+class Marked(torch.Tensor):
+    """A subclass: its `_cdata` is read as an attribute, never from memory."""
+
+
+def origins(device):
+    base = torch.arange(6.0, device=device)
+    yield base
+    yield base.view(2, 3).t()
+    yield torch.nn.Parameter(base.clone())
+    yield base.clone().as_subclass(Marked)
+    w = torch.ones(3, device=device, requires_grad=True)
+    yield w * 2  # made by autograd, with a grad_fn
+    yield (w * 2).detach()
+    yield torch.from_dlpack(base.clone())
+    if device == "cpu":
+        yield torch.from_numpy(pytest.importorskip("numpy").arange(4.0))
+    t = torch.zeros(2, device=device)
+    torch.utils.swap_tensors(t, torch.ones(7, dtype=torch.int32, device=device))
+    yield t
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_both_reads_agree_on_tensors_of_every_origin(device, both_reads):
+    for t in origins(device):
+        direct, by_methods = both_reads(t)
+        assert direct == by_methods, type(t)
+        assert direct[0] == t.data_ptr() and direct[3] == list(t.shape)
+
+
 def bad_tensors():
     yield torch.zeros(2, dtype=torch.complex128)
     yield torch.zeros(2, 2).to_sparse()

@@ -1,0 +1,120 @@
+//! A `torch.Tensor`'s `TensorImpl` address, read from the Python object's
+//! own memory instead of through its `_cdata` attribute.
+//!
+//! The shim (`crate::torch_shim`) reads a tensor through torch's C
+//! functions, which take the tensor's `TensorImpl` address. The attribute
+//! that gives it, `_cdata`, is a Python attribute read: a lookup through
+//! `torch.Tensor`'s type, torch's check for `__torch_function__` overrides,
+//! and a new Python `int`. On the H200 it was among the largest parts of a
+//! warm `out=` call past the launch: reading the word instead took
+//! 0.2–0.6 µs off a call with two tensors (BENCHMARKS.md, issue 16).
+//!
+//! A tensor's Python object (torch's `THPVariable`) holds its `at::Tensor`
+//! (one `TensorImpl` pointer) right after the object header: directly in
+//! current torch (an instance size of 40 bytes in torch 2.11), after a
+//! flag in older ones (a `c10::MaybeOwned<at::Tensor>`, whose borrowed form
+//! is that same pointer). torch's own C++ projects read it the same way
+//! (functorch's and minpybind's copies of the struct). This module takes
+//! no layout on trust: [`Slot::locate`] finds the one word-aligned offset
+//! in the object where several probe tensors all hold their own `_cdata`,
+//! and there is no slot (every read takes the attribute) when no single
+//! offset does.
+//!
+//! Only objects whose type is `torch.Tensor` itself are read this way: a
+//! subclass may override attribute reads (`__torch_function__`), and its
+//! `_cdata` is read as an attribute, as before.
+
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+/// Where `torch.Tensor` objects keep their `TensorImpl` address.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slot {
+    /// `torch.Tensor`'s type object (kept alive by torch's module for the
+    /// life of the process), compared by address.
+    tensor_type: usize,
+    /// Byte offset of the address in the object.
+    offset: usize,
+}
+
+impl Slot {
+    /// The offset at which each of `probes` (tensors whose type is
+    /// `tensor_type` itself, with distinct `TensorImpl`s) holds its
+    /// `_cdata`, if exactly one word-aligned offset inside the type's
+    /// instance size does so for all of them.
+    pub(crate) fn locate(
+        tensor_type: &Bound<'_, PyType>,
+        probes: &[Bound<'_, PyAny>],
+    ) -> Option<Slot> {
+        let py = tensor_type.py();
+        let size: usize = tensor_type
+            .getattr(intern!(py, "__basicsize__"))
+            .ok()?
+            .extract()
+            .ok()?;
+        let head = std::mem::size_of::<ffi::PyObject>();
+        let word = std::mem::size_of::<u64>();
+        let mut wanted = Vec::with_capacity(probes.len());
+        for p in probes {
+            if !p.get_type().is(tensor_type) {
+                return None;
+            }
+            let cdata: u64 = p.getattr(intern!(py, "_cdata")).ok()?.extract().ok()?;
+            wanted.push((p, cdata));
+        }
+        if wanted.len() < 2 || wanted.iter().any(|(_, c)| *c == 0) {
+            return None;
+        }
+        let mut found = (head..size.saturating_sub(word - 1))
+            .step_by(word)
+            .filter(|&offset| {
+                wanted.iter().all(|(p, cdata)| {
+                    // SAFETY: `p` is alive (borrowed for this call) and its
+                    // type is `tensor_type`, so its allocation holds at
+                    // least `__basicsize__` bytes; `offset + 8` is within
+                    // them, and a word-aligned offset in a Python object
+                    // (allocated 8-byte aligned or better) is aligned.
+                    let at = unsafe { word_at(p, offset) };
+                    at == *cdata
+                })
+            });
+        let offset = found.next()?;
+        if found.next().is_some() {
+            return None;
+        }
+        Some(Slot {
+            tensor_type: tensor_type.as_ptr() as usize,
+            offset,
+        })
+    }
+
+    /// `t`'s `TensorImpl` address when `t`'s type is `torch.Tensor` itself;
+    /// `None` for any other object (read its `_cdata` instead).
+    #[inline]
+    pub(crate) fn read(&self, t: &Bound<'_, PyAny>) -> Option<u64> {
+        // SAFETY: reading an object's type pointer (its header) is what
+        // `Py_TYPE` does; `t` is alive.
+        let ty = unsafe { ffi::Py_TYPE(t.as_ptr()) } as usize;
+        if ty != self.tensor_type {
+            return None;
+        }
+        // SAFETY: `t` is a `torch.Tensor` (its type was just compared), so
+        // its memory holds the type's instance size, which `locate` found
+        // the slot inside of; the GIL is held, so the tensor cannot be
+        // rebound to another `TensorImpl` while this reads.
+        Some(unsafe { word_at(t, self.offset) })
+    }
+}
+
+/// The aligned 8-byte word at `offset` bytes into `obj`'s memory.
+///
+/// # Safety
+/// `offset + 8` must lie within `obj`'s allocation, and `offset` must be a
+/// multiple of 8.
+#[inline]
+unsafe fn word_at(obj: &Bound<'_, PyAny>, offset: usize) -> u64 {
+    // SAFETY: the caller's contract.
+    unsafe { obj.as_ptr().cast::<u8>().add(offset).cast::<u64>().read() }
+}
