@@ -12,8 +12,11 @@ a batch; the GPU is synchronized, untimed, between batches):
   arguments marshalled once, called through CuPy's Cython
   ``cupy.cuda.driver.launchKernel`` (else ctypes on ``libcuda``): the least
   a Python caller pays for a launch. Also ``warm_out.cupy_rawkernel_us``
-  (a CuPy ``RawKernel`` launch into a preallocated output).
-  Target: kernelkit <= raw + 1.5 us.
+  (a CuPy ``RawKernel`` launch into a preallocated output), and, where
+  the kernel is the package's vectorcall ``Kernel`` (Python 3.12 on),
+  ``warm_out.kernelkit_tpcall_us``: the same call of the extension's own
+  object (``k.native``), whose keywords come as a dict (the difference is
+  what the ``Kernel`` saves). Target: kernelkit <= raw + 1.5 us.
 - ``warm_alloc.kernelkit_us`` (torch in, ``torch.empty`` out) against
   ``warm_alloc.cupy_us`` (``cupy.empty_like`` + ``RawKernel``),
   ``warm_alloc.triton_us`` (a trivial ``@triton.jit`` kernel into
@@ -130,6 +133,9 @@ def warm(rounds, batch):
     candidates["warm_out.kernelkit_us"] = lambda: k(inputs=[x], grid=grid, threadgroup=tg, out=[y])
     candidates["warm_alloc.kernelkit_us"] = lambda: k(inputs=[x], grid=grid, threadgroup=tg,
                                                       output_shapes=shapes, output_dtypes=dtypes)
+    if hasattr(k, "native"):  # the same call through the extension object's tp_call
+        candidates["warm_out.kernelkit_tpcall_us"] = lambda: k.native(inputs=[x], grid=grid, threadgroup=tg,
+                                                                      out=[y])
     # The same calls reading tensors through their methods (the shim off:
     # what a torch without torch's C functions gets), for the difference.
     native = sys.modules["kernelkit._kernelkit"]
@@ -239,6 +245,10 @@ def warm(rounds, batch):
     if PREFIX + "warm_out.raw_launch_us" in RESULTS:
         say("warm_out.over_raw_us", RESULTS[PREFIX + "warm_out.kernelkit_us"] - RESULTS[PREFIX + "warm_out.raw_launch_us"],
             "target <= 1.5")
+        if PREFIX + "warm_out.kernelkit_tpcall_us" in RESULTS:
+            say("warm_out.vectorcall_saves_us",
+                RESULTS[PREFIX + "warm_out.kernelkit_tpcall_us"] - RESULTS[PREFIX + "warm_out.kernelkit_us"],
+                "the package's Kernel against the extension object's tp_call")
         if PREFIX + "warm_out.kernelkit_methods_us" in RESULTS:
             say("warm_out.methods_over_raw_us",
                 RESULTS[PREFIX + "warm_out.kernelkit_methods_us"] - RESULTS[PREFIX + "warm_out.raw_launch_us"],

@@ -1,6 +1,6 @@
 //! `metal_kernel` and `cuda_kernel`: MLX's two constructors, which build
 //! the kernel (names validated, body scanned) once and return the callable
-//! of `kernel.rs`.
+//! of `kernel`.
 
 use kernelkit::{Kernel, MathMode};
 use pyo3::prelude::*;

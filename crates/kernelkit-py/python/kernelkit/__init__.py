@@ -37,17 +37,15 @@ from ._errors import (
 from ._kernelkit import (
     Array,
     Device,
-    Kernel,
     Stream,
     __version__,
     cache_stats,
     clear_streams,
     cpu,
-    cuda_kernel,
     gpu,
-    metal_kernel,
     new_stream,
 )
+from ._kernel import Kernel, cuda_kernel, metal_kernel
 from . import fast
 
 

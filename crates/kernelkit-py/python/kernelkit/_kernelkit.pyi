@@ -133,6 +133,11 @@ class Kernel:
         arrays, and the device's default kernelkit stream otherwise. The GIL
         is released while the kernel is compiled, loaded and run.
         """
+    call = __call__
+    """The same as calling the kernel, through vectorcall (what
+    ``kernelkit.Kernel`` calls on Python 3.12 and later)."""
+    @property
+    def _rebound_launches(self) -> int: ...
 
 def metal_kernel(
     name: str,

@@ -7,6 +7,10 @@
 //! the read-back of the outputs. A call on torch tensors of a layout the
 //! kernel saw lately reads them and launches what the first call of that
 //! layout prepared (`crate::rebound`).
+//!
+//! Here: the callable, its arguments' memos, and how a call's arrays,
+//! stream and outputs are found. `call`: one call, start to end;
+//! `torch_path`: the torch tensors' shortcut.
 
 use std::sync::OnceLock;
 
@@ -18,13 +22,17 @@ use smallvec::SmallVec;
 use crate::args::{self, DimsMemo, OutputSpec, OutputsMemo, Template, TemplateMemo};
 use crate::arrays::{self, Named};
 use crate::device::{place_of, Place, PyStream};
-use crate::errors::{self, IntoPy};
-use crate::export::PyArray;
-use crate::rebound::{Entry, Key, Rebound};
+use crate::errors;
+use crate::rebound::Rebound;
 use crate::sources::{Frame, Source};
 use crate::{streams, torch};
-use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use numpy::PyUntypedArrayMethods;
 use pyo3::intern;
+
+mod call;
+mod torch_path;
+
+use call::CallArgs;
 
 /// Which MLX function made the kernel: it sets the default device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -543,184 +551,6 @@ impl PyKernel {
     }
 }
 
-impl PyKernel {
-    /// New torch tensors for outputs of these shapes and `specs`' dtypes on
-    /// `place`. Made here, so known but for their addresses: one call each,
-    /// not the five of reading a tensor.
-    fn torch_outputs<'py>(
-        &self,
-        py: Python<'py>,
-        shapes: &[SmallVec<[usize; 4]>],
-        specs: &[OutputSpec],
-        place: Place,
-        like: Option<torch::Like<'_, 'py>>,
-    ) -> PyResult<SmallVec<[Made<'py>; 2]>> {
-        let names = self.kernel.spec().output_names();
-        let mut made = SmallVec::new();
-        for (i, (shape, (_, dtype))) in shapes.iter().zip(specs).enumerate() {
-            let label = Named {
-                kernel: self.name(),
-                role: "output",
-                names,
-                index: i,
-            };
-            let tensor = torch::empty(py, shape, *dtype, place, like, &label)?;
-            let layout = torch::Tensor::made(&tensor, shape, *dtype, place)?;
-            made.push((tensor, layout));
-        }
-        Ok(made)
-    }
-
-    /// A call whose arrays are all `torch.Tensor`s on one GPU, on torch's
-    /// current stream there, with neither a fill nor a print: run through
-    /// the launch prepared for its layout (`crate::rebound`), which the
-    /// first call of a layout prepares. `None`, having done nothing, for
-    /// any other call.
-    #[allow(clippy::too_many_arguments)]
-    fn torch_call<'py>(
-        &self,
-        py: Python<'py>,
-        sources: &[Source<'py>],
-        out: Option<&SmallVec<[Bound<'py, PyAny>; 4]>>,
-        output_shapes: Option<&Bound<'py, PyAny>>,
-        output_dtypes: Option<&Bound<'py, PyAny>>,
-        template: Option<&Bound<'py, PyAny>>,
-        grid: &Bound<'py, PyAny>,
-        threadgroup: &Bound<'py, PyAny>,
-    ) -> PyResult<Option<Bound<'py, PyList>>> {
-        let kernel = self.name();
-        let names = self.kernel.spec().output_names();
-        let mut ordinal = None;
-        let mut inputs: SmallVec<[&torch::Tensor; 4]> = SmallVec::new();
-        for source in sources {
-            let Source::Torch(obj, t) = source else {
-                return Ok(None);
-            };
-            match t.place {
-                Place::Cuda(n) if torch::is_exact_tensor(obj) && ordinal.is_none_or(|o| o == n) => {
-                    ordinal = Some(n);
-                    inputs.push(t);
-                }
-                _ => return Ok(None),
-            }
-        }
-        let Some(n) = ordinal else {
-            return Ok(None);
-        };
-        let here = Place::Cuda(n);
-        let label = |index: usize| Named {
-            kernel,
-            role: "output",
-            names,
-            index,
-        };
-        // The outputs: the `out=` tensors, read; or new ones, made last,
-        // once nothing can send the call to the general path.
-        let given = self.given_outputs(output_shapes, output_dtypes)?;
-        let (objects, made): (
-            SmallVec<[Bound<'py, PyAny>; 2]>,
-            SmallVec<[torch::Tensor; 2]>,
-        ) = match (out, given) {
-            (Some(out), None) => {
-                if out.len() != names.len() {
-                    return Ok(None);
-                }
-                let mut read = SmallVec::new();
-                for (i, o) in out.iter().enumerate() {
-                    if !torch::is_exact_tensor(o) {
-                        return Ok(None);
-                    }
-                    let t = torch::read(o, &label(i))?;
-                    if t.place != here {
-                        return Ok(None);
-                    }
-                    read.push(t);
-                }
-                (out.iter().cloned().collect(), read)
-            }
-            (None, Some(specs)) => {
-                let Some(shapes) = specs
-                    .iter()
-                    .map(|(s, d)| extents(s, *d))
-                    .collect::<Option<SmallVec<[SmallVec<[usize; 4]>; 2]>>>()
-                else {
-                    return Ok(None);
-                };
-                let like = sources.iter().find_map(|s| match s {
-                    Source::Torch(obj, t) => Some((obj, t)),
-                    _ => None,
-                });
-                self.torch_outputs(py, &shapes, &specs, here, like)?
-                    .into_iter()
-                    .unzip()
-            }
-            _ => return Ok(None),
-        };
-        let outputs: SmallVec<[&torch::Tensor; 2]> = made.iter().collect();
-        let key = Key {
-            ordinal: n,
-            stream: torch::current_stream(py, n)?,
-            grid: self.grid.get(grid, kernel, "grid")?,
-            threadgroup: self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
-            template: &self.template.parse(template, kernel)?,
-            inputs: &inputs,
-            outputs: &outputs,
-        };
-        let in_addrs: SmallVec<[u64; 4]> = inputs.iter().map(|t| t.data).collect();
-        let out_addrs: SmallVec<[u64; 2]> = outputs.iter().map(|t| t.data).collect();
-        if let Some(entry) = self.rebound.find(&key) {
-            // SAFETY: the tensors have the layouts the launch was prepared
-            // for (`Entry::fits`), on its GPU (torch's `get_device()`),
-            // and torch orders their use on its current stream there, the
-            // launch's; the list of them keeps them alive through the call.
-            py.detach(|| unsafe { entry.launch.run(&in_addrs, &out_addrs) })
-                .py_err()?;
-            return Ok(Some(PyList::new(py, objects)?));
-        }
-        // A new layout: the general path's arrays, checks and variant;
-        // its launch is kept, prepared, for the next call of this layout.
-        tracing::debug!("kernel `{kernel}`: a new torch layout, prepared");
-        let stream = streams::wrap(&here.open(py)?, key.stream)?;
-        let out_sources: SmallVec<[Source<'py>; 4]> = objects
-            .iter()
-            .zip(&made)
-            .map(|(o, t)| Source::Torch(o.clone(), t.clone()))
-            .collect();
-        let targets: SmallVec<[Array; 2]> = self
-            .arrays(&out_sources, "output", &stream, Some(&stream))?
-            .into_iter()
-            .collect();
-        let parts = Parts {
-            inputs: self.arrays(sources, "input", &stream, Some(&stream))?,
-            outputs: specs_of(&targets),
-            targets,
-            template: key.template.clone(),
-            grid: key.grid,
-            threadgroup: key.threadgroup,
-            init_value: None,
-            shared_memory: self.shared_memory,
-            stream,
-        };
-        let prepared = py
-            .detach(|| {
-                let call = parts.call(&self.kernel);
-                match call.rebindable()? {
-                    // SAFETY: the addresses are those of the arrays the
-                    // launch was just prepared with, alive in `parts`.
-                    Some(launch) => {
-                        unsafe { launch.run(&in_addrs, &out_addrs) }.map(|()| Some(launch))
-                    }
-                    None => call.launch().map(|_| None),
-                }
-            })
-            .py_err()?;
-        if let Some(launch) = prepared {
-            self.rebound.keep(Entry::new(&key, launch));
-        }
-        Ok(Some(PyList::new(py, objects)?))
-    }
-}
-
 /// A framework's stream object's raw handle: torch's `cuda_stream`, CuPy's
 /// `ptr` (an `int` either way); `None` for other objects.
 fn framework_stream(obj: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
@@ -763,132 +593,58 @@ impl PyKernel {
         device: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let kernel = self.name();
-        let items = args::items(inputs, kernel, &"inputs")?;
-        let sources = self.sources(&items, "input")?;
-        let out = out
-            .filter(|o| !o.is_none())
-            .map(|o| args::items(o, kernel, &"out"))
-            .transpose()?;
-        let plain = stream.is_none_or(|s| s.is_none())
-            && device.is_none_or(|d| d.is_none())
-            && init_value.is_none()
-            && !verbose;
-        if plain {
-            if let Some(list) = self.torch_call(
-                py,
-                &sources,
-                out.as_ref(),
-                output_shapes,
-                output_dtypes,
-                template,
-                grid,
-                threadgroup,
-            )? {
-                return Ok(list);
-            }
-        }
-        let out_first = match &out {
-            Some(items) if sources.iter().all(|s| s.place().is_none()) => {
-                self.sources(&items[..items.len().min(1)], "output")?
-            }
-            _ => SmallVec::new(),
-        };
-        let first = sources
-            .iter()
-            .chain(out_first.iter())
-            .find(|s| s.place().is_some());
-        let frame = first.and_then(Source::frame).unwrap_or(Frame::NumPy);
-        let (stream, torch_stream) = self.stream(py, stream, device, first, &frame)?;
-        let inputs = self.arrays(&sources, "input", &stream, torch_stream.as_ref())?;
-        let given = self.given_outputs(output_shapes, output_dtypes)?;
-        // The first input that is a `torch.Tensor` itself: outputs of its
-        // dtype and device are made with its `new_empty`.
-        // (Only when outputs are made: not for `out=`.)
-        let like = match (&out, &frame) {
-            (None, Frame::Torch) => sources.iter().find_map(|s| match s {
-                Source::Torch(obj, t) if torch::is_exact_tensor(obj) => Some((obj, t)),
-                _ => None,
-            }),
-            _ => None,
-        };
-        let (outputs, targets, plan) =
-            self.plan(py, given, out, &frame, &stream, torch_stream.as_ref(), like)?;
-        let parts = Parts {
+        self.run(CallArgs {
+            py,
             inputs,
-            outputs,
-            targets,
-            template: self.template.parse(template, kernel)?,
-            grid: self.grid.get(grid, kernel, "grid")?,
-            threadgroup: self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
+            grid,
+            threadgroup,
+            output_shapes,
+            output_dtypes,
+            template,
             init_value,
-            shared_memory: self.shared_memory,
+            verbose,
             stream,
-        };
-        if verbose {
-            let generated = parts
-                .call(&self.kernel)
-                .generate(parts.stream.device().dialect())
-                .py_err()?;
-            py.import("builtins")?
-                .getattr("print")?
-                .call1((generated.source.to_string(),))?;
-        }
-        match plan {
-            Plan::Into { objects, numpy } => {
-                py.detach(|| parts.call(&self.kernel).launch().map(drop))
-                    .py_err()?;
-                if numpy {
-                    for o in &objects {
-                        if let Ok(a) = o.cast::<PyUntypedArray>() {
-                            arrays::normalize_bools(a);
-                        }
-                    }
-                }
-                PyList::new(py, objects)
-            }
-            Plan::ReadBack(out) => {
-                let bytes = py
-                    .detach(|| {
-                        let outputs = parts.call(&self.kernel).launch()?;
-                        arrays::read_outputs(&outputs)
-                    })
-                    .py_err()?;
-                let results = PyList::empty(py);
-                for (i, (bytes, (shape, dtype))) in bytes.iter().zip(&parts.outputs).enumerate() {
-                    let shape: SmallVec<[usize; 4]> = shape.iter().map(|&d| d as usize).collect();
-                    match &out {
-                        Some(out) => {
-                            arrays::write_out(&out[i], bytes, &shape, *dtype)?;
-                            results.append(&out[i])?;
-                        }
-                        None => results.append(arrays::to_numpy(py, bytes, &shape, *dtype)?)?,
-                    }
-                }
-                Ok(results)
-            }
-            Plan::Export(module) => {
-                let outputs = py.detach(|| parts.call(&self.kernel).launch()).py_err()?;
-                let results = PyList::empty(py);
-                for array in outputs.iter() {
-                    let exported = Bound::new(
-                        py,
-                        PyArray {
-                            array: array.clone(),
-                            producer: Some(parts.stream.clone()),
-                        },
-                    )?;
-                    match &module {
-                        Some(m) => results.append(
-                            m.bind(py)
-                                .call_method1(intern!(py, "from_dlpack"), (exported,))?,
-                        )?,
-                        None => results.append(exported)?,
-                    }
-                }
-                Ok(results)
-            }
-        }
+            device,
+            out,
+        })
+    }
+
+    /// The same as calling the kernel. Python calls a method through
+    /// vectorcall, its keyword names in a tuple, where calling an object of
+    /// this type builds a dict of them first (PyO3 gives `__call__` only
+    /// the tuple-and-dict slot): the `Kernel` the package returns on
+    /// Python 3.12 and later (`kernelkit/_kernel.py`) calls this.
+    #[pyo3(signature = (*, inputs, grid, threadgroup, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = false, stream = None, device = None, out = None))]
+    #[allow(clippy::too_many_arguments)] // MLX's signature, plus device= and out=.
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        grid: &Bound<'py, PyAny>,
+        threadgroup: &Bound<'py, PyAny>,
+        output_shapes: Option<&Bound<'py, PyAny>>,
+        output_dtypes: Option<&Bound<'py, PyAny>>,
+        template: Option<&Bound<'py, PyAny>>,
+        init_value: Option<f64>,
+        verbose: bool,
+        stream: Option<&Bound<'py, PyAny>>,
+        device: Option<&Bound<'py, PyAny>>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.run(CallArgs {
+            py,
+            inputs,
+            grid,
+            threadgroup,
+            output_shapes,
+            output_dtypes,
+            template,
+            init_value,
+            verbose,
+            stream,
+            device,
+            out,
+        })
     }
 
     /// How many launches this kernel keeps prepared for the layouts of its

@@ -1,0 +1,179 @@
+//! One call of a kernel, from its Python arguments to its outputs: the
+//! torch path first (`torch_path`), else the general one (every kind of
+//! array, stream and device).
+
+use numpy::PyUntypedArray;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use smallvec::SmallVec;
+
+use super::{Frame, Parts, Plan, PyKernel};
+use crate::args;
+use crate::arrays;
+use crate::errors::IntoPy;
+use crate::export::PyArray;
+use crate::sources::Source;
+use crate::torch;
+
+/// One call's arguments, as MLX names them (and `device=`, `out=`).
+pub(super) struct CallArgs<'a, 'py> {
+    pub(super) py: Python<'py>,
+    pub(super) inputs: &'a Bound<'py, PyAny>,
+    pub(super) grid: &'a Bound<'py, PyAny>,
+    pub(super) threadgroup: &'a Bound<'py, PyAny>,
+    pub(super) output_shapes: Option<&'a Bound<'py, PyAny>>,
+    pub(super) output_dtypes: Option<&'a Bound<'py, PyAny>>,
+    pub(super) template: Option<&'a Bound<'py, PyAny>>,
+    pub(super) init_value: Option<f64>,
+    pub(super) verbose: bool,
+    pub(super) stream: Option<&'a Bound<'py, PyAny>>,
+    pub(super) device: Option<&'a Bound<'py, PyAny>>,
+    pub(super) out: Option<&'a Bound<'py, PyAny>>,
+}
+
+impl PyKernel {
+    /// A call (`__call__` and `call`).
+    pub(super) fn run<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+        let CallArgs {
+            py,
+            inputs,
+            grid,
+            threadgroup,
+            output_shapes,
+            output_dtypes,
+            template,
+            init_value,
+            verbose,
+            stream,
+            device,
+            out,
+        } = a;
+        let kernel = self.name();
+        let items = args::items(inputs, kernel, &"inputs")?;
+        let sources = self.sources(&items, "input")?;
+        let out = out
+            .filter(|o| !o.is_none())
+            .map(|o| args::items(o, kernel, &"out"))
+            .transpose()?;
+        let plain = stream.is_none_or(|s| s.is_none())
+            && device.is_none_or(|d| d.is_none())
+            && init_value.is_none()
+            && !verbose;
+        if plain {
+            if let Some(list) = self.torch_call(
+                py,
+                &sources,
+                out.as_ref(),
+                output_shapes,
+                output_dtypes,
+                template,
+                grid,
+                threadgroup,
+            )? {
+                return Ok(list);
+            }
+        }
+        let out_first = match &out {
+            Some(items) if sources.iter().all(|s| s.place().is_none()) => {
+                self.sources(&items[..items.len().min(1)], "output")?
+            }
+            _ => SmallVec::new(),
+        };
+        let first = sources
+            .iter()
+            .chain(out_first.iter())
+            .find(|s| s.place().is_some());
+        let frame = first.and_then(Source::frame).unwrap_or(Frame::NumPy);
+        let (stream, torch_stream) = self.stream(py, stream, device, first, &frame)?;
+        let inputs = self.arrays(&sources, "input", &stream, torch_stream.as_ref())?;
+        let given = self.given_outputs(output_shapes, output_dtypes)?;
+        // The first input that is a `torch.Tensor` itself: outputs of its
+        // dtype and device are made with its `new_empty`.
+        // (Only when outputs are made: not for `out=`.)
+        let like = match (&out, &frame) {
+            (None, Frame::Torch) => sources.iter().find_map(|s| match s {
+                Source::Torch(obj, t) if torch::is_exact_tensor(obj) => Some((obj, t)),
+                _ => None,
+            }),
+            _ => None,
+        };
+        let (outputs, targets, plan) =
+            self.plan(py, given, out, &frame, &stream, torch_stream.as_ref(), like)?;
+        let parts = Parts {
+            inputs,
+            outputs,
+            targets,
+            template: self.template.parse(template, kernel)?,
+            grid: self.grid.get(grid, kernel, "grid")?,
+            threadgroup: self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
+            init_value,
+            shared_memory: self.shared_memory,
+            stream,
+        };
+        if verbose {
+            let generated = parts
+                .call(&self.kernel)
+                .generate(parts.stream.device().dialect())
+                .py_err()?;
+            py.import("builtins")?
+                .getattr("print")?
+                .call1((generated.source.to_string(),))?;
+        }
+        match plan {
+            Plan::Into { objects, numpy } => {
+                py.detach(|| parts.call(&self.kernel).launch().map(drop))
+                    .py_err()?;
+                if numpy {
+                    for o in &objects {
+                        if let Ok(a) = o.cast::<PyUntypedArray>() {
+                            arrays::normalize_bools(a);
+                        }
+                    }
+                }
+                PyList::new(py, objects)
+            }
+            Plan::ReadBack(out) => {
+                let bytes = py
+                    .detach(|| {
+                        let outputs = parts.call(&self.kernel).launch()?;
+                        arrays::read_outputs(&outputs)
+                    })
+                    .py_err()?;
+                let results = PyList::empty(py);
+                for (i, (bytes, (shape, dtype))) in bytes.iter().zip(&parts.outputs).enumerate() {
+                    let shape: SmallVec<[usize; 4]> = shape.iter().map(|&d| d as usize).collect();
+                    match &out {
+                        Some(out) => {
+                            arrays::write_out(&out[i], bytes, &shape, *dtype)?;
+                            results.append(&out[i])?;
+                        }
+                        None => results.append(arrays::to_numpy(py, bytes, &shape, *dtype)?)?,
+                    }
+                }
+                Ok(results)
+            }
+            Plan::Export(module) => {
+                let outputs = py.detach(|| parts.call(&self.kernel).launch()).py_err()?;
+                let results = PyList::empty(py);
+                for array in outputs.iter() {
+                    let exported = Bound::new(
+                        py,
+                        PyArray {
+                            array: array.clone(),
+                            producer: Some(parts.stream.clone()),
+                        },
+                    )?;
+                    match &module {
+                        Some(m) => results.append(
+                            m.bind(py)
+                                .call_method1(intern!(py, "from_dlpack"), (exported,))?,
+                        )?,
+                        None => results.append(exported)?,
+                    }
+                }
+                Ok(results)
+            }
+        }
+    }
+}

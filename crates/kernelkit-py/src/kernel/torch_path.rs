@@ -1,0 +1,195 @@
+//! The torch path of a call: `torch.Tensor`s on one GPU, on torch's
+//! current stream there, launched through the launch prepared for their
+//! layout (`crate::rebound`).
+
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use smallvec::SmallVec;
+
+use super::{extents, specs_of, Made, Parts, PyKernel};
+use crate::args::OutputSpec;
+use crate::arrays::Named;
+use crate::device::Place;
+use crate::errors::IntoPy;
+use crate::rebound::{Entry, Key};
+use crate::sources::Source;
+use crate::{streams, torch};
+use kernelkit::Array;
+
+impl PyKernel {
+    /// New torch tensors for outputs of these shapes and `specs`' dtypes on
+    /// `place`. Made here, so known but for their addresses: one call each,
+    /// not the five of reading a tensor.
+    pub(super) fn torch_outputs<'py>(
+        &self,
+        py: Python<'py>,
+        shapes: &[SmallVec<[usize; 4]>],
+        specs: &[OutputSpec],
+        place: Place,
+        like: Option<torch::Like<'_, 'py>>,
+    ) -> PyResult<SmallVec<[Made<'py>; 2]>> {
+        let names = self.kernel.spec().output_names();
+        let mut made = SmallVec::new();
+        for (i, (shape, (_, dtype))) in shapes.iter().zip(specs).enumerate() {
+            let label = Named {
+                kernel: self.name(),
+                role: "output",
+                names,
+                index: i,
+            };
+            let tensor = torch::empty(py, shape, *dtype, place, like, &label)?;
+            let layout = torch::Tensor::made(&tensor, shape, *dtype, place)?;
+            made.push((tensor, layout));
+        }
+        Ok(made)
+    }
+
+    /// A call whose arrays are all `torch.Tensor`s on one GPU, on torch's
+    /// current stream there, with neither a fill nor a print: run through
+    /// the launch prepared for its layout (`crate::rebound`), which the
+    /// first call of a layout prepares. `None`, having done nothing, for
+    /// any other call.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn torch_call<'py>(
+        &self,
+        py: Python<'py>,
+        sources: &[Source<'py>],
+        out: Option<&SmallVec<[Bound<'py, PyAny>; 4]>>,
+        output_shapes: Option<&Bound<'py, PyAny>>,
+        output_dtypes: Option<&Bound<'py, PyAny>>,
+        template: Option<&Bound<'py, PyAny>>,
+        grid: &Bound<'py, PyAny>,
+        threadgroup: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let kernel = self.name();
+        let names = self.kernel.spec().output_names();
+        let mut ordinal = None;
+        let mut inputs: SmallVec<[&torch::Tensor; 4]> = SmallVec::new();
+        for source in sources {
+            let Source::Torch(obj, t) = source else {
+                return Ok(None);
+            };
+            match t.place {
+                Place::Cuda(n) if torch::is_exact_tensor(obj) && ordinal.is_none_or(|o| o == n) => {
+                    ordinal = Some(n);
+                    inputs.push(t);
+                }
+                _ => return Ok(None),
+            }
+        }
+        let Some(n) = ordinal else {
+            return Ok(None);
+        };
+        let here = Place::Cuda(n);
+        let label = |index: usize| Named {
+            kernel,
+            role: "output",
+            names,
+            index,
+        };
+        // The outputs: the `out=` tensors, read; or new ones, made last,
+        // once nothing can send the call to the general path.
+        let given = self.given_outputs(output_shapes, output_dtypes)?;
+        let (objects, made): (
+            SmallVec<[Bound<'py, PyAny>; 2]>,
+            SmallVec<[torch::Tensor; 2]>,
+        ) = match (out, given) {
+            (Some(out), None) => {
+                if out.len() != names.len() {
+                    return Ok(None);
+                }
+                let mut read = SmallVec::new();
+                for (i, o) in out.iter().enumerate() {
+                    if !torch::is_exact_tensor(o) {
+                        return Ok(None);
+                    }
+                    let t = torch::read(o, &label(i))?;
+                    if t.place != here {
+                        return Ok(None);
+                    }
+                    read.push(t);
+                }
+                (out.iter().cloned().collect(), read)
+            }
+            (None, Some(specs)) => {
+                let Some(shapes) = specs
+                    .iter()
+                    .map(|(s, d)| extents(s, *d))
+                    .collect::<Option<SmallVec<[SmallVec<[usize; 4]>; 2]>>>()
+                else {
+                    return Ok(None);
+                };
+                let like = sources.iter().find_map(|s| match s {
+                    Source::Torch(obj, t) => Some((obj, t)),
+                    _ => None,
+                });
+                self.torch_outputs(py, &shapes, &specs, here, like)?
+                    .into_iter()
+                    .unzip()
+            }
+            _ => return Ok(None),
+        };
+        let outputs: SmallVec<[&torch::Tensor; 2]> = made.iter().collect();
+        let key = Key {
+            ordinal: n,
+            stream: torch::current_stream(py, n)?,
+            grid: self.grid.get(grid, kernel, "grid")?,
+            threadgroup: self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
+            template: &self.template.parse(template, kernel)?,
+            inputs: &inputs,
+            outputs: &outputs,
+        };
+        let in_addrs: SmallVec<[u64; 4]> = inputs.iter().map(|t| t.data).collect();
+        let out_addrs: SmallVec<[u64; 2]> = outputs.iter().map(|t| t.data).collect();
+        if let Some(entry) = self.rebound.find(&key) {
+            // SAFETY: the tensors have the layouts the launch was prepared
+            // for (`Entry::fits`), on its GPU (torch's `get_device()`),
+            // and torch orders their use on its current stream there, the
+            // launch's; the list of them keeps them alive through the call.
+            py.detach(|| unsafe { entry.launch.run(&in_addrs, &out_addrs) })
+                .py_err()?;
+            return Ok(Some(PyList::new(py, objects)?));
+        }
+        // A new layout: the general path's arrays, checks and variant;
+        // its launch is kept, prepared, for the next call of this layout.
+        tracing::debug!("kernel `{kernel}`: a new torch layout, prepared");
+        let stream = streams::wrap(&here.open(py)?, key.stream)?;
+        let out_sources: SmallVec<[Source<'py>; 4]> = objects
+            .iter()
+            .zip(&made)
+            .map(|(o, t)| Source::Torch(o.clone(), t.clone()))
+            .collect();
+        let targets: SmallVec<[Array; 2]> = self
+            .arrays(&out_sources, "output", &stream, Some(&stream))?
+            .into_iter()
+            .collect();
+        let parts = Parts {
+            inputs: self.arrays(sources, "input", &stream, Some(&stream))?,
+            outputs: specs_of(&targets),
+            targets,
+            template: key.template.clone(),
+            grid: key.grid,
+            threadgroup: key.threadgroup,
+            init_value: None,
+            shared_memory: self.shared_memory,
+            stream,
+        };
+        let prepared = py
+            .detach(|| {
+                let call = parts.call(&self.kernel);
+                match call.rebindable()? {
+                    // SAFETY: the addresses are those of the arrays the
+                    // launch was just prepared with, alive in `parts`.
+                    Some(launch) => {
+                        unsafe { launch.run(&in_addrs, &out_addrs) }.map(|()| Some(launch))
+                    }
+                    None => call.launch().map(|_| None),
+                }
+            })
+            .py_err()?;
+        if let Some(launch) = prepared {
+            self.rebound.keep(Entry::new(&key, launch));
+        }
+        Ok(Some(PyList::new(py, objects)?))
+    }
+}

@@ -1,0 +1,83 @@
+"""The object `metal_kernel` and `cuda_kernel` return: its name, inputs and
+outputs, its signature, its errors, and (Python 3.12 and later) that it is
+called through vectorcall (`kernelkit/_kernel.py`)."""
+
+import inspect
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+import kernelkit as kk
+from kernelkit import _kernelkit
+
+BODY = "uint i = thread_position_in_grid.x; out[i] = inp[i] + 1;"
+# CPython's type flag for objects called through vectorcall.
+HAVE_VECTORCALL = 1 << 11
+
+
+def make():
+    return kk.metal_kernel(name="kernel_object_add", input_names=["inp"], output_names=["out"], source=BODY)
+
+
+def test_it_names_its_inputs_and_outputs():
+    k = make()
+    assert isinstance(k, kk.Kernel)
+    assert (k.name, k.input_names, k.output_names) == ("kernel_object_add", ["inp"], ["out"])
+    assert repr(k) == "<kernelkit.Kernel 'kernel_object_add' (metal_kernel) inputs=[\"inp\"] outputs=[\"out\"]>"
+    assert k._rebound_launches == 0
+
+
+def test_it_is_called_as_mlx_kernels_are():
+    k = make()
+    x = np.arange(5, dtype=np.float32)
+    (y,) = k(inputs=[x], grid=(5, 1, 1), threadgroup=(5, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
+    np.testing.assert_array_equal(y, x + 1)
+    out = np.zeros_like(x)
+    (z,) = k(inputs=[x], grid=(5, 1, 1), threadgroup=(5, 1, 1), out=[out])
+    assert z is out
+    np.testing.assert_array_equal(out, x + 1)
+    # (Before 3.12 the extension's own object has no signature inspect can
+    # read from its `__call__` slot; its `call` method has.)
+    names = list(inspect.signature(k if sys.version_info >= (3, 12) else k.call).parameters)
+    assert names[:3] == ["inputs", "grid", "threadgroup"] and names[-1] == "out"
+
+
+def test_wrong_arguments_are_type_errors_that_name_them():
+    k = make()
+    x = np.arange(5, dtype=np.float32)
+    with pytest.raises(TypeError, match="'grid'"):
+        k(inputs=[x], threadgroup=(5, 1, 1), out=[x])
+    with pytest.raises(TypeError, match="'bogus'"):
+        k(inputs=[x], grid=(5, 1, 1), threadgroup=(5, 1, 1), out=[np.zeros_like(x)], bogus=1)
+    with pytest.raises(TypeError):
+        k([x], (5, 1, 1), (5, 1, 1))  # keywords only, as in MLX
+
+
+def test_it_is_not_pickled():
+    with pytest.raises(TypeError):
+        pickle.dumps(make())
+
+
+def test_both_constructors_and_fast_return_it():
+    c = kk.cuda_kernel(name="kernel_object_cuda", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
+    assert isinstance(c, kk.Kernel) and isinstance(kk.fast.metal_kernel(
+        name="kernel_object_fast", input_names=["a"], output_names=["b"], source="b[0] = a[0];"), kk.Kernel)
+    assert repr(c).startswith("<kernelkit.Kernel 'kernel_object_cuda' (cuda_kernel)")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="a partial subclass keeps vectorcall from Python 3.12")
+def test_calls_go_through_vectorcall():
+    k = make()
+    assert type(k).__flags__ & HAVE_VECTORCALL
+    assert isinstance(k.native, _kernelkit.Kernel) and k.func == k.native.call
+    # The extension's own type has only the tuple-and-dict slot (PyO3).
+    assert not _kernelkit.Kernel.__flags__ & HAVE_VECTORCALL
+    with pytest.raises(TypeError):
+        kk.Kernel("not a kernel")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="before 3.12 the extension's kernel is returned")
+def test_before_312_the_extensions_kernel_is_returned():
+    assert type(make()) is _kernelkit.Kernel
