@@ -20,7 +20,8 @@
 //! and there is no slot (every read takes the attribute) when no single
 //! offset does.
 //!
-//! Only objects whose type is `torch.Tensor` itself are read this way: a
+//! Only objects whose type is `torch.Tensor` itself or `torch.nn.Parameter`
+//! (which torch's C++ code unpacks alike) are read this way: another
 //! subclass may override attribute reads (`__torch_function__`), and its
 //! `_cdata` is read as an attribute, as before.
 
@@ -28,54 +29,67 @@ use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
+use smallvec::SmallVec;
 
-/// Where `torch.Tensor` objects keep their `TensorImpl` address.
+/// Where `torch.Tensor` (and `torch.nn.Parameter`) objects keep their
+/// `TensorImpl` address.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
-    /// `torch.Tensor`'s type object (kept alive by torch's module for the
-    /// life of the process), compared by address.
-    tensor_type: usize,
+    /// The types read this way (kept alive by torch's modules for the life
+    /// of the process), compared by address; 0 where there is none.
+    types: [usize; 2],
     /// Byte offset of the address in the object.
     offset: usize,
 }
 
 impl Slot {
-    /// The offset at which each of `probes` (tensors whose type is
-    /// `tensor_type` itself, with distinct `TensorImpl`s) holds its
-    /// `_cdata`, if exactly one word-aligned offset inside the type's
-    /// instance size does so for all of them.
+    /// The offset at which each of `probes` holds its `_cdata`, if exactly
+    /// one word-aligned offset inside the smallest instance size of
+    /// `types` (one or two) does so for all of them. Each probe's type must
+    /// be one of `types`, each type must have a probe, and the probes must
+    /// have distinct `TensorImpl`s (two at least).
     pub(crate) fn locate(
-        tensor_type: &Bound<'_, PyType>,
+        types: &[&Bound<'_, PyType>],
         probes: &[Bound<'_, PyAny>],
     ) -> Option<Slot> {
-        let py = tensor_type.py();
-        let size: usize = tensor_type
-            .getattr(intern!(py, "__basicsize__"))
-            .ok()?
-            .extract()
-            .ok()?;
+        if types.is_empty() || types.len() > 2 || probes.len() < 2 {
+            return None;
+        }
+        let py = probes[0].py();
+        let mut size = usize::MAX;
+        for ty in types {
+            let basic: usize = ty
+                .getattr(intern!(py, "__basicsize__"))
+                .ok()?
+                .extract()
+                .ok()?;
+            size = size.min(basic);
+            if !probes.iter().any(|p| p.get_type().is(*ty)) {
+                return None;
+            }
+        }
         let head = std::mem::size_of::<ffi::PyObject>();
         let word = std::mem::size_of::<u64>();
-        let mut wanted = Vec::with_capacity(probes.len());
+        let mut wanted: SmallVec<[(&Bound<'_, PyAny>, u64); 4]> = SmallVec::new();
         for p in probes {
-            if !p.get_type().is(tensor_type) {
+            if !types.iter().any(|ty| p.get_type().is(*ty)) {
                 return None;
             }
             let cdata: u64 = p.getattr(intern!(py, "_cdata")).ok()?.extract().ok()?;
+            if cdata == 0 || wanted.iter().any(|(_, c)| *c == cdata) {
+                return None;
+            }
             wanted.push((p, cdata));
-        }
-        if wanted.len() < 2 || wanted.iter().any(|(_, c)| *c == 0) {
-            return None;
         }
         let mut found = (head..size.saturating_sub(word - 1))
             .step_by(word)
             .filter(|&offset| {
                 wanted.iter().all(|(p, cdata)| {
                     // SAFETY: `p` is alive (borrowed for this call) and its
-                    // type is `tensor_type`, so its allocation holds at
-                    // least `__basicsize__` bytes; `offset + 8` is within
-                    // them, and a word-aligned offset in a Python object
-                    // (allocated 8-byte aligned or better) is aligned.
+                    // type is one of `types`, so its allocation holds at
+                    // least `size` bytes; `offset + 8` is within them, and
+                    // a word-aligned offset in a Python object (allocated
+                    // 8-byte aligned or better) is aligned.
                     let at = unsafe { word_at(p, offset) };
                     at == *cdata
                 })
@@ -84,26 +98,30 @@ impl Slot {
         if found.next().is_some() {
             return None;
         }
+        let mut read = [0; 2];
+        for (r, ty) in read.iter_mut().zip(types) {
+            *r = ty.as_ptr() as usize;
+        }
         Some(Slot {
-            tensor_type: tensor_type.as_ptr() as usize,
+            types: read,
             offset,
         })
     }
 
-    /// `t`'s `TensorImpl` address when `t`'s type is `torch.Tensor` itself;
+    /// `t`'s `TensorImpl` address when `t`'s type is one of the slot's;
     /// `None` for any other object (read its `_cdata` instead).
     #[inline]
     pub(crate) fn read(&self, t: &Bound<'_, PyAny>) -> Option<u64> {
         // SAFETY: reading an object's type pointer (its header) is what
         // `Py_TYPE` does; `t` is alive.
         let ty = unsafe { ffi::Py_TYPE(t.as_ptr()) } as usize;
-        if ty != self.tensor_type {
+        if ty == 0 || !self.types.contains(&ty) {
             return None;
         }
-        // SAFETY: `t` is a `torch.Tensor` (its type was just compared), so
-        // its memory holds the type's instance size, which `locate` found
-        // the slot inside of; the GIL is held, so the tensor cannot be
-        // rebound to another `TensorImpl` while this reads.
+        // SAFETY: `t`'s type is one of the slot's (just compared), so its
+        // memory holds at least the smallest of their instance sizes, which
+        // `locate` found the slot inside of; the GIL is held, so the tensor
+        // cannot be rebound to another `TensorImpl` while this reads.
         Some(unsafe { word_at(t, self.offset) })
     }
 }

@@ -14,7 +14,8 @@
 //! current stream there, the grid, the threadgroup, the template values,
 //! and each input's and output's dtype, shape and strides. Everything else
 //! a call can say (`stream=`, `device=`, `init_value=`, `verbose=`, arrays
-//! other than `torch.Tensor`s on one GPU) takes the general path.
+//! other than `torch.Tensor`s or `nn.Parameter`s on one GPU) takes the
+//! general path.
 
 use std::sync::{Arc, Mutex};
 

@@ -53,9 +53,10 @@ pub(crate) enum Source<'py> {
 impl<'py> Source<'py> {
     /// What `obj` is; a type error naming it when it is no array.
     pub(crate) fn of(obj: &Bound<'py, PyAny>, name: &Named<'_>) -> PyResult<Source<'py>> {
-        // torch's hot path first: a `torch.Tensor` itself, once torch was
-        // seen, is known by its type's address.
-        if torch::is_exact_tensor(obj) {
+        // torch's hot path first: a `torch.Tensor` itself (or an
+        // `nn.Parameter`), once torch was seen, is known by its type's
+        // address.
+        if torch::is_plain_tensor(obj) {
             return Ok(Source::Torch(obj.clone(), torch::read(obj, name)?));
         }
         if let Some((dtype, bytes)) = arrays::python_scalar(obj, name)? {

@@ -34,6 +34,9 @@ use crate::torch_shim::{self, Shim};
 /// What is kept of the torch module.
 struct Torch {
     tensor: Py<PyType>,
+    /// `torch.nn.Parameter`: a subclass torch itself treats as a plain
+    /// tensor (its C++ code unpacks both alike; no `__torch_function__`).
+    parameter: Option<Py<PyType>>,
     empty: Py<PyAny>,
     /// `torch.empty_like`: the cheapest of torch's allocating calls (no
     /// shape to parse).
@@ -58,6 +61,12 @@ fn torch(py: Python<'_>) -> Option<&Torch> {
     let modules = py.import("sys").ok()?.getattr("modules").ok()?;
     let torch = modules.get_item("torch").ok()?;
     let tensor = torch.getattr("Tensor").ok()?.cast_into::<PyType>().ok()?;
+    let parameter = torch
+        .getattr("nn")
+        .and_then(|nn| nn.getattr("Parameter"))
+        .ok()
+        .and_then(|p| p.cast_into::<PyType>().ok())
+        .filter(|p| p.is_subclass(&tensor).unwrap_or(false));
     let empty = torch.getattr("empty").ok()?;
     let empty_like = torch.getattr("empty_like").ok().map(Bound::unbind);
     let current_raw = torch
@@ -72,12 +81,13 @@ fn torch(py: Python<'_>) -> Option<&Torch> {
         .iter()
         .map(|&d| (d, torch.getattr(d.name()).ok().map(Bound::unbind)))
         .collect();
+    let plain: Vec<&Bound<'_, PyType>> = std::iter::once(&tensor).chain(&parameter).collect();
     let shim = Shim::open(&torch)
         .map(|shim| {
             shim.with_slot(
-                slot_probes(&torch)
+                slot_probes(&torch, parameter.as_ref())
                     .ok()
-                    .and_then(|p| Slot::locate(&tensor, &p)),
+                    .and_then(|p| Slot::locate(&plain, &p)),
             )
         })
         .filter(|shim| {
@@ -86,6 +96,7 @@ fn torch(py: Python<'_>) -> Option<&Torch> {
         });
     let state = Torch {
         tensor: tensor.unbind(),
+        parameter: parameter.map(Bound::unbind),
         empty: empty.unbind(),
         empty_like,
         current_raw: current_raw.map(Bound::unbind),
@@ -106,12 +117,19 @@ fn probe<'py>(torch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         .call_method1("as_strided", ((3, 4, 4), (35, 7, 2), 7))
 }
 
-/// Three `torch.Tensor`s with distinct `TensorImpl`s (two of them views),
-/// for [`Slot::locate`].
-fn slot_probes<'py>(torch: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+/// Three `torch.Tensor`s with distinct `TensorImpl`s (two of them views)
+/// and a `torch.nn.Parameter`, for [`Slot::locate`].
+fn slot_probes<'py>(
+    torch: &Bound<'py, PyAny>,
+    parameter: Option<&Bound<'py, PyType>>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let empty = torch.getattr("empty")?;
     let rows = empty.call1(((2, 3),))?.get_item(1)?;
-    Ok(vec![probe(torch)?, empty.call1((3,))?, rows])
+    let mut probes = vec![probe(torch)?, empty.call1((3,))?, rows];
+    if let Some(p) = parameter {
+        probes.push(p.call1((empty.call1((2,))?,))?);
+    }
+    Ok(probes)
 }
 
 /// torch's C functions, when they are to be used.
@@ -145,13 +163,16 @@ pub(crate) fn is_tensor(obj: &Bound<'_, PyAny>) -> bool {
     obj.get_type().is(tensor) || obj.is_instance(tensor).unwrap_or(false)
 }
 
-/// Whether `obj`'s type is `torch.Tensor` itself (not a subclass), once
-/// torch was seen: one pointer comparison.
+/// Whether `obj`'s type is `torch.Tensor` itself or `torch.nn.Parameter`
+/// (which torch treats as a plain tensor), not another subclass, once torch
+/// was seen: a pointer comparison or two.
 #[inline]
-pub(crate) fn is_exact_tensor(obj: &Bound<'_, PyAny>) -> bool {
-    TORCH
-        .get(obj.py())
-        .is_some_and(|t| obj.get_type().is(t.tensor.bind(obj.py())))
+pub(crate) fn is_plain_tensor(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    TORCH.get(py).is_some_and(|t| {
+        let ty = obj.get_type();
+        ty.is(t.tensor.bind(py)) || t.parameter.as_ref().is_some_and(|p| ty.is(p.bind(py)))
+    })
 }
 
 /// Reads `t` (a tensor: [`is_tensor`]); `what` names it for errors.

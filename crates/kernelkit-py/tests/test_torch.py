@@ -279,6 +279,31 @@ def test_repeated_layouts_run_prepared_launches_on_new_tensors():
 
 
 @requires_torch_cuda
+def test_parameters_take_the_prepared_launches_too():
+    # torch treats nn.Parameter as a plain tensor; so does the torch path.
+    k = kk.cuda_kernel(
+        name="torch_parameter_axpy",
+        input_names=["w", "b"],
+        output_names=["out"],
+        source="int i = blockIdx.x * blockDim.x + threadIdx.x; out[i] = w[i] * 2.0f + b[i];",
+    )
+    w = torch.nn.Parameter(torch.randn(256, device="cuda"))
+    b = torch.nn.Parameter(torch.randn(256, device="cuda"))
+    out = torch.empty(256, device="cuda")
+    for _ in range(3):
+        assert k(inputs=[w, b], grid=(256, 1, 1), threadgroup=(256, 1, 1), out=[out])[0] is out
+        (fresh,) = k(inputs=[w, b], grid=(256, 1, 1), threadgroup=(256, 1, 1),
+                     output_shapes=[(256,)], output_dtypes=[torch.float32])
+        with torch.no_grad():
+            w.mul_(0.5)  # in place: read again by the next call
+    assert k._rebound_launches == 1
+    assert type(fresh) is torch.Tensor and not fresh.requires_grad
+    with torch.no_grad():
+        torch.testing.assert_close(fresh, w * 4 + b)  # w was halved after this call
+        torch.testing.assert_close(out, w * 4 + b)
+
+
+@requires_torch_cuda
 def test_a_tensor_changed_in_place_is_read_again():
     x, y = torch.ones(256, device="cuda"), torch.zeros(256, device="cuda")
     out = torch.empty(256, device="cuda")

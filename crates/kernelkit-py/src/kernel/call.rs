@@ -88,12 +88,12 @@ impl PyKernel {
         let (stream, torch_stream) = self.stream(py, stream, device, first, &frame)?;
         let inputs = self.arrays(&sources, "input", &stream, torch_stream.as_ref())?;
         let given = self.given_outputs(output_shapes, output_dtypes)?;
-        // The first input that is a `torch.Tensor` itself: outputs of its
-        // dtype and device are made with its `new_empty`.
-        // (Only when outputs are made: not for `out=`.)
+        // The first input that is a `torch.Tensor` itself (or an
+        // `nn.Parameter`): outputs of its dtype and device are made with its
+        // `new_empty`. (Only when outputs are made: not for `out=`.)
         let like = match (&out, &frame) {
             (None, Frame::Torch) => sources.iter().find_map(|s| match s {
-                Source::Torch(obj, t) if torch::is_exact_tensor(obj) => Some((obj, t)),
+                Source::Torch(obj, t) if torch::is_plain_tensor(obj) => Some((obj, t)),
                 _ => None,
             }),
             _ => None,

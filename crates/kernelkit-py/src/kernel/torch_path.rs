@@ -1,6 +1,6 @@
-//! The torch path of a call: `torch.Tensor`s on one GPU, on torch's
-//! current stream there, launched through the launch prepared for their
-//! layout (`crate::rebound`).
+//! The torch path of a call: `torch.Tensor`s (and `nn.Parameter`s) on one
+//! GPU, on torch's current stream there, launched through the launch
+//! prepared for their layout (`crate::rebound`).
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -44,11 +44,11 @@ impl PyKernel {
         Ok(made)
     }
 
-    /// A call whose arrays are all `torch.Tensor`s on one GPU, on torch's
-    /// current stream there, with neither a fill nor a print: run through
-    /// the launch prepared for its layout (`crate::rebound`), which the
-    /// first call of a layout prepares. `None`, having done nothing, for
-    /// any other call.
+    /// A call whose arrays are all `torch.Tensor`s or `nn.Parameter`s on one
+    /// GPU, on torch's current stream there, with neither a fill nor a
+    /// print: run through the launch prepared for its layout
+    /// (`crate::rebound`), which the first call of a layout prepares.
+    /// `None`, having done nothing, for any other call.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn torch_call<'py>(
         &self,
@@ -70,7 +70,7 @@ impl PyKernel {
                 return Ok(None);
             };
             match t.place {
-                Place::Cuda(n) if torch::is_exact_tensor(obj) && ordinal.is_none_or(|o| o == n) => {
+                Place::Cuda(n) if torch::is_plain_tensor(obj) && ordinal.is_none_or(|o| o == n) => {
                     ordinal = Some(n);
                     inputs.push(t);
                 }
@@ -100,7 +100,7 @@ impl PyKernel {
                 }
                 let mut read = SmallVec::new();
                 for (i, o) in out.iter().enumerate() {
-                    if !torch::is_exact_tensor(o) {
+                    if !torch::is_plain_tensor(o) {
                         return Ok(None);
                     }
                     let t = torch::read(o, &label(i))?;
