@@ -136,3 +136,18 @@ unsafe fn word_at(obj: &Bound<'_, PyAny>, offset: usize) -> u64 {
     // SAFETY: the caller's contract.
     unsafe { obj.as_ptr().cast::<u8>().add(offset).cast::<u64>().read() }
 }
+
+/// What [`Slot::read`] gives for each of `objects` once [`Slot::locate`]
+/// searched `types` with `probes`; `None` when it found no slot. For tests,
+/// which check the search without torch, on objects that hold a known word
+/// (ctypes integers whose `_cdata` is their value).
+#[pyfunction]
+pub(crate) fn _cdata_slot_check(
+    types: Vec<Bound<'_, PyType>>,
+    probes: Vec<Bound<'_, PyAny>>,
+    objects: Vec<Bound<'_, PyAny>>,
+) -> Option<Vec<Option<u64>>> {
+    let types: SmallVec<[&Bound<'_, PyType>; 2]> = types.iter().collect();
+    let slot = Slot::locate(&types, &probes)?;
+    Some(objects.iter().map(|o| slot.read(o)).collect())
+}
