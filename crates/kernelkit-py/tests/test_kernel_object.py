@@ -55,6 +55,19 @@ def test_wrong_arguments_are_type_errors_that_name_them():
         k([x], (5, 1, 1), (5, 1, 1))  # keywords only, as in MLX
 
 
+def test_kept_as_a_class_attribute_it_is_no_method():
+    class Model:
+        kernel = make()
+
+        def forward(self, x):
+            return self.kernel(inputs=[x], grid=(x.size, 1, 1), threadgroup=(x.size, 1, 1),
+                               output_shapes=[x.shape], output_dtypes=[x.dtype])[0]
+
+    x = np.arange(3, dtype=np.float32)
+    assert Model().kernel is Model.kernel
+    np.testing.assert_array_equal(Model().forward(x), x + 1)
+
+
 def test_it_is_not_pickled():
     with pytest.raises(TypeError):
         pickle.dumps(make())

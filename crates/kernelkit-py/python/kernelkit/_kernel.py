@@ -57,6 +57,19 @@ if sys.version_info >= (3, 12):
         def __repr__(self) -> str:
             return repr(self.func.__self__)
 
+        def __get__(self, obj, objtype=None) -> "Kernel":
+            # Not a method when kept as a class attribute, as the extension's
+            # object is not (from Python 3.14 a `partial` binds like one).
+            return self
+
+        @property
+        def __signature__(self):
+            # `inspect` takes an object with `__get__` for a method
+            # descriptor: it is given the call's signature directly.
+            import inspect
+
+            return inspect.signature(self.func)
+
         def __reduce__(self):
             raise TypeError(f"cannot pickle {self!r}: build it again with metal_kernel or cuda_kernel")
 
