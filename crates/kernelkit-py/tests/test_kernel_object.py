@@ -2,6 +2,7 @@
 outputs, its signature, its errors, and (Python 3.12 and later) that it is
 called through vectorcall (`kernelkit/_kernel.py`)."""
 
+import copy
 import inspect
 import pickle
 import sys
@@ -68,9 +69,14 @@ def test_kept_as_a_class_attribute_it_is_no_method():
     np.testing.assert_array_equal(Model().forward(x), x + 1)
 
 
-def test_it_is_not_pickled():
+def test_it_is_not_pickled_and_copies_share_it():
+    k = make()
     with pytest.raises(TypeError):
-        pickle.dumps(make())
+        pickle.dumps(k)
+    # A copied model (copy.deepcopy of a torch module, say) shares it.
+    assert copy.copy(k) is k and copy.deepcopy({"k": k})["k"] is k
+    native = getattr(k, "native", k)
+    assert copy.copy(native) is native and copy.deepcopy([native])[0] is native
 
 
 def test_both_constructors_and_fast_return_it():

@@ -73,6 +73,12 @@ if sys.version_info >= (3, 12):
         def __reduce__(self):
             raise TypeError(f"cannot pickle {self!r}: build it again with metal_kernel or cuda_kernel")
 
+        def __copy__(self) -> "Kernel":
+            return self  # nothing a call changes: copies share it
+
+        def __deepcopy__(self, memo) -> "Kernel":
+            return self
+
     Kernel.__module__ = "kernelkit"
 
     def _returning_kernels(make):

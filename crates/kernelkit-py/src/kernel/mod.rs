@@ -672,6 +672,17 @@ impl PyKernel {
         self.kernel.spec().output_names().to_vec()
     }
 
+    /// The kernel itself: it holds nothing a call changes (its caches are
+    /// shared by design), so a copied model shares it.
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// The kernel itself (see `__copy__`).
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+
     fn __repr__(&self) -> String {
         let spec = self.kernel.spec();
         format!(
