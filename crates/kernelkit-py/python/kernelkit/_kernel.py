@@ -57,10 +57,13 @@ if sys.version_info >= (3, 12):
         def __repr__(self) -> str:
             return repr(self.func.__self__)
 
-        def __get__(self, obj, objtype=None) -> "Kernel":
-            # Not a method when kept as a class attribute, as the extension's
-            # object is not (from Python 3.14 a `partial` binds like one).
-            return self
+        if hasattr(functools.partial, "__get__"):
+            # From Python 3.13 a `partial` kept as a class attribute warns
+            # that it will bind like a method (3.14 binds): a kernel does
+            # not, as the extension's object does not. (Defined only where
+            # needed: an attribute read through it costs a Python call.)
+            def __get__(self, obj, objtype=None) -> "Kernel":
+                return self
 
         @property
         def __signature__(self):
