@@ -13,7 +13,10 @@ use crate::kernel::{Flavor, PyKernel};
 /// `metal_kernel(name, input_names, output_names, source, header="",
 /// ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)`.
 #[pyfunction]
-#[pyo3(signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, atomic_outputs = false, compile_options = None))]
+#[pyo3(
+    signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, atomic_outputs = false, compile_options = None),
+    text_signature = "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)"
+)]
 #[allow(clippy::too_many_arguments)] // MLX's signature.
 pub(crate) fn metal_kernel(
     name: String,
@@ -42,7 +45,10 @@ pub(crate) fn metal_kernel(
 /// `cuda_kernel(name, input_names, output_names, source, header="",
 /// ensure_row_contiguous=True, shared_memory=0)`.
 #[pyfunction]
-#[pyo3(signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, shared_memory = 0))]
+#[pyo3(
+    signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, shared_memory = 0),
+    text_signature = "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, shared_memory=0)"
+)]
 pub(crate) fn cuda_kernel(
     name: String,
     input_names: Vec<String>,

@@ -45,6 +45,15 @@ def test_it_is_called_as_mlx_kernels_are():
     assert names[:3] == ["inputs", "grid", "threadgroup"] and names[-1] == "out"
 
 
+def test_the_constructors_signatures_are_mlxs():
+    sig = inspect.signature(kk.metal_kernel)
+    assert list(sig.parameters) == ["name", "input_names", "output_names", "source", "header",
+                                    "ensure_row_contiguous", "atomic_outputs", "compile_options"]
+    assert sig.parameters["header"].default == "" and sig.parameters["ensure_row_contiguous"].default is True
+    sig = inspect.signature(kk.cuda_kernel)
+    assert sig.parameters["header"].default == "" and sig.parameters["shared_memory"].default == 0
+
+
 def test_wrong_arguments_are_type_errors_that_name_them():
     k = make()
     x = np.arange(5, dtype=np.float32)
