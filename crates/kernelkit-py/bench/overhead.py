@@ -9,11 +9,15 @@ build's ``kernelkit`` folder), in alternating child processes; ``--build
 NAME=DIR`` adds more (an abi3 build beside a per-version one, say).
 
 Figures: with ``--callgrind``, instructions per call (callgrind, runs of
-200 and 1200 calls differenced, exact); else µs per call (medians of
-alternating rounds; a shared machine's timings are rough).
+200 and 1200 calls differenced, exact); with ``--icache`` too, the
+instructions and the instruction-cache misses (64-byte lines of code) per
+call outside the stand-in driver, which is set to evict the cache at every
+launch as a real one does (``FAKECUDA_CODE_KB=32``): the lines a warm call
+fetches again on a GPU host; else µs per call (medians of alternating
+rounds; a shared machine's timings are rough).
 
   LD_LIBRARY_PATH=target/fakecuda FAKECUDA_CODE_KB=0 FAKECUDA_DATA_KB=0 \\
-    python crates/kernelkit-py/bench/overhead.py --base /path/to/old [--callgrind]
+    python crates/kernelkit-py/bench/overhead.py --base /path/to/old [--callgrind [--icache]]
 """
 
 import argparse
@@ -58,7 +62,26 @@ else:  # timing: the median of 9 batches of 2000
 """
 
 
-def child(build, mode, calls, callgrind):
+# One row of `callgrind_annotate --show=Ir,I1mr`: two counts (a dot for
+# none, each maybe with a percentage) and the function with its object.
+ROW = re.compile(r"\s*([\d,]+|\.)\s*(?:\(\s*[\d.]+%\))?\s+([\d,]+|\.)\s*(?:\(\s*[\d.]+%\))?\s+(.*)$")
+
+
+def outside_driver(profile):
+    """(instructions, I1 misses) of a cache-simulated callgrind profile,
+    the stand-in driver (`libcuda`) left out."""
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--show=Ir,I1mr", "--threshold=100", profile],
+                          capture_output=True, text=True, check=True).stdout
+    ir = misses = 0
+    rows = text.split("file:function", 1)[-1].splitlines()
+    for m in filter(None, map(ROW.match, rows)):
+        if "libcuda" not in m.group(3):
+            ir += 0 if m.group(1) == "." else int(m.group(1).replace(",", ""))
+            misses += 0 if m.group(2) == "." else int(m.group(2).replace(",", ""))
+    return ir, misses
+
+
+def child(build, mode, calls, callgrind, icache=False):
     # A fixed hash seed: dict layouts (and so counts) alike from run to run.
     env = dict(os.environ, KERNELKIT_CACHE="memory", KERNELKIT_COMPILE_WORKERS="0", PYTHONHASHSEED="0")
     if build:
@@ -66,10 +89,16 @@ def child(build, mode, calls, callgrind):
     code = CHILD % {"here": HERE}
     cmd = [sys.executable, "-c", code, mode, str(calls)]
     if callgrind:
+        tool = ["valgrind", "--tool=callgrind"]
+        if icache:
+            env["FAKECUDA_CODE_KB"] = "32"
+            tool += ["--cache-sim=yes", "--I1=32768,8,64", "--D1=49152,12,64", "--LL=2097152,16,64"]
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "cg.out")
-            done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + cmd,
+            done = subprocess.run(tool + [f"--callgrind-out-file={out}"] + cmd,
                                   env=env, capture_output=True, text=True, check=True)
+            if icache:
+                return outside_driver(out)
             return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return float(done.stdout.strip().splitlines()[-1])
@@ -82,6 +111,8 @@ def main():
                     help="another build to measure beside them (e.g. abi3 against per-version)")
     ap.add_argument("--no-current", action="store_true", help="leave out the installed package")
     ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--icache", action="store_true",
+                    help="with --callgrind: instructions and I1 misses per call outside the driver")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     builds = {} if a.no_current else {"current": None}
@@ -93,6 +124,11 @@ def main():
     for mode in ("out", "alloc"):
         figures = {}
         for name, build in builds.items():
+            if a.callgrind and a.icache:
+                (ir1, mr1), (ir2, mr2) = child(build, mode, 200, True, True), child(build, mode, 1200, True, True)
+                print(f"overhead.{mode}.{name}.icache = {(ir2 - ir1) / 1000:.0f} instructions/call, "
+                      f"{(mr2 - mr1) / 1000:.1f} I1 misses/call (outside the driver)", flush=True)
+                continue
             if a.callgrind:
                 short, long = child(build, mode, 200, True), child(build, mode, 1200, True)
                 figures[name] = (long - short) / 1000
@@ -102,6 +138,8 @@ def main():
                 for name, build in builds.items():
                     samples[name].append(child(build, mode, 0, False))
             figures = {name: statistics.median(s) for name, s in samples.items()}
+        if not figures:
+            continue
         unit = "instructions/call" if a.callgrind else "us/call"
         for name, v in figures.items():
             print(f"overhead.{mode}.{name} = {v:.3f} {unit}", flush=True)
