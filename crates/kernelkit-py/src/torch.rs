@@ -81,15 +81,8 @@ fn torch(py: Python<'_>) -> Option<&Torch> {
         .iter()
         .map(|&d| (d, torch.getattr(d.name()).ok().map(Bound::unbind)))
         .collect();
-    let plain: Vec<&Bound<'_, PyType>> = std::iter::once(&tensor).chain(&parameter).collect();
     let shim = Shim::open(&torch)
-        .map(|shim| {
-            shim.with_slot(
-                slot_probes(&torch, parameter.as_ref())
-                    .ok()
-                    .and_then(|p| Slot::locate(&plain, &p)),
-            )
-        })
+        .map(|shim| shim.with_slot(locate_slot(&torch, &tensor, parameter.as_ref())))
         .filter(|shim| {
             probe(&torch)
                 .is_ok_and(|p| by_methods(&p, &"the probe").is_ok_and(|t| shim.agrees(&p, &t)))
@@ -117,19 +110,29 @@ fn probe<'py>(torch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         .call_method1("as_strided", ((3, 4, 4), (35, 7, 2), 7))
 }
 
-/// Three `torch.Tensor`s with distinct `TensorImpl`s (two of them views)
-/// and a `torch.nn.Parameter`, for [`Slot::locate`].
-fn slot_probes<'py>(
+/// Where `torch.Tensor`s (and `nn.Parameter`s, when a probe of one can be
+/// made) keep their `TensorImpl` address ([`Slot::locate`]), probed with
+/// three tensors with distinct `TensorImpl`s, two of them views.
+fn locate_slot<'py>(
     torch: &Bound<'py, PyAny>,
+    tensor: &Bound<'py, PyType>,
     parameter: Option<&Bound<'py, PyType>>,
-) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let empty = torch.getattr("empty")?;
-    let rows = empty.call1(((2, 3),))?.get_item(1)?;
-    let mut probes = vec![probe(torch)?, empty.call1((3,))?, rows];
-    if let Some(p) = parameter {
-        probes.push(p.call1((empty.call1((2,))?,))?);
+) -> Option<Slot> {
+    let empty = torch.getattr("empty").ok()?;
+    let rows = empty.call1(((2, 3),)).and_then(|t| t.get_item(1)).ok()?;
+    let mut probes = vec![probe(torch).ok()?, empty.call1((3,)).ok()?, rows];
+    let mut types = vec![tensor];
+    // A Parameter without gradients: one with them cannot be made from a
+    // tensor made under `torch.inference_mode()`, where this may run.
+    let param = parameter.and_then(|p| {
+        let data = empty.call1((2,)).ok()?;
+        Some((p, p.call1((data, false)).ok()?))
+    });
+    if let Some((p, probe)) = param {
+        types.push(p);
+        probes.push(probe);
     }
-    Ok(probes)
+    Slot::locate(&types, &probes)
 }
 
 /// torch's C functions, when they are to be used.

@@ -100,6 +100,20 @@ def test_tensor_impls_are_read_from_the_objects():
     assert native._torch_cdata_slot()
 
 
+def test_the_slot_is_found_when_torch_is_first_seen_in_inference_mode():
+    if not HAS_SHIM:
+        pytest.skip(f"torch {torch.__version__} predates the C functions the shim reads with")
+    code = (
+        "import torch, kernelkit._kernelkit as n\n"
+        "with torch.inference_mode():\n"
+        "    x = torch.ones(4)\n"
+        "    n._torch_layout(x)  # kernelkit's first torch tensor\n"
+        "    print(n._torch_cdata_slot(), n._torch_layout(torch.nn.Parameter(x, False))[3])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "[4]"]
+
+
 class Marked(torch.Tensor):
     """A subclass: its `_cdata` is read as an attribute, never from memory."""
 
