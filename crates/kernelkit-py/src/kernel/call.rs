@@ -35,41 +35,29 @@ pub(super) struct CallArgs<'a, 'py> {
 impl PyKernel {
     /// A call (`__call__` and `call`).
     pub(super) fn run<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
-        let CallArgs {
-            py,
-            inputs,
-            grid,
-            threadgroup,
-            output_shapes,
-            output_dtypes,
-            template,
-            init_value,
-            verbose,
-            stream,
-            device,
-            out,
-        } = a;
+        let py = a.py;
         let kernel = self.name();
-        let items = args::items(inputs, kernel, &"inputs")?;
+        let items = args::items(a.inputs, kernel, &"inputs")?;
         let sources = self.sources(&items, "input")?;
-        let out = out
+        let out = a
+            .out
             .filter(|o| !o.is_none())
             .map(|o| args::items(o, kernel, &"out"))
             .transpose()?;
-        let plain = stream.is_none_or(|s| s.is_none())
-            && device.is_none_or(|d| d.is_none())
-            && init_value.is_none()
-            && !verbose;
+        let plain = a.stream.is_none_or(|s| s.is_none())
+            && a.device.is_none_or(|d| d.is_none())
+            && a.init_value.is_none()
+            && !a.verbose;
         if plain {
             if let Some(list) = self.torch_call(
                 py,
                 &sources,
                 out.as_ref(),
-                output_shapes,
-                output_dtypes,
-                template,
-                grid,
-                threadgroup,
+                a.output_shapes,
+                a.output_dtypes,
+                a.template,
+                a.grid,
+                a.threadgroup,
             )? {
                 return Ok(list);
             }
@@ -85,9 +73,9 @@ impl PyKernel {
             .chain(out_first.iter())
             .find(|s| s.place().is_some());
         let frame = first.and_then(Source::frame).unwrap_or(Frame::NumPy);
-        let (stream, torch_stream) = self.stream(py, stream, device, first, &frame)?;
+        let (stream, torch_stream) = self.stream(py, a.stream, a.device, first, &frame)?;
         let inputs = self.arrays(&sources, "input", &stream, torch_stream.as_ref())?;
-        let given = self.given_outputs(output_shapes, output_dtypes)?;
+        let given = self.given_outputs(a.output_shapes, a.output_dtypes)?;
         // The first input that is a `torch.Tensor` itself (or an
         // `nn.Parameter`): outputs of its dtype and device are made with its
         // `new_empty`. (Only when outputs are made: not for `out=`.)
@@ -104,14 +92,14 @@ impl PyKernel {
             inputs,
             outputs,
             targets,
-            template: self.template.parse(template, kernel)?,
-            grid: self.grid.get(grid, kernel, "grid")?,
-            threadgroup: self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
-            init_value,
+            template: self.template.parse(a.template, kernel)?,
+            grid: self.grid.get(a.grid, kernel, "grid")?,
+            threadgroup: self.threadgroup.get(a.threadgroup, kernel, "threadgroup")?,
+            init_value: a.init_value,
             shared_memory: self.shared_memory,
             stream,
         };
-        if verbose {
+        if a.verbose {
             let generated = parts
                 .call(&self.kernel)
                 .generate(parts.stream.device().dialect())
