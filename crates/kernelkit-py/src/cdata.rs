@@ -36,7 +36,8 @@ use smallvec::SmallVec;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
     /// The types read this way (kept alive by torch's modules for the life
-    /// of the process), compared by address; 0 where there is none.
+    /// of the process), compared by address; 0 where there is none (no
+    /// object's type is at 0).
     types: [usize; 2],
     /// Byte offset of the address in the object.
     offset: usize,
@@ -115,7 +116,7 @@ impl Slot {
         // SAFETY: reading an object's type pointer (its header) is what
         // `Py_TYPE` does; `t` is alive.
         let ty = unsafe { ffi::Py_TYPE(t.as_ptr()) } as usize;
-        if ty == 0 || !self.types.contains(&ty) {
+        if !self.types.contains(&ty) {
             return None;
         }
         // SAFETY: `t`'s type is one of the slot's (just compared), so its

@@ -65,13 +65,13 @@ if sys.version_info >= (3, 12):
             def __get__(self, obj, objtype=None) -> "Kernel":
                 return self
 
-        @property
-        def __signature__(self):
-            # `inspect` takes an object with `__get__` for a method
-            # descriptor: it is given the call's signature directly.
-            import inspect
+            @property
+            def __signature__(self):
+                # `inspect` takes an object with `__get__` for a method
+                # descriptor: it is given the call's signature directly.
+                import inspect
 
-            return inspect.signature(self.func)
+                return inspect.signature(self.func)
 
         def __reduce__(self):
             raise TypeError(f"cannot pickle {self!r}: build it again with metal_kernel or cuda_kernel")

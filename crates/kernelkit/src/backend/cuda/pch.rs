@@ -8,8 +8,9 @@
 //! compiles at once contend for.
 //!
 //! A compile asked to go through the precompiled prelude (its options hold
-//! [`words`]; [`run`] decides, on the worker that runs it) gives NVRTC the prelude as an in-memory header, and the
-//! source as an `#include` of it and `#pragma nv_hdrstop`, blank lines up
+//! [`words`]; [`run`] decides, on the worker that runs it) gives NVRTC the
+//! prelude as an in-memory header, and the source as an `#include` of it
+//! and `#pragma nv_hdrstop`, blank lines up
 //! to where the prelude ended, and the rest of the source unchanged (so
 //! NVRTC's messages keep the full source's line numbers), with NVRTC's
 //! automatic precompiled headers on (`-pch`), which loads the header NVRTC
