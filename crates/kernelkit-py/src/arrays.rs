@@ -227,7 +227,8 @@ pub(crate) fn numpy_host(
     // array object. CPU launches finish before they return, and the GIL
     // is taken again only then, so no Python code writes the memory while
     // a kernel reads it except through the call's own outputs.
-    unsafe { foreign_array(device, layout, ForeignOwner::keep(array.clone().unbind())) }.py_err()
+    unsafe { foreign_array(device, layout, ForeignOwner::keep(array.clone().unbind())) }
+        .py_err_of(name.kernel, name)
 }
 
 /// A new, uninitialised C-contiguous NumPy array of `shape` and `dtype`.

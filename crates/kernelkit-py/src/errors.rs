@@ -116,10 +116,18 @@ pub(crate) fn from_kernelkit(err: kernelkit::Error) -> PyErr {
 /// `Result<T, kernelkit::Error>` into `PyResult<T>`.
 pub(crate) trait IntoPy<T> {
     fn py_err(self) -> PyResult<T>;
+
+    /// The same, an array error said of `kernel`'s `argument` (an array
+    /// the caller passed, which the library knows only by its address).
+    fn py_err_of(self, kernel: &str, argument: &dyn std::fmt::Display) -> PyResult<T>;
 }
 
 impl<T> IntoPy<T> for kernelkit::Result<T> {
     fn py_err(self) -> PyResult<T> {
         self.map_err(from_kernelkit)
+    }
+
+    fn py_err_of(self, kernel: &str, argument: &dyn std::fmt::Display) -> PyResult<T> {
+        self.map_err(|e| from_kernelkit(kernelkit::ArrayError::of_argument(e, kernel, argument)))
     }
 }

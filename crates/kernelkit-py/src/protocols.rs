@@ -17,6 +17,7 @@ use pyo3::types::{PyDict, PyTuple};
 use pyo3::{ffi, intern};
 use smallvec::SmallVec;
 
+use crate::arrays::Named;
 use crate::device::Place;
 use crate::errors::{self, IntoPy};
 
@@ -116,6 +117,7 @@ pub(crate) fn interface_array(
     iface: &Interface,
     device: &Device,
     producer: Option<&Stream>,
+    name: &Named<'_>,
 ) -> PyResult<Array> {
     let layout = ForeignLayout {
         data: iface.data,
@@ -131,7 +133,8 @@ pub(crate) fn interface_array(
     // object, so the memory, alive while kernelkit holds the array. Its
     // writes are ordered by `producer` (the interface's stream), and it
     // frees the memory in the order of its current stream, the call's.
-    unsafe { foreign_array(device, layout, ForeignOwner::keep(obj.clone().unbind())) }.py_err()
+    unsafe { foreign_array(device, layout, ForeignOwner::keep(obj.clone().unbind())) }
+        .py_err_of(name.kernel, name)
 }
 
 /// Where a `__dlpack__` object's memory lives (`__dlpack_device__()`).
@@ -175,6 +178,7 @@ pub(crate) fn dlpack_array(
     obj: &Bound<'_, PyAny>,
     device: &Device,
     stream: &Stream,
+    name: &Named<'_>,
 ) -> PyResult<Array> {
     let py = obj.py();
     let kwargs = PyDict::new(py);
@@ -204,7 +208,8 @@ pub(crate) fn dlpack_array(
             // array now owns (called once, from any thread, as DLPack
             // allows); its writes are ordered before `stream` by the
             // exchange above.
-            let array = dlpack::import_versioned(device, tensor, Some(stream)).py_err()?;
+            let array = dlpack::import_versioned(device, tensor, Some(stream))
+                .py_err_of(name.kernel, name)?;
             rename(ptr, USED_VERSIONED)?;
             return Ok(array);
         }
@@ -212,7 +217,8 @@ pub(crate) fn dlpack_array(
             let tensor =
                 ffi::PyCapsule_GetPointer(ptr, LEGACY.as_ptr()).cast::<dlpack::DLManagedTensor>();
             // As above, for the legacy struct.
-            let array = dlpack::import(device, tensor, Some(stream)).py_err()?;
+            let array =
+                dlpack::import(device, tensor, Some(stream)).py_err_of(name.kernel, name)?;
             rename(ptr, USED_LEGACY)?;
             return Ok(array);
         }

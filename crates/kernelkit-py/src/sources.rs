@@ -174,7 +174,7 @@ impl<'py> Source<'py> {
                 // while kernelkit holds the array. torch writes and frees it
                 // in the order of its current stream, `producer`.
                 unsafe { foreign_array(device, layout, ForeignOwner::keep(obj.clone().unbind())) }
-                    .py_err()
+                    .py_err_of(name.kernel, name)
             }
             Source::Cai(obj, iface, _) => {
                 let producer = match iface.stream {
@@ -183,9 +183,9 @@ impl<'py> Source<'py> {
                     }
                     _ => None,
                 };
-                protocols::interface_array(obj, iface, device, producer.as_ref())
+                protocols::interface_array(obj, iface, device, producer.as_ref(), name)
             }
-            Source::Dlpack(obj, _) => protocols::dlpack_array(obj, device, stream),
+            Source::Dlpack(obj, _) => protocols::dlpack_array(obj, device, stream, name),
         }
     }
 }

@@ -377,6 +377,34 @@ pub enum ArrayError {
     /// The array views borrowed memory whose borrow has ended.
     #[error("array: it views borrowed memory whose scope has ended")]
     Revoked,
+    /// One of a call's arguments, named: the array a caller passed as it
+    /// (an address given to a prepared launch, a binding's foreign array)
+    /// cannot be used.
+    #[error("kernel `{kernel}`: {argument}: {error}")]
+    Argument {
+        /// The kernel called.
+        kernel: String,
+        /// Which argument: ``input `x` ``, ``output `y` ``.
+        argument: String,
+        /// What is wrong with it.
+        error: Box<ArrayError>,
+    },
+}
+
+impl ArrayError {
+    /// `error`, said of `kernel`'s `argument` (``input `x` ``); errors of
+    /// other kinds are left as they are.
+    pub fn of_argument(error: Error, kernel: &str, argument: &dyn std::fmt::Display) -> Error {
+        match error {
+            Error::Array(error) => ArrayError::Argument {
+                kernel: kernel.to_string(),
+                argument: argument.to_string(),
+                error: Box::new(error),
+            }
+            .into(),
+            other => other,
+        }
+    }
 }
 
 /// A device that cannot be opened or used.

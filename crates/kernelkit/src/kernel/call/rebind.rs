@@ -29,7 +29,7 @@ use crate::backend::foreign::{ForeignMem, ForeignOwner};
 use crate::backend::{ArgRef, LaunchDesc, Memory, Owner};
 use crate::device::Stream;
 use crate::dtype::DType;
-use crate::error::{CallError, Result};
+use crate::error::{ArrayError, CallError, Result};
 use crate::kernel::variant::Variant;
 use crate::kernel::Kernel;
 
@@ -68,12 +68,19 @@ impl Layout {
     }
 }
 
-/// The backend's view of arguments of these layouts at these addresses (on
-/// the stack for up to eight).
-fn args<'a>(layouts: &'a [Layout], addrs: &[u64], mem: &'a Memory) -> SmallVec<[ArgRef<'a>; 8]> {
-    (layouts.iter().zip(addrs))
-        .map(|(l, &a)| l.arg(a, mem))
-        .collect()
+/// The backend's view of arguments of these layouts at these addresses,
+/// added to `to` (on the stack for up to eight). Pushed one by one into the
+/// caller's frame: a collected list this size would be copied on return.
+#[inline(always)]
+fn args<'a>(
+    to: &mut SmallVec<[ArgRef<'a>; 8]>,
+    layouts: &'a [Layout],
+    addrs: &[u64],
+    mem: &'a Memory,
+) {
+    for (l, &a) in layouts.iter().zip(addrs) {
+        to.push(l.arg(a, mem));
+    }
 }
 
 /// A call prepared once for one layout of each argument, run with new
@@ -202,14 +209,15 @@ impl Rebindable {
             return Err(self.count_error(inputs.len(), outputs.len()));
         }
         let given = (self.inputs.iter().zip(inputs)).chain(self.outputs.iter().zip(outputs));
-        for (layout, &addr) in given {
+        for (i, (layout, &addr)) in given.enumerate() {
             check_address(
                 addr,
                 layout.dtype,
                 layout.span,
                 &layout.shape,
                 &layout.strides,
-            )?;
+            )
+            .map_err(|e| self.argument_error(e, i))?;
         }
         if !self.allow_overlap {
             self.check_overlap(inputs, outputs)?;
@@ -218,9 +226,23 @@ impl Rebindable {
         let function =
             super::capture::function_for(&self.variant, self.stream.device(), &self.stream, name)?;
         let mem = &self.memory;
-        let ins = args(&self.inputs, inputs, mem);
-        let outs = args(&self.outputs, outputs, mem);
+        let (mut ins, mut outs) = (SmallVec::new(), SmallVec::new());
+        args(&mut ins, &self.inputs, inputs, mem);
+        args(&mut outs, &self.outputs, outputs, mem);
         self.launch(&function, &ins, &outs)
+    }
+
+    /// `error`, said of argument `i` (the inputs, then the outputs).
+    #[cold]
+    #[inline(never)]
+    fn argument_error(&self, error: crate::Error, i: usize) -> crate::Error {
+        let spec = self.kernel.spec();
+        let (role, names, j) = match i.checked_sub(self.inputs.len()) {
+            None => ("input", spec.input_names(), i),
+            Some(j) => ("output", spec.output_names(), j),
+        };
+        let name = names.get(j).map_or("?", String::as_str);
+        ArrayError::of_argument(error, &spec.name, &format_args!("{role} `{name}`"))
     }
 
     /// The error of a run given the wrong number of inputs or outputs.
