@@ -2,8 +2,10 @@
 torch: the stand-in driver (``tools/fakecuda``) and a stand-in ``torch``
 (``standin_torch.py``), a trivial ``cuda_kernel`` called with ``out=`` and
 with ``output_shapes``/``output_dtypes`` (outputs from the stand-in's
-``new_empty``/``torch.empty``, Python functions: their cost is not
-torch's). Two builds side by side in one run: the installed ``kernelkit``
+``empty_like``, a Python function: its cost is not torch's). Tensors are
+read as on torch, through the stand-in of torch's C functions
+(``tools/fakecuda/faketorch.c``); ``KERNELKIT_TORCH_SHIM=0`` measures the
+reads through their methods instead. Two builds side by side in one run: the installed ``kernelkit``
 and, with ``--base DIR``, the package in ``DIR`` (a copy of an older
 build's ``kernelkit`` folder), in alternating child processes; ``--build
 NAME=DIR`` adds more (an abi3 build beside a per-version one, say).

@@ -24,12 +24,13 @@ use smallvec::SmallVec;
 
 use crate::args::Template;
 use crate::torch::Tensor;
+use crate::torch_shim::Raw;
 
 /// Layouts kept per callable.
 const KEPT: usize = 4;
 
 /// One argument's layout.
-struct Layout {
+pub(crate) struct Layout {
     dtype: DType,
     shape: SmallVec<[usize; 4]>,
     strides: SmallVec<[isize; 4]>,
@@ -44,21 +45,54 @@ impl Layout {
         }
     }
 
-    fn fits(&self, t: &Tensor) -> bool {
-        self.dtype == t.dtype && self.shape == t.shape && self.strides == t.strides
+    fn fits(&self, t: &impl Read) -> bool {
+        t.fits(self)
+    }
+}
+
+/// A tensor's layout as a call read it: copied ([`Tensor`]), or as torch
+/// gives it ([`Raw`], the warm path's: nothing copied).
+pub(crate) trait Read {
+    fn fits(&self, kept: &Layout) -> bool;
+}
+
+impl Read for &Tensor {
+    fn fits(&self, kept: &Layout) -> bool {
+        kept.dtype == self.dtype && kept.shape == self.shape && kept.strides == self.strides
+    }
+}
+
+impl Read for Raw<'_> {
+    #[inline]
+    fn fits(&self, kept: &Layout) -> bool {
+        // Extents and strides fit in `isize` (the kept ones were read from
+        // a tensor), so none of these casts changes a value it matters for.
+        kept.dtype == self.dtype
+            && kept.shape.len() == self.shape.len()
+            && kept.strides.len() == self.strides.len()
+            && kept
+                .shape
+                .iter()
+                .zip(self.shape)
+                .all(|(&k, &s)| k as i64 == s)
+            && kept
+                .strides
+                .iter()
+                .zip(self.strides)
+                .all(|(&k, &s)| k as i64 == s)
     }
 }
 
 /// What a torch call is, but for its tensors' addresses.
-pub(crate) struct Key<'a> {
+pub(crate) struct Key<'a, T: Read> {
     pub ordinal: u32,
     /// torch's current stream on the GPU.
     pub stream: u64,
     pub grid: [u64; 3],
     pub threadgroup: [u64; 3],
     pub template: &'a Template,
-    pub inputs: &'a [&'a Tensor],
-    pub outputs: &'a [&'a Tensor],
+    pub inputs: &'a [T],
+    pub outputs: &'a [T],
 }
 
 /// A prepared launch and the layout it was prepared for.
@@ -74,7 +108,7 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn new(key: &Key<'_>, launch: Rebindable) -> Entry {
+    pub(crate) fn new(key: &Key<'_, &Tensor>, launch: Rebindable) -> Entry {
         Entry {
             ordinal: key.ordinal,
             stream: key.stream,
@@ -87,7 +121,7 @@ impl Entry {
         }
     }
 
-    fn fits(&self, key: &Key<'_>) -> bool {
+    fn fits<T: Read>(&self, key: &Key<'_, T>) -> bool {
         self.ordinal == key.ordinal
             && self.stream == key.stream
             && self.grid == key.grid
@@ -106,7 +140,7 @@ pub(crate) struct Rebound(Mutex<SmallVec<[Arc<Entry>; KEPT]>>);
 
 impl Rebound {
     /// The launch prepared for `key`'s layout, if one is kept.
-    pub(crate) fn find(&self, key: &Key<'_>) -> Option<Arc<Entry>> {
+    pub(crate) fn find<T: Read>(&self, key: &Key<'_, T>) -> Option<Arc<Entry>> {
         let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         kept.iter().rev().find(|e| e.fits(key)).cloned()
     }

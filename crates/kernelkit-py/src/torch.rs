@@ -135,9 +135,10 @@ fn locate_slot<'py>(
     Slot::locate(&types, &probes)
 }
 
-/// torch's C functions, when they are to be used.
+/// torch's C functions, when they are to be used (torch seen, the shim
+/// found and turned on).
 #[inline]
-fn shim(py: Python<'_>) -> Option<&Shim> {
+pub(crate) fn shim(py: Python<'_>) -> Option<&Shim> {
     if !torch_shim::enabled() {
         return None;
     }

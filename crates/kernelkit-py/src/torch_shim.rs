@@ -55,9 +55,23 @@ pub(crate) struct Tensor {
     pub strides: SmallVec<[isize; 4]>,
 }
 
+/// A tensor's layout as torch's functions give it ([`Shim::raw`]): the
+/// size and stride arrays are the tensor's own, not copied.
+pub(crate) struct Raw<'t> {
+    pub data: u64,
+    pub place: Place,
+    pub dtype: DType,
+    pub shape: &'t [i64],
+    pub strides: &'t [i64],
+}
+
 /// `dlopen`'s flag for "only if already loaded" (glibc's value; libloading
 /// has no constant for it).
 const RTLD_NOLOAD: i32 = 0x4;
+
+/// Dtype codes looked up (c10's `ScalarType`s kernelkit has are 0 to 29;
+/// a torch that numbered one past this would have it read by the methods).
+const CODES: usize = 48;
 
 /// An `AtenTensorHandle`: the address of an `at::Tensor`.
 type Handle = *const u64;
@@ -79,8 +93,9 @@ pub(crate) struct Shim {
     strided: i32,
     cpu: i32,
     cuda: i32,
-    /// torch's dtype code of each kernelkit dtype torch has.
-    dtypes: SmallVec<[(i32, DType); 16]>,
+    /// The kernelkit dtype of each of torch's dtype codes below
+    /// [`CODES`], where kernelkit has it.
+    dtypes: [Option<DType>; CODES],
     /// Where a `torch.Tensor` keeps its `TensorImpl` address, when found
     /// (`crate::cdata`); else `_cdata` is read as an attribute.
     slot: Option<Slot>,
@@ -140,10 +155,13 @@ impl Shim {
         // int32_t, and `int32_t f()` for the codes.
         unsafe {
             let code = |name: &str| symbol::<Code>(&cpu_lib, name).map(|f| f());
-            let dtypes = DType::ALL
-                .iter()
-                .filter_map(|&d| Some((code(&format!("aoti_torch_dtype_{}", d.name()))?, d)))
-                .collect();
+            let mut dtypes = [None; CODES];
+            for &d in &DType::ALL {
+                let c = code(&format!("aoti_torch_dtype_{}", d.name()));
+                if let Some(slot) = c.and_then(|c| dtypes.get_mut(usize::try_from(c).ok()?)) {
+                    *slot = Some(d);
+                }
+            }
             Some(Shim {
                 data_ptr: symbol(&cpu_lib, "aoti_torch_get_data_ptr")?,
                 dim: symbol(&cpu_lib, "aoti_torch_get_dim")?,
@@ -194,6 +212,34 @@ impl Shim {
     /// `t`'s layout, or `None` for anything the methods must read (and
     /// word the error for).
     pub(crate) fn read(&self, t: &Bound<'_, PyAny>) -> Option<Tensor> {
+        // SAFETY: the arrays are copied out before anything else runs.
+        let raw = unsafe { self.raw(t) }?;
+        let mut shape = SmallVec::with_capacity(raw.shape.len());
+        for &s in raw.shape {
+            shape.push(usize::try_from(s).ok()?);
+        }
+        let mut strides = SmallVec::with_capacity(raw.strides.len());
+        for &s in raw.strides {
+            strides.push(isize::try_from(s).ok()?);
+        }
+        Some(Tensor {
+            data: raw.data,
+            place: raw.place,
+            dtype: raw.dtype,
+            shape,
+            strides,
+        })
+    }
+
+    /// `t`'s layout as torch's functions give it, nothing copied; `None`
+    /// where [`Shim::read`] answers `None`.
+    ///
+    /// # Safety
+    /// The size and stride arrays are the tensor's own: the caller must be
+    /// done with them before any Python code can run (which could resize
+    /// the tensor in place), holding `t` and the GIL meanwhile.
+    #[inline]
+    pub(crate) unsafe fn raw<'t>(&self, t: &'t Bound<'_, PyAny>) -> Option<Raw<'t>> {
         let tensor_impl = self.impl_of(t)?;
         let h: Handle = &tensor_impl;
         let ok = |rc: i32| (rc == 0).then_some(());
@@ -201,8 +247,8 @@ impl Shim {
         // `TensorImpl` pointer, see the module's doc), alive while `t` is,
         // which the caller holds; each function only reads through it and
         // writes its answer into the local it is given. The size and stride
-        // arrays are the tensor's own, `dim` long, read before anything can
-        // change the tensor (the GIL is held).
+        // arrays are the tensor's own, `dim` long, used as the caller's
+        // contract says.
         unsafe {
             let mut layout = 0;
             ok((self.layout)(h, &mut layout))?;
@@ -211,7 +257,7 @@ impl Shim {
             }
             let mut code = 0;
             ok((self.dtype)(h, &mut code))?;
-            let dtype = self.dtypes.iter().find(|(c, _)| *c == code)?.1;
+            let dtype = (*self.dtypes.get(usize::try_from(code).ok()?)?)?;
             let (mut kind, mut index) = (0, 0);
             ok((self.device_type)(h, &mut kind))?;
             ok((self.device_index)(h, &mut index))?;
@@ -230,7 +276,7 @@ impl Shim {
             ok((self.strides)(h, &mut strides))?;
             let mut data = std::ptr::null_mut();
             ok((self.data_ptr)(h, &mut data))?;
-            let (sizes, strides) = if dim == 0 {
+            let (shape, strides) = if dim == 0 {
                 (&[][..], &[][..])
             } else if sizes.is_null() || strides.is_null() {
                 return None;
@@ -240,18 +286,12 @@ impl Shim {
                     std::slice::from_raw_parts(strides, dim),
                 )
             };
-            Some(Tensor {
+            Some(Raw {
                 data: data as u64,
                 place,
                 dtype,
-                shape: sizes
-                    .iter()
-                    .map(|&s| usize::try_from(s).ok())
-                    .collect::<Option<_>>()?,
-                strides: strides
-                    .iter()
-                    .map(|&s| isize::try_from(s).ok())
-                    .collect::<Option<_>>()?,
+                shape,
+                strides,
             })
         }
     }

@@ -1,6 +1,7 @@
-//! One call of a kernel, from its Python arguments to its outputs: the
-//! torch path first (`torch_path`), else the general one (every kind of
-//! array, stream and device).
+//! One call of a kernel, from its Python arguments to its outputs: a
+//! repeated torch layout first (`repeat`), then the torch path
+//! (`torch_path`), else the general one (every kind of array, stream and
+//! device).
 
 use numpy::PyUntypedArray;
 use pyo3::intern;
@@ -35,6 +36,9 @@ pub(super) struct CallArgs<'a, 'py> {
 impl PyKernel {
     /// A call (`__call__` and `call`).
     pub(super) fn run<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+        if let Some(done) = self.repeat(&a) {
+            return done;
+        }
         let py = a.py;
         let kernel = self.name();
         let items = args::items(a.inputs, kernel, &"inputs")?;

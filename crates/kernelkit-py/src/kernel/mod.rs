@@ -10,7 +10,8 @@
 //!
 //! Here: the callable, its arguments' memos, and how a call's arrays,
 //! stream and outputs are found. `call`: one call, start to end;
-//! `torch_path`: the torch tensors' shortcut.
+//! `torch_path`: the torch tensors' shortcut; `repeat`: a warm `out=` call
+//! on torch tensors of a kept layout, in one pass.
 
 use std::sync::OnceLock;
 
@@ -30,6 +31,7 @@ use numpy::PyUntypedArrayMethods;
 use pyo3::intern;
 
 mod call;
+mod repeat;
 mod torch_path;
 
 use call::CallArgs;

@@ -1,0 +1,165 @@
+//! A warm torch `out=` call, in one pass: the call a training or serving
+//! loop makes every step, the tensors new but their layout one the kernel
+//! kept a launch for (`crate::rebound`).
+//!
+//! The general path (`call`) turns every argument into this crate's values
+//! first (the items of each list, a `Source` with a copied layout per
+//! tensor) and then finds that the torch path (`torch_path`) can take the
+//! call. On a GPU host each launch leaves the CPU's instruction cache cold,
+//! so every line of code a call runs is fetched again at every call: here,
+//! a call that repeats a kept layout reads each tensor in place (torch's
+//! size and stride arrays, compared with the kept layout, not copied) and
+//! launches, running a fraction of that code. Anything else, and anything
+//! that could raise an error, is left to the general path, which then does
+//! what it always did; nothing Python can see happens here before the
+//! launch, so leaving a call to it changes nothing.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use smallvec::SmallVec;
+
+use super::call::CallArgs;
+use super::PyKernel;
+use crate::device::Place;
+use crate::errors::IntoPy;
+use crate::rebound::Key;
+use crate::torch;
+use crate::torch_shim::{Raw, Shim};
+
+/// The items of a list or a tuple (the general path words anything else).
+fn items<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> Option<ListOrTuple<'a, 'py>> {
+    if let Ok(list) = obj.cast::<PyList>() {
+        return Some(ListOrTuple::List(list));
+    }
+    obj.cast::<PyTuple>().ok().map(ListOrTuple::Tuple)
+}
+
+enum ListOrTuple<'a, 'py> {
+    List(&'a Bound<'py, PyList>),
+    Tuple(&'a Bound<'py, PyTuple>),
+}
+
+impl<'py> ListOrTuple<'_, 'py> {
+    /// The items, when there are `n` and each is a `torch.Tensor` or an
+    /// `nn.Parameter` (read in place only for those two types).
+    fn tensors(&self, n: usize) -> Option<SmallVec<[Bound<'py, PyAny>; 4]>> {
+        let len = match self {
+            ListOrTuple::List(l) => l.len(),
+            ListOrTuple::Tuple(t) => t.len(),
+        };
+        if len != n {
+            return None;
+        }
+        let mut got = SmallVec::new();
+        for i in 0..n {
+            let item = match self {
+                ListOrTuple::List(l) => l.get_item(i),
+                ListOrTuple::Tuple(t) => t.get_item(i),
+            }
+            .ok()?;
+            if !torch::is_plain_tensor(&item) {
+                return None;
+            }
+            got.push(item);
+        }
+        Some(got)
+    }
+
+    /// A new list of the items (what a call returns for `out=`).
+    fn to_list(&self) -> PyResult<Bound<'py, PyList>> {
+        match self {
+            ListOrTuple::List(l) => l.get_slice(0, l.len()).cast_into().map_err(Into::into),
+            ListOrTuple::Tuple(t) => Ok(t.to_list()),
+        }
+    }
+}
+
+/// Each of `tensors` read in place into `raws`, when all are on the GPU
+/// `ordinal` is (or is set to, when `None`). (Filled in the caller's
+/// frame: a list of them returned would be copied.)
+///
+/// # Safety
+/// As [`Shim::raw`]'s: the arrays are used before any Python code runs.
+unsafe fn read<'t>(
+    shim: &Shim,
+    tensors: &'t [Bound<'_, PyAny>],
+    ordinal: &mut Option<u32>,
+    raws: &mut SmallVec<[Raw<'t>; 4]>,
+) -> Option<()> {
+    for t in tensors {
+        // SAFETY: the caller's contract.
+        let raw = unsafe { shim.raw(t) }?;
+        match raw.place {
+            Place::Cuda(n) if ordinal.is_none_or(|o| o == n) => *ordinal = Some(n),
+            _ => return None,
+        }
+        raws.push(raw);
+    }
+    Some(())
+}
+
+impl PyKernel {
+    /// A torch `out=` call whose layout (GPU, torch's current stream there,
+    /// grid, threadgroup, template values, each tensor's dtype, shape and
+    /// strides) is one a launch was kept for: launched with its tensors'
+    /// addresses. `None`, having done nothing, for any other call, and
+    /// where anything would be an error: the general path takes it.
+    #[inline(never)]
+    pub(super) fn repeat<'py>(
+        &self,
+        a: &CallArgs<'_, 'py>,
+    ) -> Option<PyResult<Bound<'py, PyList>>> {
+        let py = a.py;
+        let given = |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| !o.is_none());
+        if a.init_value.is_some()
+            || a.verbose
+            || given(a.stream)
+            || given(a.device)
+            || given(a.output_shapes)
+            || given(a.output_dtypes)
+        {
+            return None;
+        }
+        let out = items(a.out?)?;
+        let shim = torch::shim(py)?;
+        let kernel = self.name();
+        let spec = self.kernel.spec();
+        let grid = self.grid.get(a.grid, kernel, "grid").ok()?;
+        let threadgroup = self
+            .threadgroup
+            .get(a.threadgroup, kernel, "threadgroup")
+            .ok()?;
+        let template = self.template.parse(a.template, kernel).ok()?;
+        let inputs = items(a.inputs)?.tensors(spec.input_names().len())?;
+        let outputs = out.tensors(spec.output_names().len())?;
+        // From here to the copies of the addresses, no Python code runs:
+        // the arrays are compared and the addresses copied before it can.
+        let (mut ordinal, mut ins, mut outs) = (None, SmallVec::new(), SmallVec::new());
+        // SAFETY: as just said; `inputs` and `outputs` hold the tensors.
+        unsafe {
+            read(shim, &inputs, &mut ordinal, &mut ins)?;
+            read(shim, &outputs, &mut ordinal, &mut outs)?;
+        }
+        let ordinal = ordinal?;
+        let key = Key {
+            ordinal,
+            stream: shim.current_stream(ordinal)?,
+            grid,
+            threadgroup,
+            template: &template,
+            inputs: &ins,
+            outputs: &outs,
+        };
+        let entry = self.rebound.find(&key)?;
+        let in_addrs: SmallVec<[u64; 4]> = ins.iter().map(|r| r.data).collect();
+        let out_addrs: SmallVec<[u64; 2]> = outs.iter().map(|r| r.data).collect();
+        // SAFETY: the tensors have the layouts the launch was prepared for
+        // (`Entry::fits`), on its GPU, and torch orders their use on its
+        // current stream there, the launch's; `inputs` and `outputs` keep
+        // them alive through the call.
+        let launched = py
+            .detach(|| unsafe { entry.launch.run(&in_addrs, &out_addrs) })
+            .py_err();
+        Some(launched.and_then(|()| out.to_list()))
+    }
+}

@@ -1,0 +1,118 @@
+"""The torch path without torch and without a GPU: the stand-in ``torch``
+(``bench/standin_torch.py``) over the stand-in driver and torch C
+interface (``tools/fakecuda``; ``scripts/test.sh`` builds them). Kernels do
+not run there, so these tests check what a call does around the launch:
+which objects come back, which layouts are kept, and that every error is
+the same whether tensors are read through torch's C functions (the shim,
+and the one-pass warm ``out=`` call it allows) or through their methods.
+
+Each case runs in a child process (the stand-in driver must be the
+``libcuda`` loaded, and the stand-in installs itself as ``torch``).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FAKE = os.path.join(ROOT, "target", "fakecuda")
+BENCH = os.path.join(ROOT, "crates", "kernelkit-py", "bench")
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(os.path.join(FAKE, "torch", "lib", "libtorch_cuda.so")),
+    reason="the stand-in driver and torch are not built (bash tools/fakecuda/build.sh)",
+)
+
+CHILD = r"""
+import json, re, sys
+sys.path.insert(0, %(bench)r)
+import standin_torch as st
+import kernelkit as kk
+from kernelkit import _kernelkit as K
+
+shim = sys.argv[1] == "shim"
+K._torch_shim(shim)
+N = 1024
+x, y = st.make((N,), ptr=st._alloc(4 * N)), st.make((N,), ptr=st._alloc(4 * N))
+k = kk.cuda_kernel(name="standin_add", input_names=["x"], output_names=["y"],
+                   source="int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = x[i] + 1.0f;")
+native = getattr(k, "native", k)
+g, t = (N, 1, 1), (256, 1, 1)
+report = {"shim": K._torch_shim(), "slot": K._torch_cdata_slot()}
+
+
+def outcome(**kw):
+    try:
+        r = k(**kw)
+    except Exception as e:
+        return [type(e).__name__, re.sub(r"0x[0-9a-f]+", "0x?", str(e))]  # addresses vary
+    outs = kw.get("out")
+    return ["ok", type(r).__name__, len(r), all(a is b for a, b in zip(r, outs or [])), r is not outs]
+
+
+cases = report["cases"] = []
+outs = [y]
+for _ in range(3):
+    cases.append(outcome(inputs=[x], grid=g, threadgroup=t, out=outs))
+cases.append(outcome(inputs=(x,), grid=g, threadgroup=t, out=(y,)))
+report["kept_after_repeats"] = native._rebound_launches
+# Errors of a call whose layout is kept: what differs is an address.
+cases.append(outcome(inputs=[x], grid=g, threadgroup=t, out=[x]))
+cases.append(outcome(inputs=[x], grid=g, threadgroup=t, out=[st.make((N,), ptr=st._alloc(4 * N + 8) + 2)]))
+cases.append(outcome(inputs=[st.make((N,), ptr=st._alloc(4 * N + 8) + 2)], grid=g, threadgroup=t, out=[y]))
+# Calls that differ in something else.
+cases.append(outcome(inputs=[x], grid=g, threadgroup=t, out=[y, y]))
+cases.append(outcome(inputs=[x, x], grid=g, threadgroup=t, out=[y]))
+cases.append(outcome(inputs=[x], grid=g, threadgroup=t, out=[st.make((N // 2,), ptr=st._alloc(4 * N), strides=(2,))]))
+cases.append(outcome(inputs=[x], grid=g, threadgroup=t, out=[st.make((N,), ptr=st._alloc(4 * N), where="cpu")]))
+cases.append(outcome(inputs=[x], grid=g, threadgroup=t, out=y))
+cases.append(outcome(inputs=[x], grid=g, threadgroup=t, out=[y], init_value=0.0))
+cases.append(outcome(inputs=[x], grid=(N // 2, 1, 1), threadgroup=t, out=[y]))
+cases.append(outcome(inputs=[x], grid=(N // 2, 1, 1), threadgroup=t, out=[y]))
+report["kept_at_end"] = native._rebound_launches
+print(json.dumps(report))
+"""
+
+
+def run(read):
+    env = dict(os.environ, LD_LIBRARY_PATH=FAKE, KERNELKIT_CACHE="memory", KERNELKIT_COMPILE_WORKERS="0")
+    done = subprocess.run([sys.executable, "-c", CHILD % {"bench": BENCH}, read],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_warm_out_calls_return_the_given_tensors_in_a_new_list():
+    shim = run("shim")
+    assert shim["shim"] and shim["slot"], "the stand-in's tensors are read through the shim"
+    for case in shim["cases"][:4]:
+        assert case == ["ok", "list", 1, True, True]
+    assert shim["kept_after_repeats"] == 1, "one layout, one prepared launch"
+    # The grid changed: a second layout kept.
+    assert shim["kept_at_end"] == 2
+
+
+def test_errors_name_the_kernel_and_the_argument():
+    cases = run("shim")["cases"]
+    overlap, out_misaligned, in_misaligned = cases[4:7]
+    assert overlap[0] == "CallError" and "shares memory with input `x`" in overlap[1]
+    assert out_misaligned[0] == "ArrayError"
+    assert out_misaligned[1].startswith("kernel `standin_add`: output `y`: ") and "not aligned" in out_misaligned[1]
+    assert in_misaligned[1].startswith("kernel `standin_add`: input `x`: ") and "not aligned" in in_misaligned[1]
+    too_many_outs, too_many_ins, strided, on_cpu, not_a_list, fill = cases[7:13]
+    assert "out= has 2 array(s) for 1 output(s)" in too_many_outs[1]
+    assert too_many_ins[0] == "CallError" and "input" in too_many_ins[1]
+    assert "not row-contiguous" in strided[1]
+    assert on_cpu[0] == "CallError" and "cpu" in on_cpu[1]
+    assert not_a_list[0] == "ArgumentTypeError" and "out" in not_a_list[1]
+    assert fill[0] == "ok"
+
+
+def test_the_shim_and_the_methods_give_the_same_outcomes():
+    shim, methods = run("shim"), run("methods")
+    assert not methods["shim"]
+    assert shim["cases"] == methods["cases"]
+    assert shim["kept_at_end"] == methods["kept_at_end"]
