@@ -16,7 +16,9 @@ a batch; the GPU is synchronized, untimed, between batches):
   the kernel is the package's vectorcall ``Kernel`` (Python 3.12 on),
   ``warm_out.kernelkit_tpcall_us``: the same call of the extension's own
   object (``k.native``), whose keywords come as a dict (the difference is
-  what the ``Kernel`` saves). Target: kernelkit <= raw + 1.5 us.
+  what the ``Kernel`` saves), and ``warm_out.kernelkit_method_us``: through
+  PyO3's ``call`` method, which the package's call entry stands in for
+  (``warm_out.entry_saves_us``). Target: kernelkit <= raw + 1.5 us.
 - ``warm_alloc.kernelkit_us`` (torch in, ``torch.empty`` out) against
   ``warm_alloc.cupy_us`` (``cupy.empty_like`` + ``RawKernel``),
   ``warm_alloc.triton_us`` (a trivial ``@triton.jit`` kernel into
@@ -136,6 +138,10 @@ def warm(rounds, batch):
     if hasattr(k, "native"):  # the same call through the extension object's tp_call
         candidates["warm_out.kernelkit_tpcall_us"] = lambda: k.native(inputs=[x], grid=grid, threadgroup=tg,
                                                                       out=[y])
+        # ... and through PyO3's `call` method (vectorcall, PyO3's parsing),
+        # which the package's call entry stands in for.
+        method = k.native.call
+        candidates["warm_out.kernelkit_method_us"] = lambda: method(inputs=[x], grid=grid, threadgroup=tg, out=[y])
     # The same calls reading tensors through their methods (the shim off:
     # what a torch without torch's C functions gets), for the difference.
     native = sys.modules["kernelkit._kernelkit"]
@@ -249,6 +255,10 @@ def warm(rounds, batch):
             say("warm_out.vectorcall_saves_us",
                 RESULTS[PREFIX + "warm_out.kernelkit_tpcall_us"] - RESULTS[PREFIX + "warm_out.kernelkit_us"],
                 "the package's Kernel against the extension object's tp_call")
+        if PREFIX + "warm_out.kernelkit_method_us" in RESULTS:
+            say("warm_out.entry_saves_us",
+                RESULTS[PREFIX + "warm_out.kernelkit_method_us"] - RESULTS[PREFIX + "warm_out.kernelkit_us"],
+                "the call entry against PyO3's call method")
         if PREFIX + "warm_out.kernelkit_methods_us" in RESULTS:
             say("warm_out.methods_over_raw_us",
                 RESULTS[PREFIX + "warm_out.kernelkit_methods_us"] - RESULTS[PREFIX + "warm_out.raw_launch_us"],

@@ -101,6 +101,7 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(torch::_torch_shim, m)?)?;
     m.add_function(wrap_pyfunction!(torch::_torch_layout, m)?)?;
     m.add_function(wrap_pyfunction!(torch::_torch_cdata_slot, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel::_call_entry, m)?)?;
     m.add_function(wrap_pyfunction!(cdata::_cdata_slot_check, m)?)?;
     m.add("cpu", PyDevice::at(Place::Cpu))?;
     m.add("gpu", PyDevice::at(Place::Cuda(0)))?;

@@ -99,7 +99,8 @@ def test_both_constructors_and_fast_return_it():
 def test_calls_go_through_vectorcall():
     k = make()
     assert type(k).__flags__ & HAVE_VECTORCALL
-    assert isinstance(k.native, _kernelkit.Kernel) and k.func == k.native.call
+    assert isinstance(k.native, _kernelkit.Kernel) and k.func.__self__ is k.native
+    assert k.func.__name__ == "call"
     # The extension's own type has only the tuple-and-dict slot (PyO3).
     assert not _kernelkit.Kernel.__flags__ & HAVE_VECTORCALL
     with pytest.raises(TypeError):
@@ -109,3 +110,69 @@ def test_calls_go_through_vectorcall():
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="before 3.12 the extension's kernel is returned")
 def test_before_312_the_extensions_kernel_is_returned():
     assert type(make()) is _kernelkit.Kernel
+
+
+def call_outcome(f, *args, **kwargs):
+    try:
+        return ["ok", [a.tolist() for a in f(*args, **kwargs)]]
+    except Exception as e:
+        return [type(e).__name__, str(e)]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="the call entry is what the 3.12+ Kernel calls")
+def test_the_call_entry_does_what_the_call_method_does(capsys):
+    """The entry takes the calls it can whole and hands the rest to PyO3's
+    `call` method: every outcome, result or error, is the method's."""
+    k = make()
+    entry, method = k.func, k.native.call
+    x = np.arange(4, dtype=np.float32)
+    g, t = (4, 1, 1), (4, 1, 1)
+    calls = [
+        ((), dict(inputs=[x], grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype])),
+        ((), dict(output_dtypes=[x.dtype], threadgroup=t, output_shapes=[x.shape], grid=g, inputs=[x])),
+        ((), dict(inputs=[x], grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype], template=None,
+                  stream=None, device=None, out=None, verbose=False)),
+        ((), dict(inputs=[x], grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype], init_value=7.0)),
+        ((), dict(inputs=[x], grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype], init_value=None)),
+        ((), dict(inputs=[x], grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype], verbose=True)),
+        # Errors: PyO3's words, the same through either.
+        (([x],), dict(grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype])),
+        ((), dict(inputs=[x], grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype], colour=1)),
+        ((), dict(grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype])),
+        ((), dict(inputs=[x], grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype], verbose=None)),
+        ((), dict(inputs=[x], grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype], verbose=1)),
+        ((), dict(inputs=[x], grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype], init_value="a")),
+        ((), dict(inputs=None, grid=g, threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype])),
+        ((), dict(inputs=[x], grid=(4, 1), threadgroup=t, output_shapes=[x.shape], output_dtypes=[x.dtype])),
+        ((), {}),
+    ]
+    for args, kwargs in calls:
+        via_entry = call_outcome(entry, *args, **kwargs)
+        printed = capsys.readouterr().out
+        assert via_entry == call_outcome(method, *args, **kwargs), (args, kwargs)
+        assert printed == capsys.readouterr().out
+    assert call_outcome(entry, **calls[0][1]) == ["ok", [[1.0, 2.0, 3.0, 4.0]]]
+    assert call_outcome(entry, **calls[3][1])[0] == "ok"
+    assert call_outcome(entry, *calls[6][0], **calls[6][1])[0] == "TypeError"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="the call entry is what the 3.12+ Kernel calls")
+def test_the_call_entry_serves_many_call_sites():
+    """More call sites than the entry remembers, each called again: the
+    names of each are matched anew when forgotten, never mistaken for
+    another site's."""
+    k = make()
+    x = np.arange(3, dtype=np.float32)
+    names = ["inputs", "grid", "threadgroup", "output_shapes", "output_dtypes"]
+    values = dict(inputs=[x], grid=(3, 1, 1), threadgroup=(3, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
+    import itertools
+
+    sites = []
+    for order in itertools.islice(itertools.permutations(names), 20):
+        # A call site: a compiled call with its own constant tuple of names.
+        src = "lambda k, v: k(" + ", ".join(f"{n}=v[{n!r}]" for n in order) + ")"
+        sites.append(eval(src))
+    for _ in range(3):
+        for site in sites:
+            (y,) = site(k, values)
+            np.testing.assert_array_equal(y, x + 1)

@@ -3,14 +3,17 @@
 Python calls an object through its type: the extension's ``Kernel`` (built
 with PyO3) has only the slot that takes the keyword arguments as a new dict,
 which CPython builds for every call (PyO3 gives ``__call__`` no vectorcall:
-PyO3 issue 4252). A method, and a ``functools.partial`` over one, take
+PyO3 issue 4252). A function, and a ``functools.partial`` over one, take
 them through vectorcall, their names in a tuple the caller's code already
 holds. From Python 3.12 a subclass of ``functools.partial`` keeps
 vectorcall, so there a kernel is a :class:`Kernel`: a ``partial`` over the
-extension kernel's ``call`` method, with its name, inputs and outputs. On
-the H200 that took 0.1-0.4 us off a warm call (BENCHMARKS.md, issue 16).
-Before 3.12 a subclass would lose vectorcall (its calls would cost more,
-not less), and the extension's kernel is returned as it is.
+extension kernel's call entry (``_kernelkit._call_entry``: a function that
+remembers which parameter each name of a call site's tuple is, where PyO3's
+``call`` method matches the names' text at every call), with its name,
+inputs and outputs. On the H200 the partial took 0.1-0.4 us off a warm call
+(BENCHMARKS.md, issue 16). Before 3.12 a subclass would lose vectorcall
+(its calls would cost more, not less), and the extension's kernel is
+returned as it is.
 """
 
 import functools
@@ -32,7 +35,7 @@ if sys.version_info >= (3, 12):
         def __new__(cls, native: _kernelkit.Kernel) -> "Kernel":
             if not isinstance(native, _kernelkit.Kernel):
                 raise TypeError(f"Kernel wraps a kernelkit._kernelkit.Kernel, got {type(native).__name__}")
-            return super().__new__(cls, native.call)
+            return super().__new__(cls, _kernelkit._call_entry(native))
 
         @property
         def native(self) -> _kernelkit.Kernel:

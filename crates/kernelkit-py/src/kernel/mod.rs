@@ -31,10 +31,12 @@ use numpy::PyUntypedArrayMethods;
 use pyo3::intern;
 
 mod call;
+mod entry;
 mod repeat;
 mod torch_path;
 
 use call::CallArgs;
+pub(crate) use entry::_call_entry;
 
 /// Which MLX function made the kernel: it sets the default device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

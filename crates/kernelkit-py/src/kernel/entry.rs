@@ -1,0 +1,284 @@
+//! A kernel's call entry for vectorcall, without PyO3's argument parsing.
+//!
+//! The package's `Kernel` (Python 3.12 and later, `kernelkit/_kernel.py`)
+//! is a `functools.partial` over a callable that takes a call's keywords
+//! through vectorcall: their values in an array, their names in a tuple.
+//! Through PyO3's method (`call`) each call then matches every keyword name
+//! against the parameters by its text, and goes through PyO3's generic
+//! extraction: on the H200 0.24-0.43 µs of a warm call (BENCHMARKS.md,
+//! issue 16), and under callgrind the largest part of the package's code a
+//! warm call runs, after the launch path.
+//!
+//! A call site's keyword names are one tuple, a constant of the caller's
+//! code, passed again at every call. This entry remembers, for the last
+//! few such tuples, which parameter each name is ([`NAMES`]): a call from
+//! a site seen before finds its parameters by one pointer comparison. Any
+//! call it does not take whole (positional arguments, a name it does not
+//! know, `init_value=` or `verbose=` given) goes to PyO3's `call` method
+//! unchanged, which parses it and words any error exactly as before.
+//!
+//! Unlike PyO3's own entries, this one does not count the thread as
+//! attached in PyO3's bookkeeping (that is private to PyO3): a `Py` dropped
+//! during the call is released through PyO3's deferred pool, which PyO3
+//! empties whenever a thread takes the GIL back from a release (each
+//! launch releases it) or enters PyO3's own code, instead of at once.
+//! Panics become `PanicException`s, as PyO3 makes them.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::panic::PanicException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use smallvec::SmallVec;
+
+use super::call::CallArgs;
+use super::PyKernel;
+
+/// The parameters, in the order of `call`'s signature.
+const PARAMS: [&str; 11] = [
+    "inputs",
+    "grid",
+    "threadgroup",
+    "output_shapes",
+    "output_dtypes",
+    "template",
+    "init_value",
+    "verbose",
+    "stream",
+    "device",
+    "out",
+];
+const INIT_VALUE: usize = 6;
+const VERBOSE: usize = 7;
+
+/// Keyword-name tuples remembered at most (a program's call sites of
+/// kernels; a site not remembered is still taken, its names matched anew).
+const SITES: usize = 8;
+
+/// A call site's keyword names and the parameter each one is. The strong
+/// reference keeps the tuple, so its address is no other tuple's while it
+/// is remembered.
+struct Site {
+    names: Py<PyTuple>,
+    params: SmallVec<[u8; 11]>,
+}
+
+/// The sites seen, newest last.
+static NAMES: Mutex<Vec<Site>> = Mutex::new(Vec::new());
+
+/// The parameter each of `names` is, when each is one of [`PARAMS`] and
+/// none is given twice.
+fn match_names(names: &Bound<'_, PyTuple>) -> Option<SmallVec<[u8; 11]>> {
+    let mut params: SmallVec<[u8; 11]> = SmallVec::new();
+    for name in names.iter() {
+        let name = name.cast::<PyString>().ok()?.to_cow().ok()?;
+        let p = PARAMS.iter().position(|&p| p == name)? as u8;
+        if params.contains(&p) || params.len() == PARAMS.len() {
+            return None;
+        }
+        params.push(p);
+    }
+    Some(params)
+}
+
+/// The parameters of `names`' keywords: remembered, else matched (and
+/// remembered); `None` when a name is not a parameter.
+fn params_of(names: &Bound<'_, PyTuple>) -> Option<SmallVec<[u8; 11]>> {
+    // The GIL serialises callers; `try_lock` only keeps a poisoned or
+    // (in a free-threaded build) contended lock from blocking a call.
+    let sites = NAMES.try_lock().ok();
+    if let Some(site) = sites
+        .as_ref()
+        .and_then(|s| s.iter().rev().find(|s| s.names.as_ptr() == names.as_ptr()))
+    {
+        return Some(site.params.clone());
+    }
+    drop(sites);
+    let params = match_names(names)?;
+    if let Ok(mut sites) = NAMES.try_lock() {
+        if sites.len() == SITES {
+            sites.remove(0);
+        }
+        sites.push(Site {
+            names: names.clone().unbind(),
+            params: params.clone(),
+        });
+    }
+    Some(params)
+}
+
+/// One call through the entry: taken whole, or handed to `call`. `args`
+/// holds `positional` arguments, then one value per name of `names`.
+fn enter<'py>(
+    kernel: &Bound<'py, PyKernel>,
+    args: &[*mut ffi::PyObject],
+    positional: usize,
+    names: Option<&Bound<'py, PyTuple>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let py = kernel.py();
+    let params = match names {
+        Some(names) if positional == 0 => params_of(names),
+        _ => None,
+    };
+    let mut given: [Option<Borrowed<'_, 'py, PyAny>>; 11] = [None; 11];
+    if let Some(params) = &params {
+        for (&p, &value) in params.iter().zip(&args[positional..]) {
+            // SAFETY: the caller's arguments, borrowed for the call.
+            given[p as usize] = Some(unsafe { Borrowed::from_ptr(py, value) });
+        }
+    }
+    // An optional parameter given as `None` is left out, as PyO3's
+    // `Option` takes it; `verbose` must be `False` itself (PyO3 extracts a
+    // `bool`, and refuses anything else), `init_value` absent or `None`.
+    let optional = |p: usize| given[p].as_deref().filter(|v| !v.is_none());
+    let fill_or_print = optional(INIT_VALUE).is_some()
+        || given[VERBOSE].is_some_and(|v| !v.is(&*pyo3::types::PyBool::new(py, false)));
+    let (Some(_), Some(inputs), Some(grid), Some(threadgroup), false) = (
+        &params,
+        given[0].as_deref(),
+        given[1].as_deref(),
+        given[2].as_deref(),
+        fill_or_print,
+    ) else {
+        return by_method(kernel, args, positional, names);
+    };
+    kernel.get().run(CallArgs {
+        py,
+        inputs,
+        grid,
+        threadgroup,
+        output_shapes: optional(3),
+        output_dtypes: optional(4),
+        template: optional(5),
+        init_value: None,
+        verbose: false,
+        stream: optional(8),
+        device: optional(9),
+        out: optional(10),
+    })
+}
+
+/// The call through PyO3's `call` method, which parses and checks it.
+#[cold]
+#[inline(never)]
+fn by_method<'py>(
+    kernel: &Bound<'py, PyKernel>,
+    args: &[*mut ffi::PyObject],
+    positional: usize,
+    names: Option<&Bound<'py, PyTuple>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let py = kernel.py();
+    // SAFETY: the caller's arguments, borrowed for the call.
+    let arg = |a: &*mut ffi::PyObject| unsafe { Borrowed::from_ptr(py, *a) }.to_owned();
+    let pos = PyTuple::new(py, args[..positional].iter().map(arg))?;
+    let kwargs = PyDict::new(py);
+    if let Some(names) = names {
+        for (name, value) in names.iter().zip(&args[positional..]) {
+            kwargs.set_item(name, arg(value))?;
+        }
+    }
+    Ok(kernel
+        .getattr(intern!(py, "call"))?
+        .call(pos, Some(&kwargs))?
+        .cast_into::<PyList>()?)
+}
+
+/// CPython's vectorcall flag in `nargsf` (the top bit), not a count.
+const ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
+
+/// The entry CPython calls (`METH_FASTCALL | METH_KEYWORDS`; `slf` is the
+/// kernel the function object was made for).
+unsafe extern "C" fn call_entry(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this with the GIL held (the thread attached).
+    let py = unsafe { Python::assume_attached() };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let positional = nargsf as usize & !ARGUMENTS_OFFSET;
+        // SAFETY: `kwnames` is null or a tuple, `args` holds `positional`
+        // arguments and then one value per name, and `slf` is the object
+        // the function was made with (`_call_entry`): all borrowed from the
+        // caller for the call.
+        let names = unsafe { Borrowed::from_ptr_or_opt(py, kwnames) }
+            .map(|n| unsafe { n.cast_unchecked::<PyTuple>() }.to_owned());
+        let count = positional + names.as_ref().map_or(0, |n| n.len());
+        let args = if count == 0 {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(args, count) }
+        };
+        let kernel = unsafe { Borrowed::from_ptr(py, slf) }
+            .cast::<PyKernel>()?
+            .to_owned();
+        enter(&kernel, args, positional, names.as_ref())
+    }));
+    let result = outcome.unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic from Rust code".into());
+        Err(PanicException::new_err(message))
+    });
+    match result {
+        Ok(list) => list.into_ptr(),
+        Err(e) => {
+            e.restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// `PyMethodDef` holds raw pointers (to static data here).
+struct Def(ffi::PyMethodDef);
+
+// SAFETY: the definition is never written; CPython only reads it.
+unsafe impl Sync for Def {}
+
+/// `METH_FASTCALL` (not in pyo3-ffi's limited API before 3.10; CPython's
+/// value since 3.7) and `METH_KEYWORDS`.
+const METH_FASTCALL_KEYWORDS: std::os::raw::c_int = 0x0080 | ffi::METH_KEYWORDS;
+
+type FastWithKeywords = unsafe extern "C" fn(
+    *mut ffi::PyObject,
+    *const *mut ffi::PyObject,
+    ffi::Py_ssize_t,
+    *mut ffi::PyObject,
+) -> *mut ffi::PyObject;
+
+static CALL: Def = Def(ffi::PyMethodDef {
+    ml_name: c"call".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer {
+        // SAFETY: CPython calls a `METH_FASTCALL | METH_KEYWORDS` function
+        // with this signature whatever the union's field says (C declares
+        // it as `PyCFunction` and casts, as here).
+        PyCFunction: unsafe {
+            std::mem::transmute::<FastWithKeywords, ffi::PyCFunction>(call_entry as FastWithKeywords)
+        },
+    },
+    ml_flags: METH_FASTCALL_KEYWORDS,
+    ml_doc: c"call($self, /, *, inputs, grid, threadgroup, output_shapes=None, output_dtypes=None, template=None, init_value=None, verbose=False, stream=None, device=None, out=None)\n--\n\nThe same as calling the kernel, through vectorcall (the package's `Kernel` calls it).".as_ptr(),
+});
+
+/// `kernel`'s call as a function object that takes its keywords through
+/// vectorcall without PyO3's parsing (the package's `Kernel` wraps it).
+#[pyfunction]
+pub(crate) fn _call_entry<'py>(kernel: &Bound<'py, PyKernel>) -> PyResult<Bound<'py, PyAny>> {
+    let py = kernel.py();
+    // SAFETY: `CALL` is static and never written; CPython keeps a strong
+    // reference to `kernel` in the function object.
+    unsafe {
+        let f = ffi::PyCFunction_NewEx(
+            std::ptr::addr_of!(CALL.0).cast_mut(),
+            kernel.as_ptr(),
+            std::ptr::null_mut(),
+        );
+        Bound::from_owned_ptr_or_err(py, f)
+    }
+}
