@@ -240,15 +240,37 @@ impl Shim {
     /// the tensor in place), holding `t` and the GIL meanwhile.
     #[inline]
     pub(crate) unsafe fn raw<'t>(&self, t: &'t Bound<'_, PyAny>) -> Option<Raw<'t>> {
-        let tensor_impl = self.impl_of(t)?;
+        // SAFETY: the caller's contract.
+        unsafe { self.layout_at(self.impl_of(t)?) }
+    }
+
+    /// [`Shim::raw`] for a tensor whose `TensorImpl` address is read from
+    /// its object's memory ([`Slot`]); `None` for any other (whose
+    /// `_cdata` attribute could run Python code).
+    ///
+    /// # Safety
+    /// As [`Shim::raw`]'s.
+    #[inline]
+    pub(crate) unsafe fn raw_in_place<'t>(&self, t: &'t Bound<'_, PyAny>) -> Option<Raw<'t>> {
+        // SAFETY: the caller's contract.
+        unsafe { self.layout_at(self.slot?.read(t)?) }
+    }
+
+    /// The layout of the tensor whose `TensorImpl` is at `tensor_impl`.
+    ///
+    /// # Safety
+    /// `tensor_impl` must be a live tensor's, and the arrays are used as
+    /// [`Shim::raw`]'s contract says.
+    #[inline]
+    unsafe fn layout_at<'t>(&self, tensor_impl: u64) -> Option<Raw<'t>> {
         let h: Handle = &tensor_impl;
         let ok = |rc: i32| (rc == 0).then_some(());
         // SAFETY: `h` points at a copy of the tensor's `at::Tensor` (one
-        // `TensorImpl` pointer, see the module's doc), alive while `t` is,
-        // which the caller holds; each function only reads through it and
-        // writes its answer into the local it is given. The size and stride
-        // arrays are the tensor's own, `dim` long, used as the caller's
-        // contract says.
+        // `TensorImpl` pointer, see the module's doc), alive while the
+        // tensor is, which the caller holds; each function only reads
+        // through it and writes its answer into the local it is given. The
+        // size and stride arrays are the tensor's own, `dim` long, used as
+        // the caller's contract says.
         unsafe {
             let mut layout = 0;
             ok((self.layout)(h, &mut layout))?;

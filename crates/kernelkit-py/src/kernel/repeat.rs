@@ -74,8 +74,9 @@ impl<'py> ListOrTuple<'_, 'py> {
     }
 }
 
-/// Each of `tensors` read in place into `raws`, when all are on the GPU
-/// `ordinal` is (or is set to, when `None`). (Filled in the caller's
+/// Each of `tensors` read in place into `raws` (its `TensorImpl` address
+/// from its object's memory: no attribute read, which could run Python
+/// code), when all are on the GPU `ordinal` is (or is set to, when `None`). (Filled in the caller's
 /// frame: a list of them returned would be copied.)
 ///
 /// # Safety
@@ -88,7 +89,7 @@ unsafe fn read<'t>(
 ) -> Option<()> {
     for t in tensors {
         // SAFETY: the caller's contract.
-        let raw = unsafe { shim.raw(t) }?;
+        let raw = unsafe { shim.raw_in_place(t) }?;
         match raw.place {
             Place::Cuda(n) if ordinal.is_none_or(|o| o == n) => *ordinal = Some(n),
             _ => return None,
