@@ -15,8 +15,18 @@ use crate::backend::cuda::pch;
 /// it cannot compile, and returns), then answers every compile job with the
 /// artifact, NVRTC's log of a rejected source, or why NVRTC could not run.
 /// A frame that is not the expected message is an error: the parent then
-/// kills this worker and compiles the job itself.
-pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
+/// kills this worker and compiles the job itself. A parent that is gone
+/// (an answer's write finds the pipe closed: it exited, or was killed,
+/// while this worker started or compiled) ends the worker quietly.
+pub fn serve(input: impl Read, output: impl Write) -> io::Result<()> {
+    match answer(input, output) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        done => done,
+    }
+}
+
+/// [`serve`], a closed pipe an error.
+fn answer(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
     let Some(body) = read_frame(&mut input)? else {
         return Ok(());
     };
@@ -104,11 +114,7 @@ pub fn serve(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
                 }
             }
         };
-        match write_frame(&mut output, &reply.encode()) {
-            // The parent is gone (it exited while this job ran): done.
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-            written => written?,
-        }
+        write_frame(&mut output, &reply.encode())?;
         // Answered: the precompiled preludes this job queued are written
         // now, before the next job is read (see `cuda::pch`).
         pch::write_pending();
@@ -308,6 +314,9 @@ mod tests {
         ]);
         let gone = Gone { room: ready.len() };
         assert!(serve(input.as_slice(), gone).is_ok());
+        // Gone before the handshake's answer (it exited as workers started).
+        let input = frames(&[Message::Hello { protocol: PROTOCOL }]);
+        assert!(serve(input.as_slice(), Gone { room: 0 }).is_ok());
     }
 
     /// A job that asks for the precompiled prelude is answered from the
