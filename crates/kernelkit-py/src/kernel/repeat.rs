@@ -74,7 +74,8 @@ impl<'py> ListOrTuple<'_, 'py> {
     }
 }
 
-/// Each of `tensors` read in place into `raws` (its `TensorImpl` address
+/// Each of `tensors` read in place into `raws`, its data's address into
+/// `addresses` (its `TensorImpl` address
 /// from its object's memory: no attribute read, which could run Python
 /// code), when all are on the GPU `ordinal` is (or is set to, when `None`). (Filled in the caller's
 /// frame: a list of them returned would be copied.)
@@ -86,6 +87,7 @@ unsafe fn read<'t>(
     tensors: &'t [Bound<'_, PyAny>],
     ordinal: &mut Option<u32>,
     raws: &mut SmallVec<[Raw<'t>; 4]>,
+    addresses: &mut SmallVec<[u64; 4]>,
 ) -> Option<()> {
     for t in tensors {
         // SAFETY: the caller's contract.
@@ -94,6 +96,7 @@ unsafe fn read<'t>(
             Place::Cuda(n) if ordinal.is_none_or(|o| o == n) => *ordinal = Some(n),
             _ => return None,
         }
+        addresses.push(raw.data);
         raws.push(raw);
     }
     Some(())
@@ -133,13 +136,14 @@ impl PyKernel {
         let template = self.template.parse(a.template, kernel).ok()?;
         let inputs = items(a.inputs)?.tensors(spec.input_names().len())?;
         let outputs = out.tensors(spec.output_names().len())?;
-        // From here to the copies of the addresses, no Python code runs:
-        // the arrays are compared and the addresses copied before it can.
+        // From the reads to the comparison with the kept layouts no Python
+        // code runs (the addresses are copied as each tensor is read).
         let (mut ordinal, mut ins, mut outs) = (None, SmallVec::new(), SmallVec::new());
+        let (mut in_addrs, mut out_addrs) = (SmallVec::new(), SmallVec::new());
         // SAFETY: as just said; `inputs` and `outputs` hold the tensors.
         unsafe {
-            read(shim, &inputs, &mut ordinal, &mut ins)?;
-            read(shim, &outputs, &mut ordinal, &mut outs)?;
+            read(shim, &inputs, &mut ordinal, &mut ins, &mut in_addrs)?;
+            read(shim, &outputs, &mut ordinal, &mut outs, &mut out_addrs)?;
         }
         let ordinal = ordinal?;
         let key = Key {
@@ -152,8 +156,6 @@ impl PyKernel {
             outputs: &outs,
         };
         let entry = self.rebound.find(&key)?;
-        let in_addrs: SmallVec<[u64; 4]> = ins.iter().map(|r| r.data).collect();
-        let out_addrs: SmallVec<[u64; 2]> = outs.iter().map(|r| r.data).collect();
         // SAFETY: the tensors have the layouts the launch was prepared for
         // (`Entry::fits`), on its GPU, and torch orders their use on its
         // current stream there, the launch's; `inputs` and `outputs` keep
