@@ -32,7 +32,6 @@ use pyo3::intern;
 use pyo3::panic::PanicException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
-use smallvec::SmallVec;
 
 use super::call::CallArgs;
 use super::PyKernel;
@@ -63,7 +62,23 @@ const SITES: usize = 8;
 /// is remembered.
 struct Site {
     names: Py<PyTuple>,
-    params: SmallVec<[u8; 11]>,
+    params: Params,
+}
+
+/// The parameter (an index into [`PARAMS`]) of each of a call's keywords,
+/// in their order.
+#[derive(Clone, Copy)]
+struct Params {
+    of: [u8; PARAMS.len()],
+    len: u8,
+}
+
+impl Params {
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.of[..usize::from(self.len)]
+            .iter()
+            .map(|&p| usize::from(p))
+    }
 }
 
 /// The sites seen, newest last.
@@ -71,22 +86,27 @@ static NAMES: Mutex<Vec<Site>> = Mutex::new(Vec::new());
 
 /// The parameter each of `names` is, when each is one of [`PARAMS`] and
 /// none is given twice.
-fn match_names(names: &Bound<'_, PyTuple>) -> Option<SmallVec<[u8; 11]>> {
-    let mut params: SmallVec<[u8; 11]> = SmallVec::new();
+fn match_names(names: &Bound<'_, PyTuple>) -> Option<Params> {
+    let mut params = Params {
+        of: [0; PARAMS.len()],
+        len: 0,
+    };
     for name in names.iter() {
         let name = name.cast::<PyString>().ok()?.to_cow().ok()?;
-        let p = PARAMS.iter().position(|&p| p == name)? as u8;
-        if params.contains(&p) || params.len() == PARAMS.len() {
+        let p = PARAMS.iter().position(|&p| p == name)?;
+        let len = usize::from(params.len);
+        if len == PARAMS.len() || params.iter().any(|q| q == p) {
             return None;
         }
-        params.push(p);
+        params.of[len] = p as u8;
+        params.len += 1;
     }
     Some(params)
 }
 
 /// The parameters of `names`' keywords: remembered, else matched (and
 /// remembered); `None` when a name is not a parameter.
-fn params_of(names: &Bound<'_, PyTuple>) -> Option<SmallVec<[u8; 11]>> {
+fn params_of(names: &Bound<'_, PyTuple>) -> Option<Params> {
     // The GIL serialises callers; `try_lock` only keeps a poisoned or
     // (in a free-threaded build) contended lock from blocking a call.
     let sites = NAMES.try_lock().ok();
@@ -94,7 +114,7 @@ fn params_of(names: &Bound<'_, PyTuple>) -> Option<SmallVec<[u8; 11]>> {
         .as_ref()
         .and_then(|s| s.iter().rev().find(|s| s.names.as_ptr() == names.as_ptr()))
     {
-        return Some(site.params.clone());
+        return Some(site.params);
     }
     drop(sites);
     let params = match_names(names)?;
@@ -104,7 +124,7 @@ fn params_of(names: &Bound<'_, PyTuple>) -> Option<SmallVec<[u8; 11]>> {
         }
         sites.push(Site {
             names: names.clone().unbind(),
-            params: params.clone(),
+            params,
         });
     }
     Some(params)
@@ -125,9 +145,9 @@ fn enter<'py>(
     };
     let mut given: [Option<Borrowed<'_, 'py, PyAny>>; 11] = [None; 11];
     if let Some(params) = &params {
-        for (&p, &value) in params.iter().zip(&args[positional..]) {
+        for (p, &value) in params.iter().zip(&args[positional..]) {
             // SAFETY: the caller's arguments, borrowed for the call.
-            given[p as usize] = Some(unsafe { Borrowed::from_ptr(py, value) });
+            given[p] = Some(unsafe { Borrowed::from_ptr(py, value) });
         }
     }
     // An optional parameter given as `None` is left out, as PyO3's
