@@ -130,16 +130,19 @@ fn params_of(names: &Bound<'_, PyTuple>) -> Option<Params> {
     Some(params)
 }
 
-/// One call through the entry: taken whole, or handed to `call`. `args`
-/// holds `positional` arguments, then one value per name of `names`.
-fn enter<'py>(
-    kernel: &Bound<'py, PyKernel>,
-    args: &[*mut ffi::PyObject],
+/// One vectorcall of a kernel: `args` holds `positional` arguments, then
+/// one value per name of `names`.
+struct Vectorcall<'a, 'py> {
+    kernel: Bound<'py, PyKernel>,
+    args: &'a [*mut ffi::PyObject],
     positional: usize,
-    names: Option<&Bound<'py, PyTuple>>,
-) -> PyResult<Bound<'py, PyList>> {
-    let py = kernel.py();
-    let params = match names {
+    names: Option<Bound<'py, PyTuple>>,
+}
+
+/// One call through the entry: taken whole, or handed to `call`.
+fn enter<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+    let (py, args, positional) = (call.kernel.py(), call.args, call.positional);
+    let params = match &call.names {
         Some(names) if positional == 0 => params_of(names),
         _ => None,
     };
@@ -163,9 +166,9 @@ fn enter<'py>(
         given[2].as_deref(),
         fill_or_print,
     ) else {
-        return by_method(kernel, args, positional, names);
+        return by_method(call);
     };
-    kernel.get().run(CallArgs {
+    call.kernel.get().run(CallArgs {
         py,
         inputs,
         grid,
@@ -184,23 +187,19 @@ fn enter<'py>(
 /// The call through PyO3's `call` method, which parses and checks it.
 #[cold]
 #[inline(never)]
-fn by_method<'py>(
-    kernel: &Bound<'py, PyKernel>,
-    args: &[*mut ffi::PyObject],
-    positional: usize,
-    names: Option<&Bound<'py, PyTuple>>,
-) -> PyResult<Bound<'py, PyList>> {
-    let py = kernel.py();
+fn by_method<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+    let (py, args, positional) = (call.kernel.py(), call.args, call.positional);
     // SAFETY: the caller's arguments, borrowed for the call.
     let arg = |a: &*mut ffi::PyObject| unsafe { Borrowed::from_ptr(py, *a) }.to_owned();
     let pos = PyTuple::new(py, args[..positional].iter().map(arg))?;
     let kwargs = PyDict::new(py);
-    if let Some(names) = names {
+    if let Some(names) = &call.names {
         for (name, value) in names.iter().zip(&args[positional..]) {
             kwargs.set_item(name, arg(value))?;
         }
     }
-    Ok(kernel
+    Ok(call
+        .kernel
         .getattr(intern!(py, "call"))?
         .call(pos, Some(&kwargs))?
         .cast_into::<PyList>()?)
@@ -236,7 +235,12 @@ unsafe extern "C" fn call_entry(
         let kernel = unsafe { Borrowed::from_ptr(py, slf) }
             .cast::<PyKernel>()?
             .to_owned();
-        enter(&kernel, args, positional, names.as_ref())
+        enter(&Vectorcall {
+            kernel,
+            args,
+            positional,
+            names,
+        })
     }));
     let result = outcome.unwrap_or_else(|payload| {
         let message = payload
