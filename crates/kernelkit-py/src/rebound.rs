@@ -30,6 +30,7 @@ use crate::torch_shim::Raw;
 const KEPT: usize = 4;
 
 /// One argument's layout.
+#[derive(PartialEq)]
 pub(crate) struct Layout {
     dtype: DType,
     shape: SmallVec<[usize; 4]>,
@@ -121,6 +122,17 @@ impl Entry {
         }
     }
 
+    /// Whether `other` was prepared for the same layout.
+    fn same_layout(&self, other: &Entry) -> bool {
+        self.ordinal == other.ordinal
+            && self.stream == other.stream
+            && self.grid == other.grid
+            && self.threadgroup == other.threadgroup
+            && self.inputs == other.inputs
+            && self.outputs == other.outputs
+            && self.template == other.template
+    }
+
     fn fits<T: Read>(&self, key: &Key<'_, T>) -> bool {
         self.ordinal == key.ordinal
             && self.stream == key.stream
@@ -145,9 +157,14 @@ impl Rebound {
         kept.iter().rev().find(|e| e.fits(key)).cloned()
     }
 
-    /// Keeps `entry`, dropping the oldest beyond [`KEPT`].
+    /// Keeps `entry`, dropping the oldest beyond [`KEPT`]; not when a
+    /// launch for its layout is kept already (threads that made the same
+    /// new layout's first call at once each prepared one).
     pub(crate) fn keep(&self, entry: Entry) {
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.iter().any(|e| e.same_layout(&entry)) {
+            return;
+        }
         if kept.len() >= KEPT {
             kept.remove(0);
         }

@@ -73,6 +73,31 @@ cases.append(outcome(inputs=[x], grid=g, threadgroup=t, out=[y], init_value=0.0)
 cases.append(outcome(inputs=[x], grid=(N // 2, 1, 1), threadgroup=t, out=[y]))
 cases.append(outcome(inputs=[x], grid=(N // 2, 1, 1), threadgroup=t, out=[y]))
 report["kept_at_end"] = native._rebound_launches
+
+# 16 threads at a barrier, each with tensors of its own, half of them on a
+# third layout (another grid), 30 rounds: each call returns its own tensor.
+import threading
+barrier, wrong = threading.Barrier(16), []
+
+
+def work(t):
+    xt, yt = st.make((N,), ptr=st._alloc(4 * N)), st.make((N,), ptr=st._alloc(4 * N))
+    grid = g if t & 1 else (N // 4, 1, 1)
+    for _ in range(30):
+        barrier.wait()
+        r = k(inputs=[xt], grid=grid, threadgroup=t_, out=[yt])
+        if len(r) != 1 or r[0] is not yt:
+            wrong.append(t)
+
+
+t_ = t
+threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+for th in threads:
+    th.start()
+for th in threads:
+    th.join()
+report["threads_wrong"] = wrong
+report["kept_after_threads"] = native._rebound_launches
 print(json.dumps(report))
 """
 
@@ -91,8 +116,9 @@ def test_warm_out_calls_return_the_given_tensors_in_a_new_list():
     for case in shim["cases"][:4]:
         assert case == ["ok", "list", 1, True, True]
     assert shim["kept_after_repeats"] == 1, "one layout, one prepared launch"
-    # The grid changed: a second layout kept.
+    # The grid changed: a second layout kept; the threads' third one too.
     assert shim["kept_at_end"] == 2
+    assert shim["threads_wrong"] == [] and shim["kept_after_threads"] == 3
 
 
 def test_errors_name_the_kernel_and_the_argument():
@@ -116,3 +142,4 @@ def test_the_shim_and_the_methods_give_the_same_outcomes():
     assert not methods["shim"]
     assert shim["cases"] == methods["cases"]
     assert shim["kept_at_end"] == methods["kept_at_end"]
+    assert methods["threads_wrong"] == [] and methods["kept_after_threads"] == 3
