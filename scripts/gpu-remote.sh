@@ -217,7 +217,7 @@ ab_python() {
       dir=wheels; [ "$w" = old ] && dir=wheels-old
       python3 -m pip install --quiet --no-deps --force-reinstall "$G"/$dir/kernelkit-*.whl &&
         KERNELKIT_CACHE=memory python3 "$G/compare.py" --skip import,parallel --label "$w$turn" |
-        grep -E "\.(warm_out\.(kernelkit_us|raw_launch_us|cupy_rawkernel_us|over_raw_us)|warm_alloc\.(kernelkit_us|cupy_us)|breakdown\.read_one_tensor_us) "
+        grep -E "\.(warm_out\.(kernelkit_us|kernelkit_method_us|entry_saves_us|raw_launch_us|cupy_rawkernel_us|over_raw_us)|warm_alloc\.(kernelkit_us|cupy_us)|breakdown\.read_one_tensor_us) "
     done
   done
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl

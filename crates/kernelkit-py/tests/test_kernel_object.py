@@ -219,3 +219,25 @@ def test_the_call_entry_under_many_threads():
     for th in threads:
         th.join()
     assert failures == []
+
+
+def test_the_call_entry_releases_the_calls_arrays_at_once():
+    """The arrays a call kept for its launch are released when it returns,
+    as through PyO3's method: an input dropped by the caller is freed then,
+    not at some later call."""
+    import gc
+    import weakref
+
+    k = entry_of(make())
+    gc.disable()  # only reference counts free it
+    try:
+        for _ in range(3):
+            x = np.arange(6, dtype=np.float32)
+            gone = weakref.ref(x)
+            (y,) = k(inputs=[x], grid=(6, 1, 1), threadgroup=(6, 1, 1), output_shapes=[x.shape],
+                     output_dtypes=[x.dtype])
+            np.testing.assert_array_equal(y, np.arange(6, dtype=np.float32) + 1)
+            del x
+            assert gone() is None
+    finally:
+        gc.enable()

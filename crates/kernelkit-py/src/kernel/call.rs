@@ -39,6 +39,12 @@ impl PyKernel {
         if let Some(done) = self.repeat(&a) {
             return done;
         }
+        self.general(a)
+    }
+
+    /// A call not taken in one pass (`repeat`): every kind of array,
+    /// stream and device.
+    pub(super) fn general<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         let py = a.py;
         let kernel = self.name();
         let items = args::items(a.inputs, kernel, &"inputs")?;

@@ -17,12 +17,13 @@
 //! know, `init_value=` or `verbose=` given) goes to PyO3's `call` method
 //! unchanged, which parses it and words any error exactly as before.
 //!
-//! Unlike PyO3's own entries, this one does not count the thread as
-//! attached in PyO3's bookkeeping (that is private to PyO3): a `Py` dropped
-//! during the call is released through PyO3's deferred pool, which PyO3
-//! empties whenever a thread takes the GIL back from a release (each
-//! launch releases it) or enters PyO3's own code, instead of at once.
-//! Panics become `PanicException`s, as PyO3 makes them.
+//! PyO3's own entries count the thread as attached in PyO3's bookkeeping
+//! (private to PyO3), so that a `Py` dropped during the call is released at
+//! once rather than through PyO3's deferred pool. The one-pass torch call
+//! (`repeat`) drops none, and runs without that count; a call that takes
+//! the general path runs inside `Python::attach`, which counts it (the
+//! GIL is held already: `PyGILState_Ensure` only counts too). Panics become
+//! `PanicException`s, as PyO3 makes them.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -168,7 +169,7 @@ fn enter<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
     ) else {
         return by_method(call);
     };
-    call.kernel.get().run(CallArgs {
+    let args = CallArgs {
         py,
         inputs,
         grid,
@@ -181,7 +182,15 @@ fn enter<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         stream: optional(8),
         device: optional(9),
         out: optional(10),
-    })
+    };
+    let kernel = call.kernel.get();
+    if let Some(done) = kernel.repeat(&args) {
+        return done;
+    }
+    // The general path keeps references to the call's arrays and drops
+    // them after the launch: with the thread counted as attached, as
+    // PyO3's own entries count it, they are released at once.
+    Python::attach(|_| kernel.general(args))
 }
 
 /// The call through PyO3's `call` method, which parses and checks it.
