@@ -96,8 +96,9 @@ pub(crate) struct Key<'a, T: Read> {
     pub outputs: &'a [T],
 }
 
-/// A prepared launch and the layout it was prepared for.
-pub(crate) struct Entry {
+/// What a launch was prepared for: a call's layout, as [`Key`] but kept.
+#[derive(PartialEq)]
+struct Prepared {
     ordinal: u32,
     stream: u64,
     grid: [u64; 3],
@@ -105,44 +106,41 @@ pub(crate) struct Entry {
     template: Template,
     inputs: SmallVec<[Layout; 4]>,
     outputs: SmallVec<[Layout; 2]>,
+}
+
+/// A prepared launch and the layout it was prepared for.
+pub(crate) struct Entry {
+    prepared: Prepared,
     pub(crate) launch: Rebindable,
 }
 
 impl Entry {
     pub(crate) fn new(key: &Key<'_, &Tensor>, launch: Rebindable) -> Entry {
         Entry {
-            ordinal: key.ordinal,
-            stream: key.stream,
-            grid: key.grid,
-            threadgroup: key.threadgroup,
-            template: key.template.clone(),
-            inputs: key.inputs.iter().map(|t| Layout::of(t)).collect(),
-            outputs: key.outputs.iter().map(|t| Layout::of(t)).collect(),
+            prepared: Prepared {
+                ordinal: key.ordinal,
+                stream: key.stream,
+                grid: key.grid,
+                threadgroup: key.threadgroup,
+                template: key.template.clone(),
+                inputs: key.inputs.iter().map(|t| Layout::of(t)).collect(),
+                outputs: key.outputs.iter().map(|t| Layout::of(t)).collect(),
+            },
             launch,
         }
     }
 
-    /// Whether `other` was prepared for the same layout.
-    fn same_layout(&self, other: &Entry) -> bool {
-        self.ordinal == other.ordinal
-            && self.stream == other.stream
-            && self.grid == other.grid
-            && self.threadgroup == other.threadgroup
-            && self.inputs == other.inputs
-            && self.outputs == other.outputs
-            && self.template == other.template
-    }
-
     fn fits<T: Read>(&self, key: &Key<'_, T>) -> bool {
-        self.ordinal == key.ordinal
-            && self.stream == key.stream
-            && self.grid == key.grid
-            && self.threadgroup == key.threadgroup
-            && self.inputs.len() == key.inputs.len()
-            && self.outputs.len() == key.outputs.len()
-            && self.inputs.iter().zip(key.inputs).all(|(l, t)| l.fits(t))
-            && self.outputs.iter().zip(key.outputs).all(|(l, t)| l.fits(t))
-            && self.template == *key.template
+        let p = &self.prepared;
+        p.ordinal == key.ordinal
+            && p.stream == key.stream
+            && p.grid == key.grid
+            && p.threadgroup == key.threadgroup
+            && p.inputs.len() == key.inputs.len()
+            && p.outputs.len() == key.outputs.len()
+            && p.inputs.iter().zip(key.inputs).all(|(l, t)| l.fits(t))
+            && p.outputs.iter().zip(key.outputs).all(|(l, t)| l.fits(t))
+            && p.template == *key.template
     }
 }
 
@@ -162,7 +160,7 @@ impl Rebound {
     /// new layout's first call at once each prepared one).
     pub(crate) fn keep(&self, entry: Entry) {
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.iter().any(|e| e.same_layout(&entry)) {
+        if kept.iter().any(|e| e.prepared == entry.prepared) {
             return;
         }
         if kept.len() >= KEPT {

@@ -74,11 +74,11 @@ impl<'py> ListOrTuple<'_, 'py> {
     }
 }
 
-/// Each of `tensors` read in place into `raws`, its data's address into
-/// `addresses` (its `TensorImpl` address
+/// Each of `tensors` read in place into `raws` (its `TensorImpl` address
 /// from its object's memory: no attribute read, which could run Python
-/// code), when all are on the GPU `ordinal` is (or is set to, when `None`). (Filled in the caller's
-/// frame: a list of them returned would be copied.)
+/// code), and its data's address into `addresses`, when all are on the GPU
+/// `ordinal` is (or is set to, when `None`). Filled in the caller's frame:
+/// lists of them returned would be copied.
 ///
 /// # Safety
 /// As [`Shim::raw`]'s: the arrays are used before any Python code runs.
