@@ -44,7 +44,8 @@
 #                      `scripts/candle-cuda.sh setup` (skipped, with a message,
 #                      until then); unpacked there
 #   gpu-remote.sh, gpu_baselines.py   what runs there
-# Binaries are stripped of debug info to stay well under the 64 MiB limit.
+# Binaries are stripped of debug info, and all but the CLI travel packed in
+# rust.tar.xz (gpu-remote.sh unpacks it), to stay under the 64 MiB limit.
 # Then it prints the one `run` call to make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -152,6 +153,17 @@ if [ -n "${KK_BASE:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_base" "$K
 if [ -n "${KK_MID:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_mid" "$KK_MID"; fi
 # KK_BASE_CLI=path/to/an/older/kernelkit: sent as kernelkit_base, for `ab_bench`.
 if [ -n "${KK_BASE_CLI:-}" ]; then strip --strip-debug -o "$DEST/kernelkit_base" "$KK_BASE_CLI"; fi
+# The Rust executables other than the CLI, packed into one xz archive that
+# gpu-remote.sh unpacks where it finds it: about 75 MiB apart, 6 MiB packed
+# (they share most of their bytes, kernelkit itself, which xz's window finds).
+rust_exes=()
+for f in "$DEST"/*; do
+  [ -f "$f" ] && [ -x "$f" ] && [ "$(basename "$f")" != kernelkit ] && [[ $f != *.sh && $f != *.py ]] &&
+    rust_exes+=("$(basename "$f")")
+done
+rm -f "$DEST/rust.tar.xz"
+tar cf - -C "$DEST" "${rust_exes[@]}" | xz -9 -T2 >"$DEST/rust.tar.xz"
+(cd "$DEST" && rm -f "${rust_exes[@]}")
 # KK_BASE_WHEEL=path/to/an/older/kernelkit-*.whl: sent in wheels-old/, for `ab_python`.
 rm -rf "$DEST/wheels-old"
 if [ -n "${KK_BASE_WHEEL:-}" ]; then mkdir -p "$DEST/wheels-old" && cp "$KK_BASE_WHEEL" "$DEST/wheels-old/"; fi
@@ -210,6 +222,26 @@ if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
     cp -L "/lib/x86_64-linux-gnu/$l" "$DEST/redis/lib2/" 2>/dev/null || true
   done
 fi
-du -sh "$DEST"
+# The device tool carries at most 64 MiB a call, the working tree included
+# (about 5 MiB); all of the above is about 45 MiB, too much beside MLX's
+# build (.mlxa/.mlxb, 37 MiB each). KK_GPU_PARTS names the parts kept
+# (default all; a part left out is deleted from $DEST):
+#   rust    rust.tar.xz (the test executables and examples), candle.tar.xz
+#           and the corpus texts
+#   python  the wheels and the pytest suite
+#   fleet   redis-server and its libraries
+# The CLI and the scripts always stay (compare.py's compile workers are
+# the CLI). A run then names only the steps whose part was sent (KK_STEPS).
+parts=" ${KK_GPU_PARTS:-rust python fleet} "
+[[ $parts == *" rust "* ]] || rm -rf "$DEST/rust.tar.xz" "$DEST/candle.tar.xz" "$DEST/corpus-texts"
+[[ $parts == *" python "* ]] ||
+  rm -rf "$DEST/wheels" "$DEST/wheels-old" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests"
+[[ $parts == *" fleet "* ]] || rm -rf "$DEST/redis"
+size_mib=$(du -s --apparent-size -m "$DEST" | cut -f1)
+echo "$DEST: $size_mib MiB (parts:$parts)"
+if [ "$size_mib" -gt 58 ]; then
+  echo "warning: over what one device call carries beside the working tree (64 MiB in all);" \
+    "send fewer parts at a time (KK_GPU_PARTS=rust, KK_GPU_PARTS='python fleet', ...)" >&2
+fi
 echo
 echo 'run(command="bash .gpu/gpu-remote.sh", carry=[".gpu"], timeout_s=600)'

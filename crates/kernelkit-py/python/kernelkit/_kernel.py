@@ -10,8 +10,10 @@ vectorcall, so there a kernel is a :class:`Kernel`: a ``partial`` over the
 extension kernel's call entry (``_kernelkit._call_entry``: a function that
 remembers which parameter each name of a call site's tuple is, where PyO3's
 ``call`` method matches the names' text at every call), with its name,
-inputs and outputs. On the H200 the partial took 0.1-0.4 us off a warm call
-(BENCHMARKS.md, issue 16). Before 3.12 a subclass would lose vectorcall
+inputs and outputs. On the H200 the partial took 0.4-0.8 us off a warm call
+against the extension object's own call; the entry's part of that, against
+PyO3's ``call`` method, was within the noise there (callgrind counts 636
+fewer instructions; BENCHMARKS.md, issue 16). Before 3.12 a subclass would lose vectorcall
 (its calls would cost more, not less), and the extension's kernel is
 returned as it is.
 """
