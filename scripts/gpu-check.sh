@@ -169,7 +169,7 @@ rm -rf "$DEST/wheels-old"
 if [ -n "${KK_BASE_WHEEL:-}" ]; then mkdir -p "$DEST/wheels-old" && cp "$KK_BASE_WHEEL" "$DEST/wheels-old/"; fi
 # The Python package: a release wheel (debug info stripped) and its tests.
 rm -rf "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests"
-python3 -m maturin build --strip --quiet --out "$DEST/wheels"
+python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
 # Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for
 # the python_bench step's second run beside the abi3 wheel: one for each
 # CPython of KK_PER_VERSION_PYTHONS found here (default 3.12, the GPU
@@ -187,14 +187,14 @@ if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
   for v in ${KK_PER_VERSION_PYTHONS:-3.12}; do
     py=$(find_python "$v")
     [ -n "$py" ] || { echo "no python$v here: no per-version wheel for it"; continue; }
-    python3 -m maturin build --strip --quiet --no-default-features --features cuda \
+    python3 -m maturin build --release --strip --quiet --no-default-features --features cuda \
       -i "$py" --out "$DEST/wheels-per-version" || echo "no per-version wheel for $v"
   done
   # And the abi3 wheel 3.12 builds (the package's abi3 is at the level of
   # the building Python: the limited API has vectorcall from 3.12).
   py=$(find_python 3.12)
   if [ -n "$py" ]; then
-    python3 -m maturin build --strip --quiet \
+    python3 -m maturin build --release --strip --quiet \
       -i "$py" --out "$DEST/wheels-abi3-py312" || echo "no abi3-py312 wheel"
   fi
 fi
