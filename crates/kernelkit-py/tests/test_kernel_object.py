@@ -57,7 +57,7 @@ def test_the_constructors_signatures_are_mlxs():
 def test_wrong_arguments_are_type_errors_that_name_them():
     k = make()
     x = np.arange(5, dtype=np.float32)
-    with pytest.raises(TypeError, match="'grid'"):
+    with pytest.raises(TypeError, match="`grid`"):
         k(inputs=[x], threadgroup=(5, 1, 1), out=[x])
     with pytest.raises(TypeError, match="'bogus'"):
         k(inputs=[x], grid=(5, 1, 1), threadgroup=(5, 1, 1), out=[np.zeros_like(x)], bogus=1)

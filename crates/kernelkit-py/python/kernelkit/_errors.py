@@ -27,7 +27,8 @@ class CallError(KernelError, ValueError):
 class ArgumentTypeError(KernelError, TypeError):
     """An argument has the wrong Python type: an input that is not an array
     or a scalar, a template value that is not an int, a bool or a dtype, an
-    object that names no dtype."""
+    object that names no dtype, or a call without ``inputs``, ``grid`` or
+    ``threadgroup`` (or with ``None`` for one)."""
 
 
 class ArrayError(KernelError, ValueError):

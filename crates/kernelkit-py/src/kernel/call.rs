@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use super::{Frame, Parts, Plan, PyKernel};
 use crate::args;
 use crate::arrays;
-use crate::errors::IntoPy;
+use crate::errors::{self, IntoPy};
 use crate::export::PyArray;
 use crate::sources::Source;
 use crate::torch;
@@ -33,7 +33,35 @@ pub(super) struct CallArgs<'a, 'py> {
     pub(super) out: Option<&'a Bound<'py, PyAny>>,
 }
 
+/// MLX's required parameters, in the order [`PyKernel::required`] takes them.
+const REQUIRED: [&str; 3] = ["inputs", "grid", "threadgroup"];
+
 impl PyKernel {
+    /// MLX's three required arguments, checked here rather than by PyO3,
+    /// so that a call without one (or with `None` for one) raises
+    /// kernelkit's `ArgumentTypeError`, a `TypeError`, naming the kernel,
+    /// as every other error of a call does.
+    pub(super) fn required<'a, 'py>(
+        &self,
+        given: [Option<&'a Bound<'py, PyAny>>; 3],
+    ) -> PyResult<[&'a Bound<'py, PyAny>; 3]> {
+        if let [Some(inputs), Some(grid), Some(threadgroup)] = given {
+            return Ok([inputs, grid, threadgroup]);
+        }
+        let missing: Vec<String> = REQUIRED
+            .iter()
+            .zip(given)
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| format!("`{name}`"))
+            .collect();
+        Err(errors::argument_type(format!(
+            "kernel `{}`: missing the required keyword argument{} {}",
+            self.name(),
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", ")
+        )))
+    }
+
     /// A call (`__call__` and `call`).
     pub(super) fn run<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         if let Some(done) = self.repeat(&a) {

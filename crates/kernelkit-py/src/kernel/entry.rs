@@ -160,11 +160,12 @@ fn enter<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
     let optional = |p: usize| given[p].as_deref().filter(|v| !v.is_none());
     let fill_or_print = optional(INIT_VALUE).is_some()
         || given[VERBOSE].is_some_and(|v| !v.is(&*pyo3::types::PyBool::new(py, false)));
+    // A required argument absent or `None` is `call`'s error to raise.
     let (Some(_), Some(inputs), Some(grid), Some(threadgroup), false) = (
         &params,
-        given[0].as_deref(),
-        given[1].as_deref(),
-        given[2].as_deref(),
+        optional(0),
+        optional(1),
+        optional(2),
         fill_or_print,
     ) else {
         return by_method(call);

@@ -580,14 +580,14 @@ impl PyKernel {
     ///
     /// The GIL is released while the kernel is compiled (once per variant),
     /// loaded and launched, and while outputs are read back.
-    #[pyo3(signature = (*, inputs, grid, threadgroup, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = false, stream = None, device = None, out = None))]
+    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = false, stream = None, device = None, out = None))]
     #[allow(clippy::too_many_arguments)] // MLX's signature, plus device= and out=.
     fn __call__<'py>(
         &self,
         py: Python<'py>,
-        inputs: &Bound<'py, PyAny>,
-        grid: &Bound<'py, PyAny>,
-        threadgroup: &Bound<'py, PyAny>,
+        inputs: Option<&Bound<'py, PyAny>>,
+        grid: Option<&Bound<'py, PyAny>>,
+        threadgroup: Option<&Bound<'py, PyAny>>,
         output_shapes: Option<&Bound<'py, PyAny>>,
         output_dtypes: Option<&Bound<'py, PyAny>>,
         template: Option<&Bound<'py, PyAny>>,
@@ -597,6 +597,7 @@ impl PyKernel {
         device: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
+        let [inputs, grid, threadgroup] = self.required([inputs, grid, threadgroup])?;
         self.run(CallArgs {
             py,
             inputs,
@@ -618,14 +619,14 @@ impl PyKernel {
     /// this type builds a dict of them first (PyO3 gives `__call__` only
     /// the tuple-and-dict slot): the `Kernel` the package returns on
     /// Python 3.12 and later (`kernelkit/_kernel.py`) calls this.
-    #[pyo3(signature = (*, inputs, grid, threadgroup, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = false, stream = None, device = None, out = None))]
+    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = false, stream = None, device = None, out = None))]
     #[allow(clippy::too_many_arguments)] // MLX's signature, plus device= and out=.
     fn call<'py>(
         &self,
         py: Python<'py>,
-        inputs: &Bound<'py, PyAny>,
-        grid: &Bound<'py, PyAny>,
-        threadgroup: &Bound<'py, PyAny>,
+        inputs: Option<&Bound<'py, PyAny>>,
+        grid: Option<&Bound<'py, PyAny>>,
+        threadgroup: Option<&Bound<'py, PyAny>>,
         output_shapes: Option<&Bound<'py, PyAny>>,
         output_dtypes: Option<&Bound<'py, PyAny>>,
         template: Option<&Bound<'py, PyAny>>,
@@ -635,6 +636,7 @@ impl PyKernel {
         device: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
+        let [inputs, grid, threadgroup] = self.required([inputs, grid, threadgroup])?;
         self.run(CallArgs {
             py,
             inputs,
