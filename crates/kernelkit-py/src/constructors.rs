@@ -4,7 +4,7 @@
 
 use kernelkit::{Kernel, MathMode};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy, Kind};
@@ -14,26 +14,37 @@ use crate::kernel::{Flavor, PyKernel};
 /// ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)`.
 #[pyfunction]
 #[pyo3(
-    signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, atomic_outputs = false, compile_options = None),
+    signature = (name, input_names, output_names, source, header = None, ensure_row_contiguous = None, atomic_outputs = None, compile_options = None),
     text_signature = "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)"
 )]
 #[allow(clippy::too_many_arguments)] // MLX's signature.
 pub(crate) fn metal_kernel(
-    name: String,
-    input_names: Vec<String>,
-    output_names: Vec<String>,
-    source: String,
-    header: String,
-    ensure_row_contiguous: bool,
-    atomic_outputs: bool,
+    name: &Bound<'_, PyAny>,
+    input_names: &Bound<'_, PyAny>,
+    output_names: &Bound<'_, PyAny>,
+    source: &Bound<'_, PyAny>,
+    header: Option<&Bound<'_, PyAny>>,
+    ensure_row_contiguous: Option<&Bound<'_, PyAny>>,
+    atomic_outputs: Option<&Bound<'_, PyAny>>,
     compile_options: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyKernel> {
-    let math_mode = compile_options_mode(&name, compile_options)?;
-    let kernel = Kernel::builder(name)
-        .inputs(input_names)
-        .outputs(output_names)
-        .source(source)
-        .header(header)
+    let spec = Spec::read(
+        "metal_kernel",
+        name,
+        input_names,
+        output_names,
+        source,
+        header,
+    )?;
+    let name = spec.name.as_str();
+    let ensure_row_contiguous = flag(name, "ensure_row_contiguous", ensure_row_contiguous, true)?;
+    let atomic_outputs = flag(name, "atomic_outputs", atomic_outputs, false)?;
+    let math_mode = compile_options_mode(name, compile_options)?;
+    let kernel = Kernel::builder(spec.name)
+        .inputs(spec.input_names)
+        .outputs(spec.output_names)
+        .source(spec.source)
+        .header(spec.header)
         .ensure_row_contiguous(ensure_row_contiguous)
         .atomic_outputs(atomic_outputs)
         .math_mode(math_mode)
@@ -46,28 +57,142 @@ pub(crate) fn metal_kernel(
 /// ensure_row_contiguous=True, shared_memory=0)`.
 #[pyfunction]
 #[pyo3(
-    signature = (name, input_names, output_names, source, header = String::new(), ensure_row_contiguous = true, shared_memory = 0),
+    signature = (name, input_names, output_names, source, header = None, ensure_row_contiguous = None, shared_memory = None),
     text_signature = "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, shared_memory=0)"
 )]
 pub(crate) fn cuda_kernel(
-    name: String,
-    input_names: Vec<String>,
-    output_names: Vec<String>,
-    source: String,
-    header: String,
-    ensure_row_contiguous: bool,
-    shared_memory: u32,
+    name: &Bound<'_, PyAny>,
+    input_names: &Bound<'_, PyAny>,
+    output_names: &Bound<'_, PyAny>,
+    source: &Bound<'_, PyAny>,
+    header: Option<&Bound<'_, PyAny>>,
+    ensure_row_contiguous: Option<&Bound<'_, PyAny>>,
+    shared_memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyKernel> {
-    let builder = Kernel::builder(name)
-        .inputs(input_names)
-        .outputs(output_names)
-        .source(source)
-        .header(header)
+    let spec = Spec::read(
+        "cuda_kernel",
+        name,
+        input_names,
+        output_names,
+        source,
+        header,
+    )?;
+    let name = spec.name.as_str();
+    let ensure_row_contiguous = flag(name, "ensure_row_contiguous", ensure_row_contiguous, true)?;
+    let shared_memory = match shared_memory.filter(|v| !v.is_none()) {
+        None => 0,
+        Some(v) if v.is_instance_of::<PyBool>() => {
+            return Err(wrong(name, "shared_memory", "an int of bytes", v))
+        }
+        Some(v) => v.extract::<u32>().map_err(|_| match v.is_instance_of::<PyInt>() {
+            // The right type, out of range: a `ValueError`.
+            true => errors::raise(
+                Kind::Build,
+                format!("kernel `{name}`: shared_memory must be from 0 to 4294967295 bytes, got {v}"),
+            ),
+            false => wrong(name, "shared_memory", "an int of bytes", v),
+        })?,
+    };
+    let builder = Kernel::builder(spec.name)
+        .inputs(spec.input_names)
+        .outputs(spec.output_names)
+        .source(spec.source)
+        .header(spec.header)
         .ensure_row_contiguous(ensure_row_contiguous)
         // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
         .language(kernelkit::BodyLanguage::Cuda);
     let kernel = builder.build().py_err()?;
     Ok(PyKernel::new(kernel, Flavor::Cuda, shared_memory))
+}
+
+/// The texts both constructors take, read here rather than by PyO3 so that
+/// one of the wrong type is an `ArgumentTypeError` (a `TypeError`) naming
+/// the kernel and the argument, as the library's own errors do. (What the
+/// texts say, names that collide or are reserved, is the library's check.)
+struct Spec {
+    name: String,
+    input_names: Vec<String>,
+    output_names: Vec<String>,
+    source: String,
+    header: String,
+}
+
+impl Spec {
+    fn read(
+        constructor: &str,
+        name: &Bound<'_, PyAny>,
+        input_names: &Bound<'_, PyAny>,
+        output_names: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+        header: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Spec> {
+        let name = name.extract::<String>().map_err(|_| {
+            errors::argument_type(format!(
+                "{constructor}: the kernel's name must be a str, got {}",
+                describe(name)
+            ))
+        })?;
+        let kernel = name.as_str();
+        Ok(Spec {
+            input_names: names(kernel, "input_names", input_names)?,
+            output_names: names(kernel, "output_names", output_names)?,
+            source: text(kernel, "source", source)?,
+            header: match header.filter(|h| !h.is_none()) {
+                Some(header) => text(kernel, "header", header)?,
+                None => String::new(),
+            },
+            name,
+        })
+    }
+}
+
+/// An `ArgumentTypeError`: `what` of kernel `kernel` is not `expected`.
+fn wrong(kernel: &str, what: &str, expected: &str, value: &Bound<'_, PyAny>) -> PyErr {
+    errors::argument_type(format!(
+        "kernel `{kernel}`: {what} must be {expected}, got {}",
+        describe(value)
+    ))
+}
+
+fn text(kernel: &str, what: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    value
+        .extract::<String>()
+        .map_err(|_| wrong(kernel, what, "a str", value))
+}
+
+/// A list (or any iterable but a str) of strs.
+fn names(kernel: &str, what: &str, value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let expected = "a list of str";
+    if value.is_instance_of::<PyString>() {
+        return Err(wrong(kernel, what, expected, value));
+    }
+    let items = value
+        .try_iter()
+        .map_err(|_| wrong(kernel, what, expected, value))?;
+    items
+        .enumerate()
+        .map(|(i, item)| {
+            let item = item?;
+            item.extract::<String>()
+                .map_err(|_| wrong(kernel, &format!("{what}[{i}]"), "a str", &item))
+        })
+        .collect()
+}
+
+/// A bool (NumPy's included, as PyO3 takes them); `None` or absent is the
+/// default.
+fn flag(
+    kernel: &str,
+    what: &str,
+    value: Option<&Bound<'_, PyAny>>,
+    default: bool,
+) -> PyResult<bool> {
+    match value.filter(|v| !v.is_none()) {
+        None => Ok(default),
+        Some(v) => v
+            .extract::<bool>()
+            .map_err(|_| wrong(kernel, what, "a bool", v)),
+    }
 }
 
 /// MLX's `compile_options`: a dict whose one key, `math_mode`, is `safe`

@@ -277,3 +277,44 @@ def test_a_missing_required_argument_names_the_kernel(left_out, named, how):
         assert named in message, message
     # The same call with everything given runs.
     assert run(k)[0].shape == (8,)
+
+
+@pytest.mark.parametrize("make", [kk.metal_kernel, kk.cuda_kernel], ids=["metal_kernel", "cuda_kernel"])
+@pytest.mark.parametrize("changed, message", [
+    (dict(input_names=[1]), "kernel `spec`: input_names[0] must be a str, got int 1"),
+    (dict(input_names=["inp", None]), "kernel `spec`: input_names[1] must be a str, got NoneType None"),
+    (dict(input_names="inp"), "kernel `spec`: input_names must be a list of str, got str 'inp'"),
+    (dict(output_names=5), "kernel `spec`: output_names must be a list of str, got int 5"),
+    (dict(source=None), "kernel `spec`: source must be a str, got NoneType None"),
+    (dict(source=b"x"), "kernel `spec`: source must be a str, got bytes b'x'"),
+    (dict(header=3), "kernel `spec`: header must be a str, got int 3"),
+    (dict(ensure_row_contiguous="yes"), "kernel `spec`: ensure_row_contiguous must be a bool, got str 'yes'"),
+])
+def test_a_spec_argument_of_the_wrong_type_names_the_kernel_and_the_argument(make, changed, message):
+    args = dict(name="spec", input_names=["inp"], output_names=["out"], source=SRC)
+    args.update(changed)
+    with pytest.raises(kk.ArgumentTypeError) as e:
+        make(**args)
+    assert isinstance(e.value, TypeError)
+    assert str(e.value) == message
+
+
+def test_the_other_constructor_arguments_are_checked_the_same_way():
+    args = dict(input_names=["inp"], output_names=["out"], source=SRC)
+    with pytest.raises(kk.ArgumentTypeError, match=r"^metal_kernel: the kernel's name must be a str, got int 3$"):
+        kk.metal_kernel(name=3, **args)
+    with pytest.raises(kk.ArgumentTypeError, match=r"^kernel `spec`: atomic_outputs must be a bool, got int 1$"):
+        kk.metal_kernel(name="spec", atomic_outputs=1, **args)
+    with pytest.raises(kk.ArgumentTypeError,
+                       match=r"^kernel `spec`: shared_memory must be an int of bytes, got bool True$"):
+        kk.cuda_kernel(name="spec", shared_memory=True, **args)
+    # The right type out of range is a value error.
+    with pytest.raises(kk.BuildError,
+                       match=r"^kernel `spec`: shared_memory must be from 0 to 4294967295 bytes, got -1$"):
+        kk.cuda_kernel(name="spec", shared_memory=-1, **args)
+    # Any iterable of strs names the inputs, as MLX's sequences do; None is
+    # each optional argument's default.
+    k = kk.metal_kernel(name="spec", input_names=("inp",), output_names=(n for n in ["out"]), source=SRC,
+                        header=None, ensure_row_contiguous=None, atomic_outputs=None)
+    assert (k.input_names, k.output_names) == (["inp"], ["out"])
+    assert kk.cuda_kernel(name="spec", shared_memory=np.int64(64), **args).name == "spec"
