@@ -107,6 +107,9 @@ def test_type_errors():
         dict(inputs=x),
         dict(output_shapes=None),
         dict(out=[[0.0] * 8]),
+        dict(init_value="x"),
+        dict(verbose=1),
+        dict(verbose="yes"),
     ]
     for args in cases:
         with pytest.raises(TypeError) as e:
@@ -318,3 +321,8 @@ def test_the_other_constructor_arguments_are_checked_the_same_way():
                         header=None, ensure_row_contiguous=None, atomic_outputs=None)
     assert (k.input_names, k.output_names) == (["inp"], ["out"])
     assert kk.cuda_kernel(name="spec", shared_memory=np.int64(64), **args).name == "spec"
+
+
+def test_a_stream_that_names_no_device_says_it_was_the_stream():
+    with pytest.raises(kk.CallError, match=r"^kernel `plain`: stream= \(a stream or a device\): device `s` is not one"):
+        run(kernel(), stream="s")

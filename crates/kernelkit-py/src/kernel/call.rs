@@ -62,6 +62,36 @@ impl PyKernel {
         )))
     }
 
+    /// `init_value` (a float, or `None`) and `verbose` (a bool), read here
+    /// for the same reason as [`Self::required`].
+    pub(super) fn scalars(
+        &self,
+        init_value: Option<&Bound<'_, PyAny>>,
+        verbose: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Option<f64>, bool)> {
+        let wrong = |what: &str, expected: &str, value: &Bound<'_, PyAny>| {
+            errors::argument_type(format!(
+                "kernel `{}`: {what} must be {expected}, got {}",
+                self.name(),
+                crate::dtypes::describe(value)
+            ))
+        };
+        let init_value = match init_value.filter(|v| !v.is_none()) {
+            None => None,
+            Some(v) => Some(
+                v.extract::<f64>()
+                    .map_err(|_| wrong("init_value", "a float or None", v))?,
+            ),
+        };
+        let verbose = match verbose.filter(|v| !v.is_none()) {
+            None => false,
+            Some(v) => v
+                .extract::<bool>()
+                .map_err(|_| wrong("verbose", "a bool", v))?,
+        };
+        Ok((init_value, verbose))
+    }
+
     /// A call (`__call__` and `call`).
     pub(super) fn run<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         if let Some(done) = self.repeat(&a) {

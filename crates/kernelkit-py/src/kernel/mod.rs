@@ -248,7 +248,8 @@ impl PyKernel {
             let place = wanted.or(data).unwrap_or(Place::Cuda(0));
             (streams::wrap(&place.open(py)?, raw)?, place)
         } else {
-            let place = place_of(s, &what)?;
+            // MLX's `stream=` may name a device: its default stream.
+            let place = place_of(s, &format_args!("{what}: stream= (a stream or a device)"))?;
             (place.open(py)?.default_stream().clone(), place)
         };
         if let Some(w) = wanted.filter(|w| *w != place) {
@@ -580,7 +581,7 @@ impl PyKernel {
     ///
     /// The GIL is released while the kernel is compiled (once per variant),
     /// loaded and launched, and while outputs are read back.
-    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = false, stream = None, device = None, out = None))]
+    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = None, stream = None, device = None, out = None))]
     #[allow(clippy::too_many_arguments)] // MLX's signature, plus device= and out=.
     fn __call__<'py>(
         &self,
@@ -591,13 +592,14 @@ impl PyKernel {
         output_shapes: Option<&Bound<'py, PyAny>>,
         output_dtypes: Option<&Bound<'py, PyAny>>,
         template: Option<&Bound<'py, PyAny>>,
-        init_value: Option<f64>,
-        verbose: bool,
+        init_value: Option<&Bound<'py, PyAny>>,
+        verbose: Option<&Bound<'py, PyAny>>,
         stream: Option<&Bound<'py, PyAny>>,
         device: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let [inputs, grid, threadgroup] = self.required([inputs, grid, threadgroup])?;
+        let (init_value, verbose) = self.scalars(init_value, verbose)?;
         self.run(CallArgs {
             py,
             inputs,
@@ -619,7 +621,7 @@ impl PyKernel {
     /// this type builds a dict of them first (PyO3 gives `__call__` only
     /// the tuple-and-dict slot): the `Kernel` the package returns on
     /// Python 3.12 and later (`kernelkit/_kernel.py`) calls this.
-    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = false, stream = None, device = None, out = None))]
+    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = None, stream = None, device = None, out = None))]
     #[allow(clippy::too_many_arguments)] // MLX's signature, plus device= and out=.
     fn call<'py>(
         &self,
@@ -630,13 +632,14 @@ impl PyKernel {
         output_shapes: Option<&Bound<'py, PyAny>>,
         output_dtypes: Option<&Bound<'py, PyAny>>,
         template: Option<&Bound<'py, PyAny>>,
-        init_value: Option<f64>,
-        verbose: bool,
+        init_value: Option<&Bound<'py, PyAny>>,
+        verbose: Option<&Bound<'py, PyAny>>,
         stream: Option<&Bound<'py, PyAny>>,
         device: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let [inputs, grid, threadgroup] = self.required([inputs, grid, threadgroup])?;
+        let (init_value, verbose) = self.scalars(init_value, verbose)?;
         self.run(CallArgs {
             py,
             inputs,
