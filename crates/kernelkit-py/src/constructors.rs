@@ -2,7 +2,7 @@
 //! the kernel (names validated, body scanned) once and return the callable
 //! of `kernel`.
 
-use kernelkit::{Kernel, MathMode};
+use kernelkit::{Kernel, KernelBuilder, MathMode};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 
@@ -28,24 +28,18 @@ pub(crate) fn metal_kernel(
     atomic_outputs: Option<&Bound<'_, PyAny>>,
     compile_options: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyKernel> {
-    let spec = Spec::read(
+    let (builder, name) = Spec::read(
         "metal_kernel",
         name,
         input_names,
         output_names,
         source,
         header,
-    )?;
-    let name = spec.name.as_str();
-    let ensure_row_contiguous = flag(name, "ensure_row_contiguous", ensure_row_contiguous, true)?;
-    let atomic_outputs = flag(name, "atomic_outputs", atomic_outputs, false)?;
-    let math_mode = compile_options_mode(name, compile_options)?;
-    let kernel = Kernel::builder(spec.name)
-        .inputs(spec.input_names)
-        .outputs(spec.output_names)
-        .source(spec.source)
-        .header(spec.header)
-        .ensure_row_contiguous(ensure_row_contiguous)
+    )?
+    .builder(ensure_row_contiguous)?;
+    let atomic_outputs = flag(&name, "atomic_outputs", atomic_outputs, false)?;
+    let math_mode = compile_options_mode(&name, compile_options)?;
+    let kernel = builder
         .atomic_outputs(atomic_outputs)
         .math_mode(math_mode)
         .build()
@@ -69,16 +63,16 @@ pub(crate) fn cuda_kernel(
     ensure_row_contiguous: Option<&Bound<'_, PyAny>>,
     shared_memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyKernel> {
-    let spec = Spec::read(
+    let (builder, name) = Spec::read(
         "cuda_kernel",
         name,
         input_names,
         output_names,
         source,
         header,
-    )?;
-    let name = spec.name.as_str();
-    let ensure_row_contiguous = flag(name, "ensure_row_contiguous", ensure_row_contiguous, true)?;
+    )?
+    .builder(ensure_row_contiguous)?;
+    let name = name.as_str();
     let shared_memory = match shared_memory.filter(|v| !v.is_none()) {
         None => 0,
         Some(v) if v.is_instance_of::<PyBool>() => {
@@ -93,14 +87,8 @@ pub(crate) fn cuda_kernel(
             false => wrong(name, "shared_memory", "an int of bytes", v),
         })?,
     };
-    let builder = Kernel::builder(spec.name)
-        .inputs(spec.input_names)
-        .outputs(spec.output_names)
-        .source(spec.source)
-        .header(spec.header)
-        .ensure_row_contiguous(ensure_row_contiguous)
-        // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
-        .language(kernelkit::BodyLanguage::Cuda);
+    // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
+    let builder = builder.language(kernelkit::BodyLanguage::Cuda);
     let kernel = builder.build().py_err()?;
     Ok(PyKernel::new(kernel, Flavor::Cuda, shared_memory))
 }
@@ -143,6 +131,28 @@ impl Spec {
             },
             name,
         })
+    }
+
+    /// The library's builder of these texts and `ensure_row_contiguous`
+    /// (a bool, `True` by default), and the kernel's name for the
+    /// constructor's later messages.
+    fn builder(
+        self,
+        ensure_row_contiguous: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(KernelBuilder, String)> {
+        let contiguous = flag(
+            &self.name,
+            "ensure_row_contiguous",
+            ensure_row_contiguous,
+            true,
+        )?;
+        let builder = Kernel::builder(self.name.clone())
+            .inputs(self.input_names)
+            .outputs(self.output_names)
+            .source(self.source)
+            .header(self.header)
+            .ensure_row_contiguous(contiguous);
+        Ok((builder, self.name))
     }
 }
 
