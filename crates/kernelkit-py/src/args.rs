@@ -50,6 +50,58 @@ pub(crate) fn items<'py>(
     )))
 }
 
+/// An `ArgumentTypeError`: `what` of kernel `kernel` is not `expected`.
+pub(crate) fn wrong_type(
+    kernel: &str,
+    what: &str,
+    expected: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyErr {
+    errors::argument_type(format!(
+        "kernel `{kernel}`: {what} must be {expected}, got {}",
+        describe(value)
+    ))
+}
+
+/// A bool argument (NumPy's included, as PyO3 takes them); `None` or
+/// absent is `default`.
+pub(crate) fn flag(
+    value: Option<&Bound<'_, PyAny>>,
+    kernel: &str,
+    what: &str,
+    default: bool,
+) -> PyResult<bool> {
+    match value.filter(|v| !v.is_none()) {
+        None => Ok(default),
+        Some(v) => v
+            .extract::<bool>()
+            .map_err(|_| wrong_type(kernel, what, "a bool", v)),
+    }
+}
+
+/// A str argument.
+pub(crate) fn text(value: &Bound<'_, PyAny>, kernel: &str, what: &str) -> PyResult<String> {
+    value
+        .extract::<String>()
+        .map_err(|_| wrong_type(kernel, what, "a str", value))
+}
+
+/// Strs, from a list, a tuple or any other iterable but a str itself (a
+/// kernel's input and output names).
+pub(crate) fn texts(value: &Bound<'_, PyAny>, kernel: &str, what: &str) -> PyResult<Vec<String>> {
+    let expected = "a list of str";
+    if value.is_instance_of::<PyString>() {
+        return Err(wrong_type(kernel, what, expected, value));
+    }
+    let items = value
+        .try_iter()
+        .map_err(|_| wrong_type(kernel, what, expected, value))?;
+    items
+        .enumerate()
+        .map(|(i, item)| text(&item?, kernel, &format!("{what}[{i}]")))
+        .collect()
+}
+
 /// A 3-tuple of extents (`grid`, `threadgroup`). Zero and the device's
 /// limits are kernelkit's to check; negative numbers and numbers past 64
 /// bits are refused here.

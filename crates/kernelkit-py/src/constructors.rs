@@ -4,8 +4,9 @@
 
 use kernelkit::{Kernel, KernelBuilder, MathMode};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyInt, PyString};
+use pyo3::types::{PyBool, PyDict, PyInt};
 
+use crate::args::{flag, text, texts, wrong_type};
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy, Kind};
 use crate::kernel::{Flavor, PyKernel};
@@ -37,7 +38,7 @@ pub(crate) fn metal_kernel(
         header,
     )?
     .builder(ensure_row_contiguous)?;
-    let atomic_outputs = flag(&name, "atomic_outputs", atomic_outputs, false)?;
+    let atomic_outputs = flag(atomic_outputs, &name, "atomic_outputs", false)?;
     let math_mode = compile_options_mode(&name, compile_options)?;
     let kernel = builder
         .atomic_outputs(atomic_outputs)
@@ -76,7 +77,7 @@ pub(crate) fn cuda_kernel(
     let shared_memory = match shared_memory.filter(|v| !v.is_none()) {
         None => 0,
         Some(v) if v.is_instance_of::<PyBool>() => {
-            return Err(wrong(name, "shared_memory", "an int of bytes", v))
+            return Err(wrong_type(name, "shared_memory", "an int of bytes", v))
         }
         Some(v) => v.extract::<u32>().map_err(|_| match v.is_instance_of::<PyInt>() {
             // The right type, out of range: a `ValueError`.
@@ -84,7 +85,7 @@ pub(crate) fn cuda_kernel(
                 Kind::Build,
                 format!("kernel `{name}`: shared_memory must be from 0 to 4294967295 bytes, got {v}"),
             ),
-            false => wrong(name, "shared_memory", "an int of bytes", v),
+            false => wrong_type(name, "shared_memory", "an int of bytes", v),
         })?,
     };
     // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
@@ -122,11 +123,11 @@ impl Spec {
         })?;
         let kernel = name.as_str();
         Ok(Spec {
-            input_names: names(kernel, "input_names", input_names)?,
-            output_names: names(kernel, "output_names", output_names)?,
-            source: text(kernel, "source", source)?,
+            input_names: texts(input_names, kernel, "input_names")?,
+            output_names: texts(output_names, kernel, "output_names")?,
+            source: text(source, kernel, "source")?,
             header: match header.filter(|h| !h.is_none()) {
-                Some(header) => text(kernel, "header", header)?,
+                Some(header) => text(header, kernel, "header")?,
                 None => String::new(),
             },
             name,
@@ -141,9 +142,9 @@ impl Spec {
         ensure_row_contiguous: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(KernelBuilder, String)> {
         let contiguous = flag(
+            ensure_row_contiguous,
             &self.name,
             "ensure_row_contiguous",
-            ensure_row_contiguous,
             true,
         )?;
         let builder = Kernel::builder(self.name.clone())
@@ -153,55 +154,6 @@ impl Spec {
             .header(self.header)
             .ensure_row_contiguous(contiguous);
         Ok((builder, self.name))
-    }
-}
-
-/// An `ArgumentTypeError`: `what` of kernel `kernel` is not `expected`.
-fn wrong(kernel: &str, what: &str, expected: &str, value: &Bound<'_, PyAny>) -> PyErr {
-    errors::argument_type(format!(
-        "kernel `{kernel}`: {what} must be {expected}, got {}",
-        describe(value)
-    ))
-}
-
-fn text(kernel: &str, what: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
-    value
-        .extract::<String>()
-        .map_err(|_| wrong(kernel, what, "a str", value))
-}
-
-/// A list (or any iterable but a str) of strs.
-fn names(kernel: &str, what: &str, value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    let expected = "a list of str";
-    if value.is_instance_of::<PyString>() {
-        return Err(wrong(kernel, what, expected, value));
-    }
-    let items = value
-        .try_iter()
-        .map_err(|_| wrong(kernel, what, expected, value))?;
-    items
-        .enumerate()
-        .map(|(i, item)| {
-            let item = item?;
-            item.extract::<String>()
-                .map_err(|_| wrong(kernel, &format!("{what}[{i}]"), "a str", &item))
-        })
-        .collect()
-}
-
-/// A bool (NumPy's included, as PyO3 takes them); `None` or absent is the
-/// default.
-fn flag(
-    kernel: &str,
-    what: &str,
-    value: Option<&Bound<'_, PyAny>>,
-    default: bool,
-) -> PyResult<bool> {
-    match value.filter(|v| !v.is_none()) {
-        None => Ok(default),
-        Some(v) => v
-            .extract::<bool>()
-            .map_err(|_| wrong(kernel, what, "a bool", v)),
     }
 }
 

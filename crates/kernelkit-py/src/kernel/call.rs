@@ -69,26 +69,15 @@ impl PyKernel {
         init_value: Option<&Bound<'_, PyAny>>,
         verbose: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Option<f64>, bool)> {
-        let wrong = |what: &str, expected: &str, value: &Bound<'_, PyAny>| {
-            errors::argument_type(format!(
-                "kernel `{}`: {what} must be {expected}, got {}",
-                self.name(),
-                crate::dtypes::describe(value)
-            ))
-        };
+        let kernel = self.name();
         let init_value = match init_value.filter(|v| !v.is_none()) {
             None => None,
             Some(v) => Some(
                 v.extract::<f64>()
-                    .map_err(|_| wrong("init_value", "a float or None", v))?,
+                    .map_err(|_| args::wrong_type(kernel, "init_value", "a float or None", v))?,
             ),
         };
-        let verbose = match verbose.filter(|v| !v.is_none()) {
-            None => false,
-            Some(v) => v
-                .extract::<bool>()
-                .map_err(|_| wrong("verbose", "a bool", v))?,
-        };
+        let verbose = args::flag(verbose, kernel, "verbose", false)?;
         Ok((init_value, verbose))
     }
 
