@@ -171,7 +171,7 @@ pub(crate) mod sync;
 #[cfg(feature = "cuda")]
 #[doc(hidden)]
 pub mod compile_worker {
-    pub use crate::backend::cuda::worker::{serve, serve_stdio, WORKER_ARG};
+    pub use crate::backend::cuda::compile::worker::{serve, serve_stdio, WORKER_ARG};
 }
 
 pub use array::outputs::Outputs;

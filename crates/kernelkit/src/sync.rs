@@ -6,7 +6,7 @@
 //! The kernel cache's clock and its set of unloaded keys are taken alone;
 //! a loaded module's `binds` lock is a leaf (a bind stores into a
 //! [`SwapSlot`] under it, which takes no lock outside `loom`). An
-//! `ArtifactPool` cell (`cache::pool`) is held across the build of its key,
+//! `ArtifactPool` cell (`cache::artifact_pool`) is held across the build of its key,
 //! like the store's file lock below: taken with no in-process lock held,
 //! and the pool's map lock is never held with it.
 //! No lock is held while a compiler runs or while a kernel executes. The one

@@ -10,13 +10,13 @@
 //! **What this floor may import:** `backend` (to compile and load) and the
 //! floors below it; nothing from `device`, `array` or `kernel`.
 
+pub(crate) mod artifact_pool;
 pub mod bundle;
 pub mod entry;
 pub(crate) mod kernel_cache;
 pub mod key;
 pub(crate) mod loaded;
 mod lock;
-pub(crate) mod pool;
 pub mod remote;
 pub(crate) mod resolver;
 pub use resolver::CacheState;

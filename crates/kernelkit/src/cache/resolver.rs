@@ -28,9 +28,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::backend::{Backend, CompileJob, Compiled, Module};
+use crate::cache::artifact_pool::ArtifactPool;
 use crate::cache::kernel_cache::{KernelCache, Outcome, Shared};
 use crate::cache::key::{IdentityDigest, ModuleKey};
-use crate::cache::pool::ArtifactPool;
 use crate::cache::tier::{Artifact, ArtifactTier, Claimed, Found, Lookup};
 use crate::error::CompileError;
 use crate::stats::CacheStats;
@@ -76,7 +76,7 @@ pub(crate) struct ModuleResolver {
     memory: KernelCache,
     tiers: Vec<Box<dyn ArtifactTier>>,
     /// Artifacts shared with the other devices of this process (see
-    /// `cache::pool`), asked before the tiers.
+    /// `cache::artifact_pool`), asked before the tiers.
     pool: Option<Arc<ArtifactPool>>,
 }
 

@@ -56,7 +56,7 @@ pub struct CacheConfig {
     /// every launch that used it has completed (see
     /// `cache::kernel_cache`); a pinned module is never unloaded. The
     /// process-wide CUDA devices' shared artifact pool keeps the compiled
-    /// artifacts of twice this many modules (`cache::pool`).
+    /// artifacts of twice this many modules (`cache::artifact_pool`).
     pub max_loaded_modules: usize,
 }
 

@@ -25,9 +25,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::array::Array;
 use crate::backend::{Backend, Limits, StreamHandle};
+use crate::cache::artifact_pool::ArtifactPool;
 use crate::cache::key::IdentityDigest;
 use crate::cache::loaded::{Bound, FunctionRef, FunctionSlots};
-use crate::cache::pool::ArtifactPool;
 use crate::cache::remote::RemoteTier;
 use crate::cache::resolver::ModuleRequest;
 use crate::cache::resolver::ModuleResolver;
@@ -279,7 +279,7 @@ impl Device {
     /// driver sees has one ([`Device::cuda_count`]).
     ///
     /// The process-wide CUDA devices share compiled artifacts (see
-    /// `cache::pool`): a variant is compiled once per architecture, and a
+    /// `cache::artifact_pool`): a variant is compiled once per architecture, and a
     /// second GPU of the same model loads the first one's cubin from
     /// memory. Each device loads and keeps its own modules.
     ///

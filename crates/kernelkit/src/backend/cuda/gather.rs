@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::blocks::CudaStream;
 use super::compile::Nvrtc;
+use super::cuda_stream::CudaStream;
 use super::driver::RawFunction;
 use super::launch::{launch_gather, GatherArgs};
 use super::load::{resolve, CudaModule};

@@ -9,7 +9,7 @@
 //! of it on a capturing stream records a *free node*; on a stream that no
 //! longer captures it is a real free in that stream's order.
 //!
-//! Such memory must never enter a stream's block cache (`blocks`) or be
+//! Such memory must never enter a stream's block cache (`cuda_stream`) or be
 //! handed to ordinary allocations: its address belongs to the graph, and
 //! the graph writes it at every launch. So a [`GraphMem`] is its own owner:
 //! it is no thread's spare, and its release frees it with the driver (after
@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use super::blocks::{CudaStream, DeviceMem};
+use super::cuda_stream::{CudaStream, DeviceMem};
 use super::driver;
 use crate::backend::{Memory, Owner, StreamHandle};
 use crate::error::{DeviceError, Result};

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use arrayvec::ArrayVec;
 
-use super::blocks::CudaStream;
+use super::cuda_stream::CudaStream;
 use super::driver::{self, DevicePtr, RawFunction};
 use super::load::{CudaFunction, DEFAULT_DYNAMIC_SHARED};
 use super::Context;

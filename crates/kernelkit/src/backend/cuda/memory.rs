@@ -1,11 +1,11 @@
 //! Device memory as the backend hands it out: allocations in a stream's
-//! order (from that stream's block cache, `blocks`), uploads, downloads and
+//! order (from that stream's block cache, `cuda_stream`), uploads, downloads and
 //! fills. The same jobs as the CPU backend's `memory`; strided copies are
 //! the built-in gather kernel's (`gather`).
 
 use std::sync::Arc;
 
-use super::blocks::{alloc_on, CudaStream};
+use super::cuda_stream::{alloc_on, CudaStream};
 use super::driver::{self, memset};
 use crate::backend::{Memory, StreamHandle};
 use crate::error::{DeviceError, Result};

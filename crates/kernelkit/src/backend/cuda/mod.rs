@@ -3,54 +3,47 @@
 //! at run time) loads and launches it.
 //!
 //! The jobs every backend has, in the files the CPU backend has for them:
-//! - `compile`: NVRTC options, the architecture, the module-key options;
-//!   `includes`: kernelkit's own `#include` search, so NVRTC compiles the
-//!   very header bytes the artifact store's dependency list hashed.
+//! - `compile`: NVRTC, its options and the architecture, where compiles
+//!   run (this process or a compile worker), the precompiled prelude and
+//!   kernelkit's own `#include` search; its `mod.rs` states the policy.
 //! - `load`: modules and functions (resolved once, kept by the variant).
 //! - `memory`: allocations, uploads, downloads, fills.
 //! - `launch`: arguments marshalled on the stack, one `cuLaunchKernel`.
 //!
 //! And the CUDA backend's own:
 //! - `driver`: every driver API call, each a small safe function with a
-//!   typed result; `nvrtc`: every NVRTC call, likewise. Together with the
+//!   typed result (as `compile::nvrtc` is for NVRTC). Together with the
 //!   kernel parameters of `launch`, the backend's only `unsafe` code.
 //! - `probe`: the libraries and symbols are checked before any call, so a
-//!   machine without CUDA gets a typed error, never a panic.
+//!   machine without CUDA gets a typed error, never a panic; `linked`: the
+//!   same lookups when the CUDA libraries are linked into the program
+//!   (`--cfg kernelkit_candle_cuda`).
 //! - `unload`: retired modules wait for events recorded after their
 //!   launches, then are unloaded, without waiting for the context.
-//! - `pool`: where device blocks come from (a stream-ordered pool);
-//!   `blocks`: streams and their per-stream caches of freed blocks;
+//! - `allocator`: where device blocks come from (a stream-ordered pool,
+//!   or exact-size blocks in the debugging mode, see
+//!   [`CudaConfig::block_cache`]);
+//!   `cuda_stream`: [`CudaStream`], a stream and its cache of freed blocks;
 //!   `graph`: graph allocations (memory allocated while a stream is
 //!   captured into a CUDA graph, never cached);
 //!   `gather`: the built-in strided → contiguous copy kernel.
-//! - `worker`: compile worker processes, so that compiles of distinct
-//!   kernels from many threads run in parallel (NVRTC serializes them
-//!   inside one process); `compile_thread`: the one thread this process's
-//!   own compiles run on, so that one thread's heap keeps NVRTC's peak.
 //!
 //! Every driver call is made with the device's primary context current on
 //! the calling thread ([`Context::bind`], a thread-local check).
 
-mod blocks;
-mod compile;
-mod compile_thread;
+mod allocator;
+pub(crate) mod compile;
+mod cuda_stream;
 mod driver;
 mod gather;
 mod graph;
-mod includes;
 mod launch;
 #[cfg(kernelkit_candle_cuda)]
 mod linked;
 mod load;
 mod memory;
-mod nvrtc;
-mod nvrtc_cache;
-mod nvrtc_job;
-mod pch;
-mod pool;
 mod probe;
 mod unload;
-pub(crate) mod worker;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -69,7 +62,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{CompileError, DeviceError, Result};
 
-pub(crate) use blocks::{order_after, CudaStream, DeviceMem, StreamOrigin};
+pub(crate) use cuda_stream::{order_after, CudaStream, DeviceMem, StreamOrigin};
 pub(crate) use graph::GraphMem;
 pub(crate) use load::{CudaFunction, CudaModule};
 
@@ -164,7 +157,7 @@ impl Drop for Context {
 pub(crate) struct CudaBackend {
     ctx: Arc<Context>,
     nvrtc: compile::Nvrtc,
-    allocator: Arc<pool::Allocator>,
+    allocator: Arc<allocator::Allocator>,
     gather: OnceLock<Result<gather::Gather, String>>,
     limits: Limits,
     description: String,
@@ -292,7 +285,7 @@ impl CudaBackend {
         let total = driver::device_total_mem(device, &label)?;
         let version = driver::driver_version(&label)?;
 
-        let allocator = Arc::new(pool::Allocator::new(
+        let allocator = Arc::new(allocator::Allocator::new(
             ctx.clone(),
             ordinal,
             pools,

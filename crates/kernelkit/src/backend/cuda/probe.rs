@@ -21,7 +21,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use super::{driver, nvrtc};
+use super::compile::nvrtc;
+use super::driver;
 
 /// Driver symbols kernelkit calls (through `cudarc::driver::sys`).
 const DRIVER_SYMBOLS: &[&str] = &[
@@ -232,7 +233,7 @@ mod tests {
             );
         }
         let nvrtc = calls(
-            include_str!("nvrtc.rs"),
+            include_str!("compile/nvrtc.rs"),
             "nvrtc",
             &["nvrtcResult", "nvrtcProgram"],
         );

@@ -59,7 +59,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::blocks::CudaStream;
+use super::cuda_stream::CudaStream;
 use super::driver::{self, RawEvent, RawModule, RawStream, RelaxedCapture};
 use crate::sync::{lock, AtomicBool, Mutex};
 

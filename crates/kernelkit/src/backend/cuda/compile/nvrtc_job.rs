@@ -100,7 +100,7 @@ pub(super) fn compile_program(job: NvrtcJob<'_>) -> Result<(Vec<u8>, String), Fa
 }
 
 /// Why a compile failed.
-pub(super) enum Failure {
+pub(in crate::backend::cuda) enum Failure {
     /// NVRTC rejected the source; its log.
     Rejected(String),
     /// NVRTC could not run.

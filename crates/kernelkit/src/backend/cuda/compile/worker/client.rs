@@ -25,9 +25,9 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use super::frame::{Message, Output};
-use super::pool::{Launcher, Pool};
+use super::process_pool::{Launcher, Pool};
 use super::{PROTOCOL, WARM_UP_PROGRAM, WORKER_ARG};
-use crate::backend::cuda::nvrtc_job::{Failure, NvrtcJob};
+use crate::backend::cuda::compile::nvrtc_job::{Failure, NvrtcJob};
 use crate::config::{CompileWorkers, CudaConfig, StartWorkers};
 
 /// The source of the trivial warm-up compile.
@@ -414,7 +414,7 @@ mod tests {
     /// and, for a rejected source, the same log.
     #[test]
     fn a_worker_compiles_like_this_process() {
-        use crate::backend::cuda::nvrtc_job::{run_nvrtc, NvrtcJob};
+        use crate::backend::cuda::compile::nvrtc_job::{run_nvrtc, NvrtcJob};
         let config = crate::config::Config::from_env().cuda;
         let Ok(nvrtc) = crate::backend::cuda::compile::nvrtc_version(&config.toolkit_dirs) else {
             println!("skipped: no NVRTC");

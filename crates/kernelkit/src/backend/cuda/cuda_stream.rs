@@ -11,7 +11,7 @@
 //! block dies, its home stream is made to wait for them (an event each)
 //! before the block is reused. Beyond the cache ([`CACHE_BYTES`],
 //! [`CACHE_BLOCKS`] per stream), blocks go back to the device's
-//! [`Allocator`] (`pool`). The configuration's `block_cache` setting
+//! [`Allocator`] (`allocator`). The configuration's `block_cache` setting
 //! (`KERNELKIT_CUDA_ALLOC=pool`) turns the per-stream cache off (every
 //! allocation asks the allocator), for comparison.
 //!
@@ -31,8 +31,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::allocator::Allocator;
 use super::driver::{self, DevicePtr, RawStream};
-use super::pool::Allocator;
 use super::unload::StreamFences;
 use super::Context;
 use crate::backend::{Memory, Owner, StreamHandle};

@@ -2,7 +2,7 @@
 //! process, so compiles that would queue here run in other processes.
 //!
 //! - `frame`: the wire format (length-prefixed binary frames) and messages.
-//! - `pool`: a pool of worker processes, generic over the command and the
+//! - `process_pool`: a pool of worker processes, generic over the command and the
 //!   job, with the in-process fallback (testable without a GPU).
 //! - `client`: the CUDA side: finding the worker program, one pool per
 //!   program for the whole process, compile jobs in and artifacts out.
@@ -19,7 +19,7 @@
 
 mod client;
 mod frame;
-mod pool;
+mod process_pool;
 mod serve;
 
 pub(super) use client::{WarmUp, Workers};

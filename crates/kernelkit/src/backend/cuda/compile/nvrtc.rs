@@ -50,7 +50,7 @@ fn check(result: sys::nvrtcResult, call: &'static str) -> Result<(), NvrtcError>
 
 /// Whether the NVRTC library loads (by the names cudarc's loader tries).
 #[cfg(not(kernelkit_candle_cuda))]
-pub(super) fn library_present() -> bool {
+pub(in crate::backend::cuda) fn library_present() -> bool {
     // SAFETY: a dlopen by name that drops the handle; nothing is called.
     unsafe { sys::is_culib_present() }
 }
@@ -58,7 +58,7 @@ pub(super) fn library_present() -> bool {
 /// The first of `names` that the NVRTC library lacks (call only when
 /// [`library_present`]).
 #[cfg(not(kernelkit_candle_cuda))]
-pub(super) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
+pub(in crate::backend::cuda) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
     // SAFETY: present (the caller checked), so `culib` loads it without
     // panicking; looking up symbols runs no code.
     let lib = unsafe { sys::culib() };
@@ -73,21 +73,21 @@ pub(super) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
 /// turns on cudarc's `dynamic-linking`): the program started, so the
 /// NVRTC library is there.
 #[cfg(kernelkit_candle_cuda)]
-pub(super) fn library_present() -> bool {
+pub(in crate::backend::cuda) fn library_present() -> bool {
     true
 }
 
 /// Linked, not loaded: the first of `names` that the process's loaded
 /// libraries lack.
 #[cfg(kernelkit_candle_cuda)]
-pub(super) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
+pub(in crate::backend::cuda) fn missing_symbol<'a>(names: &[&'a str]) -> Option<&'a str> {
     crate::backend::cuda::linked::missing_symbol(names)
 }
 
 /// Loads a library of the CUDA toolkit (`libnvrtc`, its builtins) so that
 /// the dynamic loader finds it by its soname later; `None` if it does not
 /// load.
-pub(super) fn preload(path: &Path) -> Option<libloading::Library> {
+pub(in crate::backend::cuda) fn preload(path: &Path) -> Option<libloading::Library> {
     // SAFETY: loading NVIDIA's NVRTC libraries runs only their own
     // initializers (the caller passes nothing else: files named
     // `libnvrtc*.so*` in a CUDA toolkit's library directory).

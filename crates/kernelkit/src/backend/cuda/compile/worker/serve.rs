@@ -5,9 +5,9 @@ use std::io::{self, Read, Write};
 
 use super::frame::{read_frame, write_frame, Message};
 use super::{PROTOCOL, WARM_UP_PROGRAM};
+use crate::backend::cuda::compile::nvrtc_job::{run_nvrtc, Failure, NvrtcJob};
 use crate::backend::cuda::compile::nvrtc_version;
-use crate::backend::cuda::nvrtc_job::{run_nvrtc, Failure, NvrtcJob};
-use crate::backend::cuda::pch;
+use crate::backend::cuda::compile::pch;
 
 /// Serves compile jobs from `input` to `output` until `input` ends.
 ///

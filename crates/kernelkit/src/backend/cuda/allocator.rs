@@ -1,7 +1,7 @@
 //! Where device blocks come from when no stream's cache has one: a
 //! kernelkit-owned stream-ordered memory pool whose release threshold
 //! keeps freed memory mapped, or `cuMemAlloc` where the driver has no
-//! pools. The per-stream block caches (`blocks`) sit in front of it.
+//! pools. The per-stream block caches (`cuda_stream`) sit in front of it.
 
 use std::sync::Arc;
 
@@ -61,7 +61,7 @@ impl Allocator {
     }
 
     /// Gives `ptr` (from [`Allocator::allocate`]) back, once every use of
-    /// it queued on `stream` so far is done (see `blocks`: every use of a
+    /// it queued on `stream` so far is done (see `cuda_stream`: every use of a
     /// block is ordered before this point on `stream`).
     pub(super) fn free(&self, ptr: DevicePtr, stream: RawStream) {
         match self.pool {

@@ -1,0 +1,316 @@
+//! The CUDA backend's compiler: a variant's source to a cubin for the
+//! device's own architecture, through NVRTC.
+//!
+//! The policy, in four rules:
+//! - **Where a compile runs.** In this process, on its one compile thread
+//!   (`thread`), when this process is not compiling already; else on a
+//!   compile worker process (`worker`), up to the configured most. NVRTC
+//!   runs one compile at a time inside a process, so distinct kernels
+//!   compiled from many threads would queue here; workers let them run in
+//!   parallel. A worker that cannot start or dies hands its job back to
+//!   this process: a compile never fails because of the workers.
+//! - **The precompiled prelude** (`pch`). Only on workers, with NVRTC 12.8
+//!   or newer and no `--pre-include` option: a worker loads the prelude
+//!   from the header it wrote after the first compile that met it, instead
+//!   of parsing it again; a compile that asks for it goes to an idle
+//!   worker first. This process never writes one (it would write it during
+//!   its calls, or while it exits).
+//! - **Includes** (`includes`). kernelkit follows the source's `#include`s
+//!   itself, the way NVRTC searches (the including file's directory, the
+//!   working directory, the `-I` directories), reads each file once and
+//!   gives NVRTC those bytes: what NVRTC compiles is what the artifact
+//!   store's dependency list hashed. The toolkit's headers are left to NVRTC.
+//! - **NVRTC's own cache** (`nvrtc_cache`) is off: kernelkit never asks for
+//!   one program twice, so that cache could only cost lookups and writes.
+//!
+//! The options and the identity:
+//! - The target is the device's compute capability, with the `a` suffix
+//!   from Hopper on (`sm_90a`), so architecture-specific instructions are
+//!   available; NVRTC emits SASS for exactly that chip (a cubin). If this
+//!   NVRTC is older than the chip, it emits PTX for the newest architecture
+//!   it knows and the driver finishes the job (a slower first load).
+//! - Include directories: `include` and, on CUDA 13, `include/cccl` of the
+//!   first of the configured toolkits ([`CudaConfig::toolkit_dirs`]) that
+//!   has them, then the user's ([`CudaConfig::option_words`]).
+//! - The identity (part of every module key) names NVRTC's version, the
+//!   target and every option, so a change of any of them compiles anew.
+//! - Errors carry NVRTC's log with lines inside the body marked
+//!   `[body line N]`.
+//!
+//! The files: `nvrtc` (every NVRTC call, each a small safe function: with
+//! `driver`, the backend's only `unsafe` code), `nvrtc_job` (one compile,
+//! the same here and on a worker), `nvrtc_cache`, `pch`, `includes`,
+//! `thread`, `worker` (the worker processes, their protocol and their
+//! side of it).
+
+mod includes;
+pub(super) mod nvrtc;
+mod nvrtc_cache;
+mod nvrtc_job;
+mod pch;
+#[cfg(test)]
+mod tests;
+mod thread;
+pub(crate) mod worker;
+
+use std::ffi::CString;
+use std::path::PathBuf;
+
+use crate::backend::{CompileJob, Compiled};
+use crate::codegen::{cuda::body_of, map_log_lines};
+use crate::config::CudaConfig;
+use crate::error::CompileError;
+use includes::SearchPath;
+use nvrtc_job::{run_nvrtc, Failure, NvrtcJob};
+use worker::{Output, WarmUp, Workers};
+
+/// The file name NVRTC reports errors against.
+const PROGRAM_NAME: &str = "kernel.cu";
+
+/// A prepared NVRTC configuration for one device.
+pub(super) struct Nvrtc {
+    version: (i32, i32),
+    /// `sm_90a`, or `compute_XX` when NVRTC does not know the chip.
+    target: String,
+    /// Cubin when the target is a real architecture, else PTX.
+    output: Output,
+    /// Every option, as given to NVRTC and sent to workers.
+    words: Vec<String>,
+    options: Vec<CString>,
+    /// Everything besides the source that changes the artifact, in full.
+    identity: String,
+    /// Where `#include`s are searched (see `includes`).
+    search: SearchPath,
+    /// Worker processes for compiles that would queue here.
+    workers: Option<Workers>,
+    /// A worker's options for a compile through the prelude's precompiled
+    /// headers (see `pch`), when the configuration asks for them.
+    pch: Option<Vec<String>>,
+}
+
+/// NVRTC's version, after checking that the library and its symbols load
+/// (looking for it in the `toolkit` roots if the loader does not find it).
+pub(super) fn nvrtc_version(toolkit: &[PathBuf]) -> Result<(i32, i32), String> {
+    super::probe::nvrtc(toolkit)?;
+    nvrtc::version().map_err(|e| e.to_string())
+}
+
+impl Nvrtc {
+    /// Reads NVRTC's version and architectures and fixes the options of a
+    /// device of compute capability `cc` configured by `config`.
+    pub(super) fn new(cc: (i32, i32), config: &CudaConfig) -> Result<Nvrtc, String> {
+        let (major, minor) = nvrtc_version(&config.toolkit_dirs)?;
+        let archs = nvrtc::supported_archs().map_err(|e| e.to_string())?;
+        let want = cc.0 * 10 + cc.1;
+        let suffix = if cc.0 >= 9 { "a" } else { "" };
+        let (target, cubin) = if archs.contains(&want) {
+            (format!("sm_{want}{suffix}"), true)
+        } else {
+            match archs.iter().copied().filter(|&a| a <= want).max() {
+                Some(best) => (format!("compute_{best}"), false),
+                None => {
+                    return Err(format!(
+                        "NVRTC {major}.{minor} supports none of the architectures up to sm_{want} \
+                         (it knows {archs:?})"
+                    ))
+                }
+            }
+        };
+        // `-default-device`: functions and variables a header declares
+        // without `__device__` (as every header written for Metal does) are
+        // device code, as they would be in Metal.
+        let mut words = vec![
+            format!("--gpu-architecture={target}"),
+            "--device-as-default-execution-space".to_string(),
+        ];
+        let toolkit = toolkit_include_dirs(&config.toolkit_dirs);
+        for dir in &toolkit {
+            words.push(format!("-I{}", dir.display()));
+        }
+        words.extend(config.option_words());
+        let search = SearchPath::from_options(&words, &toolkit);
+        let identity = store_identity((major, minor), &target, &words);
+        // After the identity: turning NVRTC's own cache off changes no
+        // artifact (see `nvrtc_cache`).
+        words.extend(nvrtc_cache::option(
+            (major, minor),
+            config.nvrtc_cache,
+            &words,
+        ));
+        let options = words
+            .iter()
+            .map(|w| CString::new(w.as_str()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| "an NVRTC option contains a NUL byte".to_string())?;
+        let output = if cubin { Output::Cubin } else { Output::Ptx };
+        // Through precompiled preludes on workers only: this process would
+        // write its headers in its calls, or while it exits (see `pch`). Not
+        // with `--pre-include` files: NVRTC reads them before the prelude,
+        // so a header would keep their text as it was when written.
+        let pch = (config.nvrtc_pch
+            && pch::supported((major, minor))
+            && config.max_workers > 0
+            && !search.pre_includes_any())
+        .then(|| pch::words(&words));
+        // With precompiled preludes, a worker started ahead writes the
+        // commonest kernel's before it answers its warm-up.
+        let warm = pch
+            .as_ref()
+            .and_then(|w| Some(WarmUp::new(pch::warm_up()?, w.clone())))
+            .unwrap_or_else(|| WarmUp::trivial(&words));
+        let workers = Workers::find(config, (major, minor), &warm, output);
+        let pch = pch.filter(|_| workers.is_some());
+        Ok(Nvrtc {
+            version: (major, minor),
+            target,
+            output,
+            words,
+            options,
+            identity,
+            search,
+            workers,
+            pch,
+        })
+    }
+
+    /// Every option, as sent to workers.
+    #[cfg(test)]
+    pub(super) fn words(&self) -> &[String] {
+        &self.words
+    }
+
+    /// The artifact store's identity of this configuration (see
+    /// [`store_identity`]).
+    pub(super) fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// `NVRTC 13.0 -> sm_90a`.
+    pub(super) fn describe(&self) -> String {
+        format!(
+            "NVRTC {}.{} -> {}{}",
+            self.version.0,
+            self.version.1,
+            self.target,
+            match self.output {
+                Output::Cubin => "",
+                Output::Ptx => " (PTX, JIT by the driver)",
+            }
+        )
+    }
+
+    /// Where compiles run, for the device's description.
+    pub(super) fn describe_workers(&self) -> String {
+        match &self.workers {
+            Some(w) => w.describe(),
+            None => "compiles in this process".into(),
+        }
+    }
+
+    /// Compiles a variant; errors name the kernel and carry the mapped log.
+    /// The files its `#include`s reach are read here first (see
+    /// `includes`) and handed to NVRTC, so the dependency list holds
+    /// exactly what was compiled.
+    pub(super) fn compile(&self, job: &CompileJob<'_>) -> Result<Compiled, CompileError> {
+        let (kernel, source) = (job.kernel, job.source);
+        let other = |reason: String| CompileError::Compiler {
+            kernel: kernel.to_string(),
+            compiler: self.describe(),
+            reason,
+        };
+        let cwd = std::env::current_dir().ok();
+        let includes = includes::resolve(source, &self.search, cwd.as_deref()).map_err(other)?;
+        let headers = &includes.headers;
+        let outcome = self.run(source, headers);
+        let artifact = outcome.map_err(|failure| match failure {
+            Failure::Rejected(log) => CompileError::Rejected {
+                kernel: kernel.to_string(),
+                function: job.function.to_string(),
+                compiler: self.describe(),
+                log: map_log_lines(&log, source, body_of(source), &format!("{PROGRAM_NAME}(")),
+                generated: job.shared_source.clone(),
+            },
+            Failure::Other(reason) => other(reason),
+        })?;
+        Ok(Compiled {
+            artifact,
+            dependencies: includes.dependencies,
+        })
+    }
+
+    /// Compiles, in this process, a source that includes nothing of the
+    /// user's (kernelkit's own kernels) to the target's artifact (cubin, or
+    /// NUL-ended PTX).
+    pub(super) fn compile_source(&self, source: &str) -> Result<Vec<u8>, Failure> {
+        self.run_here(source, &[])
+    }
+
+    /// Compiles here or on a worker (see `worker`); on a worker through
+    /// the precompiled prelude when the configuration asks for it (a
+    /// worker that has its header is then faster than a compile here, so
+    /// an idle one is asked first).
+    fn run(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
+        let here = || self.run_here(source, headers);
+        let Some(workers) = &self.workers else {
+            return here();
+        };
+        let (words, prefer_workers) = match &self.pch {
+            Some(words) => (words, true),
+            None => (&self.words, false),
+        };
+        let job = NvrtcJob {
+            program: PROGRAM_NAME,
+            source,
+            headers,
+            options: words,
+            output: self.output,
+        };
+        workers.compile(job, prefer_workers, here)
+    }
+
+    /// Compiles in this process, on its compile thread (see
+    /// `thread`: the compiler's heap is then kept by one thread).
+    fn run_here(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
+        let (source, headers) = (source.to_owned(), headers.to_vec());
+        let (options, output) = (self.options.clone(), self.output);
+        thread::run(move || {
+            run_nvrtc(NvrtcJob {
+                program: PROGRAM_NAME,
+                source: &source,
+                headers: &headers,
+                options: &options,
+                output,
+            })
+        })
+    }
+}
+
+/// What the artifact store hashes besides the source: NVRTC's version, the
+/// target and every option in full, each with its length (so no two option
+/// lists read the same). Entries live on disk for months and are shared by
+/// every process of the user: the store's 128-bit key must not rest on a
+/// short hash of the options.
+fn store_identity(version: (i32, i32), target: &str, words: &[String]) -> String {
+    let mut out = format!("nvrtc {}.{}\ntarget {target}\n", version.0, version.1);
+    for w in words {
+        out.push_str(&format!("option {}:{w}\n", w.len()));
+    }
+    out
+}
+
+/// `include` and `include/cccl` of the first CUDA toolkit among `homes`
+/// that has them.
+fn toolkit_include_dirs(homes: &[PathBuf]) -> Vec<PathBuf> {
+    for home in homes {
+        let include = home.join("include");
+        if include.join("cuda_fp16.h").is_file() {
+            let mut out = vec![include.clone()];
+            let cccl = include.join("cccl");
+            if cccl.is_dir() {
+                out.push(cccl);
+            }
+            return out;
+        }
+    }
+    Vec::new()
+}
