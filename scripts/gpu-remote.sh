@@ -240,8 +240,9 @@ ab_bench() {
   done
 }
 step ab_bench ab_bench
-# The same with the per-stream block cache off (every output from the pool).
-step perf_pool env KERNELKIT_CUDA_ALLOC=pool "$G/cuda_perf"
+# The same in the allocator's debugging mode (no per-stream block cache:
+# every output an exact-size block from the device's allocator).
+step perf_pool env KERNELKIT_CUDA_ALLOC=exact "$G/cuda_perf"
 # Compiles in parallel: in-process against compile workers, then the same
 # with the workers turned off by the environment.
 # (KERNELKIT_LOG=debug: each worker logs how long NVRTC took inside it.)
@@ -273,8 +274,7 @@ precompile_cuda() {
       "$i" "$i" "$RANDOM" > "$d/pre_$i.json"
   done
   # Beside the CLI's own figure (from the start of the compiles), the
-  # whole process's wall time (the device's open included: the workers of
-  # the 16 start while it opens).
+  # whole process's wall time (the device's open included).
   local t0 t1
   for i in $(seq 0 15); do
     t0=$(date +%s.%N)
@@ -282,12 +282,13 @@ precompile_cuda() {
     t1=$(date +%s.%N)
     echo "alone $i: process wall $(awk "BEGIN{printf \"%.3f\", $t1 - $t0}") s"
   done
-  # Three turns of the 16 together: workers started at the open
-  # (precompile's default) and on demand (the library's), each on an empty
-  # store, so the process walls compare the two ways to start them.
+  # Three turns of the 16 together: workers started all at the first
+  # compile (the Python package's default) and on demand (the library's),
+  # each on an empty store, so the process walls compare the two ways to
+  # start them.
   local turn how
   for turn in 1 2 3; do
-    for how in open demand; do
+    for how in first demand; do
       t0=$(date +%s.%N)
       KERNELKIT_START_WORKERS=$how KERNELKIT_CACHE=disk KERNELKIT_CACHE_DIR="$d/all_${how}_$turn" \
         "$G/kernelkit" precompile --device cuda "$d"/pre_*.json | tail -n1 | sed "s/^/all 16 ($how): /"

@@ -55,27 +55,17 @@ pub struct CudaConfig {
     /// process.
     pub max_workers: usize,
     /// Whether each stream keeps the device blocks its arrays freed, for
-    /// its next allocations (`KERNELKIT_CUDA_ALLOC=pool` turns it off:
-    /// every allocation then asks the driver's pool, for comparison).
+    /// its next allocations (on by default). Off is a debugging mode
+    /// (`KERNELKIT_CUDA_ALLOC=exact`): every allocation then asks the
+    /// device's allocator for a block of exactly its size, and no block is
+    /// reused by kernelkit, so a kernel that writes past its output lands
+    /// in memory no live array owns, where guard regions and
+    /// compute-sanitizer see it instead of another array's data.
     pub block_cache: bool,
-    /// Whether compile workers compile through NVRTC's precompiled headers
-    /// of the generated prelude (NVRTC 12.8 on; `KERNELKIT_NVRTC_PCH=0`
-    /// turns it off). On the H200 it made a cold compile 43–45 ms against
-    /// 62–67 and 16 at once 77–82 ms against 88–104 (BENCHMARKS.md,
-    /// "2026-12-01, night").
-    pub nvrtc_pch: bool,
-    /// Whether NVRTC keeps its own compile cache (NVRTC 12.9 on, in the
-    /// driver's compute cache; `KERNELKIT_NVRTC_CACHE=1` keeps it). Off by
-    /// default: kernelkit never compiles one program twice, so that cache
-    /// only costs every compile its lookups and writes (16 cold kernels at
-    /// once on the H200: 58–65 ms without it, 75–86 ms with it;
-    /// BENCHMARKS.md, "2026-12-01, evening: NVRTC's own cache").
-    pub nvrtc_cache: bool,
 }
 
 /// No extra options, `/usr/local/cuda`, a worker found next to the
-/// program, workers up to the core count (at most 16), the block cache on,
-/// precompiled preludes on the workers, NVRTC's own cache off.
+/// program, workers up to the core count (at most 16), the block cache on.
 impl Default for CudaConfig {
     fn default() -> CudaConfig {
         CudaConfig {
@@ -87,8 +77,6 @@ impl Default for CudaConfig {
             start_workers: StartWorkers::default(),
             max_workers: default_max_workers(),
             block_cache: true,
-            nvrtc_pch: true,
-            nvrtc_cache: false,
         }
     }
 }
@@ -107,11 +95,13 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 /// Set once `KERNELKIT_START_WORKERS` was warned about.
 static WARNED_START: AtomicBool = AtomicBool::new(false);
 
+/// Set once `KERNELKIT_CUDA_ALLOC` was warned about.
+static WARNED_ALLOC: AtomicBool = AtomicBool::new(false);
+
 impl CudaConfig {
     /// `KERNELKIT_NVRTC_FLAGS`, `CUDA_HOME`, `CUDA_PATH`,
     /// `KERNELKIT_WORKER`, `KERNELKIT_COMPILE_WORKERS`,
-    /// `KERNELKIT_START_WORKERS`, `KERNELKIT_CUDA_ALLOC`,
-    /// `KERNELKIT_NVRTC_PCH`, `KERNELKIT_NVRTC_CACHE`.
+    /// `KERNELKIT_START_WORKERS`, `KERNELKIT_CUDA_ALLOC`.
     pub(super) fn from_vars(vars: &Vars<'_>) -> CudaConfig {
         let defaults = CudaConfig::default();
         let nvrtc_flags = vars
@@ -144,8 +134,7 @@ impl CudaConfig {
                 warn_once(
                     &WARNED_START,
                     &format!(
-                        "KERNELKIT_START_WORKERS={v:?} is not `demand`, `first` or `open`; \
-                         using `demand`"
+                        "KERNELKIT_START_WORKERS={v:?} is not `demand` or `first`; using `demand`"
                     ),
                 );
                 defaults.start_workers
@@ -159,15 +148,24 @@ impl CudaConfig {
             worker_args: Vec::new(),
             start_workers,
             max_workers,
-            block_cache: vars.text("KERNELKIT_CUDA_ALLOC").as_deref() != Some("pool"),
-            nvrtc_pch: !matches!(
-                vars.trimmed("KERNELKIT_NVRTC_PCH").as_deref(),
-                Some("0" | "off")
-            ),
-            nvrtc_cache: matches!(
-                vars.trimmed("KERNELKIT_NVRTC_CACHE").as_deref(),
-                Some("1" | "on")
-            ),
+            block_cache: match vars.trimmed("KERNELKIT_CUDA_ALLOC") {
+                None => defaults.block_cache,
+                Some(v) => match v.as_str() {
+                    // `pool`: the value's first spelling.
+                    "exact" | "pool" => false,
+                    "cached" => true,
+                    _ => {
+                        warn_once(
+                            &WARNED_ALLOC,
+                            &format!(
+                                "KERNELKIT_CUDA_ALLOC={v:?} is not `cached` or `exact`; \
+                                 using `cached`"
+                            ),
+                        );
+                        defaults.block_cache
+                    }
+                },
+            },
         }
     }
 
@@ -188,7 +186,7 @@ impl CudaConfig {
 /// distinct cold kernels that finds no worker ready pays it inside the
 /// burst. Starting them ahead, in the background, takes that off the
 /// burst, at the price of processes that a program compiling only one
-/// kernel never uses (each holds NVRTC, tens of MB).
+/// kernel never uses (each holds NVRTC, tens of megabytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum StartWorkers {
     /// One at a time, by the compile that finds no worker idle
@@ -200,19 +198,14 @@ pub enum StartWorkers {
     /// never compiles (every kernel found in a cache) starts none. The
     /// Python package's default.
     AtFirstCompile,
-    /// All of them in the background when the device is opened (`open`):
-    /// for programs that know they will compile many kernels, such as
-    /// `kernelkit precompile`.
-    AtOpen,
 }
 
 impl StartWorkers {
-    /// `demand`, `first` or `open`.
+    /// `demand` or `first`.
     pub fn parse(text: &str) -> Option<StartWorkers> {
         match text {
             "demand" => Some(StartWorkers::OnDemand),
             "first" => Some(StartWorkers::AtFirstCompile),
-            "open" => Some(StartWorkers::AtOpen),
             _ => None,
         }
     }

@@ -1,8 +1,11 @@
 //! Configuration: every setting of a device in one value, read from the
 //! environment in one place.
 //!
-//! A [`Config`] holds the artifact store's settings ([`CacheConfig`]), the
-//! CPU compiler's ([`CpuConfig`]) and the CUDA backend's ([`CudaConfig`]).
+//! A [`Config`] holds the artifact store's settings ([`CacheConfig`], with
+//! the fleet tier's, [`RemoteConfig`]), the CPU compiler's ([`CpuConfig`]),
+//! the CUDA backend's ([`CudaConfig`]) and each kernel's variant memo's
+//! ([`MemoConfig`]); one file each (`cache`, `remote`, `cpu`, `cuda`,
+//! `memo`).
 //! [`Config::from_env`] is the only code of the library that reads
 //! environment variables; everything below the device floor (backends, the
 //! store) takes its part of a `Config` as an argument. A device reads
@@ -30,10 +33,8 @@
 //! | `CUDA_HOME`, `CUDA_PATH` | [`CudaConfig::toolkit_dirs`], before `/usr/local/cuda` | `/usr/local/cuda` |
 //! | `KERNELKIT_WORKER` | [`CudaConfig::worker`] | a `kernelkit` executable next to the running program |
 //! | `KERNELKIT_COMPILE_WORKERS` | [`CudaConfig::max_workers`]; `0`: none | the core count, at most 16 |
-//! | `KERNELKIT_START_WORKERS` | [`CudaConfig::start_workers`]: `demand` (one at a time, as compiles need them), `first` (all, in the background, at the first compile), `open` (all, in the background, when the device opens) | `demand` |
-//! | `KERNELKIT_CUDA_ALLOC` | `pool`: [`CudaConfig::block_cache`] off | on |
-//! | `KERNELKIT_NVRTC_PCH` | `0` or `off`: [`CudaConfig::nvrtc_pch`] off (compile workers parse the generated prelude in every compile) | on |
-//! | `KERNELKIT_NVRTC_CACHE` | `1` or `on`: [`CudaConfig::nvrtc_cache`] on (NVRTC 12.9+ keeps every compile in the driver's compute cache too) | off |
+//! | `KERNELKIT_START_WORKERS` | [`CudaConfig::start_workers`]: `demand` (one at a time, as compiles need them), `first` (all, in the background, at the first compile) | `demand` |
+//! | `KERNELKIT_CUDA_ALLOC` | [`CudaConfig::block_cache`]: `cached` (per-stream block caches), `exact` (a debugging mode: exact-size blocks, none reused; `pool` is its first spelling) | `cached` |
 //! | `KERNELKIT_MAX_LOADED_MODULES` | [`CacheConfig::max_loaded_modules`]: modules one device keeps loaded; the least recently used is unloaded past it | 4096 |
 //! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
 //! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
@@ -286,8 +287,6 @@ pub(crate) mod tests {
         assert_eq!(c.cuda.start_workers, StartWorkers::OnDemand);
         assert!(c.cuda.max_workers >= 1 && c.cuda.max_workers <= 16);
         assert!(c.cuda.block_cache);
-        assert!(c.cuda.nvrtc_pch);
-        assert!(!c.cuda.nvrtc_cache);
         assert_eq!(c.cuda.options, CudaCompileOptions::default());
         assert_eq!(c.memo, MemoConfig::default());
         assert_eq!(c.memo.max_bytes, DEFAULT_MEMO_BYTES);
@@ -308,10 +307,8 @@ pub(crate) mod tests {
             ("CUDA_PATH", "/opt/cuda-12"),
             ("KERNELKIT_WORKER", "/bin/worker"),
             ("KERNELKIT_COMPILE_WORKERS", " 3 "),
-            ("KERNELKIT_START_WORKERS", " open "),
-            ("KERNELKIT_CUDA_ALLOC", "pool"),
-            ("KERNELKIT_NVRTC_PCH", " off "),
-            ("KERNELKIT_NVRTC_CACHE", " on "),
+            ("KERNELKIT_START_WORKERS", " first "),
+            ("KERNELKIT_CUDA_ALLOC", " exact "),
             ("KERNELKIT_TRUSTED_KEYS", "/etc/kernelkit/trusted"),
             ("HOME", "/home/u"),
             ("KERNELKIT_MEMO_BYTES", "16M"),
@@ -339,10 +336,8 @@ pub(crate) mod tests {
         );
         assert_eq!(c.cuda.worker, Some(PathBuf::from("/bin/worker")));
         assert_eq!(c.cuda.max_workers, 3);
-        assert_eq!(c.cuda.start_workers, StartWorkers::AtOpen);
+        assert_eq!(c.cuda.start_workers, StartWorkers::AtFirstCompile);
         assert!(!c.cuda.block_cache);
-        assert!(!c.cuda.nvrtc_pch);
-        assert!(c.cuda.nvrtc_cache);
         assert_eq!(c.memo.max_bytes, 16 << 20);
         assert_eq!(c.memo.max_entries, 64);
     }
@@ -394,6 +389,24 @@ pub(crate) mod tests {
         assert_eq!(c.cuda.start_workers, StartWorkers::OnDemand);
         assert!(c.cuda.block_cache);
         assert_eq!(c.memo, MemoConfig::default());
+    }
+
+    /// The allocator's debugging mode has two spellings (`pool` was the
+    /// first); `cached` is the default said aloud.
+    #[test]
+    fn the_exact_allocator_is_exact_or_pool() {
+        for (v, cache) in [("exact", false), ("pool", false), (" cached ", true)] {
+            let c = config_of(&[("KERNELKIT_CUDA_ALLOC", v)]);
+            assert_eq!(c.cuda.block_cache, cache, "{v}");
+        }
+    }
+
+    /// Values that only compared two builds are no longer settings: an old
+    /// `open` is warned about and gives the default.
+    #[test]
+    fn starting_workers_at_the_open_is_no_longer_a_value() {
+        let c = config_of(&[("KERNELKIT_START_WORKERS", "open")]);
+        assert_eq!(c.cuda.start_workers, StartWorkers::OnDemand);
     }
 
     /// A timeout too large for a `Duration` (or infinite) is the default,

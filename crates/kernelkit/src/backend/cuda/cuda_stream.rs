@@ -11,9 +11,16 @@
 //! block dies, its home stream is made to wait for them (an event each)
 //! before the block is reused. Beyond the cache ([`CACHE_BYTES`],
 //! [`CACHE_BLOCKS`] per stream), blocks go back to the device's
-//! [`Allocator`] (`allocator`). The configuration's `block_cache` setting
-//! (`KERNELKIT_CUDA_ALLOC=pool`) turns the per-stream cache off (every
-//! allocation asks the allocator), for comparison.
+//! [`Allocator`] (`allocator`).
+//!
+//! **The debugging mode.** The configuration's `block_cache` setting off
+//! (`KERNELKIT_CUDA_ALLOC=exact`) turns the per-stream cache off: every
+//! allocation asks the allocator for a block of exactly the array's size,
+//! and a freed block goes back to it (unless its stream is being captured
+//! into a graph), never to another array of kernelkit's: a write past an
+//! array's end is past the end of its allocation, where compute-sanitizer
+//! and guard regions report it, not in the slack of a larger block or in
+//! a block reused for the next array.
 //!
 //! **A thread's spare.** Before any of that, the last small output a
 //! thread dropped stays with the thread whole (heap block, device block,
@@ -497,7 +504,14 @@ pub(crate) fn order_after(home: &CudaStream, others: Vec<Arc<CudaStream>>) {
 /// (or the allocator).
 #[inline]
 pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize) -> Result<Memory> {
-    let class = size_class(len);
+    // Without the cache (the debugging mode) a block is exactly as long as
+    // the array (the driver refuses zero bytes), so that what a kernel
+    // writes past its end is outside every allocation.
+    let class = if stream.caching {
+        size_class(len)
+    } else {
+        len.max(1)
+    };
     let ptr = match stream.take(class) {
         Some(p) => p,
         None => {

@@ -20,10 +20,10 @@
 //!   (`--cfg kernelkit_candle_cuda`).
 //! - `unload`: retired modules wait for events recorded after their
 //!   launches, then are unloaded, without waiting for the context.
-//! - `allocator`: where device blocks come from (a stream-ordered pool,
-//!   or exact-size blocks in the debugging mode, see
-//!   [`CudaConfig::block_cache`]);
-//!   `cuda_stream`: [`CudaStream`], a stream and its cache of freed blocks;
+//! - `allocator`: where device blocks come from (a stream-ordered pool of
+//!   the device's own, else plain allocations);
+//!   `cuda_stream`: [`CudaStream`], a stream and its cache of freed blocks
+//!   (off in the debugging mode of [`CudaConfig::block_cache`]);
 //!   `graph`: graph allocations (memory allocated while a stream is
 //!   captured into a CUDA graph, never cached);
 //!   `gather`: the built-in strided → contiguous copy kernel.
@@ -248,9 +248,8 @@ impl CudaBackend {
             get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
             get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         );
-        // NVRTC (and the compile workers) before the context: workers that
-        // start at the open (`StartWorkers::AtOpen`) start while the driver
-        // creates the context, the longest part of an open.
+        // NVRTC before the context: a device whose compiler cannot be used
+        // fails its open before a context is retained.
         let nvrtc = compile::Nvrtc::new(cc, config).map_err(unavailable)?;
         // Released by `Context::drop`.
         let raw = driver::primary_ctx_retain(device, &label)?;

@@ -37,11 +37,10 @@
 //! - Errors carry NVRTC's log with lines inside the body marked
 //!   `[body line N]`.
 //!
-//! The files: `nvrtc` (every NVRTC call, each a small safe function: with
-//! `driver`, the backend's only `unsafe` code), `nvrtc_job` (one compile,
-//! the same here and on a worker), `nvrtc_cache`, `pch`, `includes`,
-//! `thread`, `worker` (the worker processes, their protocol and their
-//! side of it).
+//! The files: `nvrtc` (every NVRTC call, each a small safe function, as
+//! `driver` is for the driver API), `nvrtc_job` (one compile, the same
+//! here and on a worker), `nvrtc_cache`, `pch`, `includes`, `thread`, and
+//! `worker` (the worker processes, their protocol and their side of it).
 
 mod includes;
 pub(super) mod nvrtc;
@@ -84,7 +83,7 @@ pub(super) struct Nvrtc {
     /// Worker processes for compiles that would queue here.
     workers: Option<Workers>,
     /// A worker's options for a compile through the prelude's precompiled
-    /// headers (see `pch`), when the configuration asks for them.
+    /// headers (see `pch`), when this NVRTC and the options allow them.
     pch: Option<Vec<String>>,
 }
 
@@ -132,11 +131,7 @@ impl Nvrtc {
         let identity = store_identity((major, minor), &target, &words);
         // After the identity: turning NVRTC's own cache off changes no
         // artifact (see `nvrtc_cache`).
-        words.extend(nvrtc_cache::option(
-            (major, minor),
-            config.nvrtc_cache,
-            &words,
-        ));
+        words.extend(nvrtc_cache::option((major, minor), &words));
         let options = words
             .iter()
             .map(|w| CString::new(w.as_str()))
@@ -147,8 +142,7 @@ impl Nvrtc {
         // write its headers in its calls, or while it exits (see `pch`). Not
         // with `--pre-include` files: NVRTC reads them before the prelude,
         // so a header would keep their text as it was when written.
-        let pch = (config.nvrtc_pch
-            && pch::supported((major, minor))
+        let pch = (pch::supported((major, minor))
             && config.max_workers > 0
             && !search.pre_includes_any())
         .then(|| pch::words(&words));
@@ -246,9 +240,9 @@ impl Nvrtc {
     }
 
     /// Compiles here or on a worker (see `worker`); on a worker through
-    /// the precompiled prelude when the configuration asks for it (a
-    /// worker that has its header is then faster than a compile here, so
-    /// an idle one is asked first).
+    /// the precompiled prelude when NVRTC and the options allow it (a
+    /// worker that has its header then parses less than a compile here,
+    /// so an idle one is asked first).
     fn run(&self, source: &str, headers: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Failure> {
         let here = || self.run_here(source, headers);
         let Some(workers) = &self.workers else {

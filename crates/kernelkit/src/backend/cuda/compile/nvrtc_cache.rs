@@ -1,4 +1,4 @@
-//! NVRTC's own compile cache, turned off by default.
+//! NVRTC's own compile cache, turned off.
 //!
 //! NVRTC 12.9 on, with a CUDA driver beside it, keeps what it compiles in
 //! the driver's compute cache (`~/.nv/ComputeCache`): every compile hashes
@@ -7,16 +7,10 @@
 //! twice (its memory, artifact store and fleet tier answer that), so all
 //! of it is work without a hit, and it writes entries into a cache the
 //! user's own JIT-compiled modules share (pushing theirs out), and which
-//! every process of the machine writes to. On the H200, 16 cold kernels
-//! at once through the package's workers took 58–65 ms without it against
-//! 75–86 ms with it (one cold kernel alone: 38–52 ms either way), and a
-//! worker held 85 MB against 92 (BENCHMARKS.md, "2026-12-01, evening:
-//! NVRTC's own cache").
+//! every process of the machine writes to.
 //!
-//! So every compile is given `--no-cache` unless
-//! [`crate::config::CudaConfig::nvrtc_cache`] keeps NVRTC's cache
-//! (`KERNELKIT_NVRTC_CACHE=1`). The option changes no artifact, so it is
-//! not part of the store's identity.
+//! So every compile is given `--no-cache` where NVRTC knows it. The option
+//! changes no artifact, so it is not part of the store's identity.
 
 /// The option that turns NVRTC's cache off.
 const NO_CACHE: &str = "--no-cache";
@@ -28,11 +22,10 @@ fn has_cache(version: (i32, i32)) -> bool {
 }
 
 /// The option to add to a compile's `words` for NVRTC `version`: `None`
-/// when the cache is to be kept (`keep`), NVRTC has none, or the words
-/// already turn it off.
-pub(super) fn option(version: (i32, i32), keep: bool, words: &[String]) -> Option<String> {
+/// when NVRTC has no cache or the words already turn it off.
+pub(super) fn option(version: (i32, i32), words: &[String]) -> Option<String> {
     let given = words.iter().any(|w| w == NO_CACHE || w == "-no-cache");
-    (!keep && has_cache(version) && !given).then(|| NO_CACHE.to_string())
+    (has_cache(version) && !given).then(|| NO_CACHE.to_string())
 }
 
 #[cfg(test)]
@@ -40,27 +33,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn off_from_nvrtc_12_9_unless_kept() {
+    fn off_from_nvrtc_12_9() {
         let words = vec!["--gpu-architecture=sm_90a".to_string()];
-        assert_eq!(
-            option((12, 9), false, &words).as_deref(),
-            Some("--no-cache")
-        );
-        assert_eq!(
-            option((13, 0), false, &words).as_deref(),
-            Some("--no-cache")
-        );
-        assert_eq!(option((13, 0), true, &words), None);
+        assert_eq!(option((12, 9), &words).as_deref(), Some("--no-cache"));
+        assert_eq!(option((13, 0), &words).as_deref(), Some("--no-cache"));
         // 12.8 and older have no cache and refuse the option.
-        assert_eq!(option((12, 8), false, &words), None);
-        assert_eq!(option((11, 8), false, &words), None);
+        assert_eq!(option((12, 8), &words), None);
+        assert_eq!(option((11, 8), &words), None);
     }
 
     #[test]
     fn a_users_own_no_cache_is_not_doubled() {
         for given in ["--no-cache", "-no-cache"] {
             let words = vec!["-lineinfo".to_string(), given.to_string()];
-            assert_eq!(option((13, 0), false, &words), None, "{given}");
+            assert_eq!(option((13, 0), &words), None, "{given}");
         }
     }
 }

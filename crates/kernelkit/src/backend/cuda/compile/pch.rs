@@ -3,9 +3,8 @@
 //! Every generated source starts with kernelkit's prelude (the includes a
 //! variant needs, then the prelude sections: for a Metal body the parts of
 //! the Metal compatibility layer it uses), which ends at [`PRELUDE_END`].
-//! NVRTC parses all of it in every compile; on the H200 that is about a
-//! quarter of a trivial kernel's cold compile, and more of what 16
-//! compiles at once contend for.
+//! NVRTC parses all of it in every compile: a large part of a small
+//! kernel's cold compile, and of what concurrent compiles contend for.
 //!
 //! A compile asked to go through the precompiled prelude (its options hold
 //! [`words`]; [`run`] decides, on the worker that runs it) gives NVRTC the
@@ -16,8 +15,8 @@
 //! automatic precompiled headers on (`-pch`), which loads the header NVRTC
 //! wrote for that prelude instead of parsing its text.
 //!
-//! Writing a header costs the compile that writes it 40–150 ms, so no
-//! call's compile writes one. A process compiles through a prelude only
+//! Writing a header costs the compile that writes it more than the
+//! compile itself, so no call's compile writes one. A process compiles through a prelude only
 //! once it has written its header; until then its compiles of that
 //! prelude use the full source, and the first such compile queues the
 //! header, which [`write_pending`] writes when the worker has nothing else
@@ -30,9 +29,8 @@
 //!   from writing a header.
 //! - Headers are per process, not shared in a directory: NVRTC maps a
 //!   header at the address it was written at, and another process's
-//!   address space seldom has it free (measured on the H200: a header
-//!   written by one process was refused by the next, "incompatible
-//!   precompiled header (PCH) heap allocation address"). NVRTC keeps the
+//!   address space seldom has it free (NVRTC then refuses the header:
+//!   "incompatible precompiled header (PCH) heap allocation address"). NVRTC keeps the
 //!   headers it writes in a directory of its own, removed when the process
 //!   ends, and picks the one that matches a source (one per prelude).
 //! - A compile that fails with a message about the precompiled header is
@@ -47,9 +45,7 @@
 //! the precompiled prelude goes to an idle worker first, and here only
 //! when none is idle.
 //!
-//! On unless [`crate::config::CudaConfig::nvrtc_pch`] is off
-//! (`KERNELKIT_NVRTC_PCH=0`), with NVRTC 12.8 on; BENCHMARKS.md,
-//! "2026-12-01, night", has what it measured.
+//! Used with NVRTC 12.8 on, whenever the device has compile workers.
 
 use std::collections::HashSet;
 use std::ffi::CString;

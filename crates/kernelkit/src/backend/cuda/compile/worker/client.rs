@@ -11,9 +11,9 @@
 //! turns off.
 //!
 //! Workers start when [`CudaConfig::start_workers`] says: one at a time as
-//! compiles need them, all at the process's first compile, or all when the
-//! device opens; started ahead, each is warmed up with a trivial compile so
-//! that NVRTC's first-use costs are paid before a real job comes.
+//! compiles need them, or all at the process's first compile; started
+//! ahead, each is warmed up with a compile so that NVRTC's first-use costs
+//! are paid before a real job comes.
 //!
 //! Pools are shared by every device of the process (a job carries all its
 //! options, so any worker can compile for any device): NVRTC serializes
@@ -36,7 +36,7 @@ const WARM_UP_SOURCE: &str =
 
 /// The compile a worker started ahead runs before its first job, so that
 /// what a worker pays once (NVRTC's first use; a precompiled prelude, see
-/// `cuda::pch`) is paid before a real job comes.
+/// `compile::pch`) is paid before a real job comes.
 pub(crate) struct WarmUp {
     source: String,
     options: Vec<String>,
@@ -68,10 +68,10 @@ type Program = (PathBuf, Vec<OsString>);
 
 impl Workers {
     /// The workers for a device's configuration, or `None` to compile in
-    /// this process (no program found, or at most 0 workers). Starts the
-    /// workers when the configuration says they start at the device's open
-    /// ([`StartWorkers::AtOpen`]), else none. `warm` and `output`: the
-    /// warm-up compile and its artifact (the first device's, per program).
+    /// this process (no program found, or at most 0 workers). Starts none:
+    /// they start with the compiles ([`CudaConfig::start_workers`]).
+    /// `warm` and `output`: the warm-up compile and its artifact (the first
+    /// device's, per program).
     pub(crate) fn find(
         config: &CudaConfig,
         nvrtc: (i32, i32),
@@ -108,16 +108,12 @@ impl Workers {
             }
         };
         drop(pools);
-        let workers = Workers {
+        Some(Workers {
             program: key.0,
             pool,
             max,
             start: config.start_workers,
-        };
-        if workers.start == StartWorkers::AtOpen {
-            workers.pool.start_ahead(max);
-        }
-        Some(workers)
+        })
     }
 
     /// `compile workers: up to N × PROGRAM`, and why they are off if so.
@@ -357,15 +353,6 @@ mod tests {
             "the first compile runs here"
         );
         assert!(tried(&first), "the first compile starts the workers");
-
-        let open = Workers::find(
-            &config(StartWorkers::AtOpen, "open"),
-            (13, 0),
-            &WarmUp::trivial(&[]),
-            Output::Cubin,
-        )
-        .unwrap();
-        assert!(tried(&open), "finding them at the open starts them");
     }
 
     #[test]
