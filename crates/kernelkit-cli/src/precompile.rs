@@ -15,13 +15,9 @@
 //! The spec files are read before the device opens, so that a CUDA device
 //! opens with as many compile workers as the specs can use (one fewer than
 //! the specs: one compile runs in this process). They start as the compiles
-//! need them (the library's default). Starting them all at the open
-//! (`KERNELKIT_START_WORKERS=open`, each warmed up with a compile) makes the
-//! compiles themselves twice as fast once they begin, but the whole command
-//! slower: on the H200, 16 specs took 0.615–0.646 s of process wall time
-//! that way against 0.568–0.602 s on demand (three turns each, one run;
-//! BENCHMARKS.md), the warm-up compiles competing with the real ones for
-//! the cores.
+//! need them (the library's default, unless `KERNELKIT_START_WORKERS` says
+//! otherwise): workers started all at once, each warmed up with a compile,
+//! would compete with the real compiles for the cores.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

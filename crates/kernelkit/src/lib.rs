@@ -81,11 +81,14 @@
 //!
 //! ## The floors
 //!
-//! The library is built in floors that only look down: `dtype`, `error`,
-//! `config` (the base) → `codegen` (pure generators, owning their
-//! vocabulary) → `backend` (compile, load, memory, launch, on borrowed
-//! descriptions) → `cache` (the module resolver and its tiers) → `device`,
-//! `array` → `kernel` → `spec_file`, `interop`. No module names an item of a floor above its own;
+//! The library is built in floors that only look down: the base (`dtype`,
+//! `error`, `config`, `stats`: the cache counters, `sync`: lock
+//! primitives) → `codegen` (pure generators, owning their vocabulary) →
+//! `backend` (compile, load, memory, launch, on borrowed descriptions) →
+//! `cache` (the module resolver and its tiers) → `device`, `array` →
+//! `kernel` → `spec_file`, `interop`, `compile_worker` (the entry point of
+//! a program that serves as a CUDA compile worker). No module names an
+//! item of a floor above its own, unit tests included;
 //! `tests/floors.rs` checks it in CI. Each folder's `mod.rs` says what it
 //! holds and what it may import.
 //!

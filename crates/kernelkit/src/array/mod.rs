@@ -5,7 +5,8 @@
 //! mean what they mean in MLX: the kernel sees the real strides.
 //!
 //! It holds [`Array`], its storage (`storage`: a backend's memory and
-//! the stream that writes it, and each thread's spare output) and the
+//! the stream that writes it, and each thread's spare output), arrays
+//! over memory another library owns (`foreign`) and the
 //! [`outputs::Outputs`] a call returns. **What this floor may import:**
 //! `backend` and the floors below, and `device` (the same floor).
 

@@ -1,8 +1,12 @@
 //! The seam between the generic core and a device: compile, load, memory,
 //! launch. Every backend folder has the same files for the same jobs
-//! (`compile.rs`, `load.rs`, `memory.rs`, `launch.rs`). `null/` runs
-//! nothing and records launches: it makes the generic core testable
-//! without a compiler.
+//! (`compile`, `load`, `memory`, `launch`): `cpu/` (the system C++
+//! compiler), `cuda/` (NVRTC and the driver API, feature `cuda`) and
+//! `null/`, which runs nothing and records launches: it makes the generic
+//! core testable without a compiler. Beside them, what every backend
+//! shares: `deps` (what a compile read besides its source, each file with
+//! a hash) and `foreign` (memory another library owns: what keeps it
+//! alive, whether a scope may still use it).
 //!
 //! **What this floor may import:** `dtype`, `error`, `config`, `sync`,
 //! `stats` and `codegen` (the generated source's vocabulary: dialects,

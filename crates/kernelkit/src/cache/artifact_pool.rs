@@ -16,9 +16,9 @@
 //! loaded (`max_loaded_modules`): enough for the other devices to load what
 //! one built, and for a device to reload from memory the modules its bound
 //! unloaded last. Without it a program that generates kernels without end
-//! grew by every cubin up to the byte bound (256 MiB: the churn of
-//! `examples/multi_gpu.rs`, 10,000 values with a bound of 64 loaded, rose
-//! 20% on two H200s while each device held 64 modules).
+//! would grow by every cubin up to the byte bound while each device holds
+//! only its bound of modules: the pool must not hold what no device can
+//! still load from it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

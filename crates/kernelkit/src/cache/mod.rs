@@ -7,6 +7,13 @@
 //! which stores the same entries, signed); and the signed bundles that
 //! carry store entries from one machine to others ([`bundle`]).
 //!
+//! Beside them: `loaded` (loaded modules, and where callers keep the
+//! functions resolved from them), `artifact_pool` (artifacts shared by the
+//! process-wide devices: compiled once per architecture, loaded once per
+//! device), `lock` (the file lock that lets one process compile a key
+//! while the others wait), `tally` (the store's lifetime counters) and
+//! `trust` (whether a store directory or entry file may be trusted).
+//!
 //! **What this floor may import:** `backend` (to compile and load) and the
 //! floors below it; nothing from `device`, `array` or `kernel`.
 

@@ -41,11 +41,11 @@
 //! lowered body and header name, and what the wrapper uses (atomic
 //! outputs, operators on a position used as a vector), with their
 //! dependencies ([`super::prelude::select`]; NVRTC parses every line it is
-//! given, and the whole layer was ~45 ms of a trivial kernel's ~70 ms).
-//! `cuda_fp16.h`/`cuda_bf16.h` are
-//! included only when the variant or the text of the body or header
-//! mentions a 16-bit float (they cost NVRTC ~15 ms), `cooperative_groups.h`
-//! only when the body or header uses cooperative groups (~800 ms).
+//! given, and the whole layer would be most of a small kernel's compile).
+//! For the same reason `cuda_fp16.h`/`cuda_bf16.h` are included only when
+//! the variant or the text of the body or header mentions a 16-bit float,
+//! and `cooperative_groups.h` (by far the largest) only when the body or
+//! header uses cooperative groups.
 //!
 //! **Metal bodies.** The body and header are lowered ([`super::lower`]:
 //! swizzles, address spaces, half literals). CUDA declares its own
@@ -97,10 +97,9 @@ pub(crate) const BODY_END: &str = "\n  // ---- end of body ----\n";
 ///
 /// - Most launches are whole blocks along every axis: then the launch
 ///   passes `kk_partial` = 0 ([`partial`]) and no thread compares anything
-///   (one uniform branch on a parameter; on the H200 a captured loop of 100
-///   small launches measured 0.96× CuPy's `if (i < n)` per node with this
-///   form, against 1.03× for 64-bit positions on every launch; see
-///   BENCHMARKS.md).
+///   (one uniform branch on a parameter, so a small kernel's critical path
+///   is no longer than a plain `if (i < n)` guard's; 64-bit positions on
+///   every launch would lengthen it).
 /// - Otherwise, along x it compares the thread's index in its block with
 ///   the threads the grid has left from its block's start, `kk_grid.x -
 ///   blockIdx.x * blockDim.x`. The launch runs ceil(grid / block) blocks,

@@ -9,6 +9,15 @@
 //! ([`spec::KernelSpec`]), template arguments ([`template`]) and the
 //! variant description ([`variant`]: per input dtype and pass mode, per
 //! output dtype). **What this floor may import:** `dtype` and `error` only.
+//!
+//! The dialects: `metal` (byte-identical to MLX's `metal_kernel`), `cuda`
+//! (CUDA C++ for NVRTC) and `cpu` (C++ for the CPU backend), with the
+//! Metal compatibility layer of the last two in `prelude`. What they share:
+//! `lex` (a small C++ tokenizer), `scan` (what a body uses, found once per
+//! kernel), `lower` (Metal bodies and headers to C++), `attributes` (the
+//! Metal position attributes, in MLX's order), [`math`] (the math mode)
+//! and `parts` (a generated source as what all variants share and what
+//! one adds).
 
 pub mod attributes;
 pub(crate) mod cpu;
@@ -212,7 +221,8 @@ pub(crate) fn portable_name(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_i
 
 /// Whether 16-bit floats are about in a variant: among its dtypes, or named
 /// in the body or header (CUDA then needs `cuda_fp16.h` / `cuda_bf16.h`,
-/// ~15 ms of NVRTC; the lowering gives conditionals Metal's types).
+/// which NVRTC parses in every compile that includes them; the lowering
+/// gives conditionals Metal's types).
 pub(crate) fn small_floats(spec: &KernelSpec, desc: &VariantDesc<'_>) -> bool {
     small_float_dtypes(desc) || small_float_text(spec)
 }

@@ -9,6 +9,11 @@
 //! [`Config`]: the constructors read [`Config::from_env`] when they create
 //! one, a [`DeviceBuilder`] takes one from the program.
 //!
+//! The files: `builder` ([`DeviceBuilder`]), `stream` ([`Stream`]: ordered
+//! queues of work, the default stream among them, and other libraries'
+//! streams wrapped as ours), `null` (the null device's constructors) and
+//! `dispatch` (one call's device work: waits, outputs, the launch).
+//!
 //! **What this floor may import:** `cache`, `backend`, `codegen` and the
 //! base, and `array` (on the same floor: arrays live on devices, devices
 //! make arrays); nothing from `kernel`.

@@ -4,7 +4,8 @@
 //! It holds [`Kernel`] and its builder, [`variant::Variant`] (one kernel
 //! specialised for one call signature, with its generated source and the
 //! function it resolved), the variant cache ([`variants`]: key, memo,
-//! per-thread recent variants) and calls ([`call`]). **What this floor may
+//! per-thread recent variants), calls ([`call`]) and compiles ahead of
+//! time, in parallel and in the background ([`precompile`]). **What this floor may
 //! import:** everything below it (`device`, `array`, `cache`, `backend`,
 //! `codegen`, the base); the top floor (spec files, interop) builds on it.
 

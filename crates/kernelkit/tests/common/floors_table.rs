@@ -6,7 +6,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     // Element types, errors, configuration, counters, lock primitives.
     (
         "base",
-        &["dtype", "error", "options", "config", "stats", "sync"],
+        &["dtype", "error", "config", "stats", "sync"],
     ),
     // Pure source generation, with its own vocabulary.
     ("codegen", &["codegen"]),

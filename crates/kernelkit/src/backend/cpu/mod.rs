@@ -8,7 +8,11 @@
 //! validation — runs and is tested on machines without a GPU.
 //!
 //! The same files as every backend folder: `compile.rs`, `load.rs`,
-//! `memory.rs`, `launch.rs`; imports as the `backend` floor allows.
+//! `memory.rs`, `launch.rs`; and its own: `pch` (the prelude's
+//! precompiled header), `depfile` (the compiler's dependency output, for
+//! the artifact store's dependency list) and `scratch` (private temporary
+//! directories and files for compiles and loads). Imports as the `backend`
+//! floor allows.
 
 mod compile;
 mod depfile;

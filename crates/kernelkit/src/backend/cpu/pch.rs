@@ -1,6 +1,6 @@
-//! A precompiled prelude header: the lever that makes CPU compiles ~4×
-//! cheaper (here: 0.38 s → 0.10 s for a trivial kernel, since parsing
-//! `<cmath>`, `<atomic>` and friends dominates).
+//! A precompiled prelude header: parsing `<cmath>`, `<atomic>` and friends
+//! dominates a small kernel's CPU compile, so the prelude is parsed once
+//! per machine and compiler, not in every compile.
 //!
 //! The header is built once per machine and compiler into the configured
 //! directory (`KERNELKIT_PCH_DIR`, see [`crate::config::CpuConfig`];

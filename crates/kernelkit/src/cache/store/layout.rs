@@ -13,7 +13,7 @@
 //! <dir>/3f/.3fa9…c2.Xq7bT1.tmp        an entry being written
 //! ```
 //!
-//! Layout 1 (kernelkit before issue 21) kept entries, locks and temporary
+//! Layout 1 (the store's first layout) kept entries, locks and temporary
 //! files in `<dir>` itself. Such *flat* entries are still read where they
 //! are; the first write to the store (or `kernelkit cache stats
 //! --recount`) moves them into their subdirectories (see `recount` in

@@ -18,8 +18,8 @@
 //! `operator+(float4, float4)` or `dot` never meets ours.
 //!
 //! **CUDA: the layer by need.** NVRTC parses every line it is given on
-//! every compile: the whole layer cost ~45 ms of a trivial kernel's ~70 ms
-//! (H200 host and here alike). So a CUDA source holds only the sections
+//! every compile, and the whole layer would be most of a small kernel's
+//! compile. So a CUDA source holds only the sections
 //! ([`sections`]) that the variant's text can reach: [`select`] finds them
 //! from the identifiers of the lowered body and header (and what the
 //! wrapper adds), with the dependencies between sections made explicit

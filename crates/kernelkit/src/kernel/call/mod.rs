@@ -15,6 +15,11 @@
 //!    device's module resolver (memory → disk → compile);
 //! 5. **launch**: `device::dispatch` allocates the outputs and hands the
 //!    backend one borrowed launch description.
+//!
+//! The files: `check` (step 1), `launch` (the prepared [`Launch`](crate::Launch)),
+//! `rebind` ([`Rebindable`](crate::Rebindable): a prepared call whose arrays are given again,
+//! as addresses, at every run) and `capture` (calls on a stream that is
+//! being captured into a CUDA graph).
 
 mod capture;
 pub(crate) mod check;

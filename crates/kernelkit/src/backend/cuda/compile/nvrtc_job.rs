@@ -1,5 +1,5 @@
 //! One NVRTC compile in this process: the job (what is compiled, how) and
-//! its run, the same whether [`super::compile::Nvrtc`] asked for it here
+//! its run, the same whether [`super::Nvrtc`] asked for it here
 //! or a compile worker received it (`super::worker`); a job whose options
 //! ask for the precompiled prelude goes through `super::pch`.
 
@@ -31,7 +31,7 @@ impl<O> Clone for NvrtcJob<'_, O> {
 
 impl<O> Copy for NvrtcJob<'_, O> {}
 
-/// Runs `job` in this process: what [`super::compile::Nvrtc::compile`]
+/// Runs `job` in this process: what [`super::Nvrtc::compile`]
 /// and a worker both do.
 pub(super) fn run_nvrtc(job: NvrtcJob<'_>) -> Result<Vec<u8>, Failure> {
     if pch::asked(job.options) {

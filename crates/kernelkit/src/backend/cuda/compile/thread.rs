@@ -5,10 +5,8 @@
 //! contention an arena of its own and keeps what a thread freed in that
 //! arena for its next allocations. Run on the caller's thread, every
 //! thread that ever compiled in this process keeps its own copy of the
-//! compiler's peak: 16 calling threads held ~130 MB of freed heap (the
-//! churn test of `tests/multi_gpu.rs` on the stand-in driver with the
-//! real NVRTC: 218 MB resident against 82 MB with one arena). Run here,
-//! that peak is kept once, whichever threads ask.
+//! compiler's peak, and resident memory grows with the number of threads
+//! that compiled. Run here, that peak is kept once, whichever threads ask.
 //!
 //! It costs no parallelism: NVRTC runs one compile at a time per process
 //! (compiles that would queue go to worker processes, `worker`), and a

@@ -28,12 +28,12 @@ pub use serve::{serve, serve_stdio};
 
 /// The protocol's version; a worker speaking another one is not used.
 /// Version 2 added the headers of a compile job; version 3 compiles a job
-/// whose options ask for the precompiled prelude as `cuda::pch` decides.
+/// whose options ask for the precompiled prelude as `compile::pch` decides.
 pub(crate) const PROTOCOL: u32 = 3;
 
 /// The program name of a worker's warm-up job: the one job a worker
 /// answers only after it wrote the precompiled preludes it queued (see
-/// `cuda::pch`), so that it is idle, with its headers, when it answers.
+/// `compile::pch`), so that it is idle, with its headers, when it answers.
 pub(crate) const WARM_UP_PROGRAM: &str = "kernelkit_warm_up.cu";
 
 /// The argument a worker program is started with.

@@ -116,7 +116,7 @@ fn answer(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
         };
         write_frame(&mut output, &reply.encode())?;
         // Answered: the precompiled preludes this job queued are written
-        // now, before the next job is read (see `cuda::pch`).
+        // now, before the next job is read (see `compile::pch`).
         pch::write_pending();
     }
     Ok(())
@@ -180,7 +180,7 @@ impl ThreadUsage {
         None
     }
 
-    /// `user 18.2 ms, system 1.1 ms, 740 page faults (0 from disk)`.
+    /// `user U ms, system S ms, F page faults (D from disk)`.
     fn since(&self, before: &ThreadUsage) -> String {
         format!(
             "user {:.1} ms, system {:.1} ms, {} page faults ({} from disk)",
@@ -395,8 +395,8 @@ mod tests {
             *p = 1;
         }
         std::hint::black_box(&pages);
-        // Work until the thread's CPU time has grown by 5 ms (however busy
-        // the machine is), or fail after 20 s of wall time.
+        // Work until the thread's CPU time has grown by the threshold below
+        // (however busy the machine is), or fail after a bounded wall time.
         let started = std::time::Instant::now();
         let mut x = 0u64;
         let used = loop {
