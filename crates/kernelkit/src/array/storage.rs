@@ -11,7 +11,7 @@
 //! only its own stream ever used the memory, the whole block — heap block,
 //! device memory, stream — stays with the dropping thread as its *spare*,
 //! and that thread's next output of the same stream and size class takes
-//! it ([`Storage::output`]): a loop of calls that drops its outputs
+//! it ([`SharedStorage::output`]): a loop of calls that drops its outputs
 //! allocates nothing and touches no shared count. The backend says which
 //! memory qualifies ([`Memory::spare_class`], [`StreamHandle::spare_class`]:
 //! small CUDA blocks of streams that cache blocks); host memory never does.

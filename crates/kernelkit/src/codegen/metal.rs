@@ -49,8 +49,8 @@
 //! anyway, because byte-identity with MLX is its purpose. Nothing in
 //! kernelkit is confused by it: the variant memo is keyed by the template
 //! argument's kind as well as its value, and the module key
-//! ([`Variant::module_key`](crate::Variant::module_key)) that the kernel
-//! caches use includes the hash of the source, so two sources never share a
+//! ([`ModuleKey`](crate::cache::key::ModuleKey)) that the kernel caches
+//! use includes the hash of the source, so two sources never share a
 //! compiled module. (The CPU and CUDA dialects append a variant id to the
 //! name instead, so their names are unique.)
 

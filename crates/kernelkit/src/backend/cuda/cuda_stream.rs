@@ -65,6 +65,19 @@ fn size_class(len: usize) -> usize {
     }
 }
 
+/// The size of the block an allocation of `len` bytes gets: its size
+/// class on a stream that caches blocks; else (the debugging mode) exactly
+/// `len` (the driver refuses zero bytes), so that what a kernel writes past
+/// the array's end is past the end of its allocation.
+#[inline]
+fn block_size(caching: bool, len: usize) -> usize {
+    if caching {
+        size_class(len)
+    } else {
+        len.max(1)
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -504,14 +517,7 @@ pub(crate) fn order_after(home: &CudaStream, others: Vec<Arc<CudaStream>>) {
 /// (or the allocator).
 #[inline]
 pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize) -> Result<Memory> {
-    // Without the cache (the debugging mode) a block is exactly as long as
-    // the array (the driver refuses zero bytes), so that what a kernel
-    // writes past its end is outside every allocation.
-    let class = if stream.caching {
-        size_class(len)
-    } else {
-        len.max(1)
-    };
+    let class = block_size(stream.caching, len);
     let ptr = match stream.take(class) {
         Some(p) => p,
         None => {
@@ -553,6 +559,16 @@ mod tests {
             "wide addresses use the locked cache"
         );
         assert_eq!(pack(512, 0), None, "0 means empty");
+    }
+
+    #[test]
+    fn the_debugging_mode_allocates_exact_sizes() {
+        for len in [1, 3, 511, 513, (1 << 20) + 1] {
+            assert_eq!(block_size(false, len), len);
+            assert_eq!(block_size(true, len), size_class(len));
+        }
+        assert_eq!(block_size(false, 0), 1, "the driver refuses 0 bytes");
+        assert_ne!(block_size(true, 513), 513, "classes round up");
     }
 
     #[test]

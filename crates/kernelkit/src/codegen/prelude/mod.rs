@@ -19,9 +19,9 @@
 //!
 //! **CUDA: the layer by need.** NVRTC parses every line it is given on
 //! every compile, and the whole layer would be most of a small kernel's
-//! compile. So a CUDA source holds only the sections
-//! ([`sections`]) that the variant's text can reach: [`select`] finds them
-//! from the identifiers of the lowered body and header (and what the
+//! compile. So a CUDA source holds only the sections (the tables
+//! `CUDA_METAL_SECTIONS`, `CUDA_PLAIN_SECTIONS`) that the variant's text
+//! can reach: [`select`] finds them from the identifiers of the lowered body and header (and what the
 //! wrapper adds), with the dependencies between sections made explicit
 //! in one table. The CPU keeps the whole layer as one fixed text: it is
 //! compiled once into a precompiled header (`backend/cpu/pch.rs`), which

@@ -16,8 +16,8 @@
 //! 5. **launch**: `device::dispatch` allocates the outputs and hands the
 //!    backend one borrowed launch description.
 //!
-//! The files: `check` (step 1), `launch` (the prepared [`Launch`](crate::Launch)),
-//! `rebind` ([`Rebindable`](crate::Rebindable): a prepared call whose arrays are given again,
+//! The files: `check` (step 1), `launch` (the prepared [`Launch`]),
+//! `rebind` ([`Rebindable`]: a prepared call whose arrays are given again,
 //! as addresses, at every run) and `capture` (calls on a stream that is
 //! being captured into a CUDA graph).
 
