@@ -13,6 +13,11 @@
 //! - `compile-worker` (hidden, `cuda` feature): serves CUDA compile jobs on
 //!   stdin/stdout for another process's kernelkit (see
 //!   `kernelkit::CompileWorkers`).
+//!
+//! One file per command (`cache_cmd` for `cache`, with `cache_remote` for
+//! its `--remote` actions), and what `source` and `run` share: `failure`
+//! (how they fail: exit code 2 and one line), `out_dir` (`run --out-dir`:
+//! outputs as `.npy` files) and `spec_help` (the spec format in brief).
 
 mod bench;
 mod cache_cmd;
