@@ -2,8 +2,8 @@
 //! speaks just enough of the protocol to be taken for a standalone Redis
 //! (`INFO` says it is no cluster), then answers the tier's reads as a test
 //! asks: slowly (a byte every half second, for ever) or with a length it
-//! does not mean (a bulk header of a gigabyte, then bytes as fast as the
-//! socket takes them). Each connection is served by a thread of its own;
+//! does not mean (a bulk header of a gigabyte, then that many bytes as fast
+//! as the socket takes them). Each connection is served by a thread of its own;
 //! the server counts the commands it was sent, by name.
 
 // Each test file uses a different subset of these helpers.
@@ -27,7 +27,8 @@ pub enum Answer {
     /// The start of a reply, then a byte every half second, never
     /// finished.
     Trickle,
-    /// `*2` then `$1073741824` then bytes, as fast as they are taken.
+    /// `*2`, `$1073741824`, then that many bytes as fast as they are
+    /// taken, then `$-1`: a whole reply, of an entry no node accepts.
     Gigabyte,
 }
 
@@ -143,7 +144,7 @@ fn serve(
                             return;
                         }
                     }
-                    return;
+                    s.write_all(b"\r\n$-1\r\n")
                 }
             },
         };
