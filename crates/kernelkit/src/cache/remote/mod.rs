@@ -32,6 +32,7 @@
 
 mod admin;
 mod breaker;
+mod cluster;
 pub mod keyring;
 mod lease;
 mod server;

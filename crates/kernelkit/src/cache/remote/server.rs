@@ -14,14 +14,15 @@
 //! than the entry size limit drops the connection (its rest is never read)
 //! without opening the breaker: it is one entry's fault.
 //!
-//! A plain `redis://` server is spoken to through [`wire`](super::wire),
+//! A plain `redis://` server or cluster is spoken to through
+//! [`wire`](super::wire) (a cluster's routing in [`cluster`](super::cluster)),
 //! which holds every command to its deadline and refuses a reply over the
-//! size limit from its framing. A cluster, and a `rediss://` (TLS) server,
-//! go through the `redis` crate's synchronous clients: their timeout
-//! applies to each socket read and write, and their replies are sized by
-//! the server (the limit is checked after a reply is read). The connection
-//! is taken with a bound whatever the kind. The synchronous clients are
-//! used, so no async runtime runs inside the library.
+//! size limit from its framing. A `rediss://` (TLS) server or cluster goes
+//! through the `redis` crate's synchronous clients: their timeout applies
+//! to each socket read and write, and their replies are sized by the
+//! server (the limit is checked after a reply is read). The connection is
+//! taken with a bound whatever the kind. No async runtime runs inside the
+//! library.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -30,6 +31,7 @@ use redis::{ConnectionAddr, FromRedisValue, RedisResult};
 
 use crate::cache::key::ModuleKey;
 use crate::cache::remote::breaker::{Breaker, Permit};
+use crate::cache::remote::cluster::{Auth, Cluster, ClusterFault};
 use crate::cache::remote::wire::{Bounds, Wire, WireError};
 use crate::config::RemoteConfig;
 
@@ -136,9 +138,12 @@ fn wire_query<T: FromRedisValue>(
 enum Conn {
     /// A plain server, through the bounded reader.
     Wire(Wire),
+    /// A plain cluster, through the bounded reader.
+    Cluster(Box<Cluster>),
     /// A TLS server, through the `redis` crate.
     Tls(redis::Connection),
-    Cluster(Box<redis::cluster::ClusterConnection>),
+    /// A TLS cluster, through the `redis` crate.
+    TlsCluster(Box<redis::cluster::ClusterConnection>),
 }
 
 impl Conn {
@@ -149,8 +154,13 @@ impl Conn {
     ) -> Result<T, Fault> {
         match self {
             Conn::Wire(w) => wire_query(w, cmd, deadline),
+            Conn::Cluster(c) => c.query(cmd, deadline).map_err(|f| match f {
+                ClusterFault::Answer(e) => Fault::Answer(e),
+                ClusterFault::TooLarge(e) => Fault::TooLarge(e),
+                ClusterFault::Connection(e) => Fault::Connection(e),
+            }),
             Conn::Tls(c) => cmd.query(c).map_err(Fault::of_redis),
-            Conn::Cluster(c) => cmd.query(&mut **c).map_err(Fault::of_redis),
+            Conn::TlsCluster(c) => cmd.query(&mut **c).map_err(Fault::of_redis),
         }
     }
 }
@@ -315,57 +325,77 @@ impl Server {
     }
 
     /// A connection, made before `deadline` where the client allows (the
-    /// `redis` crate's clients: each step within the connect timeout).
+    /// `redis` crate's clients, for TLS: each step within the connect
+    /// timeout).
     fn connect(&self, deadline: Instant) -> Result<Conn, String> {
-        if let [url] = self.urls.as_slice() {
+        let mut infos = Vec::with_capacity(self.urls.len());
+        for url in &self.urls {
             let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
-            let info = client.get_connection_info();
-            match info.addr() {
-                ConnectionAddr::Tcp(host, port) => {
-                    let mut w = Wire::connect(host, *port, deadline, self.bounds)
-                        .map_err(|e| e.to_string())?;
-                    let settings = info.redis_settings();
-                    let say = |f: Fault| match f {
-                        Fault::Answer(e) | Fault::TooLarge(e) | Fault::Connection(e) => e,
-                    };
-                    if let Some(password) = settings.password() {
-                        let mut auth = redis::cmd("AUTH");
-                        if let Some(user) = settings.username() {
-                            auth.arg(user);
-                        }
-                        auth.arg(password);
-                        wire_query::<()>(&mut w, &auth, deadline).map_err(say)?;
-                    }
-                    if settings.db() != 0 {
-                        let select = redis::cmd("SELECT").arg(settings.db()).clone();
-                        wire_query::<()>(&mut w, &select, deadline).map_err(say)?;
-                    }
-                    let info: String =
-                        wire_query(&mut w, redis::cmd("INFO").arg("cluster"), deadline)
-                            .map_err(say)?;
-                    if !info.contains("cluster_enabled:1") {
-                        return Ok(Conn::Wire(w));
-                    }
+            infos.push(client.get_connection_info().clone());
+        }
+        let plain: Option<Vec<String>> = infos
+            .iter()
+            .map(|i| match i.addr() {
+                ConnectionAddr::Tcp(host, port) => Some(format!("{host}:{port}")),
+                _ => None,
+            })
+            .collect();
+        let Some(seeds) = plain else {
+            return self.connect_tls(&infos);
+        };
+        let settings = infos[0].redis_settings();
+        let auth = Auth {
+            username: settings.username().map(str::to_string),
+            password: settings.password().map(str::to_string),
+        };
+        if let ([_], ConnectionAddr::Tcp(host, port)) = (infos.as_slice(), infos[0].addr()) {
+            let mut w =
+                Wire::connect(host, *port, deadline, self.bounds).map_err(|e| e.to_string())?;
+            let say = |f: Fault| match f {
+                Fault::Answer(e) | Fault::TooLarge(e) | Fault::Connection(e) => e,
+            };
+            if let Some(password) = &auth.password {
+                let mut cmd = redis::cmd("AUTH");
+                if let Some(user) = &auth.username {
+                    cmd.arg(user);
                 }
-                _ => {
-                    let mut c = client
-                        .get_connection_with_timeout(self.connect_timeout)
-                        .map_err(|e| e.to_string())?;
-                    c.set_read_timeout(Some(self.op_timeout))
-                        .and_then(|()| c.set_write_timeout(Some(self.op_timeout)))
-                        .map_err(|e| e.to_string())?;
-                    let info: String = redis::cmd("INFO")
-                        .arg("cluster")
-                        .query(&mut c)
-                        .map_err(|e| e.to_string())?;
-                    if !info.contains("cluster_enabled:1") {
-                        return Ok(Conn::Tls(c));
-                    }
-                }
+                cmd.arg(password);
+                wire_query::<()>(&mut w, &cmd, deadline).map_err(say)?;
+            }
+            if settings.db() != 0 {
+                let select = redis::cmd("SELECT").arg(settings.db()).clone();
+                wire_query::<()>(&mut w, &select, deadline).map_err(say)?;
+            }
+            let info: String =
+                wire_query(&mut w, redis::cmd("INFO").arg("cluster"), deadline).map_err(say)?;
+            if !info.contains("cluster_enabled:1") {
+                return Ok(Conn::Wire(w));
+            }
+        }
+        Cluster::connect(&seeds, auth, self.bounds, deadline).map(|c| Conn::Cluster(Box::new(c)))
+    }
+
+    /// A connection to a `rediss://` server or cluster, through the
+    /// `redis` crate's clients.
+    fn connect_tls(&self, infos: &[redis::ConnectionInfo]) -> Result<Conn, String> {
+        if let [info] = infos {
+            let client = redis::Client::open(info.clone()).map_err(|e| e.to_string())?;
+            let mut c = client
+                .get_connection_with_timeout(self.connect_timeout)
+                .map_err(|e| e.to_string())?;
+            c.set_read_timeout(Some(self.op_timeout))
+                .and_then(|()| c.set_write_timeout(Some(self.op_timeout)))
+                .map_err(|e| e.to_string())?;
+            let text: String = redis::cmd("INFO")
+                .arg("cluster")
+                .query(&mut c)
+                .map_err(|e| e.to_string())?;
+            if !text.contains("cluster_enabled:1") {
+                return Ok(Conn::Tls(c));
             }
         }
         self.connect_cluster()
-            .map(|c| Conn::Cluster(Box::new(c)))
+            .map(|c| Conn::TlsCluster(Box::new(c)))
             .map_err(|e| e.to_string())
     }
 
