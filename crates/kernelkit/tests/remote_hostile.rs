@@ -183,3 +183,40 @@ fn a_reply_announcing_a_gigabyte_is_refused_from_its_header_in_bounded_memory() 
     assert!(stats.remote_rejected >= 1, "{}", stats.summary());
     assert!(fake.seen("MGET") >= 2, "the gigabyte was asked for");
 }
+
+#[test]
+fn a_cluster_node_that_redirects_to_a_hostile_one_is_held_to_the_same_bounds() {
+    const TEST: &str = "a_cluster_node_that_redirects_to_a_hostile_one_is_held_to_the_same_bounds";
+    // The node that really serves the slot announces a gigabyte, then
+    // trickles; the seed redirects every read to it.
+    let hostile = FakeRedis::start_cluster(|name, before| match (name, before) {
+        ("MGET", 0) => Answer::Gigabyte,
+        ("MGET", _) => Answer::Trickle,
+        ("GET", _) => Answer::Nil,
+        _ => Answer::One,
+    });
+    let to = hostile.port;
+    let seed = FakeRedis::start_cluster(move |name, _| match name {
+        "MGET" | "GET" => Answer::Moved(to),
+        _ => Answer::One,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", 7, 32);
+    let r = remote(&seed.url(), &key, 1 << 20);
+    let device = node(dir.path().join("disk"), &r);
+    let salt = salt(TEST);
+    let stats = within(Duration::from_secs(120), move || {
+        run(&device, 1, &salt);
+        run(&device, 2, &salt)
+    });
+    assert_eq!(stats.compiles, 2, "{}", stats.summary());
+    // The gigabyte: refused from its header, an entry not used.
+    assert!(stats.remote_rejected >= 1, "{}", stats.summary());
+    // The trickle: past its deadline, an error that opened the breaker.
+    assert!(stats.remote_errors >= 1, "{}", stats.summary());
+    // The first read went to the seed and was redirected; the map, loaded
+    // again from the node it named, sends the second there directly.
+    assert_eq!(seed.seen("MGET"), 1);
+    assert_eq!(hostile.seen("MGET"), 2);
+    assert!(hostile.seen("CLUSTER") >= 1, "the map was reloaded there");
+}

@@ -27,6 +27,8 @@ pub enum Answer {
     /// The start of a reply, then a byte every half second, never
     /// finished.
     Trickle,
+    /// `-MOVED 0 127.0.0.1:<port>`: the key's slot is served there.
+    Moved(u16),
     /// `*2`, `$1073741824`, then that many bytes as fast as they are
     /// taken, then `$-1`: a whole reply, of an entry no node accepts.
     Gigabyte,
@@ -38,12 +40,36 @@ pub struct FakeRedis {
     seen: Arc<Mutex<HashMap<String, usize>>>,
 }
 
+/// Whether the server says it is a cluster node (`INFO`), serving every
+/// slot itself (`CLUSTER SLOTS`).
+#[derive(Clone, Copy)]
+struct Mode {
+    cluster: bool,
+    port: u16,
+}
+
 impl FakeRedis {
     /// A server that answers command `NAME` (upper case) with what
     /// `answer` gives for it and the number of `NAME`s seen before it.
     pub fn start(answer: impl Fn(&str, usize) -> Answer + Send + Sync + 'static) -> FakeRedis {
+        FakeRedis::start_as(false, answer)
+    }
+
+    /// [`FakeRedis::start`] for a server that says it is a cluster's only
+    /// master.
+    pub fn start_cluster(
+        answer: impl Fn(&str, usize) -> Answer + Send + Sync + 'static,
+    ) -> FakeRedis {
+        FakeRedis::start_as(true, answer)
+    }
+
+    fn start_as(
+        cluster: bool,
+        answer: impl Fn(&str, usize) -> Answer + Send + Sync + 'static,
+    ) -> FakeRedis {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let port = listener.local_addr().unwrap().port();
+        let mode = Mode { cluster, port };
         let seen = Arc::new(Mutex::new(HashMap::new()));
         let answer = Arc::new(answer);
         {
@@ -52,7 +78,7 @@ impl FakeRedis {
                 for stream in listener.incoming() {
                     let Ok(stream) = stream else { return };
                     let (seen, answer) = (seen.clone(), answer.clone());
-                    std::thread::spawn(move || serve(stream, &seen, &*answer));
+                    std::thread::spawn(move || serve(stream, mode, &seen, &*answer));
                 }
             });
         }
@@ -93,6 +119,7 @@ fn command(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
 
 fn serve(
     mut s: TcpStream,
+    mode: Mode,
     seen: &Mutex<HashMap<String, usize>>,
     answer: &(dyn Fn(&str, usize) -> Answer + Send + Sync),
 ) {
@@ -116,14 +143,27 @@ fn serve(
         };
         let sent = match name.as_str() {
             "INFO" => {
-                let info = "# Cluster\r\ncluster_enabled:0\r\n";
+                let info = format!(
+                    "# Cluster\r\ncluster_enabled:{}\r\n",
+                    u8::from(mode.cluster)
+                );
                 s.write_all(format!("${}\r\n{info}\r\n", info.len()).as_bytes())
             }
-            "AUTH" | "SELECT" | "PING" => s.write_all(b"+OK\r\n"),
+            "AUTH" | "SELECT" | "PING" | "ASKING" => s.write_all(b"+OK\r\n"),
+            "CLUSTER" => s.write_all(
+                format!(
+                    "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:{}\r\n",
+                    mode.port
+                )
+                .as_bytes(),
+            ),
             _ => match answer(&name, before) {
                 Answer::Nothing => s.write_all(b"*2\r\n$-1\r\n$-1\r\n"),
                 Answer::Nil => s.write_all(b"$-1\r\n"),
                 Answer::One => s.write_all(b":1\r\n"),
+                Answer::Moved(port) => {
+                    s.write_all(format!("-MOVED 0 127.0.0.1:{port}\r\n").as_bytes())
+                }
                 Answer::Trickle => {
                     // A simple string whose line never ends.
                     for b in b"*2\r\n$-1\r\n+".iter().chain(std::iter::repeat(&b'x')) {
