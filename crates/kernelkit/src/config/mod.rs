@@ -23,7 +23,7 @@
 //! | `KERNELKIT_REMOTE_KEY_FILE` | [`RemoteConfig::key_files`]: the files of the secrets that sign entries, separated by `:` (the first signs, all verify) | none (no fleet tier) |
 //! | `KERNELKIT_REMOTE_TTL` | [`RemoteConfig::ttl`], seconds; `0`: no expiry | 604800 (7 days) |
 //! | `KERNELKIT_REMOTE_WAIT` | [`RemoteConfig::wait`]: the longest wait for another process's compile, seconds | 30 |
-//! | `KERNELKIT_REMOTE_TIMEOUT` | [`RemoteConfig::connect_timeout`] and [`RemoteConfig::op_timeout`], seconds | 1 |
+//! | `KERNELKIT_REMOTE_TIMEOUT` | [`RemoteConfig::connect_timeout`] and [`RemoteConfig::op_timeout`] (a deadline for each whole command), seconds | 1 |
 //! | `CXX` | [`CpuConfig::compiler`] | the first of `c++`, `g++`, `clang++` on the `PATH` |
 //! | `KERNELKIT_COMPILE_TIMEOUT` | [`CpuConfig::compile_timeout`], seconds | 300 |
 //! | `KERNELKIT_PCH_DIR` | [`CpuConfig::pch_dir`]; empty: no precompiled header | `kernelkit-pch-<uid>` in `$TMPDIR` (else `/tmp`) |
