@@ -240,8 +240,10 @@ impl Wire {
                     )))
                 }
                 Ok(n) => {
-                    if buf.capacity() < want {
-                        buf.reserve_exact(want - buf.len());
+                    // Room for what is wanted and one more read: the
+                    // buffer never grows past the bound by doubling.
+                    if buf.capacity() < buf.len() + n {
+                        buf.reserve_exact(want.max(buf.len() + n) - buf.len() + chunk.len());
                     }
                     buf.extend_from_slice(&chunk[..n]);
                 }
