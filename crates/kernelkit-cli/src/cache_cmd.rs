@@ -122,7 +122,14 @@ pub fn main(args: Args) -> ExitCode {
             dry_run,
         } => {
             let keys = trusted_keys.or(config.trusted_keys.clone());
-            return import(&dir, config.max_bytes, &file, keys.as_deref(), dry_run);
+            return import(
+                &dir,
+                config.max_bytes,
+                config.bundle_max_bytes,
+                &file,
+                keys.as_deref(),
+                dry_run,
+            );
         }
         other => other,
     };
@@ -357,6 +364,7 @@ fn export(
 fn import(
     dir: &Path,
     max_bytes: u64,
+    bundle_max_bytes: u64,
     file: &Path,
     trusted_keys: Option<&Path>,
     dry_run: bool,
@@ -375,7 +383,7 @@ fn import(
         },
         None => TrustedKeys::default(),
     };
-    let bytes = match bundle::read(file) {
+    let bytes = match bundle::read(file, bundle_max_bytes) {
         Ok(b) => b,
         Err(e) => return refuse(e.to_string(), 2),
     };

@@ -46,6 +46,7 @@ impl Layout {
             .env_remove("XDG_CACHE_HOME")
             .env_remove("KERNELKIT_TRUSTED_KEYS")
             .env_remove("KERNELKIT_CACHE_MAX_BYTES")
+            .env_remove("KERNELKIT_BUNDLE_MAX_BYTES")
             .env_remove("KERNELKIT_LOG");
         cmd
     }
@@ -247,6 +248,25 @@ fn bad_bundles_and_other_compilers_import_nothing() {
         );
         assert_eq!(n.entries(), 0, "{what}");
     }
+    // A bundle over KERNELKIT_BUNDLE_MAX_BYTES: refused before it is read.
+    let n = node(root, "carol", &public);
+    let out = n
+        .kernelkit(&["cache", "import", bundle.to_str().unwrap()])
+        .env(
+            "KERNELKIT_TRUSTED_KEYS",
+            root.join("carol/etc/trusted_keys"),
+        )
+        .env("KERNELKIT_BUNDLE_MAX_BYTES", "1K")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("over the 1024-byte limit")
+            && text(&out).contains("KERNELKIT_BUNDLE_MAX_BYTES"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(n.entries(), 0);
     // A key the node does not trust.
     let n = node(root, "dave", &public);
     let other = root.join("other.key");

@@ -3,17 +3,24 @@
 //! nodes), run the same sixteen new kernels at once and compile each once
 //! in all; `kernelkit cache … --remote` lists, verifies and clears what they
 //! shared; with the server gone, the same run is right and compiles
-//! everything locally. Skips with a printed reason without `redis-server`.
+//! everything locally; against a server that trickles its replies or
+//! announces a gigabyte, `kernelkit run` ends in its deadline with the
+//! right result. Skips with a printed reason without `redis-server` (the
+//! hostile servers are the test's own).
 
 #![cfg(unix)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 #[path = "../../kernelkit/tests/common/redis_server.rs"]
 mod redis_server;
 use redis_server::{available, free_port, key_file, RedisServer};
+#[path = "../../kernelkit/tests/common/fake_redis.rs"]
+mod fake_redis;
+use fake_redis::{Answer, FakeRedis};
 
 /// A `kernelkit` command for node `disk` of the fleet at `url`.
 fn kernelkit(disk: &Path, url: &str, key: &Path) -> Command {
@@ -187,4 +194,84 @@ fn with_the_server_gone_every_node_compiles_and_every_result_is_right() {
         Some(2),
         "the tool says it cannot reach it"
     );
+}
+
+/// `kernelkit run` of a new kernel against a Redis that stalls or lies
+/// (`fake_redis`), with a one-second `KERNELKIT_REMOTE_TIMEOUT` and a
+/// 1 MiB entry limit: the run ends with the right result, in the deadline
+/// plus the compile (bounded generously here: a loaded machine). The child
+/// is killed, and the test fails, if it runs past two minutes.
+fn run_against(fake: &FakeRedis, salt: &str) -> (serde_json::Value, Duration) {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = key_file(tmp.path(), "fleet.key", 0x5c, 32);
+    let spec = tmp.path().join("spec.json");
+    let body = serde_json::json!({
+        "name": "hostile",
+        "inputs": [["inp", "float32", [4]]],
+        "outputs": [["out", "float32", [4]]],
+        "source": format!("// {salt}\nuint i = thread_position_in_grid.x;\nout[i] = inp[i] * 3.0f;"),
+        "grid": [4, 1, 1],
+        "threadgroup": [1, 1, 1],
+        "data": {"inp": [1.0, 2.0, 3.0, 4.0]},
+    });
+    std::fs::write(&spec, body.to_string()).unwrap();
+    let started = Instant::now();
+    let mut child = kernelkit(&tmp.path().join("node"), &fake.url(), &key)
+        .env("KERNELKIT_REMOTE_TIMEOUT", "1")
+        .args(["run", spec.to_str().unwrap(), "--device", "cpu"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("kernelkit run against a hostile Redis still ran after 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let took = started.elapsed();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "kernelkit run: {}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let data: Vec<f64> = result["outputs"]["out"]["data"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no output data in {result}"))
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(data, [3.0, 6.0, 9.0, 12.0], "{result}");
+    (result, took)
+}
+
+#[test]
+fn kernelkit_run_against_a_trickling_redis_ends_with_the_right_result() {
+    let fake = FakeRedis::start(|name, _| match name {
+        "MGET" => Answer::Trickle,
+        _ => Answer::One,
+    });
+    let salt = format!("trickle {}", std::process::id());
+    let (_, took) = run_against(&fake, &salt);
+    // One second of deadline and a small compile.
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    assert_eq!(fake.seen("MGET"), 1, "the breaker opened after the stall");
+}
+
+#[test]
+fn kernelkit_run_against_a_redis_announcing_a_gigabyte_ends_with_the_right_result() {
+    let fake = FakeRedis::start(|name, _| match name {
+        "MGET" => Answer::Gigabyte,
+        "GET" => Answer::Nil,
+        _ => Answer::One,
+    });
+    let salt = format!("gigabyte {}", std::process::id());
+    let (_, took) = run_against(&fake, &salt);
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    assert!(fake.seen("MGET") >= 1);
 }

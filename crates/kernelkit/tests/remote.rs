@@ -701,3 +701,51 @@ fn cache_state_tells_the_fleet_tier_from_the_disk() {
     let stranger = state(&node(&d.disk("s"), &other), 4, &salt);
     assert!(!stranger.compiled(), "{stranger:?}");
 }
+
+#[test]
+fn an_entry_over_the_size_limit_is_refused_from_its_header_then_replaced() {
+    const TEST: &str = "an_entry_over_the_size_limit_is_refused_from_its_header_then_replaced";
+    if !available(TEST) {
+        return;
+    }
+    let server = RedisServer::start(&[]);
+    let d = Dirs::new();
+    let mut r = remote(&server.url(), &[d.key("k", 8)]);
+    r.max_entry_bytes = 256 << 10;
+    let salt = salt(TEST);
+    run(&node(&d.disk("w"), &r), 6, &salt);
+    let mut conn = server.connection();
+    let mut entries: Vec<String> = redis::cmd("KEYS")
+        .arg("kernelkit:*:entry")
+        .query(&mut conn)
+        .unwrap();
+    let six = entries.pop().expect("the entry was shared");
+    // Another writer put 4 MiB under the key (its signature is the old
+    // one's): over this node's limit, it is not read.
+    let _: () = redis::cmd("SET")
+        .arg(&six)
+        .arg(vec![0u8; 4 << 20])
+        .query(&mut conn)
+        .unwrap();
+    let s = run(&node(&d.disk("a"), &r), 6, &salt);
+    assert_eq!(
+        (
+            s.compiles,
+            s.remote_rejected,
+            s.remote_hits,
+            s.remote_writes
+        ),
+        (1, 1, 0, 1),
+        "refused, compiled, written again: {}",
+        s.summary()
+    );
+    // The connection dropped mid-reply was made again; the entry written
+    // in its place is good.
+    let s = run(&node(&d.disk("b"), &r), 6, &salt);
+    assert_eq!(
+        (s.compiles, s.remote_hits, s.remote_errors),
+        (0, 1, 0),
+        "{}",
+        s.summary()
+    );
+}

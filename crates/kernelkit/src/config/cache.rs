@@ -13,6 +13,12 @@ use super::{warn_once, Vars};
 /// Default size limit of the store: 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
+/// Default size limit of a bundle file that `kernelkit cache import`
+/// reads: 1 GiB, far more than any set of compiled kernels. A bundle is
+/// read whole into memory (and verified there), so the limit bounds what
+/// one import may hold.
+pub const DEFAULT_BUNDLE_MAX_BYTES: u64 = 1 << 30;
+
 /// Default most modules one device keeps loaded: 4,096. Generous: a
 /// program that uses fewer distinct kernels never unloads one; a service
 /// that generates kernels without end stays bounded.
@@ -44,6 +50,10 @@ pub struct CacheConfig {
     /// (`KERNELKIT_TRUSTED_KEYS`; see [`crate::cache::bundle`]). Without
     /// one, no bundle is imported.
     pub trusted_keys: Option<PathBuf>,
+    /// The largest bundle file `kernelkit cache import` reads
+    /// (`KERNELKIT_BUNDLE_MAX_BYTES`): a bundle is held whole in memory
+    /// while it is verified, so a larger file is refused before it is read.
+    pub bundle_max_bytes: u64,
     /// The user's home directory (`HOME`): an exported bundle never holds
     /// an entry whose dependency list names a path under it, since such a
     /// path means nothing on another machine or for another user.
@@ -69,6 +79,7 @@ impl Default for CacheConfig {
             dir: None,
             max_bytes: DEFAULT_MAX_BYTES,
             trusted_keys: None,
+            bundle_max_bytes: DEFAULT_BUNDLE_MAX_BYTES,
             home: None,
             remote: RemoteConfig::default(),
             max_loaded_modules: DEFAULT_MAX_LOADED_MODULES,
@@ -81,7 +92,7 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 
 impl CacheConfig {
     /// `KERNELKIT_CACHE`, `KERNELKIT_CACHE_DIR`, `KERNELKIT_CACHE_MAX_BYTES`,
-    /// `KERNELKIT_TRUSTED_KEYS` (and `HOME`, `XDG_CACHE_HOME` for the
+    /// `KERNELKIT_TRUSTED_KEYS`, `KERNELKIT_BUNDLE_MAX_BYTES` (and `HOME`, `XDG_CACHE_HOME` for the
     /// default directory), and the fleet tier's `KERNELKIT_REMOTE_*`.
     pub(super) fn from_vars(vars: &Vars<'_>) -> CacheConfig {
         let warn = |message: String| {
@@ -105,6 +116,16 @@ impl CacheConfig {
                      using 1 GiB"
                 ));
                 DEFAULT_MAX_BYTES
+            }),
+        };
+        let bundle_max_bytes = match vars.trimmed("KERNELKIT_BUNDLE_MAX_BYTES") {
+            None => DEFAULT_BUNDLE_MAX_BYTES,
+            Some(v) => parse_size(&v).unwrap_or_else(|| {
+                warn(format!(
+                    "KERNELKIT_BUNDLE_MAX_BYTES={v:?} is not a size (e.g. 1073741824, 512M, 2G); \
+                     using 1 GiB"
+                ));
+                DEFAULT_BUNDLE_MAX_BYTES
             }),
         };
         let max_loaded_modules = match vars.trimmed("KERNELKIT_MAX_LOADED_MODULES") {
@@ -131,6 +152,7 @@ impl CacheConfig {
             trusted_keys: vars
                 .os_nonempty("KERNELKIT_TRUSTED_KEYS")
                 .map(PathBuf::from),
+            bundle_max_bytes,
             home: vars
                 .os("HOME")
                 .map(PathBuf::from)

@@ -21,11 +21,12 @@
 //! | `KERNELKIT_CACHE_DIR` | [`CacheConfig::dir`] | `$XDG_CACHE_HOME/kernelkit`, else `$HOME/.cache/kernelkit` (`~/Library/Caches/kernelkit` on macOS) |
 //! | `KERNELKIT_CACHE_MAX_BYTES` | [`CacheConfig::max_bytes`]: bytes, or with a `K`, `M`, `G` suffix (powers of 1024) | 1 GiB |
 //! | `KERNELKIT_TRUSTED_KEYS` | [`CacheConfig::trusted_keys`]: a file of Ed25519 public keys (one a line) whose signed bundles `kernelkit cache import` accepts | none: no bundle is imported |
+//! | `KERNELKIT_BUNDLE_MAX_BYTES` | [`CacheConfig::bundle_max_bytes`]: the largest bundle file `kernelkit cache import` reads (it is held whole in memory), bytes or with a `K`, `M`, `G` suffix; a larger one is refused before it is read | 1 GiB |
 //! | `KERNELKIT_REMOTE_CACHE` | [`RemoteConfig::urls`]: the fleet tier's Redis, `redis://host:port/db` (`rediss://` for TLS), or a cluster's seed nodes separated by commas | none (no fleet tier) |
 //! | `KERNELKIT_REMOTE_KEY_FILE` | [`RemoteConfig::key_files`]: the files of the secrets that sign entries, separated by `:` (the first signs, all verify) | none (no fleet tier) |
 //! | `KERNELKIT_REMOTE_TTL` | [`RemoteConfig::ttl`], seconds; `0`: no expiry | 604800 (7 days) |
 //! | `KERNELKIT_REMOTE_WAIT` | [`RemoteConfig::wait`]: the longest wait for another process's compile, seconds | 30 |
-//! | `KERNELKIT_REMOTE_TIMEOUT` | [`RemoteConfig::connect_timeout`] and [`RemoteConfig::op_timeout`], seconds | 1 |
+//! | `KERNELKIT_REMOTE_TIMEOUT` | [`RemoteConfig::connect_timeout`] and [`RemoteConfig::op_timeout`] (a deadline for each whole command), seconds | 1 |
 //! | `CXX` | [`CpuConfig::compiler`] | the first of `c++`, `g++`, `clang++` on the `PATH` |
 //! | `KERNELKIT_COMPILE_TIMEOUT` | [`CpuConfig::compile_timeout`], seconds | 300 |
 //! | `KERNELKIT_PCH_DIR` | [`CpuConfig::pch_dir`]; empty: no precompiled header | `kernelkit-pch-<uid>` in `$TMPDIR` (else `/tmp`) |
@@ -60,7 +61,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cache::{
-    parse_size, CacheConfig, CacheMode, DEFAULT_MAX_BYTES, DEFAULT_MAX_LOADED_MODULES,
+    parse_size, CacheConfig, CacheMode, DEFAULT_BUNDLE_MAX_BYTES, DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LOADED_MODULES,
 };
 pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
 pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig, StartWorkers};
@@ -273,6 +275,7 @@ pub(crate) mod tests {
         assert_eq!(c.cache.mode, CacheMode::Disk);
         assert_eq!(c.cache.dir, None, "no HOME: no directory");
         assert_eq!(c.cache.max_bytes, DEFAULT_MAX_BYTES);
+        assert_eq!(c.cache.bundle_max_bytes, DEFAULT_BUNDLE_MAX_BYTES);
         assert_eq!(c.cpu.compiler, None);
         assert_eq!(c.cpu.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
         let uid = rustix::process::geteuid().as_raw();
@@ -299,6 +302,7 @@ pub(crate) mod tests {
             ("KERNELKIT_CACHE", " memory "),
             ("KERNELKIT_CACHE_DIR", "/store"),
             ("KERNELKIT_CACHE_MAX_BYTES", "512M"),
+            ("KERNELKIT_BUNDLE_MAX_BYTES", "64M"),
             ("CXX", "clang++-18"),
             ("KERNELKIT_COMPILE_TIMEOUT", "2.5"),
             ("KERNELKIT_PCH_DIR", "/pch"),
@@ -324,6 +328,7 @@ pub(crate) mod tests {
         assert_eq!(c.cache.home, Some(PathBuf::from("/home/u")));
         assert_eq!(c.cache.dir, Some(PathBuf::from("/store")));
         assert_eq!(c.cache.max_bytes, 512 << 20);
+        assert_eq!(c.cache.bundle_max_bytes, 64 << 20);
         assert_eq!(c.cpu.compiler.as_deref(), Some("clang++-18"));
         assert_eq!(c.cpu.compile_timeout, Duration::from_millis(2500));
         assert_eq!(c.cpu.pch_dir, Some(PathBuf::from("/pch")));
@@ -383,6 +388,7 @@ pub(crate) mod tests {
         let d = config_of(&[]);
         assert_eq!(c.cache.mode, CacheMode::Disk);
         assert_eq!(c.cache.max_bytes, DEFAULT_MAX_BYTES);
+        assert_eq!(c.cache.bundle_max_bytes, DEFAULT_BUNDLE_MAX_BYTES);
         assert_eq!(c.cache.max_loaded_modules, DEFAULT_MAX_LOADED_MODULES);
         assert_eq!(c.cpu.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
         assert_eq!(c.cuda.max_workers, d.cuda.max_workers);

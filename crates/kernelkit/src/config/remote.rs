@@ -52,7 +52,10 @@ pub struct RemoteConfig {
     /// Connection attempts give up after this (`KERNELKIT_REMOTE_TIMEOUT`,
     /// seconds, sets both timeouts).
     pub connect_timeout: Duration,
-    /// One command gives up after this.
+    /// One command's deadline: its wait for the connection, its writes and
+    /// its whole reply, however slowly the server sends (a command that
+    /// connects first may take `connect_timeout` more). Past it the command
+    /// fails and the breaker opens.
     pub op_timeout: Duration,
     /// The compile lease's lifetime (renewed while the compile runs).
     pub lease: Duration,
@@ -65,7 +68,10 @@ pub struct RemoteConfig {
     /// After a failed connection or a command that timed out, the tier
     /// asks nothing for this long (then one call tries again).
     pub breaker_cooldown: Duration,
-    /// Entries over this size are neither written nor read.
+    /// Entries over this size are neither written nor read: a reply that
+    /// announces a value over it is refused from its header, and a whole
+    /// reply is held to it plus 64 KiB (`redis://`; over `rediss://` the
+    /// size is checked after the reply is read).
     pub max_entry_bytes: u64,
 }
 

@@ -10,6 +10,7 @@
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod fake_redis;
 pub mod redis_server;
 
 use std::ffi::OsString;

@@ -61,9 +61,7 @@ mod tests;
 pub use format::{BUNDLE_FORMAT_VERSION, MAGIC};
 pub use keys::{KeyError, PublicKey, SecretKey, TrustedKeys};
 
-/// Bundles larger than this are not read (16 GiB: far more than any set of
-/// compiled kernels; reading one into memory must not exhaust it).
-pub const MAX_BUNDLE_BYTES: u64 = 16 << 30;
+pub use crate::config::DEFAULT_BUNDLE_MAX_BYTES;
 
 /// Why a bundle was refused (whole: nothing from it was imported), or why
 /// one could not be made.
@@ -122,13 +120,20 @@ pub enum BundleError {
         /// The system's error.
         source: std::io::Error,
     },
-    /// The file is larger than [`MAX_BUNDLE_BYTES`].
-    #[error("bundle {path} is {bytes} bytes, over the {MAX_BUNDLE_BYTES}-byte limit")]
+    /// The file is larger than the limit [`read`] was given (nothing of
+    /// it was read past the limit).
+    #[error(
+        "bundle {path} is over the {limit}-byte limit (at least {bytes} bytes); \
+         raise KERNELKIT_BUNDLE_MAX_BYTES to import it"
+    )]
     TooLarge {
         /// The file.
         path: PathBuf,
-        /// Its size.
+        /// Its size as far as it was seen: the file's length, or the bytes
+        /// read before the limit was passed (a file that grew).
         bytes: u64,
+        /// The limit.
+        limit: u64,
     },
     /// The store could not be listed or written.
     #[error(transparent)]
@@ -355,24 +360,36 @@ pub fn import(
     Ok(report)
 }
 
-/// Reads a bundle file (at most [`MAX_BUNDLE_BYTES`]).
-pub fn read(path: &Path) -> Result<Vec<u8>, BundleError> {
+/// Reads a bundle file of at most `max_bytes` bytes
+/// ([`CacheConfig::bundle_max_bytes`], default
+/// [`DEFAULT_BUNDLE_MAX_BYTES`]). A larger one is refused from its length
+/// before anything is read, and a file that grows while it is read is
+/// refused once it passes the limit: memory held stays within the limit
+/// (plus one byte).
+///
+/// [`CacheConfig::bundle_max_bytes`]: crate::config::CacheConfig::bundle_max_bytes
+pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>, BundleError> {
     let io = |source| BundleError::Io {
         path: path.to_path_buf(),
         source,
     };
+    let too_large = |bytes| BundleError::TooLarge {
+        path: path.to_path_buf(),
+        bytes,
+        limit: max_bytes,
+    };
     let file = std::fs::File::open(path).map_err(io)?;
     let bytes = file.metadata().map_err(io)?.len();
-    if bytes > MAX_BUNDLE_BYTES {
-        return Err(BundleError::TooLarge {
-            path: path.to_path_buf(),
-            bytes,
-        });
+    if bytes > max_bytes {
+        return Err(too_large(bytes));
     }
-    let mut out = Vec::with_capacity(bytes as usize);
-    file.take(MAX_BUNDLE_BYTES + 1)
+    let mut out = Vec::with_capacity(usize::try_from(bytes).unwrap_or(0));
+    file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut out)
         .map_err(io)?;
+    if out.len() as u64 > max_bytes {
+        return Err(too_large(out.len() as u64));
+    }
     Ok(out)
 }
 

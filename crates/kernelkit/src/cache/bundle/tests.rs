@@ -414,10 +414,42 @@ fn bundles_round_trip_through_files() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("kernels.kkb");
     write(&path, &bundle).unwrap();
-    assert_eq!(read(&path).unwrap(), bundle);
+    assert_eq!(read(&path, DEFAULT_BUNDLE_MAX_BYTES).unwrap(), bundle);
     assert!(matches!(
-        read(&tmp.path().join("missing")),
+        read(&tmp.path().join("missing"), DEFAULT_BUNDLE_MAX_BYTES),
         Err(BundleError::Io { .. })
+    ));
+}
+
+#[test]
+fn a_bundle_over_the_size_limit_is_refused_with_its_size_and_the_limit() {
+    let bundle = bundle_of(2);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("kernels.kkb");
+    write(&path, &bundle).unwrap();
+    let len = bundle.len() as u64;
+    assert_eq!(read(&path, len).unwrap(), bundle, "exactly the limit");
+    match read(&path, len - 1) {
+        Err(BundleError::TooLarge { bytes, limit, .. }) => {
+            assert_eq!((bytes, limit), (len, len - 1));
+        }
+        other => panic!("a bundle one byte over the limit: {other:?}"),
+    }
+    let message = read(&path, 10).unwrap_err().to_string();
+    assert!(
+        message.contains("kernels.kkb")
+            && message.contains("10-byte limit")
+            && message.contains("KERNELKIT_BUNDLE_MAX_BYTES"),
+        "{message}"
+    );
+    // A sparse file far over the default limit is refused from its length:
+    // nothing is read, nothing allocated.
+    let huge = tmp.path().join("huge.kkb");
+    let f = std::fs::File::create(&huge).unwrap();
+    f.set_len(DEFAULT_BUNDLE_MAX_BYTES * 4).unwrap();
+    assert!(matches!(
+        read(&huge, DEFAULT_BUNDLE_MAX_BYTES),
+        Err(BundleError::TooLarge { bytes, .. }) if bytes == DEFAULT_BUNDLE_MAX_BYTES * 4
     ));
 }
 

@@ -8,7 +8,10 @@
 //! apart, growing to [`MAX_POLL`]) until the entry appears, the lease is
 //! free (then one of them takes it), or their wait runs out (then they
 //! compile too). A compiler that dies stops renewing; its lease expires
-//! and a waiter takes over. Writes are idempotent (the same key, the same
+//! and a waiter takes over. Each renewal and the release are commands of
+//! the server's ([`Server::run`]), held to the same deadline as any other:
+//! a stalled server delays neither the compile nor the drop of a lease
+//! past it. Writes are idempotent (the same key, the same
 //! bytes), so a late writer needs no fencing.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -69,7 +72,7 @@ pub(crate) fn look(
     lease: Duration,
     seen: &[u8],
 ) -> Result<Look, OpError> {
-    let answer: i64 = server.run(|c| {
+    let answer: i64 = server.run(
         redis::cmd("EVAL")
             .arg(CLAIM)
             .arg(2)
@@ -77,9 +80,8 @@ pub(crate) fn look(
             .arg(&names.lease)
             .arg(token)
             .arg(lease.as_millis() as u64)
-            .arg(seen)
-            .query(c)
-    })?;
+            .arg(seen),
+    )?;
     Ok(match answer {
         2 => Look::Published,
         1 => Look::Taken,
@@ -118,15 +120,14 @@ impl Lease {
                 .spawn(move || loop {
                     match stopped.recv_timeout(lease / 3) {
                         Err(RecvTimeoutError::Timeout) => {
-                            let renewed: Result<i64, _> = server.run(|c| {
+                            let renewed: Result<i64, _> = server.run(
                                 redis::cmd("EVAL")
                                     .arg(RENEW)
                                     .arg(1)
                                     .arg(&name)
                                     .arg(&token)
-                                    .arg(lease.as_millis() as u64)
-                                    .query(c)
-                            });
+                                    .arg(lease.as_millis() as u64),
+                            );
                             if let Ok(0) = renewed {
                                 tracing::debug!(
                                     "kernelkit fleet tier: lease {name} was lost (expired); another process may compile too"
@@ -156,13 +157,12 @@ impl Drop for Lease {
         }
         // Failing to release it only makes the waiters wait for its expiry
         // (or until they see the entry).
-        let _: Result<i64, _> = self.server.run(|c| {
+        let _: Result<i64, _> = self.server.run(
             redis::cmd("EVAL")
                 .arg(RELEASE)
                 .arg(1)
                 .arg(&self.name)
-                .arg(&self.token)
-                .query(c)
-        });
+                .arg(&self.token),
+        );
     }
 }

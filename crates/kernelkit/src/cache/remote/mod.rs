@@ -21,15 +21,22 @@
 //! - **One compile per fleet.** A process that misses everywhere takes the
 //!   key's lease before it compiles; the others wait for its entry
 //!   (bounded), see `lease`.
-//! - **Degrade, never fail.** Short connect and command timeouts, a circuit
-//!   breaker (`breaker`); every fault is a miss counted in
+//! - **Degrade, never fail.** Short connect and command deadlines, a
+//!   circuit breaker (`breaker`); every fault is a miss counted in
 //!   `remote_errors`, and the time spent here is in `remote_wait_ms`.
+//! - **Bounded by what the node says, not the server.** A command (its wait
+//!   for the connection, its writes and reads) ends by its deadline however
+//!   slowly the server answers, and a reply larger than the entry size
+//!   limit is refused from its header before its bytes are read (`server`,
+//!   `wire`): an entry refused so counts in `remote_rejected`.
 
 mod admin;
 mod breaker;
+mod cluster;
 pub mod keyring;
 mod lease;
 mod server;
+mod wire;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -232,12 +239,15 @@ impl RemoteTier {
     /// when there is none).
     fn fetch(&self, key: &ModuleKey) -> Result<Fetched, OpError> {
         let names = Names::of(key);
-        self.server.run(|c| {
-            redis::cmd("MGET")
-                .arg(&names.entry)
-                .arg(&names.sig)
-                .query(c)
-        })
+        self.server
+            .run(redis::cmd("MGET").arg(&names.entry).arg(&names.sig))
+    }
+
+    /// The signature stored under `key`, after its entry was refused for
+    /// its size: what a claim compares with to tell a new entry from it.
+    fn fetch_sig(&self, key: &ModuleKey) -> Option<Vec<u8>> {
+        let names = Names::of(key);
+        self.server.run(redis::cmd("GET").arg(&names.sig)).ok()?
     }
 }
 
@@ -264,6 +274,12 @@ impl ArtifactTier for RemoteTier {
                 },
             },
             Ok((None, _)) => Lookup::Missing,
+            Err(OpError::TooLarge(why)) => {
+                self.reject(key, &why);
+                Lookup::Unusable {
+                    seen: self.fetch_sig(key).unwrap_or_default(),
+                }
+            }
             Err(e) => {
                 self.op_failed("reading", key, &e);
                 Lookup::Missing
@@ -345,7 +361,7 @@ impl ArtifactTier for RemoteTier {
         let sig = self.keyring.sign(key, &bytes);
         let names = Names::of(key);
         let ttl_ms = self.ttl.map_or(0, |t| t.as_millis().max(1) as u64);
-        let written: Result<i64, _> = self.server.run(|c| {
+        let written: Result<i64, _> = self.server.run(
             redis::cmd("EVAL")
                 .arg(PUT)
                 .arg(2)
@@ -353,9 +369,8 @@ impl ArtifactTier for RemoteTier {
                 .arg(&names.sig)
                 .arg(&bytes)
                 .arg(&sig)
-                .arg(ttl_ms)
-                .query(c)
-        });
+                .arg(ttl_ms),
+        );
         match written {
             Ok(_) => self.counts.writes.incr(),
             Err(e) => {

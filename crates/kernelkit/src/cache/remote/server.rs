@@ -2,28 +2,45 @@
 //! seed nodes), with bounded waits and the circuit breaker.
 //!
 //! Every command goes through [`Server::run`]: it is skipped at once while
-//! the breaker is open; otherwise it runs on the connection (made first if
-//! there is none: at most the connect timeout), and at most the command
-//! timeout passes before it gives up. A connection that failed or timed
-//! out is dropped (the next command reconnects) and opens the breaker; an
-//! error the server answered with (out of memory, a cluster that is down)
-//! leaves both as they are. The synchronous client is used, so no async
-//! runtime runs inside the library; the connection is behind a mutex (its
-//! commands take microseconds; a command that stalls holds it for at most
-//! the command timeout, and the callers queued behind it see the breaker
-//! open and skip).
+//! the breaker is open; otherwise it takes the connection (waiting for
+//! another command that holds it no longer than its own deadline), makes
+//! it if there is none (at most the connect timeout), and runs. A command
+//! has one deadline, the command timeout (`KERNELKIT_REMOTE_TIMEOUT`) from
+//! its start, plus the time a connect took: the wait for the connection
+//! and every write and read share it. A command past its deadline, and a
+//! connection that failed, open the breaker and drop the connection (the
+//! next command reconnects); an error the server answered with (out of
+//! memory, a cluster that is down) leaves both as they are. A reply larger
+//! than the entry size limit drops the connection (its rest is never read)
+//! without opening the breaker: it is one entry's fault.
+//!
+//! A plain `redis://` server or cluster is spoken to through
+//! [`wire`](super::wire) (a cluster's routing in [`cluster`](super::cluster)),
+//! which holds every command to its deadline and refuses a reply over the
+//! size limit from its framing. A `rediss://` (TLS) server or cluster goes
+//! through the `redis` crate's synchronous clients: their timeout applies
+//! to each socket read and write, and their replies are sized by the
+//! server (the limit is checked after a reply is read). The connection is
+//! taken with a bound whatever the kind. No async runtime runs inside the
+//! library.
 
-use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use redis::{ConnectionLike, RedisResult};
+use redis::{ConnectionAddr, FromRedisValue, RedisResult};
 
 use crate::cache::key::ModuleKey;
 use crate::cache::remote::breaker::{Breaker, Permit};
+use crate::cache::remote::cluster::{Auth, Cluster, ClusterFault};
+use crate::cache::remote::wire::{Bounds, Wire, WireError};
 use crate::config::RemoteConfig;
 
 /// The prefix of every key the tier writes.
 pub(crate) const PREFIX: &str = "kernelkit:";
+
+/// What a reply may hold beyond one entry: its signature, the framing, a
+/// short `INFO` section.
+const REPLY_SLACK: u64 = 64 << 10;
 
 /// The Redis keys of one module key. They share a hash tag (the part in
 /// braces), so in a cluster they live in one slot: one `MGET` reads an
@@ -59,26 +76,114 @@ pub(crate) enum OpError {
     /// The breaker is open: nothing was asked.
     #[error("the server failed recently; not asked for a while")]
     Skipped,
-    /// No connection, or the command timed out or lost its connection.
+    /// No connection, or the command passed its deadline or lost its
+    /// connection.
     #[error("unreachable: {0}")]
     Unreachable(String),
-    /// The server answered with an error (out of memory, cluster down, …).
+    /// The server answered with an error (out of memory, cluster down, …),
+    /// or with a value of another type than the command gives.
     #[error("the server refused: {0}")]
     Refused(String),
+    /// The reply is over the size limit (refused from its framing; the
+    /// connection was dropped).
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+/// How a command on an open connection failed.
+enum Fault {
+    /// The server answered, with an error or a value of another type.
+    Answer(String),
+    /// The reply is over the size limit.
+    TooLarge(String),
+    /// Past the deadline, or the connection failed.
+    Connection(String),
+}
+
+impl Fault {
+    fn of_redis(e: redis::RedisError) -> Fault {
+        if is_connection_fault(&e) {
+            Fault::Connection(e.to_string())
+        } else {
+            Fault::Answer(e.to_string())
+        }
+    }
+
+    fn of_wire(e: WireError) -> Fault {
+        match e {
+            WireError::TooLarge { .. } => Fault::TooLarge(e.to_string()),
+            WireError::Timeout(_) | WireError::Io(_) | WireError::Protocol(_) => {
+                Fault::Connection(e.to_string())
+            }
+        }
+    }
+}
+
+/// Runs `cmd` on `wire` before `deadline`, converting its reply.
+fn wire_query<T: FromRedisValue>(
+    wire: &mut Wire,
+    cmd: &redis::Cmd,
+    deadline: Instant,
+) -> Result<T, Fault> {
+    let value = wire
+        .command(&cmd.get_packed_command(), deadline)
+        .map_err(Fault::of_wire)?;
+    let value = value
+        .extract_error()
+        .map_err(|e| Fault::Answer(e.to_string()))?;
+    redis::from_redis_value(value).map_err(|e| Fault::Answer(e.to_string()))
 }
 
 /// An open connection.
 enum Conn {
-    Single(redis::Connection),
-    Cluster(Box<redis::cluster::ClusterConnection>),
+    /// A plain server, through the bounded reader.
+    Wire(Wire),
+    /// A plain cluster, through the bounded reader.
+    Cluster(Box<Cluster>),
+    /// A TLS server, through the `redis` crate.
+    Tls(redis::Connection),
+    /// A TLS cluster, through the `redis` crate.
+    TlsCluster(Box<redis::cluster::ClusterConnection>),
 }
 
 impl Conn {
-    fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
+    fn query<T: FromRedisValue>(
+        &mut self,
+        cmd: &redis::Cmd,
+        deadline: Instant,
+    ) -> Result<T, Fault> {
         match self {
-            Conn::Single(c) => c,
-            Conn::Cluster(c) => &mut **c,
+            Conn::Wire(w) => wire_query(w, cmd, deadline),
+            Conn::Cluster(c) => c.query(cmd, deadline).map_err(|f| match f {
+                ClusterFault::Answer(e) => Fault::Answer(e),
+                ClusterFault::TooLarge(e) => Fault::TooLarge(e),
+                ClusterFault::Connection(e) => Fault::Connection(e),
+            }),
+            Conn::Tls(c) => cmd.query(c).map_err(Fault::of_redis),
+            Conn::TlsCluster(c) => cmd.query(&mut **c).map_err(Fault::of_redis),
         }
+    }
+}
+
+/// The connection and whether a command holds it.
+struct Slot {
+    busy: bool,
+    conn: Option<Conn>,
+}
+
+/// The connection taken by one command; given back when dropped.
+struct Checkout<'a> {
+    server: &'a Server,
+    conn: Option<Conn>,
+}
+
+impl Drop for Checkout<'_> {
+    fn drop(&mut self) {
+        let mut slot = self.server.lock();
+        slot.busy = false;
+        slot.conn = self.conn.take();
+        drop(slot);
+        self.server.freed.notify_one();
     }
 }
 
@@ -87,7 +192,10 @@ pub(crate) struct Server {
     urls: Vec<String>,
     connect_timeout: Duration,
     op_timeout: Duration,
-    conn: Mutex<Option<Conn>>,
+    bounds: Bounds,
+    slot: Mutex<Slot>,
+    /// Signalled when a command gives the connection back.
+    freed: Condvar,
     pub(crate) breaker: Breaker,
 }
 
@@ -109,7 +217,15 @@ impl Server {
             urls: config.urls.clone(),
             connect_timeout: config.connect_timeout,
             op_timeout: config.op_timeout,
-            conn: Mutex::new(None),
+            bounds: Bounds {
+                max_bulk: config.max_entry_bytes,
+                max_reply: config.max_entry_bytes.saturating_add(REPLY_SLACK),
+            },
+            slot: Mutex::new(Slot {
+                busy: false,
+                conn: None,
+            }),
+            freed: Condvar::new(),
             breaker: Breaker::new(config.breaker_cooldown),
         })
     }
@@ -123,46 +239,78 @@ impl Server {
             .join(",")
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<Conn>> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs `f` on the connection (see the module documentation).
-    pub(crate) fn run<T>(
-        &self,
-        f: impl FnOnce(&mut dyn ConnectionLike) -> RedisResult<T>,
-    ) -> Result<T, OpError> {
+    /// Takes the connection (or the right to make it), waiting for the
+    /// command that holds it until `deadline` at most.
+    fn checkout(&self, deadline: Instant) -> Option<Checkout<'_>> {
+        let mut slot = self.lock();
+        while slot.busy {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            if left.is_zero() {
+                return None;
+            }
+            slot = match self.freed.wait_timeout(slot, left) {
+                Ok((s, _)) => s,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        slot.busy = true;
+        let conn = slot.conn.take();
+        drop(slot);
+        Some(Checkout { server: self, conn })
+    }
+
+    /// Runs `cmd` (see the module documentation).
+    pub(crate) fn run<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, OpError> {
         let permit = self.breaker.allow();
         if permit == Permit::Denied {
             return Err(OpError::Skipped);
         }
-        let mut guard = self.lock();
+        let started = Instant::now();
+        let mut deadline = started + self.op_timeout;
+        let Some(mut held) = self.checkout(deadline) else {
+            let why = format!(
+                "another command held the connection past this one's {:.1} s deadline",
+                self.op_timeout.as_secs_f64()
+            );
+            self.fail(&why);
+            return Err(OpError::Unreachable(why));
+        };
         // It may have opened while this call waited for the connection
         // (another command stalled): skip, unless this is the probe.
         if permit == Permit::Closed && self.breaker.is_open() {
             return Err(OpError::Skipped);
         }
-        if guard.is_none() {
-            match self.connect() {
-                Ok(c) => *guard = Some(c),
+        if held.conn.is_none() {
+            let connecting = Instant::now();
+            match self.connect(connecting + self.connect_timeout) {
+                Ok(c) => held.conn = Some(c),
                 Err(e) => {
-                    self.fail(&e.to_string());
-                    return Err(OpError::Unreachable(e.to_string()));
+                    self.fail(&e);
+                    return Err(OpError::Unreachable(e));
                 }
             }
+            deadline += connecting.elapsed();
         }
-        let conn = guard.as_mut().unwrap_or_else(|| unreachable!());
-        match f(conn.as_dyn()) {
+        let conn = held.conn.as_mut().unwrap_or_else(|| unreachable!());
+        match conn.query(cmd, deadline) {
             Ok(v) => {
                 self.breaker.success();
                 Ok(v)
             }
-            Err(e) if is_connection_fault(&e) => {
-                *guard = None;
-                self.fail(&e.to_string());
-                Err(OpError::Unreachable(e.to_string()))
+            Err(Fault::Answer(e)) => Err(OpError::Refused(e)),
+            Err(Fault::TooLarge(e)) => {
+                held.conn = None;
+                Err(OpError::TooLarge(e))
             }
-            Err(e) => Err(OpError::Refused(e.to_string())),
+            Err(Fault::Connection(e)) => {
+                held.conn = None;
+                self.fail(&e);
+                Err(OpError::Unreachable(e))
+            }
         }
     }
 
@@ -176,18 +324,79 @@ impl Server {
         }
     }
 
-    fn connect(&self) -> RedisResult<Conn> {
-        if let [url] = self.urls.as_slice() {
-            let client = redis::Client::open(url.as_str())?;
-            let mut c = client.get_connection_with_timeout(self.connect_timeout)?;
-            c.set_read_timeout(Some(self.op_timeout))?;
-            c.set_write_timeout(Some(self.op_timeout))?;
-            let info: String = redis::cmd("INFO").arg("cluster").query(&mut c)?;
+    /// A connection, made before `deadline` where the client allows (the
+    /// `redis` crate's clients, for TLS: each step within the connect
+    /// timeout).
+    fn connect(&self, deadline: Instant) -> Result<Conn, String> {
+        let mut infos = Vec::with_capacity(self.urls.len());
+        for url in &self.urls {
+            let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+            infos.push(client.get_connection_info().clone());
+        }
+        let plain: Option<Vec<String>> = infos
+            .iter()
+            .map(|i| match i.addr() {
+                ConnectionAddr::Tcp(host, port) => Some(format!("{host}:{port}")),
+                _ => None,
+            })
+            .collect();
+        let Some(seeds) = plain else {
+            return self.connect_tls(&infos);
+        };
+        let settings = infos[0].redis_settings();
+        let auth = Auth {
+            username: settings.username().map(str::to_string),
+            password: settings.password().map(str::to_string),
+        };
+        if let ([_], ConnectionAddr::Tcp(host, port)) = (infos.as_slice(), infos[0].addr()) {
+            let mut w =
+                Wire::connect(host, *port, deadline, self.bounds).map_err(|e| e.to_string())?;
+            let say = |f: Fault| match f {
+                Fault::Answer(e) | Fault::TooLarge(e) | Fault::Connection(e) => e,
+            };
+            if let Some(password) = &auth.password {
+                let mut cmd = redis::cmd("AUTH");
+                if let Some(user) = &auth.username {
+                    cmd.arg(user);
+                }
+                cmd.arg(password);
+                wire_query::<()>(&mut w, &cmd, deadline).map_err(say)?;
+            }
+            if settings.db() != 0 {
+                let select = redis::cmd("SELECT").arg(settings.db()).clone();
+                wire_query::<()>(&mut w, &select, deadline).map_err(say)?;
+            }
+            let info: String =
+                wire_query(&mut w, redis::cmd("INFO").arg("cluster"), deadline).map_err(say)?;
             if !info.contains("cluster_enabled:1") {
-                return Ok(Conn::Single(c));
+                return Ok(Conn::Wire(w));
             }
         }
-        self.connect_cluster().map(|c| Conn::Cluster(Box::new(c)))
+        Cluster::connect(&seeds, auth, self.bounds, deadline).map(|c| Conn::Cluster(Box::new(c)))
+    }
+
+    /// A connection to a `rediss://` server or cluster, through the
+    /// `redis` crate's clients.
+    fn connect_tls(&self, infos: &[redis::ConnectionInfo]) -> Result<Conn, String> {
+        if let [info] = infos {
+            let client = redis::Client::open(info.clone()).map_err(|e| e.to_string())?;
+            let mut c = client
+                .get_connection_with_timeout(self.connect_timeout)
+                .map_err(|e| e.to_string())?;
+            c.set_read_timeout(Some(self.op_timeout))
+                .and_then(|()| c.set_write_timeout(Some(self.op_timeout)))
+                .map_err(|e| e.to_string())?;
+            let text: String = redis::cmd("INFO")
+                .arg("cluster")
+                .query(&mut c)
+                .map_err(|e| e.to_string())?;
+            if !text.contains("cluster_enabled:1") {
+                return Ok(Conn::Tls(c));
+            }
+        }
+        self.connect_cluster()
+            .map(|c| Conn::TlsCluster(Box::new(c)))
+            .map_err(|e| e.to_string())
     }
 
     fn connect_cluster(&self) -> RedisResult<redis::cluster::ClusterConnection> {

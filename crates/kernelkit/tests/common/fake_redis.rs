@@ -1,0 +1,195 @@
+//! A hostile Redis for the fleet tier's tests: a loopback server that
+//! speaks just enough of the protocol to be taken for a standalone Redis
+//! (`INFO` says it is no cluster), then answers the tier's reads as a test
+//! asks: slowly (a byte every half second, for ever) or with a length it
+//! does not mean (a bulk header of a gigabyte, then that many bytes as fast
+//! as the socket takes them). Each connection is served by a thread of its own;
+//! the server counts the commands it was sent, by name.
+
+// Each test file uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How the server answers a command.
+#[derive(Clone, Copy, Debug)]
+pub enum Answer {
+    /// `*2 $-1 $-1`: neither key exists (an `MGET`'s "nothing here").
+    Nothing,
+    /// `$-1`.
+    Nil,
+    /// `:1`.
+    One,
+    /// The start of a reply, then a byte every half second, never
+    /// finished.
+    Trickle,
+    /// `-MOVED 0 127.0.0.1:<port>`: the key's slot is served there.
+    Moved(u16),
+    /// `*2`, `$1073741824`, then that many bytes as fast as they are
+    /// taken, then `$-1`: a whole reply, of an entry no node accepts.
+    Gigabyte,
+}
+
+/// See the module documentation.
+pub struct FakeRedis {
+    pub port: u16,
+    seen: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// Whether the server says it is a cluster node (`INFO`), serving every
+/// slot itself (`CLUSTER SLOTS`).
+#[derive(Clone, Copy)]
+struct Mode {
+    cluster: bool,
+    port: u16,
+}
+
+impl FakeRedis {
+    /// A server that answers command `NAME` (upper case) with what
+    /// `answer` gives for it and the number of `NAME`s seen before it.
+    pub fn start(answer: impl Fn(&str, usize) -> Answer + Send + Sync + 'static) -> FakeRedis {
+        FakeRedis::start_as(false, answer)
+    }
+
+    /// [`FakeRedis::start`] for a server that says it is a cluster's only
+    /// master.
+    pub fn start_cluster(
+        answer: impl Fn(&str, usize) -> Answer + Send + Sync + 'static,
+    ) -> FakeRedis {
+        FakeRedis::start_as(true, answer)
+    }
+
+    fn start_as(
+        cluster: bool,
+        answer: impl Fn(&str, usize) -> Answer + Send + Sync + 'static,
+    ) -> FakeRedis {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let port = listener.local_addr().unwrap().port();
+        let mode = Mode { cluster, port };
+        let seen = Arc::new(Mutex::new(HashMap::new()));
+        let answer = Arc::new(answer);
+        {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    let Ok(stream) = stream else { return };
+                    let (seen, answer) = (seen.clone(), answer.clone());
+                    std::thread::spawn(move || serve(stream, mode, &seen, &*answer));
+                }
+            });
+        }
+        FakeRedis { port, seen }
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// How many commands `name` (upper case) were sent.
+    pub fn seen(&self, name: &str) -> usize {
+        self.seen.lock().unwrap().get(name).copied().unwrap_or(0)
+    }
+}
+
+/// One complete command at the start of `buf`: its words and its length.
+fn command(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
+    fn line(buf: &[u8], at: usize) -> Option<(usize, usize)> {
+        let end = at + buf.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
+        let n = std::str::from_utf8(&buf[at + 1..end]).ok()?.parse().ok()?;
+        Some((n, end + 2))
+    }
+    let (count, mut at) = line(buf, 0)?;
+    let mut words = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (len, start) = line(buf, at)?;
+        let word = buf.get(start..start + len)?.to_vec();
+        at = start + len + 2;
+        if buf.len() < at {
+            return None;
+        }
+        words.push(word);
+    }
+    Some((words, at))
+}
+
+fn serve(
+    mut s: TcpStream,
+    mode: Mode,
+    seen: &Mutex<HashMap<String, usize>>,
+    answer: &(dyn Fn(&str, usize) -> Answer + Send + Sync),
+) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let Some((words, used)) = command(&buf) else {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            continue;
+        };
+        buf.drain(..used);
+        let name = String::from_utf8_lossy(&words[0]).to_ascii_uppercase();
+        let before = {
+            let mut seen = seen.lock().unwrap();
+            let n = seen.entry(name.clone()).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let sent = match name.as_str() {
+            "INFO" => {
+                let info = format!(
+                    "# Cluster\r\ncluster_enabled:{}\r\n",
+                    u8::from(mode.cluster)
+                );
+                s.write_all(format!("${}\r\n{info}\r\n", info.len()).as_bytes())
+            }
+            "AUTH" | "SELECT" | "PING" | "ASKING" => s.write_all(b"+OK\r\n"),
+            "CLUSTER" => s.write_all(
+                format!(
+                    "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:{}\r\n",
+                    mode.port
+                )
+                .as_bytes(),
+            ),
+            _ => match answer(&name, before) {
+                Answer::Nothing => s.write_all(b"*2\r\n$-1\r\n$-1\r\n"),
+                Answer::Nil => s.write_all(b"$-1\r\n"),
+                Answer::One => s.write_all(b":1\r\n"),
+                Answer::Moved(port) => {
+                    s.write_all(format!("-MOVED 0 127.0.0.1:{port}\r\n").as_bytes())
+                }
+                Answer::Trickle => {
+                    // A simple string whose line never ends.
+                    for b in b"*2\r\n$-1\r\n+".iter().chain(std::iter::repeat(&b'x')) {
+                        if s.write_all(&[*b]).is_err() {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                    return;
+                }
+                Answer::Gigabyte => {
+                    if s.write_all(b"*2\r\n$1073741824\r\n").is_err() {
+                        return;
+                    }
+                    let junk = vec![b'x'; 64 * 1024];
+                    for _ in 0..(1usize << 30) / junk.len() {
+                        if s.write_all(&junk).is_err() {
+                            return;
+                        }
+                    }
+                    s.write_all(b"\r\n$-1\r\n")
+                }
+            },
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
