@@ -82,8 +82,12 @@ fn log_from_env() {
     }
 }
 
-/// The extension module.
-#[pymodule]
+/// The extension module. It needs the GIL: the torch shim's reads of a
+/// tensor's own size and stride arrays, the `TensorImpl` slot and NumPy
+/// buffers held across reads are safe only while no other thread runs
+/// Python code (a free-threaded Python then keeps the GIL on while it is
+/// loaded).
+#[pymodule(gil_used = true)]
 fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     log_from_env();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
