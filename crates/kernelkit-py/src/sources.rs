@@ -57,7 +57,8 @@ impl<'py> Source<'py> {
         // `nn.Parameter`), once torch was seen, is known by its type's
         // address.
         if torch::is_plain_tensor(obj) {
-            return Ok(Source::Torch(obj.clone(), torch::read(obj, name)?));
+            let (obj, read) = torch::resolved(obj, name)?;
+            return Ok(Source::Torch(obj, read));
         }
         if let Some((dtype, bytes)) = arrays::python_scalar(obj, name)? {
             return Ok(Source::Scalar(dtype, bytes));
@@ -73,7 +74,8 @@ impl<'py> Source<'py> {
             }
         }
         if torch::is_tensor(obj) {
-            return Ok(Source::Torch(obj.clone(), torch::read(obj, name)?));
+            let (obj, read) = torch::resolved(obj, name)?;
+            return Ok(Source::Torch(obj, read));
         }
         if let Ok(iface) = obj.getattr(intern!(py, "__cuda_array_interface__")) {
             let read = protocols::read_interface(obj, &iface, name)?;

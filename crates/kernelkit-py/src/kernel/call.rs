@@ -143,6 +143,7 @@ impl PyKernel {
             }),
             _ => None,
         };
+        let out_given = out.is_some();
         let (outputs, targets, plan) =
             self.plan(py, given, out, &frame, &stream, torch_stream.as_ref(), like)?;
         let parts = Parts {
@@ -169,6 +170,9 @@ impl PyKernel {
             Plan::Into { objects, numpy } => {
                 py.detach(|| parts.call(&self.kernel).launch().map(drop))
                     .py_err()?;
+                if out_given {
+                    torch::bump_versions(py, &objects)?;
+                }
                 if numpy {
                     for o in &objects {
                         if let Ok(a) = o.cast::<PyUntypedArray>() {

@@ -487,6 +487,11 @@ impl PyKernel {
                     arrays::out_array(obj, &label(i))?;
                 }
             }
+            for (i, source) in sources.iter().enumerate() {
+                if let Source::Torch(obj, _) = source {
+                    torch::check_writable(obj, &label(i))?;
+                }
+            }
             let targets: SmallVec<[Array; 2]> = self
                 .arrays(&sources, "output", stream, torch_stream)?
                 .into_iter()
