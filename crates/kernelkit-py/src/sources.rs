@@ -15,7 +15,8 @@
 
 use kernelkit::interop::{foreign_array, ForeignLayout, ForeignOwner};
 use kernelkit::{Array, Device, Stream};
-use numpy::PyUntypedArray;
+use numpy::prelude::PyArrayDescrMethods;
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
 
@@ -144,6 +145,28 @@ impl<'py> Source<'py> {
                 Array::from_bytes(device, &bytes[..dtype.size()], [], *dtype).py_err()
             }
             Source::NumPy(a) => {
+                if output {
+                    // Written in place or refused, never into a copy the
+                    // caller would not see.
+                    arrays::out_array(a.as_any(), name)?;
+                    if device.kind() == kernelkit::DeviceKind::Cuda {
+                        return Err(errors::call(format!(
+                            "kernel `{}`: out= for {name} is a NumPy array (host memory), \
+                             which a call on a GPU writes only when every out= array is \
+                             one",
+                            name.kernel
+                        )));
+                    }
+                    let size = a.dtype().itemsize() as isize;
+                    if a.strides().iter().any(|&b| b % size != 0) {
+                        return Err(errors::call(format!(
+                            "kernel `{}`: out= for {name} is a NumPy array whose strides are \
+                             not whole elements, which a kernel cannot write in place",
+                            name.kernel
+                        )));
+                    }
+                    return arrays::numpy_host(a, device, name);
+                }
                 if device.kind() == kernelkit::DeviceKind::Cuda {
                     // Host memory on a GPU: copied (see `arrays`).
                     return arrays::input(a.as_any(), device, name);
