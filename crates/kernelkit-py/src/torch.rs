@@ -1,8 +1,8 @@
 //! PyTorch tensors on the hot path, without DLPack and without copies.
 //!
 //! A tensor is read through torch's C functions where this torch has them
-//! (`crate::torch_shim`: no Python objects made; a `torch.Tensor`'s
-//! `TensorImpl` is found in its object's memory, `crate::cdata`), else
+//! (`crate::ffi::torch_shim`: no Python objects made; a `torch.Tensor`'s
+//! `TensorImpl` is found in its object's memory, `crate::ffi::tensor_impl_slot`), else
 //! through its own methods (`data_ptr()`, `stride()`, `shape`, `dtype`,
 //! `get_device()`): five C-level calls, no capsule, no dict. Outputs come
 //! from torch's allocator (`torch.empty` on the tensors' device;
@@ -22,14 +22,14 @@ use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 use smallvec::SmallVec;
 
-use crate::cdata::Slot;
 use crate::device::Place;
 use crate::dtypes::dtype_of;
 use crate::errors;
+use crate::ffi::tensor_impl_slot::Slot;
 /// A tensor's layout (defined with the shim, the lower of the two modules,
 /// which reads it too).
-pub(crate) use crate::torch_shim::Tensor;
-use crate::torch_shim::{self, Shim};
+pub(crate) use crate::ffi::torch_shim::Tensor;
+use crate::ffi::torch_shim::{self, Shim};
 
 /// What is kept of the torch module.
 struct Torch {
@@ -474,8 +474,9 @@ impl Tensor {
 
 /// A new row-contiguous tensor of `shape` and `dtype` on `place`, from
 /// torch's allocator, on torch's current stream there, by the cheapest of
-/// torch's calls that makes it (on the H200: `empty_like` 1.8 µs,
-/// `new_empty` 2.3 µs, `torch.empty` with keywords 3.6 µs):
+/// torch's calls that makes it (`empty_like` parses least, then
+/// `new_empty`, then `torch.empty` with keywords; BENCHMARKS.md has the
+/// figures):
 /// `torch.empty_like(like)` when `like` has row-major strides and that
 /// shape, dtype and place (it keeps `like`'s strides); else
 /// `like.new_empty(shape)` when `like` has that dtype and place (one
@@ -555,7 +556,7 @@ pub(crate) fn _torch_shim(py: Python<'_>, on: Option<bool>) -> bool {
 }
 
 /// Whether `torch.Tensor`s are read with their `TensorImpl` address taken
-/// from their object's memory (`crate::cdata`). For tests.
+/// from their object's memory (`crate::ffi::tensor_impl_slot`). For tests.
 #[pyfunction]
 pub(crate) fn _torch_cdata_slot(py: Python<'_>) -> bool {
     torch(py)

@@ -11,10 +11,10 @@ use smallvec::SmallVec;
 
 use super::{Frame, Parts, Plan, PyKernel};
 use crate::args;
+use crate::array_args::Source;
 use crate::arrays;
+use crate::dlpack_outputs::PyArray;
 use crate::errors::{self, IntoPy};
-use crate::export::PyArray;
-use crate::sources::Source;
 use crate::torch;
 
 /// One call's arguments, as MLX names them (and `device=`, `out=`).

@@ -5,9 +5,8 @@
 //! through vectorcall: their values in an array, their names in a tuple.
 //! Through PyO3's method (`call`) each call then matches every keyword name
 //! against the parameters by its text, and goes through PyO3's generic
-//! extraction: on the H200 0.24-0.43 µs of a warm call (BENCHMARKS.md,
-//! issue 16), and under callgrind the largest part of the package's code a
-//! warm call runs, after the launch path.
+//! extraction: past the launch, the largest part of the package's code a
+//! warm call runs (BENCHMARKS.md has the figures).
 //!
 //! A call site's keyword names are one tuple, a constant of the caller's
 //! code, passed again at every call. This entry remembers, for the last

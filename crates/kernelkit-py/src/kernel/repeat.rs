@@ -22,9 +22,9 @@ use super::call::CallArgs;
 use super::PyKernel;
 use crate::device::Place;
 use crate::errors::IntoPy;
+use crate::ffi::torch_shim::{Raw, Shim};
 use crate::rebound::Key;
 use crate::torch;
-use crate::torch_shim::{Raw, Shim};
 
 /// The items of a list or a tuple (the general path words anything else).
 fn items<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> Option<ListOrTuple<'a, 'py>> {

@@ -8,11 +8,11 @@ use smallvec::SmallVec;
 
 use super::{extents, specs_of, Made, Parts, PyKernel};
 use crate::args::OutputSpec;
+use crate::array_args::Source;
 use crate::arrays::Named;
 use crate::device::Place;
 use crate::errors::IntoPy;
 use crate::rebound::{Entry, Key};
-use crate::sources::Source;
 use crate::{streams, torch};
 use kernelkit::Array;
 

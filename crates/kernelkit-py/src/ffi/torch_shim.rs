@@ -11,7 +11,7 @@
 //! `AtenTensorHandle`, the address of an `at::Tensor`, which is one pointer
 //! to the tensor's `TensorImpl`. A tensor's `_cdata` attribute is that
 //! pointer, and a `torch.Tensor`'s object holds it at an offset this crate
-//! finds once (`crate::cdata`). So a read here is one word read (an
+//! finds once (`crate::ffi::tensor_impl_slot`). So a read here is one word read (an
 //! attribute read for a subclass) and eight C calls that write into this
 //! crate's memory.
 //!
@@ -40,8 +40,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use smallvec::SmallVec;
 
-use crate::cdata::Slot;
 use crate::device::Place;
+use crate::ffi::tensor_impl_slot::Slot;
 
 /// A tensor's layout, as a call reads it (here or through its methods,
 /// `crate::torch`).
@@ -156,7 +156,7 @@ pub(crate) struct Shim {
     /// [`CODES`], where kernelkit has it.
     dtypes: [Option<DType>; CODES],
     /// Where a `torch.Tensor` keeps its `TensorImpl` address, when found
-    /// (`crate::cdata`); else `_cdata` is read as an attribute.
+    /// (`crate::ffi::tensor_impl_slot`); else `_cdata` is read as an attribute.
     slot: Option<Slot>,
     /// The libraries, kept open (they were loaded by torch: this holds a
     /// reference, never a second copy).

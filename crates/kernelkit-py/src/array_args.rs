@@ -20,11 +20,11 @@ use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
 
+use crate::array_protocols::{self, Interface};
 use crate::arrays::{self, Named};
 use crate::device::Place;
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy};
-use crate::protocols::{self, Interface};
 use crate::torch::{self, Tensor};
 
 /// The kind of array a call's outputs are.
@@ -79,7 +79,7 @@ impl<'py> Source<'py> {
             return Ok(Source::Torch(obj, read));
         }
         if let Ok(iface) = obj.getattr(intern!(py, "__cuda_array_interface__")) {
-            let read = protocols::read_interface(obj, &iface, name)?;
+            let read = array_protocols::read_interface(obj, &iface, name)?;
             let cupy = obj
                 .get_type()
                 .module()
@@ -87,7 +87,7 @@ impl<'py> Source<'py> {
             return Ok(Source::Cai(obj.clone(), read, cupy));
         }
         if obj.hasattr(intern!(py, "__dlpack__"))? {
-            let place = protocols::dlpack_place(obj, name)?;
+            let place = array_protocols::dlpack_place(obj, name)?;
             return Ok(Source::Dlpack(obj.clone(), place));
         }
         Err(errors::argument_type(format!(
@@ -208,9 +208,9 @@ impl<'py> Source<'py> {
                     }
                     _ => None,
                 };
-                protocols::interface_array(obj, iface, device, producer.as_ref(), name)
+                array_protocols::interface_array(obj, iface, device, producer.as_ref(), name)
             }
-            Source::Dlpack(obj, _) => protocols::dlpack_array(obj, device, stream, name),
+            Source::Dlpack(obj, _) => array_protocols::dlpack_array(obj, device, stream, name),
         }
     }
 }
