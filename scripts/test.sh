@@ -62,7 +62,10 @@ VIRTUAL_ENV="$PWD/$py_env" python3 -m maturin develop --quiet
 # The module's declaration that it needs the GIL (`Py_mod_gil`) exists only
 # in builds for Python 3.13 and later: one such build (no abi3), its
 # definition read by the test file run as a script (no NumPy needed).
-py313=$(command -v python3.13 || ls "$HOME"/.pyenv/versions/3.13*/bin/python3.13 2>/dev/null | head -n1 || true)
+py313=
+for c in $(command -v python3.13 || true) "$HOME"/.pyenv/versions/3.13*/bin/python3.13; do
+  if [ -x "$c" ] && "$c" -c pass 2>/dev/null; then py313=$c; break; fi
+done
 if [ -n "$py313" ]; then
   rm -rf target/wheels-py313 target/py313-ext
   python3 -m maturin build --quiet --no-default-features --features cuda -i "$py313" --out target/wheels-py313
