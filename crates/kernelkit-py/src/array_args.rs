@@ -148,15 +148,8 @@ impl<'py> Source<'py> {
                 if output {
                     // Written in place or refused, never into a copy the
                     // caller would not see.
+                    // (A call on a GPU refused it already: it is on the CPU.)
                     arrays::out_array(a.as_any(), name)?;
-                    if device.kind() == kernelkit::DeviceKind::Cuda {
-                        return Err(errors::call(format!(
-                            "kernel `{}`: out= for {name} is a NumPy array (host memory), \
-                             which a call on a GPU writes only when every out= array is \
-                             one",
-                            name.kernel
-                        )));
-                    }
                     let size = a.dtype().itemsize() as isize;
                     if a.strides().iter().any(|&b| b % size != 0) {
                         return Err(errors::call(format!(
