@@ -49,9 +49,10 @@ struct Torch {
     dtypes: Vec<(DType, Option<Py<PyAny>>)>,
     /// torch's C functions, when present and agreeing with the methods.
     shim: Option<Shim>,
-    /// `torch.is_grad_enabled` and `torch._C._increment_version` (which
-    /// takes a list of tensors and skips inference tensors), for tensors
-    /// the shim does not read; absent in a torch without autograd.
+    /// `torch.is_grad_enabled` and `torch._C._increment_version` (a list
+    /// of tensors in current torch, one tensor in older ones; inference
+    /// tensors skipped), for tensors the shim does not read; absent in a
+    /// torch without autograd.
     grad_enabled: Option<Py<PyAny>>,
     increment_version: Option<Py<PyAny>>,
 }
@@ -418,8 +419,24 @@ pub(crate) fn bump_versions(py: Python<'_>, written: &[Bound<'_, PyAny>]) -> PyR
     let Some(increment) = TORCH.get(py).and_then(|s| s.increment_version.as_ref()) else {
         return Ok(());
     };
-    increment.bind(py).call1((PyList::new(py, rest)?,))?;
-    Ok(())
+    let increment = increment.bind(py);
+    match increment.call1((PyList::new(py, &rest)?,)) {
+        Ok(_) => Ok(()),
+        // A torch before the list form takes one tensor per call.
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
+            for t in rest {
+                let inference = t
+                    .call_method0(intern!(py, "is_inference"))
+                    .and_then(|i| i.extract::<bool>())
+                    .unwrap_or(false);
+                if !inference {
+                    increment.call1((t,))?;
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The strides torch gives a contiguous tensor of `shape`, in elements

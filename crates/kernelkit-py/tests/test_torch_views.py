@@ -285,8 +285,17 @@ def test_a_subclass_seen_before_any_plain_tensor_is_a_torch_tensor():
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
+@pytest.fixture(params=["shim", "methods"])
+def read(request):
+    """Tensors read through torch's C functions, or through their methods."""
+    before = kk._kernelkit._torch_shim()
+    kk._kernelkit._torch_shim(request.param == "shim")
+    yield request.param
+    kk._kernelkit._torch_shim(before)
+
+
 @pytest.mark.parametrize("device", DEVICES)
-def test_out_bumps_the_version_so_autograd_sees_the_write(device):
+def test_out_bumps_the_version_so_autograd_sees_the_write(device, read):
     w = torch.tensor(2.0, device=device, requires_grad=True)
     x = torch.tensor([5.0], device=device)
     y = (w * x).sum()
@@ -300,7 +309,7 @@ def test_out_bumps_the_version_so_autograd_sees_the_write(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_out_into_a_tensor_that_requires_grad_is_refused_as_torch_does(device):
+def test_out_into_a_tensor_that_requires_grad_is_refused_as_torch_does(device, read):
     leaf = torch.zeros(4, device=device, requires_grad=True)
     src = torch.ones(4, device=device)
     kw = dict(grid=(4, 1, 1), threadgroup=(4, 1, 1), template=[("N", 4)])
@@ -317,7 +326,7 @@ def test_out_into_a_tensor_that_requires_grad_is_refused_as_torch_does(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_inference_tensors_are_written_as_before(device):
+def test_inference_tensors_are_written_as_before(device, read):
     with torch.inference_mode():
         out = torch.zeros(4, device=device)
     src = torch.ones(4, device=device)
