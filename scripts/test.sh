@@ -59,3 +59,19 @@ py_env=target/python-env
 [ -x "$py_env/bin/python" ] || python3 -m venv --system-site-packages "$py_env"
 VIRTUAL_ENV="$PWD/$py_env" python3 -m maturin develop --quiet
 "$py_env/bin/python" -m pytest -q crates/kernelkit-py/tests
+# The module's declaration that it needs the GIL (`Py_mod_gil`) exists only
+# in builds for Python 3.13 and later: one such build (no abi3), its
+# definition read by the test file run as a script (no NumPy needed).
+py313=
+for c in $(command -v python3.13 || true) "$HOME"/.pyenv/versions/3.13*/bin/python3.13; do
+  if [ -x "$c" ] && "$c" -c pass 2>/dev/null; then py313=$c; break; fi
+done
+if [ -n "$py313" ]; then
+  rm -rf target/wheels-py313 target/py313-ext
+  python3 -m maturin build --quiet --no-default-features --features cuda -i "$py313" --out target/wheels-py313
+  "$py313" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" \
+    target/wheels-py313/kernelkit-*-cp313-*.whl target/py313-ext
+  "$py313" crates/kernelkit-py/tests/test_module_def.py target/py313-ext/kernelkit/_kernelkit.*.so
+else
+  echo "no python3.13 here: the module's Py_mod_gil slot is not checked"
+fi

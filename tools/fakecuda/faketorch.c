@@ -28,6 +28,7 @@ struct fake_impl {
     int32_t device_type;
     int32_t device_index;
     int32_t layout;
+    int64_t version;
 };
 
 typedef struct fake_impl *const *handle;
@@ -78,6 +79,25 @@ int32_t aoti_torch_get_dtype(handle h, int32_t *ret) { *ret = (*h)->dtype; retur
 int32_t aoti_torch_get_device_type(handle h, int32_t *ret) { *ret = (*h)->device_type; return 0; }
 int32_t aoti_torch_get_device_index(handle h, int32_t *ret) { *ret = (*h)->device_index; return 0; }
 int32_t aoti_torch_get_layout(handle h, int32_t *ret) { *ret = (*h)->layout; return 0; }
+
+/* The stand-in's tensors describe memory they were made over, so their
+ * storage is taken to hold them: it starts where they do and is as large as
+ * a storage can be. */
+int32_t aoti_torch_get_storage_offset(handle h, int64_t *ret) { (void)h; *ret = 0; return 0; }
+int32_t aoti_torch_get_storage_size(handle h, int64_t *ret) { (void)h; *ret = INT64_MAX; return 0; }
+
+/* Grad mode is on, as in torch by default. */
+_Bool aoti_torch_grad_mode_is_enabled(void) { return 1; }
+
+/* The C++ functions the package calls by their Itanium-mangled names
+ * (torch exports them from libtorch_cpu): the stand-in has no lazily
+ * conjugated or negated views, no autograd and no inference tensors; a
+ * write bumps a version counter of its own. */
+_Bool _ZN2at6native7is_conjERKNS_6TensorE(handle h) { (void)h; return 0; }
+_Bool _ZN2at6native6is_negERKNS_6TensorE(handle h) { (void)h; return 0; }
+_Bool _ZN2at6native12is_inferenceERKNS_6TensorE(handle h) { (void)h; return 0; }
+_Bool _ZNK3c1010TensorImpl13requires_gradEv(const struct fake_impl *self) { (void)self; return 0; }
+void _ZN5torch8autograd4impl12bump_versionERKN2at6TensorE(handle h) { (*h)->version += 1; }
 
 /* torch's current stream of every device: the legacy default stream, as
  * in a program that never sets one. */

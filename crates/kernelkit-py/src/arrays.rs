@@ -1,15 +1,13 @@
 //! Python values in and out of kernelkit arrays: NumPy arrays, NumPy and
 //! Python scalars.
 //!
-//! TEMPORARY COPY PATH. Every input is copied into an array that kernelkit
-//! allocates on the call's device (`Array::from_bytes`), and every output is
-//! read back (`Array::to_bytes`) and copied into a new NumPy array. This is
-//! the only module that does it: zero-copy comes with issue 15's foreign
-//! arrays (a kernelkit `Array` over NumPy's, PyTorch's or CuPy's memory, and
-//! outputs written into caller-provided memory), which replace
-//! [`input`], [`read_outputs`], [`to_numpy`] and [`write_out`] and nothing
-//! else. Until then a CUDA device takes NumPy in and gives NumPy out,
-//! through host copies.
+//! On the CPU a NumPy array is a kernelkit array over its own memory
+//! ([`numpy_host`]; a copy only for a byte order or strides kernelkit cannot
+//! read, and never for an output). Host memory cannot be a GPU's argument:
+//! a call on a CUDA device copies each NumPy input into an array on the
+//! device ([`input`]), and its NumPy outputs are read back
+//! ([`read_outputs`]) into new arrays ([`to_numpy`]) or the caller's
+//! `out=` arrays ([`write_out`]). This module is the only one that copies.
 //!
 //! Strided NumPy inputs keep their layout where kernelkit's views can
 //! express it (see [`crate::layout`]), so `ensure_row_contiguous=False`

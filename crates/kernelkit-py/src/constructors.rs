@@ -9,7 +9,7 @@ use pyo3::types::{PyBool, PyDict, PyInt};
 use crate::args::{flag, text, texts, wrong_type};
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy, Kind};
-use crate::kernel::{Flavor, PyKernel};
+use crate::kernel::PyKernel;
 
 /// `metal_kernel(name, input_names, output_names, source, header="",
 /// ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)`.
@@ -45,7 +45,7 @@ pub(crate) fn metal_kernel(
         .math_mode(math_mode)
         .build()
         .py_err()?;
-    Ok(PyKernel::new(kernel, Flavor::Metal, 0))
+    Ok(PyKernel::new(kernel, 0))
 }
 
 /// `cuda_kernel(name, input_names, output_names, source, header="",
@@ -91,7 +91,7 @@ pub(crate) fn cuda_kernel(
     // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
     let builder = builder.language(kernelkit::BodyLanguage::Cuda);
     let kernel = builder.build().py_err()?;
-    Ok(PyKernel::new(kernel, Flavor::Cuda, shared_memory))
+    Ok(PyKernel::new(kernel, shared_memory))
 }
 
 /// The texts both constructors take, read here rather than by PyO3 so that

@@ -30,13 +30,21 @@
 //!   torch calls (a warm call on torch tensors only reads them and
 //!   launches).
 //! - [`args`]: call arguments as kernelkit values (template memo).
-//! - [`arrays`]: NumPy arrays and scalars in and out: the temporary copy
-//!   path, the one place zero-copy (issue 15) will replace.
+//! - [`array_args`]: what each array argument of a call is (a scalar, a
+//!   NumPy array, a torch tensor, a foreign array) and the kernelkit array
+//!   over its memory.
+//! - [`array_protocols`]: arrays of other libraries through
+//!   `__cuda_array_interface__` and `__dlpack__`, and the DLPack capsules.
+//! - [`dlpack_outputs`]: `kernelkit.Array`, the outputs handed over through
+//!   DLPack when the inputs' library has no arrays kernelkit can make.
+//! - [`arrays`]: NumPy arrays and scalars in and out: in place on the CPU,
+//!   copied to and from a GPU.
 //! - [`layout`]: strided NumPy views as kernelkit views (pure arithmetic).
 //! - [`dtypes`]: objects that name a dtype (NumPy, PyTorch, MLX, names).
 //! - [`device`]: `Device`, `Stream`, `new_stream`, `clear_streams`,
 //!   `cache_stats`.
-//! - [`torch`], [`torch_shim`], [`cdata`]: torch tensors read, made, and
+//! - [`torch`], [`ffi::torch_shim`], [`ffi::tensor_impl_slot`]: torch
+//!   tensors read, made, and
 //!   torch's current stream.
 //! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
 //! - [`worker`]: the interpreter as kernelkit's CUDA compile worker.
@@ -48,21 +56,20 @@
 use pyo3::prelude::*;
 
 pub mod args;
+pub mod array_args;
+pub mod array_protocols;
 pub mod arrays;
-pub mod cdata;
 pub mod constructors;
 pub mod device;
+pub mod dlpack_outputs;
 pub mod dtypes;
 pub mod errors;
-pub mod export;
+pub mod ffi;
 pub mod kernel;
 pub mod layout;
-pub mod protocols;
 pub mod rebound;
-pub mod sources;
 pub mod streams;
 pub mod torch;
-pub mod torch_shim;
 pub mod worker;
 
 use device::{Place, PyDevice, PyStream};
@@ -82,15 +89,19 @@ fn log_from_env() {
     }
 }
 
-/// The extension module.
-#[pymodule]
+/// The extension module. It needs the GIL: the torch shim's reads of a
+/// tensor's own size and stride arrays, the `TensorImpl` slot and NumPy
+/// buffers held across reads are safe only while no other thread runs
+/// Python code (a free-threaded Python then keeps the GIL on while it is
+/// loaded).
+#[pymodule(gil_used = true)]
 fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     log_from_env();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyDevice>()?;
     m.add_class::<PyStream>()?;
     m.add_class::<kernel::PyKernel>()?;
-    m.add_class::<export::PyArray>()?;
+    m.add_class::<dlpack_outputs::PyArray>()?;
     m.add_function(wrap_pyfunction!(constructors::metal_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(constructors::cuda_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(device::new_stream, m)?)?;
@@ -102,7 +113,10 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(torch::_torch_layout, m)?)?;
     m.add_function(wrap_pyfunction!(torch::_torch_cdata_slot, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::_call_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(cdata::_cdata_slot_check, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        ffi::tensor_impl_slot::_cdata_slot_check,
+        m
+    )?)?;
     m.add("cpu", PyDevice::at(Place::Cpu))?;
     m.add("gpu", PyDevice::at(Place::Cuda(0)))?;
     Ok(())

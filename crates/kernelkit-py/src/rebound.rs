@@ -23,8 +23,8 @@ use kernelkit::{DType, Rebindable};
 use smallvec::SmallVec;
 
 use crate::args::Template;
+use crate::ffi::torch_shim::Raw;
 use crate::torch::Tensor;
-use crate::torch_shim::Raw;
 
 /// Layouts kept per callable.
 const KEPT: usize = 4;

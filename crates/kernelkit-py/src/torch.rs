@@ -1,8 +1,8 @@
 //! PyTorch tensors on the hot path, without DLPack and without copies.
 //!
 //! A tensor is read through torch's C functions where this torch has them
-//! (`crate::torch_shim`: no Python objects made; a `torch.Tensor`'s
-//! `TensorImpl` is found in its object's memory, `crate::cdata`), else
+//! (`crate::ffi::torch_shim`: no Python objects made; a `torch.Tensor`'s
+//! `TensorImpl` is found in its object's memory, `crate::ffi::tensor_impl_slot`), else
 //! through its own methods (`data_ptr()`, `stride()`, `shape`, `dtype`,
 //! `get_device()`): five C-level calls, no capsule, no dict. Outputs come
 //! from torch's allocator (`torch.empty` on the tensors' device;
@@ -18,18 +18,18 @@
 use kernelkit::DType;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 use smallvec::SmallVec;
 
-use crate::cdata::Slot;
 use crate::device::Place;
 use crate::dtypes::dtype_of;
 use crate::errors;
+use crate::ffi::tensor_impl_slot::Slot;
 /// A tensor's layout (defined with the shim, the lower of the two modules,
 /// which reads it too).
-pub(crate) use crate::torch_shim::Tensor;
-use crate::torch_shim::{self, Shim};
+pub(crate) use crate::ffi::torch_shim::Tensor;
+use crate::ffi::torch_shim::{self, Shim};
 
 /// What is kept of the torch module.
 struct Torch {
@@ -49,6 +49,12 @@ struct Torch {
     dtypes: Vec<(DType, Option<Py<PyAny>>)>,
     /// torch's C functions, when present and agreeing with the methods.
     shim: Option<Shim>,
+    /// `torch.is_grad_enabled` and `torch._C._increment_version` (a list
+    /// of tensors in current torch, one tensor in older ones; inference
+    /// tensors skipped), for tensors the shim does not read; absent in a
+    /// torch without autograd.
+    grad_enabled: Option<Py<PyAny>>,
+    increment_version: Option<Py<PyAny>>,
 }
 
 static TORCH: PyOnceLock<Torch> = PyOnceLock::new();
@@ -59,7 +65,8 @@ fn torch(py: Python<'_>) -> Option<&Torch> {
         return Some(t);
     }
     let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-    let torch = modules.get_item("torch").ok()?;
+    // Looked for without raising (a `KeyError` costs more than the look).
+    let torch = modules.cast::<PyDict>().ok()?.get_item("torch").ok()??;
     let tensor = torch.getattr("Tensor").ok()?.cast_into::<PyType>().ok()?;
     let parameter = torch
         .getattr("nn")
@@ -86,8 +93,18 @@ fn torch(py: Python<'_>) -> Option<&Torch> {
         .filter(|shim| {
             probe(&torch)
                 .is_ok_and(|p| by_methods(&p, &"the probe").is_ok_and(|t| shim.agrees(&p, &t)))
+                // (A torch that cannot make one has no lazy conjugation.)
+                && conj_probe(&torch).map_or(true, |p| shim.read(&p).is_none())
         });
+    let grad_enabled = torch.getattr("is_grad_enabled").ok().map(Bound::unbind);
+    let increment_version = torch
+        .getattr("_C")
+        .and_then(|c| c.getattr("_increment_version"))
+        .ok()
+        .map(Bound::unbind);
     let state = Torch {
+        grad_enabled,
+        increment_version,
         tensor: tensor.unbind(),
         parameter: parameter.map(Bound::unbind),
         empty: empty.unbind(),
@@ -108,6 +125,17 @@ fn probe<'py>(torch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         .getattr("empty")?
         .call((105,), Some(&kwargs))?
         .call_method1("as_strided", ((3, 4, 4), (35, 7, 2), 7))
+}
+
+/// A lazily conjugated complex view, which the shim must leave to the
+/// methods' read ([`resolved`]).
+fn conj_probe<'py>(torch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let kwargs = PyDict::new(torch.py());
+    kwargs.set_item("dtype", torch.getattr("complex64")?)?;
+    torch
+        .getattr("empty")?
+        .call((2,), Some(&kwargs))?
+        .call_method0("conj")
 }
 
 /// Where `torch.Tensor`s (and `nn.Parameter`s, when a probe of one can be
@@ -145,23 +173,15 @@ pub(crate) fn shim(py: Python<'_>) -> Option<&Shim> {
     TORCH.get(py)?.shim.as_ref()
 }
 
-/// Whether `obj` is a torch tensor (a subclass too). Cheap when torch was
-/// never seen: the type's module is read only for objects that are not
-/// NumPy arrays or scalars.
+/// Whether `obj` is a torch tensor (a subclass too): an instance of
+/// `torch.Tensor`, once the program imported torch (looked for in
+/// `sys.modules` only for objects that are not NumPy arrays or scalars).
 pub(crate) fn is_tensor(obj: &Bound<'_, PyAny>) -> bool {
     let py = obj.py();
-    let state = match TORCH.get(py) {
-        Some(t) => t,
-        None => {
-            let from_torch = obj
-                .get_type()
-                .module()
-                .is_ok_and(|m| m.to_cow().is_ok_and(|m| m.starts_with("torch")));
-            match from_torch.then(|| torch(py)).flatten() {
-                Some(t) => t,
-                None => return false,
-            }
-        }
+    // Once torch is imported, by type: a subclass defined anywhere is a
+    // tensor, whether or not a plain tensor was seen first.
+    let Some(state) = TORCH.get(py).or_else(|| torch(py)) else {
+        return false;
     };
     let tensor = state.tensor.bind(py);
     obj.get_type().is(tensor) || obj.is_instance(tensor).unwrap_or(false)
@@ -199,22 +219,28 @@ pub(crate) fn by_methods(t: &Bound<'_, PyAny>, what: &dyn std::fmt::Display) -> 
             dtype_obj.str()?
         )));
     };
-    let device = t
-        .call_method0(intern!(py, "get_device"))?
-        .extract::<i64>()?;
-    let place = match u32::try_from(device) {
-        Ok(n) => Place::Cuda(n),
-        Err(_) => {
-            let kind = t
-                .getattr(intern!(py, "device"))?
-                .getattr(intern!(py, "type"))?;
-            if kind.extract::<String>()? != "cpu" {
-                return Err(errors::argument_type(format!(
-                    "{what} is a torch tensor on {}; kernelkit takes CPU and CUDA tensors",
-                    t.getattr(intern!(py, "device"))?.str()?
-                )));
-            }
-            Place::Cpu
+    // The device's type first: an index alone does not say CUDA (`mps:0`,
+    // `xpu:0`, a privateuse1 device have one too).
+    let device = t.getattr(intern!(py, "device"))?;
+    let kind = device.getattr(intern!(py, "type"))?;
+    let place = match kind.extract::<String>()?.as_str() {
+        "cpu" => Place::Cpu,
+        "cuda" => {
+            let index = t
+                .call_method0(intern!(py, "get_device"))?
+                .extract::<i64>()?;
+            Place::Cuda(u32::try_from(index).map_err(|_| {
+                errors::argument_type(format!(
+                    "{what} is a torch tensor on {} with no device index",
+                    device.str().map(|s| s.to_string()).unwrap_or_default()
+                ))
+            })?)
+        }
+        _ => {
+            return Err(errors::argument_type(format!(
+                "{what} is a torch tensor on {}; kernelkit takes CPU and CUDA tensors",
+                device.str()?
+            )))
         }
     };
     let data = t.call_method0(intern!(py, "data_ptr"))?.extract::<u64>()?;
@@ -229,6 +255,7 @@ pub(crate) fn by_methods(t: &Bound<'_, PyAny>, what: &dyn std::fmt::Display) -> 
     for s in strides_obj.cast::<PyTuple>()?.iter() {
         strides.push(s.extract::<isize>()?);
     }
+    check_storage(t, &shape, &strides, dtype, what)?;
     Ok(Tensor {
         data,
         place,
@@ -236,6 +263,180 @@ pub(crate) fn by_methods(t: &Bound<'_, PyAny>, what: &dyn std::fmt::Display) -> 
         shape,
         strides,
     })
+}
+
+/// A typed error unless `t`'s elements lie inside its storage: a storage
+/// resized to 0 (as FSDP frees parameters) or without data reports an
+/// address that is no memory of the tensor's, which a kernel must never be
+/// given. A torch without `untyped_storage()` is not asked.
+fn check_storage(
+    t: &Bound<'_, PyAny>,
+    shape: &[usize],
+    strides: &[isize],
+    dtype: DType,
+    what: &dyn std::fmt::Display,
+) -> PyResult<()> {
+    let py = t.py();
+    let Ok(storage) = t.call_method0(intern!(py, "untyped_storage")) else {
+        return Ok(());
+    };
+    let has_data = storage
+        .call_method0(intern!(py, "data_ptr"))
+        .and_then(|p| p.extract::<u64>())
+        .is_ok_and(|p| p != 0);
+    let bytes = storage
+        .call_method0(intern!(py, "nbytes"))
+        .and_then(|b| b.extract::<i64>())
+        .unwrap_or(0);
+    let bytes = if has_data { bytes } else { 0 };
+    let offset = t
+        .call_method0(intern!(py, "storage_offset"))?
+        .extract::<i64>()?;
+    let shape: SmallVec<[i64; 4]> = shape.iter().map(|&d| d as i64).collect();
+    let strides: SmallVec<[i64; 4]> = strides.iter().map(|&s| s as i64).collect();
+    if torch_shim::inside_storage(&shape, &strides, offset, bytes, dtype.size()) {
+        return Ok(());
+    }
+    Err(errors::argument_type(format!(
+        "{what} is a torch tensor whose elements are not in its storage ({bytes} bytes, \
+         the tensor starting at element {offset}): a storage freed or resized in place, \
+         or a tensor without data (fake or meta)"
+    )))
+}
+
+/// `t` (a tensor) as a call uses it, and its layout: a lazily conjugated
+/// or negated view (`x.conj()`, `x.mH`, `x.conj().imag`), whose memory is
+/// not its value, resolved into a new tensor when it is an input, refused
+/// as an output (a write into it would land unconjugated); a `FakeTensor`
+/// (no memory: only a registered custom op's fake implementation sees
+/// them) refused.
+pub(crate) fn resolved<'py>(
+    t: &Bound<'py, PyAny>,
+    what: &crate::arrays::Named<'_>,
+) -> PyResult<(Bound<'py, PyAny>, Tensor)> {
+    let plain = is_plain_tensor(t);
+    if !plain && is_fake(t) {
+        return Err(errors::argument_type(format!(
+            "kernel `{}`: {what} is a FakeTensor, which has no memory to run a kernel on \
+             (register the kernel as a custom op with a fake implementation to trace it)",
+            what.kernel
+        )));
+    }
+    let py = t.py();
+    if let Some(read) = shim(py).and_then(|s| s.read(t)) {
+        return Ok((t.clone(), read));
+    }
+    let asks = |name: &Bound<'py, pyo3::types::PyString>| {
+        t.call_method0(name)
+            .and_then(|b| b.extract::<bool>())
+            .unwrap_or(false)
+    };
+    let conj = asks(intern!(py, "is_conj"));
+    let neg = asks(intern!(py, "is_neg"));
+    if !(conj || neg) {
+        let read = by_methods(t, what)?;
+        return Ok((t.clone(), read));
+    }
+    let kind = if conj { "conjugated" } else { "negated" };
+    if what.role == "output" {
+        return Err(errors::argument_type(format!(
+            "kernel `{}`: out= for {what} is a lazily {kind} view (its memory is not its \
+             value, so a write would land un{kind}); pass a tensor without the bit \
+             (`resolve_conj()`/`resolve_neg()` make one, and copy it back)",
+            what.kernel
+        )));
+    }
+    let plain = t
+        .call_method0(intern!(py, "resolve_conj"))?
+        .call_method0(intern!(py, "resolve_neg"))?;
+    let read = by_methods(&plain, what)?;
+    Ok((plain, read))
+}
+
+/// Whether `t` is a `FakeTensor` (torch's module for them imported).
+fn is_fake(t: &Bound<'_, PyAny>) -> bool {
+    let py = t.py();
+    py.import("sys")
+        .and_then(|sys| sys.getattr("modules"))
+        .and_then(|m| m.get_item("torch._subclasses.fake_tensor"))
+        .and_then(|m| m.getattr("FakeTensor"))
+        .is_ok_and(|fake| t.is_instance(&fake).unwrap_or(false))
+}
+
+/// A typed error when `t` (a torch `out=` tensor, `what`) requires grad
+/// with grad mode on: autograd cannot see a kernel's write, and torch's own
+/// `out=` functions refuse such a tensor too.
+pub(crate) fn check_writable(
+    t: &Bound<'_, PyAny>,
+    what: &crate::arrays::Named<'_>,
+) -> PyResult<()> {
+    let py = t.py();
+    let writable = match shim(py).and_then(|s| s.may_write(t)) {
+        Some(w) => w,
+        None => {
+            let requires = t
+                .getattr(intern!(py, "requires_grad"))
+                .and_then(|r| r.extract::<bool>())
+                .unwrap_or(false);
+            let grad_on = || {
+                TORCH
+                    .get(py)
+                    .and_then(|s| s.grad_enabled.as_ref())
+                    .and_then(|f| f.bind(py).call0().ok())
+                    .and_then(|r| r.extract::<bool>().ok())
+                    .unwrap_or(true)
+            };
+            !(requires && grad_on())
+        }
+    };
+    if writable {
+        return Ok(());
+    }
+    Err(errors::call(format!(
+        "kernel `{}`: out= for {what} requires grad, and autograd cannot record a kernel's \
+         write into it (torch's out= functions refuse it too): write under torch.no_grad(), \
+         or into a tensor that does not require grad",
+        what.kernel
+    )))
+}
+
+/// Counts a call's writes into `written` (its torch `out=` tensors; other
+/// objects are skipped) in their version counters, as torch's in-place
+/// functions do: a backward through a graph that saved their old values
+/// then raises autograd's error instead of a wrong gradient. Inference
+/// tensors have no counter and are left as they are.
+pub(crate) fn bump_versions(py: Python<'_>, written: &[Bound<'_, PyAny>]) -> PyResult<()> {
+    let mut rest: SmallVec<[&Bound<'_, PyAny>; 2]> = SmallVec::new();
+    let shim = shim(py);
+    for t in written.iter().filter(|t| is_tensor(t)) {
+        if !shim.is_some_and(|s| s.bump_version(t)) {
+            rest.push(t);
+        }
+    }
+    if rest.is_empty() {
+        return Ok(());
+    }
+    let Some(increment) = TORCH.get(py).and_then(|s| s.increment_version.as_ref()) else {
+        return Ok(());
+    };
+    let increment = increment.bind(py);
+    match increment.call1((PyList::new(py, &rest)?,)) {
+        Ok(_) => Ok(()),
+        // A torch before the list form takes one tensor per call.
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
+            for t in rest {
+                let inference = t
+                    .call_method0(intern!(py, "is_inference"))
+                    .and_then(|i| i.extract::<bool>())
+                    .unwrap_or(false);
+                if !inference {
+                    increment.call1((t,))?;
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The strides torch gives a contiguous tensor of `shape`, in elements
@@ -290,8 +491,9 @@ impl Tensor {
 
 /// A new row-contiguous tensor of `shape` and `dtype` on `place`, from
 /// torch's allocator, on torch's current stream there, by the cheapest of
-/// torch's calls that makes it (on the H200: `empty_like` 1.8 µs,
-/// `new_empty` 2.3 µs, `torch.empty` with keywords 3.6 µs):
+/// torch's calls that makes it (`empty_like` parses least, then
+/// `new_empty`, then `torch.empty` with keywords; BENCHMARKS.md has the
+/// figures):
 /// `torch.empty_like(like)` when `like` has row-major strides and that
 /// shape, dtype and place (it keeps `like`'s strides); else
 /// `like.new_empty(shape)` when `like` has that dtype and place (one
@@ -371,7 +573,7 @@ pub(crate) fn _torch_shim(py: Python<'_>, on: Option<bool>) -> bool {
 }
 
 /// Whether `torch.Tensor`s are read with their `TensorImpl` address taken
-/// from their object's memory (`crate::cdata`). For tests.
+/// from their object's memory (`crate::ffi::tensor_impl_slot`). For tests.
 #[pyfunction]
 pub(crate) fn _torch_cdata_slot(py: Python<'_>) -> bool {
     torch(py)

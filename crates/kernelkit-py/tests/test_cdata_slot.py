@@ -1,5 +1,5 @@
 """The search for the word of a tensor's object that holds its `TensorImpl`
-address (`src/cdata.rs`), checked without torch: on ctypes integers, whose
+address (`src/ffi/tensor_impl_slot.rs`), checked without torch: on ctypes integers, whose
 objects hold their value inline, given a `_cdata` that returns it."""
 
 import ctypes

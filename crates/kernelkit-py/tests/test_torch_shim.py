@@ -1,4 +1,4 @@
-"""torch tensors read through torch's C functions (`torch_shim.rs`) and
+"""torch tensors read through torch's C functions (`src/ffi/torch_shim.rs`) and
 through their methods: the same layout, the same errors, the same results.
 """
 

@@ -11,10 +11,10 @@ use smallvec::SmallVec;
 
 use super::{Frame, Parts, Plan, PyKernel};
 use crate::args;
+use crate::array_args::Source;
 use crate::arrays;
+use crate::dlpack_outputs::PyArray;
 use crate::errors::{self, IntoPy};
-use crate::export::PyArray;
-use crate::sources::Source;
 use crate::torch;
 
 /// One call's arguments, as MLX names them (and `device=`, `out=`).
@@ -143,6 +143,7 @@ impl PyKernel {
             }),
             _ => None,
         };
+        let out_given = out.is_some();
         let (outputs, targets, plan) =
             self.plan(py, given, out, &frame, &stream, torch_stream.as_ref(), like)?;
         let parts = Parts {
@@ -169,6 +170,9 @@ impl PyKernel {
             Plan::Into { objects, numpy } => {
                 py.detach(|| parts.call(&self.kernel).launch().map(drop))
                     .py_err()?;
+                if out_given {
+                    torch::bump_versions(py, &objects)?;
+                }
                 if numpy {
                     for o in &objects {
                         if let Ok(a) = o.cast::<PyUntypedArray>() {

@@ -5,9 +5,8 @@
 //! through vectorcall: their values in an array, their names in a tuple.
 //! Through PyO3's method (`call`) each call then matches every keyword name
 //! against the parameters by its text, and goes through PyO3's generic
-//! extraction: on the H200 0.24-0.43 µs of a warm call (BENCHMARKS.md,
-//! issue 16), and under callgrind the largest part of the package's code a
-//! warm call runs, after the launch path.
+//! extraction: past the launch, the largest part of the package's code a
+//! warm call runs (BENCHMARKS.md has the figures).
 //!
 //! A call site's keyword names are one tuple, a constant of the caller's
 //! code, passed again at every call. This entry remembers, for the last
@@ -25,17 +24,15 @@
 //! GIL is held already: `PyGILState_Ensure` only counts too). Panics become
 //! `PanicException`s, as PyO3 makes them.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
-use pyo3::ffi;
 use pyo3::intern;
-use pyo3::panic::PanicException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::call::CallArgs;
 use super::PyKernel;
+use crate::ffi::vectorcall::{self, Args, Def, Handler};
 
 /// The parameters, in the order of `call`'s signature.
 const PARAMS: [&str; 11] = [
@@ -131,27 +128,17 @@ fn params_of(names: &Bound<'_, PyTuple>) -> Option<Params> {
     Some(params)
 }
 
-/// One vectorcall of a kernel: `args` holds `positional` arguments, then
-/// one value per name of `names`.
-struct Vectorcall<'a, 'py> {
-    kernel: Bound<'py, PyKernel>,
-    args: &'a [*mut ffi::PyObject],
-    positional: usize,
-    names: Option<Bound<'py, PyTuple>>,
-}
-
 /// One call through the entry: taken whole, or handed to `call`.
-fn enter<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
-    let (py, args, positional) = (call.kernel.py(), call.args, call.positional);
-    let params = match &call.names {
+fn enter<'py>(kernel: &Bound<'py, PyKernel>, call: &Args<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+    let (py, positional) = (call.py(), call.positional());
+    let params = match call.names() {
         Some(names) if positional == 0 => params_of(names),
         _ => None,
     };
     let mut given: [Option<Borrowed<'_, 'py, PyAny>>; 11] = [None; 11];
     if let Some(params) = &params {
-        for (p, &value) in params.iter().zip(&args[positional..]) {
-            // SAFETY: the caller's arguments, borrowed for the call.
-            given[p] = Some(unsafe { Borrowed::from_ptr(py, value) });
+        for (p, i) in params.iter().zip(positional..call.len()) {
+            given[p] = Some(call.get(i));
         }
     }
     // An optional parameter given as `None` is left out, as PyO3's
@@ -168,7 +155,7 @@ fn enter<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         optional(2),
         fill_or_print,
     ) else {
-        return by_method(call);
+        return by_method(kernel, call);
     };
     let args = CallArgs {
         py,
@@ -184,7 +171,7 @@ fn enter<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         device: optional(9),
         out: optional(10),
     };
-    let kernel = call.kernel.get();
+    let kernel = kernel.get();
     if let Some(done) = kernel.repeat(&args) {
         return done;
     }
@@ -197,122 +184,42 @@ fn enter<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
 /// The call through PyO3's `call` method, which parses and checks it.
 #[cold]
 #[inline(never)]
-fn by_method<'py>(call: &Vectorcall<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
-    let (py, args, positional) = (call.kernel.py(), call.args, call.positional);
-    // SAFETY: the caller's arguments, borrowed for the call.
-    let arg = |a: &*mut ffi::PyObject| unsafe { Borrowed::from_ptr(py, *a) }.to_owned();
-    let pos = PyTuple::new(py, args[..positional].iter().map(arg))?;
+fn by_method<'py>(
+    kernel: &Bound<'py, PyKernel>,
+    call: &Args<'_, 'py>,
+) -> PyResult<Bound<'py, PyList>> {
+    let (py, positional) = (call.py(), call.positional());
+    let arg = |i: usize| call.get(i).to_owned();
+    let pos = PyTuple::new(py, (0..positional).map(arg))?;
     let kwargs = PyDict::new(py);
-    if let Some(names) = &call.names {
-        for (name, value) in names.iter().zip(&args[positional..]) {
-            kwargs.set_item(name, arg(value))?;
+    if let Some(names) = call.names() {
+        for (name, i) in names.iter().zip(positional..call.len()) {
+            kwargs.set_item(name, arg(i))?;
         }
     }
-    Ok(call
-        .kernel
+    Ok(kernel
         .getattr(intern!(py, "call"))?
         .call(pos, Some(&kwargs))?
         .cast_into::<PyList>()?)
 }
 
-/// CPython's vectorcall flag in `nargsf` (the top bit), not a count.
-const ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
+/// The kernel's call, as the vectorcall function's handler.
+struct KernelCall;
 
-/// The entry CPython calls (`METH_FASTCALL | METH_KEYWORDS`; `slf` is the
-/// kernel the function object was made for).
-unsafe extern "C" fn call_entry(
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: CPython calls this with the GIL held (the thread attached).
-    let py = unsafe { Python::assume_attached() };
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let positional = nargsf as usize & !ARGUMENTS_OFFSET;
-        // SAFETY: `kwnames` is null or a tuple, `args` holds `positional`
-        // arguments and then one value per name, and `slf` is the object
-        // the function was made with (`_call_entry`): all borrowed from the
-        // caller for the call.
-        let names = unsafe { Borrowed::from_ptr_or_opt(py, kwnames) }
-            .map(|n| unsafe { n.cast_unchecked::<PyTuple>() }.to_owned());
-        let count = positional + names.as_ref().map_or(0, |n| n.len());
-        let args = if count == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(args, count) }
-        };
-        let kernel = unsafe { Borrowed::from_ptr(py, slf) }
-            .cast::<PyKernel>()?
-            .to_owned();
-        enter(&Vectorcall {
-            kernel,
-            args,
-            positional,
-            names,
-        })
-    }));
-    let result = outcome.unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "panic from Rust code".into());
-        Err(PanicException::new_err(message))
-    });
-    match result {
-        Ok(list) => list.into_ptr(),
-        Err(e) => {
-            e.restore(py);
-            std::ptr::null_mut()
-        }
+impl Handler for KernelCall {
+    fn call<'py>(slf: &Bound<'py, PyAny>, args: Args<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+        enter(slf.cast::<PyKernel>()?, &args)
     }
 }
 
-/// `PyMethodDef` holds raw pointers (to static data here).
-struct Def(ffi::PyMethodDef);
-
-// SAFETY: the definition is never written; CPython only reads it.
-unsafe impl Sync for Def {}
-
-/// `METH_FASTCALL` (not in pyo3-ffi's limited API before 3.10; CPython's
-/// value since 3.7) and `METH_KEYWORDS`.
-const METH_FASTCALL_KEYWORDS: std::os::raw::c_int = 0x0080 | ffi::METH_KEYWORDS;
-
-type FastWithKeywords = unsafe extern "C" fn(
-    *mut ffi::PyObject,
-    *const *mut ffi::PyObject,
-    ffi::Py_ssize_t,
-    *mut ffi::PyObject,
-) -> *mut ffi::PyObject;
-
-static CALL: Def = Def(ffi::PyMethodDef {
-    ml_name: c"call".as_ptr(),
-    ml_meth: ffi::PyMethodDefPointer {
-        // SAFETY: CPython calls a `METH_FASTCALL | METH_KEYWORDS` function
-        // with this signature whatever the union's field says (C declares
-        // it as `PyCFunction` and casts, as here).
-        PyCFunction: unsafe {
-            std::mem::transmute::<FastWithKeywords, ffi::PyCFunction>(call_entry as FastWithKeywords)
-        },
-    },
-    ml_flags: METH_FASTCALL_KEYWORDS,
-    ml_doc: c"call($self, /, *, inputs, grid, threadgroup, output_shapes=None, output_dtypes=None, template=None, init_value=None, verbose=False, stream=None, device=None, out=None)\n--\n\nThe same as calling the kernel, through vectorcall (the package's `Kernel` calls it).".as_ptr(),
-});
+static CALL: Def = Def::new::<KernelCall>(
+    c"call",
+    c"call($self, /, *, inputs, grid, threadgroup, output_shapes=None, output_dtypes=None, template=None, init_value=None, verbose=False, stream=None, device=None, out=None)\n--\n\nThe same as calling the kernel, through vectorcall (the package's `Kernel` calls it).",
+);
 
 /// `kernel`'s call as a function object that takes its keywords through
 /// vectorcall without PyO3's parsing (the package's `Kernel` wraps it).
 #[pyfunction]
 pub(crate) fn _call_entry<'py>(kernel: &Bound<'py, PyKernel>) -> PyResult<Bound<'py, PyAny>> {
-    let py = kernel.py();
-    // SAFETY: `CALL` is static and never written; CPython keeps a strong
-    // reference to `kernel` in the function object.
-    unsafe {
-        let f = ffi::PyCFunction_NewEx(
-            std::ptr::addr_of!(CALL.0).cast_mut(),
-            kernel.as_ptr(),
-            std::ptr::null_mut(),
-        );
-        Bound::from_owned_ptr_or_err(py, f)
-    }
+    vectorcall::function(kernel.as_any(), &CALL)
 }

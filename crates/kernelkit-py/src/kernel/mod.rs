@@ -15,17 +15,17 @@
 
 use std::sync::OnceLock;
 
-use kernelkit::{Array, Call, Device, Kernel, Stream};
+use kernelkit::{Array, BodyLanguage, Call, Device, Kernel, Stream};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use smallvec::SmallVec;
 
 use crate::args::{self, DimsMemo, OutputSpec, OutputsMemo, Template, TemplateMemo};
+use crate::array_args::{Frame, Source};
 use crate::arrays::{self, Named};
 use crate::device::{place_of, Place, PyStream};
 use crate::errors;
 use crate::rebound::Rebound;
-use crate::sources::{Frame, Source};
 use crate::{streams, torch};
 use numpy::PyUntypedArrayMethods;
 use pyo3::intern;
@@ -38,23 +38,16 @@ mod torch_path;
 use call::CallArgs;
 pub(crate) use entry::_call_entry;
 
-/// Which MLX function made the kernel: it sets the default device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Flavor {
-    /// `metal_kernel`: portable bodies; runs where the inputs live
-    /// (NumPy arrays: the CPU) unless `device=` or `stream=` says.
-    Metal,
-    /// `cuda_kernel`: CUDA C++ bodies; runs on `cuda:0` unless told.
-    Cuda,
-}
-
 /// A compiled-on-demand custom kernel, called like MLX's:
 /// `kernel(inputs=[...], grid=..., threadgroup=..., output_shapes=[...],
 /// output_dtypes=[...], template=[...])` returns a list of NumPy arrays.
 #[pyclass(frozen, module = "kernelkit", name = "Kernel")]
 pub(crate) struct PyKernel {
+    /// The kernel; its body's language (`metal_kernel`'s Metal or
+    /// `cuda_kernel`'s CUDA C++) sets the default device: Metal bodies run
+    /// where the inputs live (NumPy arrays: the CPU), CUDA ones on `cuda:0`,
+    /// unless `device=` or `stream=` says.
     kernel: Kernel,
-    flavor: Flavor,
     /// `cuda_kernel`'s dynamic shared memory per threadgroup, in bytes.
     shared_memory: u32,
     template: TemplateMemo,
@@ -169,10 +162,9 @@ fn extents(shape: &[i64], dtype: kernelkit::DType) -> Option<SmallVec<[usize; 4]
 }
 
 impl PyKernel {
-    pub(crate) fn new(kernel: Kernel, flavor: Flavor, shared_memory: u32) -> PyKernel {
+    pub(crate) fn new(kernel: Kernel, shared_memory: u32) -> PyKernel {
         PyKernel {
             kernel,
-            flavor,
             shared_memory,
             template: TemplateMemo::default(),
             grid: DimsMemo::default(),
@@ -266,9 +258,9 @@ impl PyKernel {
         if let Some(d) = self.default_device.get() {
             return Ok(d.clone());
         }
-        let place = match self.flavor {
-            Flavor::Metal => Place::Cpu,
-            Flavor::Cuda => Place::Cuda(0),
+        let place = match self.kernel.spec().language() {
+            BodyLanguage::Cuda => Place::Cuda(0),
+            _ => Place::Cpu,
         };
         let device = place.open(py)?;
         Ok(self.default_device.get_or_init(|| device).clone())
@@ -487,6 +479,11 @@ impl PyKernel {
                     arrays::out_array(obj, &label(i))?;
                 }
             }
+            for (i, source) in sources.iter().enumerate() {
+                if let Source::Torch(obj, _) = source {
+                    torch::check_writable(obj, &label(i))?;
+                }
+            }
             let targets: SmallVec<[Array; 2]> = self
                 .arrays(&sources, "output", stream, torch_stream)?
                 .into_iter()
@@ -697,9 +694,9 @@ impl PyKernel {
         format!(
             "<kernelkit.Kernel '{}' ({}) inputs={:?} outputs={:?}>",
             spec.name(),
-            match self.flavor {
-                Flavor::Metal => "metal_kernel",
-                Flavor::Cuda => "cuda_kernel",
+            match spec.language() {
+                BodyLanguage::Cuda => "cuda_kernel",
+                _ => "metal_kernel",
             },
             spec.input_names(),
             spec.output_names()

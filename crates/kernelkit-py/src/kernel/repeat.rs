@@ -22,9 +22,9 @@ use super::call::CallArgs;
 use super::PyKernel;
 use crate::device::Place;
 use crate::errors::IntoPy;
+use crate::ffi::torch_shim::{Raw, Shim};
 use crate::rebound::Key;
 use crate::torch;
-use crate::torch_shim::{Raw, Shim};
 
 /// The items of a list or a tuple (the general path words anything else).
 fn items<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> Option<ListOrTuple<'a, 'py>> {
@@ -156,6 +156,13 @@ impl PyKernel {
             outputs: &outs,
         };
         let entry = self.rebound.find(&key)?;
+        // An output autograd must not lose track of: the general path
+        // words the refusal.
+        for t in &outputs {
+            if !shim.may_write(t)? {
+                return None;
+            }
+        }
         // SAFETY: the tensors have the layouts the launch was prepared for
         // (`Entry::fits`), on its GPU, and torch orders their use on its
         // current stream there, the launch's; `inputs` and `outputs` keep
@@ -163,6 +170,11 @@ impl PyKernel {
         let launched = py
             .detach(|| unsafe { entry.launch.run(&in_addrs, &out_addrs) })
             .py_err();
+        if launched.is_ok() {
+            for t in &outputs {
+                shim.bump_version(t);
+            }
+        }
         Some(launched.and_then(|()| out.to_list()))
     }
 }

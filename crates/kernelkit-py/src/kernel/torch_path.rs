@@ -8,11 +8,11 @@ use smallvec::SmallVec;
 
 use super::{extents, specs_of, Made, Parts, PyKernel};
 use crate::args::OutputSpec;
+use crate::array_args::Source;
 use crate::arrays::Named;
 use crate::device::Place;
 use crate::errors::IntoPy;
 use crate::rebound::{Entry, Key};
-use crate::sources::Source;
 use crate::{streams, torch};
 use kernelkit::Array;
 
@@ -103,10 +103,11 @@ impl PyKernel {
                     if !torch::is_plain_tensor(o) {
                         return Ok(None);
                     }
-                    let t = torch::read(o, &label(i))?;
+                    let (_, t) = torch::resolved(o, &label(i))?;
                     if t.place != here {
                         return Ok(None);
                     }
+                    torch::check_writable(o, &label(i))?;
                     read.push(t);
                 }
                 (out.iter().cloned().collect(), read)
@@ -148,6 +149,9 @@ impl PyKernel {
             // launch's; the list of them keeps them alive through the call.
             py.detach(|| unsafe { entry.launch.run(&in_addrs, &out_addrs) })
                 .py_err()?;
+            if out.is_some() {
+                torch::bump_versions(py, &objects)?;
+            }
             return Ok(Some(PyList::new(py, objects)?));
         }
         // A new layout: the general path's arrays, checks and variant;
@@ -189,6 +193,9 @@ impl PyKernel {
             .py_err()?;
         if let Some(launch) = prepared {
             self.rebound.keep(Entry::new(&key, launch));
+        }
+        if out.is_some() {
+            torch::bump_versions(py, &objects)?;
         }
         Ok(Some(PyList::new(py, objects)?))
     }

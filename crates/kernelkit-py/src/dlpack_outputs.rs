@@ -85,7 +85,7 @@ impl PyArray {
         } else {
             dlpack::export(&self.array).py_err()?.cast()
         };
-        crate::protocols::capsule(py, tensor, versioned)
+        crate::array_protocols::capsule(py, tensor, versioned)
     }
 
     /// CUDA's array interface (version 3), for CUDA arrays: the memory in

@@ -15,15 +15,16 @@
 
 use kernelkit::interop::{foreign_array, ForeignLayout, ForeignOwner};
 use kernelkit::{Array, Device, Stream};
-use numpy::PyUntypedArray;
+use numpy::prelude::PyArrayDescrMethods;
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
 
+use crate::array_protocols::{self, Interface};
 use crate::arrays::{self, Named};
 use crate::device::Place;
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy};
-use crate::protocols::{self, Interface};
 use crate::torch::{self, Tensor};
 
 /// The kind of array a call's outputs are.
@@ -57,7 +58,8 @@ impl<'py> Source<'py> {
         // `nn.Parameter`), once torch was seen, is known by its type's
         // address.
         if torch::is_plain_tensor(obj) {
-            return Ok(Source::Torch(obj.clone(), torch::read(obj, name)?));
+            let (obj, read) = torch::resolved(obj, name)?;
+            return Ok(Source::Torch(obj, read));
         }
         if let Some((dtype, bytes)) = arrays::python_scalar(obj, name)? {
             return Ok(Source::Scalar(dtype, bytes));
@@ -73,10 +75,11 @@ impl<'py> Source<'py> {
             }
         }
         if torch::is_tensor(obj) {
-            return Ok(Source::Torch(obj.clone(), torch::read(obj, name)?));
+            let (obj, read) = torch::resolved(obj, name)?;
+            return Ok(Source::Torch(obj, read));
         }
         if let Ok(iface) = obj.getattr(intern!(py, "__cuda_array_interface__")) {
-            let read = protocols::read_interface(obj, &iface, name)?;
+            let read = array_protocols::read_interface(obj, &iface, name)?;
             let cupy = obj
                 .get_type()
                 .module()
@@ -84,7 +87,7 @@ impl<'py> Source<'py> {
             return Ok(Source::Cai(obj.clone(), read, cupy));
         }
         if obj.hasattr(intern!(py, "__dlpack__"))? {
-            let place = protocols::dlpack_place(obj, name)?;
+            let place = array_protocols::dlpack_place(obj, name)?;
             return Ok(Source::Dlpack(obj.clone(), place));
         }
         Err(errors::argument_type(format!(
@@ -142,6 +145,21 @@ impl<'py> Source<'py> {
                 Array::from_bytes(device, &bytes[..dtype.size()], [], *dtype).py_err()
             }
             Source::NumPy(a) => {
+                if output {
+                    // Written in place or refused, never into a copy the
+                    // caller would not see.
+                    // (A call on a GPU refused it already: it is on the CPU.)
+                    arrays::out_array(a.as_any(), name)?;
+                    let size = a.dtype().itemsize() as isize;
+                    if a.strides().iter().any(|&b| b % size != 0) {
+                        return Err(errors::call(format!(
+                            "kernel `{}`: out= for {name} is a NumPy array whose strides are \
+                             not whole elements, which a kernel cannot write in place",
+                            name.kernel
+                        )));
+                    }
+                    return arrays::numpy_host(a, device, name);
+                }
                 if device.kind() == kernelkit::DeviceKind::Cuda {
                     // Host memory on a GPU: copied (see `arrays`).
                     return arrays::input(a.as_any(), device, name);
@@ -183,9 +201,9 @@ impl<'py> Source<'py> {
                     }
                     _ => None,
                 };
-                protocols::interface_array(obj, iface, device, producer.as_ref(), name)
+                array_protocols::interface_array(obj, iface, device, producer.as_ref(), name)
             }
-            Source::Dlpack(obj, _) => protocols::dlpack_array(obj, device, stream, name),
+            Source::Dlpack(obj, _) => array_protocols::dlpack_array(obj, device, stream, name),
         }
     }
 }

@@ -11,7 +11,7 @@
 //! `AtenTensorHandle`, the address of an `at::Tensor`, which is one pointer
 //! to the tensor's `TensorImpl`. A tensor's `_cdata` attribute is that
 //! pointer, and a `torch.Tensor`'s object holds it at an offset this crate
-//! finds once (`crate::cdata`). So a read here is one word read (an
+//! finds once (`crate::ffi::tensor_impl_slot`). So a read here is one word read (an
 //! attribute read for a subclass) and eight C calls that write into this
 //! crate's memory.
 //!
@@ -27,6 +27,8 @@
 //! Anything else makes [`Shim::read`] answer `None`, and the caller reads the
 //! tensor through its methods, which also word the errors (a sparse tensor,
 //! a dtype kernelkit lacks, a device of another kind).
+//! A tensor whose memory is not its value (a lazily conjugated or negated
+//! view) or lies outside its storage is answered `None` too.
 //! `KERNELKIT_TORCH_SHIM=0` turns the shim off.
 
 use std::ffi::c_void;
@@ -38,8 +40,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use smallvec::SmallVec;
 
-use crate::cdata::Slot;
 use crate::device::Place;
+use crate::ffi::tensor_impl_slot::Slot;
 
 /// A tensor's layout, as a call reads it (here or through its methods,
 /// `crate::torch`).
@@ -65,6 +67,38 @@ pub(crate) struct Raw<'t> {
     pub strides: &'t [i64],
 }
 
+/// Whether every element of a tensor of `shape` and `strides` (in
+/// elements, none negative: torch's), starting `offset` elements into its
+/// storage of `bytes` bytes, lies inside that storage. A tensor with no
+/// element reads nothing. A storage freed in place (resized to 0, as FSDP
+/// frees parameters) or never allocated (a fake tensor's) holds no element.
+pub(crate) fn inside_storage(
+    shape: &[i64],
+    strides: &[i64],
+    offset: i64,
+    bytes: i64,
+    itemsize: usize,
+) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut last = offset;
+    for (&n, &s) in shape.iter().zip(strides) {
+        if n < 0 || s < 0 {
+            return false;
+        }
+        let Some(end) = (n - 1).checked_mul(s).and_then(|e| last.checked_add(e)) else {
+            return false;
+        };
+        last = end;
+    }
+    offset >= 0
+        && last
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(itemsize as i64))
+            .is_some_and(|end| end <= bytes)
+}
+
 /// `dlopen`'s flag for "only if already loaded" (glibc's value; libloading
 /// has no constant for it).
 const RTLD_NOLOAD: i32 = 0x4;
@@ -78,6 +112,23 @@ type Handle = *const u64;
 type Get<T> = unsafe extern "C" fn(Handle, *mut T) -> i32;
 type Code = unsafe extern "C" fn() -> i32;
 type CurrentStream = unsafe extern "C" fn(i32, *mut *mut c_void) -> i32;
+/// A question about a tensor that cannot fail (`bool f(const at::Tensor&)`).
+type Query = unsafe extern "C" fn(Handle) -> bool;
+/// `c10::TensorImpl::requires_grad() const`: its `this` is the `TensorImpl`.
+type RequiresGrad = unsafe extern "C" fn(*const c_void) -> bool;
+/// `void torch::autograd::impl::bump_version(const at::Tensor&)`.
+type Bump = unsafe extern "C" fn(Handle);
+type GradMode = unsafe extern "C" fn() -> bool;
+
+/// torch's C++ functions the shim calls beside its C interface (their
+/// Itanium-mangled names: `at::native::is_conj(const at::Tensor&)` and so
+/// on). None of them throws: `bump_version` only for an inference tensor,
+/// which is never handed to it ([`Shim::bump_version`]).
+const IS_CONJ: &str = "_ZN2at6native7is_conjERKNS_6TensorE";
+const IS_NEG: &str = "_ZN2at6native6is_negERKNS_6TensorE";
+const IS_INFERENCE: &str = "_ZN2at6native12is_inferenceERKNS_6TensorE";
+const REQUIRES_GRAD: &str = "_ZNK3c1010TensorImpl13requires_gradEv";
+const BUMP_VERSION: &str = "_ZN5torch8autograd4impl12bump_versionERKN2at6TensorE";
 
 /// torch's functions, and the codes they answer in.
 pub(crate) struct Shim {
@@ -89,6 +140,14 @@ pub(crate) struct Shim {
     device_type: Get<i32>,
     device_index: Get<i32>,
     layout: Get<i32>,
+    storage_size: Get<i64>,
+    storage_offset: Get<i64>,
+    is_conj: Query,
+    is_neg: Query,
+    is_inference: Query,
+    requires_grad: RequiresGrad,
+    bump_version: Bump,
+    grad_mode: GradMode,
     current_stream: Option<CurrentStream>,
     strided: i32,
     cpu: i32,
@@ -97,7 +156,7 @@ pub(crate) struct Shim {
     /// [`CODES`], where kernelkit has it.
     dtypes: [Option<DType>; CODES],
     /// Where a `torch.Tensor` keeps its `TensorImpl` address, when found
-    /// (`crate::cdata`); else `_cdata` is read as an attribute.
+    /// (`crate::ffi::tensor_impl_slot`); else `_cdata` is read as an attribute.
     slot: Option<Slot>,
     /// The libraries, kept open (they were loaded by torch: this holds a
     /// reference, never a second copy).
@@ -152,7 +211,10 @@ impl Shim {
         let cuda_lib = open("libtorch_cuda.so");
         // SAFETY: the types are those of torch's `aoti_torch/c/shim.h`:
         // `AOTITorchError f(AtenTensorHandle, T*)` with AOTITorchError an
-        // int32_t, and `int32_t f()` for the codes.
+        // int32_t, `int32_t f()` for the codes, `bool f()` for the grad
+        // mode; and, for the C++ functions, the Itanium ABI's: a
+        // `const at::Tensor&` is the handle, a `const` method's `this` the
+        // `TensorImpl`'s address.
         unsafe {
             let code = |name: &str| symbol::<Code>(&cpu_lib, name).map(|f| f());
             let mut dtypes = [None; CODES];
@@ -171,6 +233,14 @@ impl Shim {
                 device_type: symbol(&cpu_lib, "aoti_torch_get_device_type")?,
                 device_index: symbol(&cpu_lib, "aoti_torch_get_device_index")?,
                 layout: symbol(&cpu_lib, "aoti_torch_get_layout")?,
+                storage_size: symbol(&cpu_lib, "aoti_torch_get_storage_size")?,
+                storage_offset: symbol(&cpu_lib, "aoti_torch_get_storage_offset")?,
+                is_conj: symbol(&cpu_lib, IS_CONJ)?,
+                is_neg: symbol(&cpu_lib, IS_NEG)?,
+                is_inference: symbol(&cpu_lib, IS_INFERENCE)?,
+                requires_grad: symbol(&cpu_lib, REQUIRES_GRAD)?,
+                bump_version: symbol(&cpu_lib, BUMP_VERSION)?,
+                grad_mode: symbol(&cpu_lib, "aoti_torch_grad_mode_is_enabled")?,
                 current_stream: cuda_lib
                     .as_ref()
                     .and_then(|l| symbol(l, "aoti_torch_get_current_cuda_stream")),
@@ -298,6 +368,11 @@ impl Shim {
             ok((self.strides)(h, &mut strides))?;
             let mut data = std::ptr::null_mut();
             ok((self.data_ptr)(h, &mut data))?;
+            // A lazily conjugated or negated view: its memory is not its
+            // value (the methods' read resolves or refuses it).
+            if (self.is_conj)(h) || (self.is_neg)(h) {
+                return None;
+            }
             let (shape, strides) = if dim == 0 {
                 (&[][..], &[][..])
             } else if sizes.is_null() || strides.is_null() {
@@ -308,6 +383,12 @@ impl Shim {
                     std::slice::from_raw_parts(strides, dim),
                 )
             };
+            let (mut offset, mut bytes) = (0, 0);
+            ok((self.storage_offset)(h, &mut offset))?;
+            ok((self.storage_size)(h, &mut bytes))?;
+            if !inside_storage(shape, strides, offset, bytes, dtype.size()) {
+                return None;
+            }
             Some(Raw {
                 data: data as u64,
                 place,
@@ -316,6 +397,37 @@ impl Shim {
                 strides,
             })
         }
+    }
+
+    /// Whether `t` (a tensor) may be written by a call: not while it
+    /// requires grad with grad mode on, as torch's `out=` functions refuse
+    /// (autograd cannot see the write). `None` where the shim cannot read it.
+    pub(crate) fn may_write(&self, t: &Bound<'_, PyAny>) -> Option<bool> {
+        let tensor_impl = self.impl_of(t)?;
+        // SAFETY: `requires_grad` reads the live `TensorImpl` (its
+        // `this`), `grad_mode` a thread-local flag; neither throws.
+        Some(unsafe { !((self.grad_mode)() && (self.requires_grad)(tensor_impl as *const c_void)) })
+    }
+
+    /// Counts a write into `t` (a tensor) in its version counter, as
+    /// torch's in-place functions do, so that autograd refuses a backward
+    /// through a graph that saved the old values. An inference tensor has
+    /// no counter and is left as it is. `false` where the shim cannot read
+    /// `t`.
+    pub(crate) fn bump_version(&self, t: &Bound<'_, PyAny>) -> bool {
+        let Some(tensor_impl) = self.impl_of(t) else {
+            return false;
+        };
+        let h: Handle = &tensor_impl;
+        // SAFETY: `h` points at a copy of the live tensor's `at::Tensor`
+        // (see `layout_at`); `bump_version` throws only for an inference
+        // tensor, which is asked first and skipped.
+        unsafe {
+            if !(self.is_inference)(h) {
+                (self.bump_version)(h);
+            }
+        }
+        true
     }
 
     /// The address of element 0 of `t` (a `torch.Tensor`).

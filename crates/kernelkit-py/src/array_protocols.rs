@@ -1,6 +1,6 @@
-//! The general path: arrays of any library through `__cuda_array_interface__`
-//! (CuPy, Numba, ...) and `__dlpack__` (JAX, and every array-API library),
-//! without copies.
+//! Arrays of any library through `__cuda_array_interface__` (CuPy, Numba,
+//! ...) and `__dlpack__` (JAX, and every array-API library), without
+//! copies; and the capsules of the DLPack outputs this crate exports.
 //!
 //! Streams follow each protocol: a `__cuda_array_interface__` names the
 //! stream whose work writes the memory (kernelkit waits for it, with an

@@ -1,13 +1,13 @@
 //! A `torch.Tensor`'s `TensorImpl` address, read from the Python object's
 //! own memory instead of through its `_cdata` attribute.
 //!
-//! The shim (`crate::torch_shim`) reads a tensor through torch's C
+//! The shim (`crate::ffi::torch_shim`) reads a tensor through torch's C
 //! functions, which take the tensor's `TensorImpl` address. The attribute
 //! that gives it, `_cdata`, is a Python attribute read: a lookup through
 //! `torch.Tensor`'s type, torch's check for `__torch_function__` overrides,
-//! and a new Python `int`. On the H200 it was among the largest parts of a
-//! warm `out=` call past the launch: reading the word instead took
-//! 0.2–0.6 µs off a call with two tensors (BENCHMARKS.md, issue 16).
+//! and a new Python `int`: among the largest parts of a warm `out=` call
+//! past the launch, which reading the word instead removes (BENCHMARKS.md
+//! has the figures).
 //!
 //! A tensor's Python object (torch's `THPVariable`) holds its `at::Tensor`
 //! (one `TensorImpl` pointer) right after the object header: directly in
