@@ -36,7 +36,8 @@
 #   compare.py         the Python package's benchmark against raw launches,
 #                      CuPy and Triton (crates/kernelkit-py/bench)
 #   nvrtc_control.py   the cold burst's control: 16 NVRTC processes at once vs one
-#                      (and every other script of crates/kernelkit-py/bench)
+#                      (and the other scripts of crates/kernelkit-py/bench:
+#                      mlx_cold.py, torch_native.py, overhead.py)
 #   candle.tar.xz      candle_fused (examples/candle_fused.rs on candle's CUDA
 #                      tensors) and candle-tests (tests/candle.rs), built with
 #                      candle's CUDA backend by scripts/candle-cuda.sh, which
@@ -200,8 +201,8 @@ if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
 fi
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 # Every benchmark and control of the package (compare.py, nvrtc_control.py,
-# burst_cpu.py, ...): BENCHMARKS.md runs them from here.
-cp crates/kernelkit-py/bench/*.py crates/kernelkit-py/bench/*.sh "$DEST/"
+# mlx_cold.py, torch_native.py, overhead.py): BENCHMARKS.md runs them from here.
+cp crates/kernelkit-py/bench/*.py "$DEST/"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
