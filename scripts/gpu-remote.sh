@@ -86,10 +86,12 @@ step corpus_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cud
   "$G/corpus-tests" real_kernels --nocapture
 step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
 # The Python package (wheel built here by gpu-check.sh) on the CPU and CUDA:
-# MLX's interface, arrays, errors, and the seed's reproduction, 100 rounds.
+# MLX's interface, arrays, errors, and the seed's reproduction, 100 rounds;
+# then the PyTorch example (crates/kernelkit/examples/python).
 python_tests() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
-    KERNELKIT_SEED_ROUNDS=100 KERNELKIT_CACHE=memory python3 -m pytest -q -rs "$G/python-tests"
+    KERNELKIT_SEED_ROUNDS=100 KERNELKIT_CACHE=memory python3 -m pytest -q -rs "$G/python-tests" &&
+    KERNELKIT_CACHE=memory python3 crates/kernelkit/examples/python/torch_custom_op.py
 }
 step python python_tests
 # The Python package against raw cuLaunchKernel, CuPy RawKernel and Triton,

@@ -11,6 +11,12 @@ cd "$(dirname "$0")/.."
 export KERNELKIT_CACHE=memory
 cargo nextest run --workspace --all-features --no-fail-fast
 cargo test --workspace --all-features --doc
+# The examples for users (crates/kernelkit/examples): each checks its own
+# results and fails if they are wrong; candle_fused on a small matrix.
+for example in quick_start mlx_metal_port precompile_bundle; do
+  cargo run --quiet -p kernelkit --all-features --example "$example"
+done
+cargo run --quiet -p kernelkit --all-features --example candle_fused -- 64 64
 # The CUDA lifecycle tests (devices and contexts freed, a thread's context
 # record, dynamic shared memory limits, default-stream errors) once more
 # against the stand-in driver of tools/fakecuda, which keeps the driver's
@@ -59,3 +65,9 @@ py_env=target/python-env
 [ -x "$py_env/bin/python" ] || python3 -m venv --system-site-packages "$py_env"
 VIRTUAL_ENV="$PWD/$py_env" python3 -m maturin develop --quiet
 "$py_env/bin/python" -m pytest -q crates/kernelkit-py/tests
+# The PyTorch example, where torch is installed (the GPU machine runs it too).
+if "$py_env/bin/python" -c 'import torch' 2>/dev/null; then
+  "$py_env/bin/python" crates/kernelkit/examples/python/torch_custom_op.py
+else
+  echo "examples/python/torch_custom_op.py: skipped (PyTorch is not installed here)"
+fi
