@@ -87,7 +87,7 @@ def torch_ops(namespace: str = "kernelkit_examples"):
     """Registers the pair as PyTorch operators (``NAMESPACE::grid_sample``
     with its backward, and ``NAMESPACE::grid_sample_vjp``) and returns
     ``(grid_sample, grid_sample_vjp)``; importing torch is the caller's."""
-    from .torch import custom_op
+    from kernelkit.torch import custom_op
 
     def grid(*tensors):
         x, g = tensors[0], tensors[1]
