@@ -46,6 +46,7 @@ mod memory;
 mod nvrtc;
 mod nvrtc_cache;
 mod nvrtc_job;
+mod nvrtc_path;
 mod pch;
 mod pool;
 mod probe;
@@ -205,7 +206,7 @@ impl CudaBackend {
             device: label.to_string(),
             reason,
         };
-        probe::libraries(&config.toolkit_dirs).map_err(unavailable)?;
+        probe::libraries(config).map_err(unavailable)?;
         match std::panic::catch_unwind(|| {
             driver::init(label)?;
             driver::device_count(label)
@@ -224,7 +225,7 @@ impl CudaBackend {
             device: label.clone(),
             reason,
         };
-        let libs = probe::libraries(&config.toolkit_dirs).map_err(unavailable)?;
+        let libs = probe::libraries(config).map_err(unavailable)?;
         // A second guard: the probe should leave nothing that panics.
         match std::panic::catch_unwind(|| CudaBackend::open_checked(ordinal, config, libs)) {
             Ok(r) => r.map(|b| Box::new(b) as Box<dyn Backend>),
