@@ -27,7 +27,8 @@
 #                      corpus README, "Texts"), found there through
 #                      KERNELKIT_CORPUS_TEXTS
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
-#   wheels/            the Python package's wheel (abi3, CUDA built in);
+#   wheels/            the Python package's cp312-abi3 wheel (scripts/wheels.sh);
+#   nvrtc-cu12/        NVIDIA's NVRTC 12.1 wheel, for the nvrtc12 step
 #   wheels-per-version/ a wheel per CPython of KK_PER_VERSION_PYTHONS (default 3.12; no abi3) and
 #   wheels-abi3-py312/ an abi3 wheel for 3.12+, for python_bench's second
 #                      and third runs (KK_PER_VERSION_WHEELS=0: none); and
@@ -167,9 +168,20 @@ tar cf - -C "$DEST" "${rust_exes[@]}" | xz -9 -T2 >"$DEST/rust.tar.xz"
 # KK_BASE_WHEEL=path/to/an/older/kernelkit-*.whl: sent in wheels-old/, for `ab_python`.
 rm -rf "$DEST/wheels-old"
 if [ -n "${KK_BASE_WHEEL:-}" ]; then mkdir -p "$DEST/wheels-old" && cp "$KK_BASE_WHEEL" "$DEST/wheels-old/"; fi
-# The Python package: a release wheel (debug info stripped) and its tests.
+# The Python package: the cp312-abi3 wheel of scripts/wheels.sh (stripped,
+# manylinux_2_28: the one CI installs and tests; the GPU machine's python3
+# is 3.12), and its tests.
 rm -rf "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests"
-python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
+WHEEL_PYTHONS=3.12 scripts/wheels.sh
+mkdir -p "$DEST/wheels" && cp dist/kernelkit-*-cp312-abi3-*.whl "$DEST/wheels/"
+# NVRTC 12 for the `nvrtc12` step: NVIDIA's CUDA 12.1 wheel (23.7 MB, the
+# oldest 12.x line PyTorch ships; the 12.9 one is 90 MB, over the carry
+# limit), unpacked there. KK_NVRTC12=0: none.
+rm -rf "$DEST/nvrtc-cu12"
+if [ "${KK_NVRTC12:-1}" != 0 ]; then
+  python3 -m pip download --quiet --no-deps -d "$DEST/nvrtc-cu12" nvidia-cuda-nvrtc-cu12==12.1.105 ||
+    echo "no NVRTC 12 wheel: the nvrtc12 step will say so"
+fi
 # Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for
 # the python_bench step's second run beside the abi3 wheel: one for each
 # CPython of KK_PER_VERSION_PYTHONS found here (default 3.12, the GPU
