@@ -84,16 +84,16 @@ step corpus_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cud
   "$G/corpus-tests" real_kernels --nocapture
 step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
 # The CUDA suites, the corpus and the Python package's tests again with
-# NVRTC 12 (NVIDIA's cu12 wheel, carried in nvrtc-cu12/) instead of 13:
+# NVRTC 12.8 (from NVIDIA's cu12 wheel, carried as nvrtc-cu12.tar.xz)
+# instead of 13:
 # KERNELKIT_NVRTC_PATH is obeyed or is an error, so each run compiled with
 # 12.x. Corpus failures are written to $LOGS/corpus_nvrtc12_seen.txt.
 nvrtc12() {
-  local whl dir=/tmp/kernelkit-nvrtc-cu12 rc=0
-  whl=$(ls "$G"/nvrtc-cu12/nvidia_cuda_nvrtc_cu12-*.whl 2>/dev/null | head -n1)
-  [ -n "$whl" ] || { echo "no NVRTC 12 wheel in $G/nvrtc-cu12 (gpu-check.sh)"; return 1; }
-  rm -rf "$dir" && python3 -m zipfile -e "$whl" "$dir"
+  local dir=/tmp/kernelkit-nvrtc-cu12 rc=0
+  [ -f "$G/nvrtc-cu12.tar.xz" ] || { echo "no $G/nvrtc-cu12.tar.xz (gpu-check.sh)"; return 1; }
+  rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$G/nvrtc-cu12.tar.xz"
   # Memory only: nothing compiled by NVRTC 13 in earlier steps is reused.
-  export KERNELKIT_CACHE=memory KERNELKIT_NVRTC_PATH="$dir/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
+  export KERNELKIT_CACHE=memory KERNELKIT_NVRTC_PATH="$dir/libnvrtc.so.12"
   echo "KERNELKIT_NVRTC_PATH=$KERNELKIT_NVRTC_PATH"
   "$G/cuda-tests" --test-threads=4 || rc=1
   "$G/behaviour-tests" cuda:: --test-threads=4 || rc=1

@@ -21,19 +21,21 @@ bash tools/fakecuda/build.sh >/dev/null
 LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
   cargo nextest run -p kernelkit --all-features --test cuda_lifecycle
 # KERNELKIT_NVRTC_PATH on the stand-in driver alone: a file that does not
-# load is a typed error naming the setting, and NVIDIA's NVRTC 12.1 and
-# 13.0 (their PyPI wheels, fetched once into target/nvrtc-wheels) each
-# compile through it with the options kernelkit gives that version.
+# load is a typed error naming the setting; NVIDIA's NVRTC 12.8 and 13.0
+# (their PyPI wheels, fetched once into target/nvrtc-wheels) each compile
+# through it with the options kernelkit gives that version; 12.6, which
+# rejects the generated prelude, is refused when the device opens.
 nv=target/nvrtc-wheels
-for pkg in nvidia-cuda-nvrtc-cu12==12.1.105 nvidia-cuda-nvrtc==13.0.88; do
+for pkg in nvidia-cuda-nvrtc-cu12==12.6.85 nvidia-cuda-nvrtc-cu12==12.8.93 nvidia-cuda-nvrtc==13.0.88; do
   dir="$nv/${pkg#*==}"
   if [ ! -d "$dir/nvidia" ]; then
     python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$nv/wheels" "$pkg"
-    python3 -m zipfile -e "$nv/wheels/$(ls "$nv/wheels" | grep -F "${pkg#*==}" | head -n1)" "$dir"
+    python3 -m zipfile -e "$nv/wheels/$(ls "$nv/wheels" | grep -F -- "-${pkg#*==}-" | head -n1)" "$dir"
   fi
 done
-for lib in "$nv"/12.1.105/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nv"/13.0.88/nvidia/cu13/lib/libnvrtc.so.13; do
-  KK_TEST_NVRTC="$PWD/$lib" LD_LIBRARY_PATH="$PWD/target/fakecuda/driver" KERNELKIT_COMPILE_WORKERS=0 \
+for lib in "$nv"/12.8.93/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nv"/13.0.88/nvidia/cu13/lib/libnvrtc.so.13; do
+  KK_TEST_NVRTC="$PWD/$lib" KK_TEST_OLD_NVRTC="$PWD/$nv/12.6.85/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" \
+    LD_LIBRARY_PATH="$PWD/target/fakecuda/driver" KERNELKIT_COMPILE_WORKERS=0 \
     cargo nextest run -p kernelkit --all-features --test nvrtc_setting
 done
 # Calls under a CUDA graph capture: the stand-in fails (and invalidates

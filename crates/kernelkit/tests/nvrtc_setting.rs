@@ -1,12 +1,15 @@
 //! `KERNELKIT_NVRTC_PATH`: the NVRTC it names is the one that compiles,
-//! and one that does not load is a typed error naming the setting.
+//! one that does not load is a typed error naming the setting, and one
+//! older than 12.8 (which rejects the generated prelude) is refused when
+//! the device opens.
 //!
 //! Each test runs in a child process: NVRTC is loaded once per process.
 //! They need a CUDA driver (the GPU's, or the stand-in of tools/fakecuda
 //! without its NVRTC: `LD_LIBRARY_PATH=target/fakecuda/driver`) and skip,
 //! saying so, without one. `KK_TEST_NVRTC`, a path to a real
-//! `libnvrtc.so.*` (scripts/test.sh gives NVIDIA's 12.x and 13.x wheels'),
-//! turns on the compile through it.
+//! `libnvrtc.so.*` (scripts/test.sh gives NVIDIA's 12.8 and 13.0 wheels'),
+//! turns on the compile through it; `KK_TEST_OLD_NVRTC` (12.6's there) the
+//! refusal.
 #![cfg(feature = "cuda")]
 
 use std::ffi::OsString;
@@ -90,4 +93,26 @@ fn the_nvrtc_the_setting_names_compiles() {
         .threadgroup([64, 1, 1])
         .launch()
         .expect("compiled by the NVRTC of the setting and launched");
+}
+
+#[test]
+fn an_nvrtc_older_than_12_8_is_refused_when_the_device_opens() {
+    const TEST: &str = "an_nvrtc_older_than_12_8_is_refused_when_the_device_opens";
+    let Some(nvrtc) = std::env::var_os("KK_TEST_OLD_NVRTC") else {
+        println!("skipped: KK_TEST_OLD_NVRTC names no NVRTC older than 12.8");
+        return;
+    };
+    if !in_child(TEST, &[("KERNELKIT_NVRTC_PATH", nvrtc)]) {
+        return;
+    }
+    let Some(opened) = open() else { return };
+    match opened {
+        Err(Error::Device(DeviceError::Unavailable { reason, .. })) => {
+            for part in ["is too old", "12.8 or newer", "nvidia-cuda-nvrtc-cu12>=12.8"] {
+                assert!(reason.contains(part), "{part} missing from {reason}");
+            }
+        }
+        Err(other) => panic!("expected DeviceError::Unavailable, got {other}"),
+        Ok(_) => panic!("a device opened with an NVRTC older than 12.8"),
+    }
 }

@@ -144,8 +144,8 @@ pub(super) fn not_found(config: &CudaConfig) -> String {
     format!(
         "NVRTC, the CUDA compiler library (libnvrtc.so.13 or libnvrtc.so.12), was not found \
          (looked in: {looked}). Get it with `pip install nvidia-cuda-nvrtc` (CUDA 13, NVIDIA \
-         driver 580 or newer) or `pip install nvidia-cuda-nvrtc-cu12` (CUDA 12, driver 525 or \
-         newer) in this Python environment (PyTorch's CUDA wheels install one), or install a \
+         driver 580 or newer) or `pip install 'nvidia-cuda-nvrtc-cu12>=12.8'` (CUDA 12, driver \
+         525 or newer) in this Python environment (PyTorch's CUDA wheels install one), or install a \
          CUDA toolkit and set CUDA_HOME, or set KERNELKIT_NVRTC_PATH to a libnvrtc.so.* file"
     )
 }
@@ -222,7 +222,7 @@ mod tests {
             "/venv/site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12",
             "/usr/local/cuda/lib64",
             "pip install nvidia-cuda-nvrtc`",
-            "pip install nvidia-cuda-nvrtc-cu12",
+            "pip install 'nvidia-cuda-nvrtc-cu12>=12.8'",
             "PyTorch",
             "CUDA_HOME",
             "KERNELKIT_NVRTC_PATH",

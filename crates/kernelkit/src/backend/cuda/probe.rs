@@ -92,6 +92,11 @@ const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcGetPTX",
 ];
 
+/// The oldest NVRTC that compiles the generated CUDA prelude: 12.0 to 12.6
+/// reject its vector types (anonymous structs inside unions), so an older
+/// one is refused when it is loaded rather than at every compile.
+pub(super) const MIN_NVRTC: (i32, i32) = (12, 8);
+
 /// What the probe found.
 pub(super) struct Libraries {
     /// The driver has the stream-ordered allocator's symbols.
@@ -148,7 +153,21 @@ fn probe_nvrtc(config: &CudaConfig) -> Result<(), String> {
     }
     if let Some(name) = nvrtc::missing_symbol(NVRTC_SYMBOLS) {
         return Err(format!(
-            "NVRTC is too old: it has no `{name}` (kernelkit needs NVRTC 12.0 or newer)"
+            "NVRTC is too old: it has no `{name}` (kernelkit needs NVRTC {}.{} or newer)",
+            MIN_NVRTC.0, MIN_NVRTC.1
+        ));
+    }
+    let version = nvrtc::version().map_err(|e| e.to_string())?;
+    if version < MIN_NVRTC {
+        let from = chosen
+            .as_ref()
+            .map_or_else(|| "the loader's path".to_string(), |c| c.describe());
+        return Err(format!(
+            "NVRTC {}.{} (from {from}) is too old: kernelkit's generated CUDA code needs \
+             NVRTC {}.{} or newer. Get one with `pip install 'nvidia-cuda-nvrtc-cu12>=12.8'` \
+             (NVIDIA driver 525 or newer) or `pip install nvidia-cuda-nvrtc` (CUDA 13, driver \
+             580 or newer), or point KERNELKIT_NVRTC_PATH at one",
+            version.0, version.1, MIN_NVRTC.0, MIN_NVRTC.1
         ));
     }
     if let (Some(chosen), Some(kept)) = (chosen, kept) {
