@@ -108,7 +108,11 @@ fn an_nvrtc_older_than_12_8_is_refused_when_the_device_opens() {
     let Some(opened) = open() else { return };
     match opened {
         Err(Error::Device(DeviceError::Unavailable { reason, .. })) => {
-            for part in ["is too old", "12.8 or newer", "nvidia-cuda-nvrtc-cu12>=12.8"] {
+            for part in [
+                "is too old",
+                "12.8 or newer",
+                "nvidia-cuda-nvrtc-cu12>=12.8",
+            ] {
                 assert!(reason.contains(part), "{part} missing from {reason}");
             }
         }
