@@ -227,7 +227,7 @@ fn python_site_dirs(vars: &Vars<'_>) -> Vec<PathBuf> {
                 site.is_dir().then_some((minor, site))
             })
             .collect();
-        sites.sort_by(|a, b| b.0.cmp(&a.0));
+        sites.sort_by_key(|site| std::cmp::Reverse(site.0));
         out.extend(sites.into_iter().map(|(_, site)| site));
     }
     out.dedup();
