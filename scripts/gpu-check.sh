@@ -30,7 +30,8 @@
 #                      corpus README, "Texts"), found there through
 #                      KERNELKIT_CORPUS_TEXTS
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
-#   wheels/            the Python package's wheel (abi3, CUDA built in);
+#   wheels/            the Python package's cp312-abi3 wheel (scripts/wheels.sh);
+#   nvrtc-cu12.tar.xz  NVIDIA's NVRTC 12.8 (libnvrtc.so.12, builtins), for the nvrtc12 step
 #   wheels-per-version/ a wheel per CPython of KK_PER_VERSION_PYTHONS (default 3.12; no abi3) and
 #   wheels-abi3-py312/ an abi3 wheel for 3.12+, for python_bench's second
 #                      and third runs (KK_PER_VERSION_WHEELS=0: none); and
@@ -180,9 +181,25 @@ tar cf - -C "$DEST" "${rust_exes[@]}" | xz -9 -T2 >"$DEST/rust.tar.xz"
 # KK_BASE_WHEEL=path/to/an/older/kernelkit-*.whl: sent in wheels-old/, for `ab_python`.
 rm -rf "$DEST/wheels-old"
 if [ -n "${KK_BASE_WHEEL:-}" ]; then mkdir -p "$DEST/wheels-old" && cp "$KK_BASE_WHEEL" "$DEST/wheels-old/"; fi
-# The Python package: a release wheel (debug info stripped) and its tests.
+# The Python package: the cp312-abi3 wheel of scripts/wheels.sh (stripped,
+# manylinux_2_28: the one CI installs and tests; the GPU machine's python3
+# is 3.12), and its tests.
 rm -rf "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests"
-python3 -m maturin build --release --strip --quiet --out "$DEST/wheels"
+WHEEL_PYTHONS=3.12 scripts/wheels.sh
+mkdir -p "$DEST/wheels" && cp dist/kernelkit-*-cp312-abi3-*.whl "$DEST/wheels/"
+# NVRTC 12 for the `nvrtc12` step: 12.8 (the oldest that compiles the
+# generated prelude), from NVIDIA's wheel (88 MB, over the carry limit):
+# its libnvrtc.so.12 and builtins only, packed (31 MB). KK_NVRTC12=0: none.
+rm -rf "$DEST/nvrtc-cu12" "$DEST/nvrtc-cu12.tar.xz"
+if [ "${KK_NVRTC12:-1}" != 0 ]; then
+  nv=target/nvrtc-wheels/12.8.93
+  if [ ! -f "$nv/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" ]; then
+    python3 -m pip download --quiet --no-deps -d target/nvrtc-wheels/wheels nvidia-cuda-nvrtc-cu12==12.8.93
+    python3 -m zipfile -e target/nvrtc-wheels/wheels/nvidia_cuda_nvrtc_cu12-12.8.93-*.whl "$nv"
+  fi
+  tar cf - -C "$nv/nvidia/cuda_nvrtc/lib" libnvrtc.so.12 libnvrtc-builtins.so.12.8 |
+    xz -6 -T2 >"$DEST/nvrtc-cu12.tar.xz"
+fi
 # Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for
 # the python_bench step's second run beside the abi3 wheel: one for each
 # CPython of KK_PER_VERSION_PYTHONS found here (default 3.12, the GPU

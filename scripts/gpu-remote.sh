@@ -85,6 +85,31 @@ step corpus_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cud
   KERNELKIT_CORPUS_RECORD="$LOGS/corpus_cuda_seen.txt" KERNELKIT_CORPUS_TIMEOUT=60 \
   "$G/corpus-tests" real_kernels --nocapture
 step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
+# The CUDA suites, the corpus and the Python package's tests again with
+# NVRTC 12.8 (from NVIDIA's cu12 wheel, carried as nvrtc-cu12.tar.xz)
+# instead of 13:
+# KERNELKIT_NVRTC_PATH is obeyed or is an error, so each run compiled with
+# 12.x. Corpus failures are written to $LOGS/corpus_nvrtc12_seen.txt.
+nvrtc12() {
+  local dir=/tmp/kernelkit-nvrtc-cu12 rc=0
+  [ -f "$G/nvrtc-cu12.tar.xz" ] || { echo "no $G/nvrtc-cu12.tar.xz (gpu-check.sh)"; return 1; }
+  rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$G/nvrtc-cu12.tar.xz"
+  # Memory only: nothing compiled by NVRTC 13 in earlier steps is reused.
+  export KERNELKIT_CACHE=memory KERNELKIT_NVRTC_PATH="$dir/libnvrtc.so.12"
+  echo "KERNELKIT_NVRTC_PATH=$KERNELKIT_NVRTC_PATH"
+  "$G/cuda-tests" --test-threads=4 || rc=1
+  "$G/behaviour-tests" cuda:: --test-threads=4 || rc=1
+  "$G/kernelkit-lib-tests" backend::cuda || rc=1
+  "$G/capture-tests" --test-threads=1 || rc=1
+  KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda \
+    KERNELKIT_CORPUS_TEXTS="$G/corpus-texts" KERNELKIT_CORPUS_REQUIRE_TEXTS=1 \
+    KERNELKIT_CORPUS_RECORD="$LOGS/corpus_nvrtc12_seen.txt" KERNELKIT_CORPUS_TIMEOUT=60 \
+    "$G/corpus-tests" real_kernels --nocapture || rc=1
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_CACHE=memory python3 -m pytest -q -rs "$G/python-tests" || rc=1
+  return $rc
+}
+step nvrtc12 nvrtc12
 # The Python package (wheel built here by gpu-check.sh) on the CPU and CUDA:
 # MLX's interface, arrays, errors, and the seed's reproduction, 100 rounds;
 # then the PyTorch example (crates/kernelkit/examples/python).

@@ -2,8 +2,10 @@
 # The test command of the README: every test of the workspace, with every
 # feature (GPU tests skip with a printed reason where there is no GPU), the
 # doc tests, the loom models of the lock-free parts, and the Python
-# package's tests (pytest; needs maturin, pytest and NumPy in python3:
-# `python3 -m pip install maturin pytest numpy`).
+# package's tests (pytest), run against its release wheels installed with
+# pip (scripts/wheels.sh: needs maturin, ziglang and auditwheel in python3,
+# `python3 -m pip install maturin ziglang auditwheel`, and Python 3.12 and
+# 3.9, on PATH or pyenv's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Tests that count compiles must not see artifacts from earlier runs; the
@@ -33,17 +35,56 @@ standin() { # FILTER_MODULE, then the stand-in's settings as NAME=VALUE...
 standin standin
 standin standin_no_memory_pools FAKECUDA_NO_MEMORY_POOLS=1
 standin standin_two_gpus FAKECUDA_DEVICES=2 KK_CHURN=2000
+# KERNELKIT_NVRTC_PATH on the stand-in driver alone: a file that does not
+# load is a typed error naming the setting; NVIDIA's NVRTC 12.8 and 13.0
+# (their PyPI wheels, fetched once into target/nvrtc-wheels) each compile
+# through it with the options kernelkit gives that version; 12.6, which
+# rejects the generated prelude, is refused when the device opens.
+nv=target/nvrtc-wheels
+for pkg in nvidia-cuda-nvrtc-cu12==12.6.85 nvidia-cuda-nvrtc-cu12==12.8.93 nvidia-cuda-nvrtc==13.0.88; do
+  dir="$nv/${pkg#*==}"
+  if [ ! -d "$dir/nvidia" ]; then
+    python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$nv/wheels" "$pkg"
+    python3 -m zipfile -e "$nv/wheels/$(ls "$nv/wheels" | grep -F -- "-${pkg#*==}-" | head -n1)" "$dir"
+  fi
+done
+for lib in "$nv"/12.8.93/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nv"/13.0.88/nvidia/cu13/lib/libnvrtc.so.13; do
+  KK_TEST_NVRTC="$PWD/$lib" KK_TEST_OLD_NVRTC="$PWD/$nv/12.6.85/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" \
+    LD_LIBRARY_PATH="$PWD/target/fakecuda/driver" KERNELKIT_COMPILE_WORKERS=0 \
+    cargo nextest run -p kernelkit --all-features --test nvrtc_setting
+done
 # (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p kernelkit --features cuda --release --lib loom_ -- --test-threads=2
 
-# The Python package: built in the dev profile (reusing the debug build
-# above) into a virtual environment under target/ that sees python3's own
-# packages, so the user's environment is left as it is.
-py_env=target/python-env
-[ -x "$py_env/bin/python" ] || python3 -m venv --system-site-packages "$py_env"
-VIRTUAL_ENV="$PWD/$py_env" python3 -m maturin develop --quiet
-"$py_env/bin/python" -m pytest -q crates/kernelkit-py/tests
+# The Python package as users install it: the release wheels of
+# scripts/wheels.sh (cp312-abi3 and cp39-abi3, manylinux_2_28), each
+# installed with pip into a fresh virtual environment of its Python (3.12,
+# and 3.9, the oldest the package supports) whose PATH has no Rust
+# toolchain, then the package's tests against it (with zig from PyPI, which
+# test_runtime_needs.py checks as a compiler of CPU kernels).
+./scripts/wheels.sh
+. scripts/find-python.sh
+no_rust_path=$(tr ':' '\n' <<<"$PATH" | while read -r d; do
+  [ -n "$d" ] && [ ! -e "$d/cargo" ] && [ ! -e "$d/rustc" ] && printf '%s:' "$d"
+done)
+for v in 3.12 3.9; do
+  py_env=target/wheel-env-$v
+  rm -rf "$py_env"
+  "$(find_python "$v")" -m venv "$py_env"
+  whl=$(ls dist/kernelkit-*-cp${v/./}-abi3-*.whl)
+  "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --root-user-action=ignore "$whl" pytest ziglang
+  (
+    export PATH="$PWD/$py_env/bin:$no_rust_path"
+    if command -v cargo >/dev/null || command -v rustc >/dev/null; then
+      echo "a Rust toolchain is still on PATH" >&2
+      exit 1
+    fi
+    python -c 'import kernelkit, sys; assert "site-packages" in kernelkit.__file__, kernelkit.__file__'
+    python -m pytest -q crates/kernelkit-py/tests
+  )
+done
 # The module's declaration that it needs the GIL (`Py_mod_gil`) exists only
 # in builds for Python 3.13 and later: one such build (no abi3), its
 # definition read by the test file run as a script (no NumPy needed).
@@ -60,9 +101,10 @@ if [ -n "$py313" ]; then
 else
   echo "no python3.13 here: the module's Py_mod_gil slot is not checked"
 fi
-# The PyTorch example, where torch is installed (the GPU machine runs it too).
-if "$py_env/bin/python" -c 'import torch' 2>/dev/null; then
-  "$py_env/bin/python" crates/kernelkit/examples/python/torch_custom_op.py
+# The PyTorch example, where torch is installed (the GPU machine runs it too),
+# with the installed cp312 wheel.
+if target/wheel-env-3.12/bin/python -c 'import torch' 2>/dev/null; then
+  target/wheel-env-3.12/bin/python crates/kernelkit/examples/python/torch_custom_op.py
 else
   echo "examples/python/torch_custom_op.py: skipped (PyTorch is not installed here)"
 fi

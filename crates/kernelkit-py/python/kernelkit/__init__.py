@@ -47,6 +47,10 @@ from ._kernelkit import (
 )
 from ._kernel import Kernel, cuda_kernel, metal_kernel
 from . import fast
+from ._site import export_site_dirs as _export_site_dirs
+
+# Before any device opens: NVRTC from NVIDIA's wheels is found (see _site).
+_export_site_dirs()
 
 
 def eval(*arrays: object) -> None:

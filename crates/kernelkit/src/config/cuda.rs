@@ -40,6 +40,19 @@ pub struct CudaConfig {
     /// `/usr/local/cuda`). NVRTC is loaded once per process: the first
     /// CUDA device's list finds it.
     pub toolkit_dirs: Vec<PathBuf>,
+    /// The NVRTC library to load (`KERNELKIT_NVRTC_PATH`, a path to a
+    /// `libnvrtc.so.*`): first in NVRTC's search, and a file that does not
+    /// load is an error rather than a reason to look elsewhere, so that a
+    /// machine with several CUDA versions uses the one asked for.
+    pub nvrtc_path: Option<PathBuf>,
+    /// Python site directories searched for NVIDIA's NVRTC wheels
+    /// (`nvidia-cuda-nvrtc`, `nvidia-cuda-nvrtc-cu12`) after
+    /// [`CudaConfig::nvrtc_path`] and before the toolkits: those wheels are
+    /// how most Python users have NVRTC (PyTorch's CUDA wheels depend on
+    /// them). `KERNELKIT_PYTHON_SITE` (`:`-separated; the `kernelkit`
+    /// Python package sets it at import from `sys.path`), else the
+    /// `site-packages` of the active `VIRTUAL_ENV` and `CONDA_PREFIX`.
+    pub python_site_dirs: Vec<PathBuf>,
     /// The worker program [`CompileWorkers::Auto`] uses
     /// (`KERNELKIT_WORKER`); `None`: a `kernelkit` executable next to the
     /// running program, if there is one.
@@ -72,6 +85,8 @@ impl Default for CudaConfig {
             options: CudaCompileOptions::default(),
             nvrtc_flags: Vec::new(),
             toolkit_dirs: vec![PathBuf::from("/usr/local/cuda")],
+            nvrtc_path: None,
+            python_site_dirs: Vec::new(),
             worker: None,
             worker_args: Vec::new(),
             start_workers: StartWorkers::default(),
@@ -100,8 +115,10 @@ static WARNED_ALLOC: AtomicBool = AtomicBool::new(false);
 
 impl CudaConfig {
     /// `KERNELKIT_NVRTC_FLAGS`, `CUDA_HOME`, `CUDA_PATH`,
-    /// `KERNELKIT_WORKER`, `KERNELKIT_COMPILE_WORKERS`,
-    /// `KERNELKIT_START_WORKERS`, `KERNELKIT_CUDA_ALLOC`.
+    /// `KERNELKIT_NVRTC_PATH`, `KERNELKIT_PYTHON_SITE` (else
+    /// `VIRTUAL_ENV`, `CONDA_PREFIX`), `KERNELKIT_WORKER`,
+    /// `KERNELKIT_COMPILE_WORKERS`, `KERNELKIT_START_WORKERS`,
+    /// `KERNELKIT_CUDA_ALLOC`.
     pub(super) fn from_vars(vars: &Vars<'_>) -> CudaConfig {
         let defaults = CudaConfig::default();
         let nvrtc_flags = vars
@@ -144,6 +161,8 @@ impl CudaConfig {
             options: CudaCompileOptions::default(),
             nvrtc_flags,
             toolkit_dirs,
+            nvrtc_path: vars.os_nonempty("KERNELKIT_NVRTC_PATH").map(PathBuf::from),
+            python_site_dirs: python_site_dirs(vars),
             worker: vars.os_nonempty("KERNELKIT_WORKER").map(PathBuf::from),
             worker_args: Vec::new(),
             start_workers,
@@ -178,6 +197,40 @@ impl CudaConfig {
         out.extend(self.nvrtc_flags.iter().cloned());
         out
     }
+}
+
+/// `KERNELKIT_PYTHON_SITE`'s directories, else the `site-packages` of
+/// the environments `VIRTUAL_ENV` and `CONDA_PREFIX` name
+/// (`lib/python3.*/site-packages`, newest Python first).
+fn python_site_dirs(vars: &Vars<'_>) -> Vec<PathBuf> {
+    if let Some(list) = vars.os_nonempty("KERNELKIT_PYTHON_SITE") {
+        return std::env::split_paths(&list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+    }
+    let mut out = Vec::new();
+    for prefix in ["VIRTUAL_ENV", "CONDA_PREFIX"]
+        .iter()
+        .filter_map(|name| vars.os_nonempty(name))
+    {
+        let lib = PathBuf::from(prefix).join("lib");
+        let Ok(entries) = std::fs::read_dir(&lib) else {
+            continue;
+        };
+        let mut sites: Vec<(u32, PathBuf)> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let minor = name.strip_prefix("python3.")?.parse::<u32>().ok()?;
+                let site = e.path().join("site-packages");
+                site.is_dir().then_some((minor, site))
+            })
+            .collect();
+        sites.sort_by_key(|site| std::cmp::Reverse(site.0));
+        out.extend(sites.into_iter().map(|(_, site)| site));
+    }
+    out.dedup();
+    out
 }
 
 /// When a process starts its compile workers.
@@ -302,6 +355,41 @@ mod tests {
             o.words(),
             vec!["--use_fast_math", "-I/opt/inc", "-lineinfo"]
         );
+    }
+
+    /// The NVRTC setting is a path; the Python site list is split at `:`
+    /// and, unset, comes from a virtual environment's `site-packages`.
+    #[test]
+    fn nvrtc_path_and_python_sites() {
+        let c = crate::config::tests::config_of(&[
+            ("KERNELKIT_NVRTC_PATH", "/opt/nv/libnvrtc.so.12"),
+            ("KERNELKIT_PYTHON_SITE", "/a/site:/b/site"),
+        ])
+        .cuda;
+        assert_eq!(c.nvrtc_path, Some(PathBuf::from("/opt/nv/libnvrtc.so.12")));
+        assert_eq!(
+            c.python_site_dirs,
+            vec![PathBuf::from("/a/site"), PathBuf::from("/b/site")]
+        );
+
+        let env = tempfile::tempdir().unwrap();
+        for minor in ["9", "12"] {
+            let site = env
+                .path()
+                .join(format!("lib/python3.{minor}/site-packages"));
+            std::fs::create_dir_all(site).unwrap();
+        }
+        std::fs::create_dir_all(env.path().join("lib/python3.11")).unwrap();
+        let venv = env.path().to_str().unwrap();
+        let c = crate::config::tests::config_of(&[("VIRTUAL_ENV", venv)]).cuda;
+        assert_eq!(
+            c.python_site_dirs,
+            vec![
+                env.path().join("lib/python3.12/site-packages"),
+                env.path().join("lib/python3.9/site-packages"),
+            ]
+        );
+        assert_eq!(crate::config::tests::config_of(&[]).cuda.nvrtc_path, None);
     }
 
     /// The environment's flags come after the device's own, as they did

@@ -31,6 +31,8 @@
 //! | `KERNELKIT_COMPILE_TIMEOUT` | [`CpuConfig::compile_timeout`], seconds | 300 |
 //! | `KERNELKIT_PCH_DIR` | [`CpuConfig::pch_dir`]; empty: no precompiled header | `kernelkit-pch-<uid>` in `$TMPDIR` (else `/tmp`) |
 //! | `KERNELKIT_NVRTC_FLAGS` | [`CudaConfig::nvrtc_flags`], whitespace-separated | none |
+//! | `KERNELKIT_NVRTC_PATH` | [`CudaConfig::nvrtc_path`]: the `libnvrtc.so.*` to load, before any other | none |
+//! | `KERNELKIT_PYTHON_SITE` | [`CudaConfig::python_site_dirs`], `:`-separated: where NVIDIA's NVRTC wheels are looked for | set by the Python package at import; else the `site-packages` of `VIRTUAL_ENV`, `CONDA_PREFIX` |
 //! | `CUDA_HOME`, `CUDA_PATH` | [`CudaConfig::toolkit_dirs`], before `/usr/local/cuda` | `/usr/local/cuda` |
 //! | `KERNELKIT_WORKER` | [`CudaConfig::worker`] | a `kernelkit` executable next to the running program |
 //! | `KERNELKIT_COMPILE_WORKERS` | [`CudaConfig::max_workers`]; `0`: none | the core count, at most 16 |

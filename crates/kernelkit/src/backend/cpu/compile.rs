@@ -211,7 +211,7 @@ fn run(
         .stdout(log_file)
         .stderr(log_err)
         .spawn()
-        .map_err(|e| format!("cannot start it: {e} (set CXX to a C++20 compiler)"))?;
+        .map_err(|e| cannot_start(program, &e))?;
     let status = match wait_bounded(&mut child, timeout) {
         Ok(Some(status)) => status,
         Ok(None) => {
@@ -238,11 +238,32 @@ fn run(
 /// A command for the compiler, in a process group of its own: a driver
 /// (`g++`) runs the real compiler (`cc1plus`) and the assembler as its
 /// children, and a timeout must end them all, not only the driver.
+///
+/// `program` is a command's words separated by whitespace, as `make`'s
+/// `CXX` is: `zig c++` (zig from PyPI's `ziglang`) is a compiler too.
 fn compiler_command(program: &str) -> Command {
     use std::os::unix::process::CommandExt;
-    let mut command = Command::new(program);
+    let mut words = program.split_whitespace();
+    let mut command = Command::new(words.next().unwrap_or(program));
+    command.args(words);
     command.process_group(0);
     command
+}
+
+/// Why the compiler did not start, and, when it is not there, the ways to
+/// get one: kernels of the CPU backend are compiled on the user's machine.
+fn cannot_start(program: &str, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "no C++ compiler: `{program}` was not found. CPU kernels are compiled at run time \
+             by a C++20 compiler: install the system's (`apt install g++`, `dnf install \
+             gcc-c++`, `apk add g++`), or `pip install ziglang` and set CXX=\"<python> -m \
+             ziglang c++\" with <python> the full path of that Python, or set CXX to another \
+             compiler"
+        )
+    } else {
+        format!("cannot start it: {e} (set CXX to a C++20 compiler)")
+    }
 }
 
 /// Waits for `child` (the leader of its own process group, see

@@ -17,7 +17,8 @@
 //! - `probe`: the libraries and symbols are checked before any call, so a
 //!   machine without CUDA gets a typed error, never a panic; `linked`: the
 //!   same lookups when the CUDA libraries are linked into the program
-//!   (`--cfg kernelkit_candle_cuda`).
+//!   (`--cfg kernelkit_candle_cuda`); `nvrtc_path`: which NVRTC library
+//!   file is loaded (the setting, NVIDIA's wheels, a toolkit, the loader).
 //! - `unload`: retired modules wait for events recorded after their
 //!   launches, then are unloaded, without waiting for the context.
 //! - `allocator`: where device blocks come from (a stream-ordered pool of
@@ -42,6 +43,7 @@ mod launch;
 mod linked;
 mod load;
 mod memory;
+mod nvrtc_path;
 mod probe;
 mod unload;
 
@@ -198,7 +200,7 @@ impl CudaBackend {
             device: label.to_string(),
             reason,
         };
-        probe::libraries(&config.toolkit_dirs).map_err(unavailable)?;
+        probe::libraries(config).map_err(unavailable)?;
         match std::panic::catch_unwind(|| {
             driver::init(label)?;
             driver::device_count(label)
@@ -217,7 +219,7 @@ impl CudaBackend {
             device: label.clone(),
             reason,
         };
-        let libs = probe::libraries(&config.toolkit_dirs).map_err(unavailable)?;
+        let libs = probe::libraries(config).map_err(unavailable)?;
         // A second guard: the probe should leave nothing that panics.
         match std::panic::catch_unwind(|| CudaBackend::open_checked(ordinal, config, libs)) {
             Ok(r) => r.map(|b| Box::new(b) as Box<dyn Backend>),

@@ -10,19 +10,16 @@
 //! library or symbol. `CudaBackend::open` also runs inside `catch_unwind` as
 //! a second guard.
 //!
-//! When NVRTC is not on the loader's path, it is preloaded from the
-//! configured CUDA toolkits ([`CudaConfig::toolkit_dirs`]: `CUDA_HOME`,
-//! `CUDA_PATH`, `/usr/local/cuda`): the dynamic loader then finds it by its
+//! NVRTC is first loaded from the file `nvrtc_path` chooses (the setting,
+//! NVIDIA's wheels, a toolkit): the dynamic loader then finds it by its
 //! soname when cudarc asks for it by name. Libraries are loaded once per
-//! process, so the first caller's toolkits are the ones searched.
-//!
-//! [`CudaConfig::toolkit_dirs`]: crate::config::CudaConfig::toolkit_dirs
+//! process, so the first caller's configuration is the one followed.
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use super::compile::nvrtc;
-use super::driver;
+use super::{driver, nvrtc_path};
+use crate::config::CudaConfig;
 
 /// Driver symbols kernelkit calls (through `cudarc::driver::sys`).
 const DRIVER_SYMBOLS: &[&str] = &[
@@ -96,25 +93,35 @@ const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcGetPTX",
 ];
 
+/// The oldest NVRTC that compiles the generated CUDA prelude: 12.0 to 12.6
+/// reject its vector types (anonymous structs inside unions), so an older
+/// one is refused when it is loaded rather than at every compile.
+pub(super) const MIN_NVRTC: (i32, i32) = (12, 8);
+
 /// What the probe found.
 pub(super) struct Libraries {
     /// The driver has the stream-ordered allocator's symbols.
     pub(super) has_pools: bool,
 }
 
-/// Checks the driver and NVRTC (found in `toolkit` if the loader does not
-/// find it) once per process; the answer is cached.
-pub(super) fn libraries(toolkit: &[PathBuf]) -> Result<&'static Libraries, String> {
+/// Checks the driver and NVRTC (found where `config` says, see
+/// `nvrtc_path`) once per process; the answer is cached.
+pub(super) fn libraries(config: &CudaConfig) -> Result<&'static Libraries, String> {
     static ANSWER: OnceLock<Result<Libraries, String>> = OnceLock::new();
     ANSWER
-        .get_or_init(|| probe(toolkit))
+        .get_or_init(|| probe(config))
         .as_ref()
         .map_err(Clone::clone)
 }
 
-fn probe(toolkit: &[PathBuf]) -> Result<Libraries, String> {
+fn probe(config: &CudaConfig) -> Result<Libraries, String> {
     if !driver::library_present() {
-        return Err("the CUDA driver library (libcuda.so.1) could not be loaded".into());
+        return Err(
+            "the CUDA driver library (libcuda.so.1, installed with the NVIDIA \
+                    driver) could not be loaded: this machine has no NVIDIA driver, or its \
+                    library directory is not on the loader's path"
+                .into(),
+        );
     }
     if let Some(name) = driver::missing_symbol(DRIVER_SYMBOLS) {
         return Err(format!(
@@ -123,67 +130,95 @@ fn probe(toolkit: &[PathBuf]) -> Result<Libraries, String> {
     }
     let has_pools = driver::missing_symbol(POOL_SYMBOLS).is_none();
 
-    nvrtc(toolkit)?;
+    nvrtc(config)?;
     Ok(Libraries { has_pools })
 }
 
 /// Checks (once) that NVRTC and every symbol kernelkit calls in it load,
-/// preloading it from the first of the `toolkit` roots that has it if
-/// needed. Needs no driver or GPU.
-pub(super) fn nvrtc(toolkit: &[PathBuf]) -> Result<(), String> {
+/// loading it first from where `config` says (see `nvrtc_path`). Needs no
+/// driver or GPU. Libraries are loaded once per process, so the first
+/// caller's configuration is the one followed.
+pub(super) fn nvrtc(config: &CudaConfig) -> Result<(), String> {
     static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
-    ANSWER.get_or_init(|| probe_nvrtc(toolkit)).clone()
+    ANSWER.get_or_init(|| probe_nvrtc(config)).clone()
 }
 
-fn probe_nvrtc(toolkit: &[PathBuf]) -> Result<(), String> {
+fn probe_nvrtc(config: &CudaConfig) -> Result<(), String> {
+    let chosen = nvrtc_path::choose(config);
+    let kept = match &chosen {
+        Some(chosen) => Some(preload_nvrtc(chosen)?),
+        None => None,
+    };
     if !nvrtc::library_present() {
-        preload_nvrtc(toolkit);
-        if !nvrtc::library_present() {
-            return Err(format!(
-                "NVRTC (libnvrtc.so) could not be loaded: put the CUDA toolkit's library \
-                 directory on LD_LIBRARY_PATH or set CUDA_HOME (looked in {:?})",
-                toolkit
-            ));
+        return Err(nvrtc_path::not_found(config));
+    }
+    if let Some(name) = nvrtc::missing_symbol(NVRTC_SYMBOLS) {
+        return Err(format!(
+            "NVRTC is too old: it has no `{name}` (kernelkit needs NVRTC {}.{} or newer)",
+            MIN_NVRTC.0, MIN_NVRTC.1
+        ));
+    }
+    let version = nvrtc::version().map_err(|e| e.to_string())?;
+    if version < MIN_NVRTC {
+        let from = chosen
+            .as_ref()
+            .map_or_else(|| "the loader's path".to_string(), |c| c.describe());
+        return Err(format!(
+            "NVRTC {}.{} (from {from}) is too old: kernelkit's generated CUDA code needs \
+             NVRTC {}.{} or newer. Get one with `pip install 'nvidia-cuda-nvrtc-cu12>=12.8'` \
+             (NVIDIA driver 525 or newer) or `pip install nvidia-cuda-nvrtc` (CUDA 13, driver \
+             580 or newer), or point KERNELKIT_NVRTC_PATH at one",
+            version.0, version.1, MIN_NVRTC.0, MIN_NVRTC.1
+        ));
+    }
+    if let (Some(chosen), Some(kept)) = (chosen, kept) {
+        if !nvrtc::is_loaded(kept) {
+            // cudarc asks for `libnvrtc.so` before the versioned names, so
+            // an unversioned one on the loader's path comes first.
+            let message = format!(
+                "{} was loaded, but another NVRTC on the loader's path (a `libnvrtc.so` in \
+                 LD_LIBRARY_PATH or the system's library directories) is the one in use",
+                chosen.describe()
+            );
+            if chosen.source == nvrtc_path::Source::Setting {
+                return Err(message);
+            }
+            tracing::warn!("{message}");
         }
     }
-    match nvrtc::missing_symbol(NVRTC_SYMBOLS) {
-        Some(name) => Err(format!("NVRTC is too old: it has no `{name}`")),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
-/// Loads `libnvrtc-builtins` and `libnvrtc` from the first toolkit that has
-/// them and keeps them loaded for the life of the process.
-fn preload_nvrtc(toolkit: &[PathBuf]) {
-    static KEPT: OnceLock<Vec<libloading::Library>> = OnceLock::new();
-    KEPT.get_or_init(|| {
-        for home in toolkit {
-            for sub in ["lib64", "lib"] {
-                let dir = home.join(sub);
-                let Ok(entries) = std::fs::read_dir(&dir) else {
-                    continue;
-                };
-                let mut files: Vec<PathBuf> = entries
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| {
-                        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                            n.starts_with("libnvrtc") && n.contains(".so") && !n.contains(".alt.")
-                        })
-                    })
-                    .collect();
-                // Builtins first: libnvrtc opens them by name when it compiles.
-                files.sort_by_key(|p| {
-                    let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                    (!n.contains("builtins"), n.len())
-                });
-                let kept: Vec<_> = files.iter().filter_map(|f| nvrtc::preload(f)).collect();
-                if !kept.is_empty() {
-                    return kept;
+/// Loads `chosen` (its builtins first) and keeps it loaded for the life of
+/// the process: the dynamic loader then gives it to cudarc by its soname.
+fn preload_nvrtc(chosen: &nvrtc_path::Chosen) -> Result<&'static libloading::Library, String> {
+    static KEPT: OnceLock<Result<Vec<libloading::Library>, String>> = OnceLock::new();
+    let kept = KEPT.get_or_init(|| {
+        let mut kept: Vec<libloading::Library> = nvrtc_path::builtins_beside(&chosen.path)
+            .iter()
+            .filter_map(|f| nvrtc::preload(f).ok())
+            .collect();
+        let library = nvrtc::preload(&chosen.path).map_err(|e| {
+            format!(
+                "NVRTC could not be loaded from {}: {e}. {}",
+                chosen.describe(),
+                if chosen.source == nvrtc_path::Source::Setting {
+                    "Point KERNELKIT_NVRTC_PATH at a libnvrtc.so.* file (e.g. \
+                     site-packages/nvidia/cu13/lib/libnvrtc.so.13), or unset it"
+                } else {
+                    "Reinstall it, or set KERNELKIT_NVRTC_PATH to another libnvrtc.so.*"
                 }
-            }
-        }
-        Vec::new()
+            )
+        })?;
+        kept.push(library);
+        Ok(kept)
     });
+    match kept {
+        Ok(libraries) => libraries
+            .last()
+            .ok_or_else(|| "NVRTC was not kept loaded".to_string()),
+        Err(e) => Err(e.clone()),
+    }
 }
 
 #[cfg(test)]

@@ -88,9 +88,9 @@ pub(super) struct Nvrtc {
 }
 
 /// NVRTC's version, after checking that the library and its symbols load
-/// (looking for it in the `toolkit` roots if the loader does not find it).
-pub(super) fn nvrtc_version(toolkit: &[PathBuf]) -> Result<(i32, i32), String> {
-    super::probe::nvrtc(toolkit)?;
+/// (found where `config` says, see `nvrtc_path`).
+pub(super) fn nvrtc_version(config: &CudaConfig) -> Result<(i32, i32), String> {
+    super::probe::nvrtc(config)?;
     nvrtc::version().map_err(|e| e.to_string())
 }
 
@@ -98,7 +98,7 @@ impl Nvrtc {
     /// Reads NVRTC's version and architectures and fixes the options of a
     /// device of compute capability `cc` configured by `config`.
     pub(super) fn new(cc: (i32, i32), config: &CudaConfig) -> Result<Nvrtc, String> {
-        let (major, minor) = nvrtc_version(&config.toolkit_dirs)?;
+        let (major, minor) = nvrtc_version(config)?;
         let archs = nvrtc::supported_archs().map_err(|e| e.to_string())?;
         let want = cc.0 * 10 + cc.1;
         let suffix = if cc.0 >= 9 { "a" } else { "" };

@@ -84,14 +84,37 @@ pub(in crate::backend::cuda) fn missing_symbol<'a>(names: &[&'a str]) -> Option<
     crate::backend::cuda::linked::missing_symbol(names)
 }
 
-/// Loads a library of the CUDA toolkit (`libnvrtc`, its builtins) so that
-/// the dynamic loader finds it by its soname later; `None` if it does not
-/// load.
-pub(in crate::backend::cuda) fn preload(path: &Path) -> Option<libloading::Library> {
+/// Loads an NVRTC library file (`libnvrtc`, its builtins) so that the
+/// dynamic loader finds it by its soname later; the loader's message if it
+/// does not load.
+pub(in crate::backend::cuda) fn preload(path: &Path) -> Result<libloading::Library, String> {
     // SAFETY: loading NVIDIA's NVRTC libraries runs only their own
-    // initializers (the caller passes nothing else: files named
-    // `libnvrtc*.so*` in a CUDA toolkit's library directory).
-    unsafe { libloading::Library::new(path) }.ok()
+    // initializers (the caller passes nothing else: the file the user's
+    // setting names, or `libnvrtc*.so*` of a wheel or toolkit).
+    unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())
+}
+
+/// Whether the NVRTC that cudarc calls is `library` (the same
+/// `nvrtcVersion`): another one on the loader's path can come first in
+/// cudarc's search by name. Call only when [`library_present`].
+#[cfg(not(kernelkit_candle_cuda))]
+pub(in crate::backend::cuda) fn is_loaded(library: &libloading::Library) -> bool {
+    // SAFETY: present (the caller checked), so `culib` loads without
+    // panicking; symbol lookups run no code.
+    let used = unsafe { sys::culib().get::<*const ()>(b"nvrtcVersion") };
+    // SAFETY: a symbol lookup only.
+    let kept = unsafe { library.get::<*const ()>(b"nvrtcVersion") };
+    match (used, kept) {
+        (Ok(used), Ok(kept)) => *used == *kept,
+        _ => false,
+    }
+}
+
+/// Linked, not loaded: the linked NVRTC is the one in use, whatever was
+/// loaded beside it.
+#[cfg(kernelkit_candle_cuda)]
+pub(in crate::backend::cuda) fn is_loaded(_library: &libloading::Library) -> bool {
+    true
 }
 
 /// `nvrtcVersion`: (major, minor).

@@ -9,7 +9,7 @@ use crate::{DType, Dialect, InputDesc, PassMode, TemplateArg, TemplateParam, Var
 /// not installed: these tests need no GPU, only the library.
 fn nvrtc() -> Option<Nvrtc> {
     let config = crate::config::Config::from_env().cuda;
-    if let Err(reason) = crate::backend::cuda::probe::nvrtc(&config.toolkit_dirs) {
+    if let Err(reason) = crate::backend::cuda::probe::nvrtc(&config) {
         println!("skipped: {reason}");
         return None;
     }

@@ -403,7 +403,7 @@ mod tests {
     fn a_worker_compiles_like_this_process() {
         use crate::backend::cuda::compile::nvrtc_job::{run_nvrtc, NvrtcJob};
         let config = crate::config::Config::from_env().cuda;
-        let Ok(nvrtc) = crate::backend::cuda::compile::nvrtc_version(&config.toolkit_dirs) else {
+        let Ok(nvrtc) = crate::backend::cuda::compile::nvrtc_version(&config) else {
             println!("skipped: no NVRTC");
             return;
         };

@@ -46,8 +46,8 @@ fn answer(mut input: impl Read, mut output: impl Write) -> io::Result<()> {
     let loading = std::time::Instant::now();
     // A worker is a process's entry point, as opening a device is: it
     // reads its configuration (where the CUDA toolkit is) the same way.
-    let toolkit = crate::config::Config::from_env().cuda.toolkit_dirs;
-    let nvrtc = match nvrtc_version(&toolkit) {
+    let config = crate::config::Config::from_env().cuda;
+    let nvrtc = match nvrtc_version(&config) {
         Ok((major, minor)) => (major as u32, minor as u32),
         Err(reason) => return refuse(&mut output, reason),
     };
@@ -243,7 +243,7 @@ mod tests {
         let mut output = Vec::new();
         serve(input.as_slice(), &mut output).unwrap();
         let got = answers(&output);
-        match nvrtc_version(&crate::config::Config::from_env().cuda.toolkit_dirs) {
+        match nvrtc_version(&crate::config::Config::from_env().cuda) {
             Err(reason) => {
                 println!("no NVRTC here: {reason}");
                 assert_eq!(got, vec![Message::Refused { reason }]);
@@ -292,9 +292,7 @@ mod tests {
     /// worker's work, not an error it reports.
     #[test]
     fn a_parent_gone_before_the_answer_ends_the_worker_quietly() {
-        let Ok((major, minor)) =
-            nvrtc_version(&crate::config::Config::from_env().cuda.toolkit_dirs)
-        else {
+        let Ok((major, minor)) = nvrtc_version(&crate::config::Config::from_env().cuda) else {
             println!("skipped: no NVRTC here");
             return;
         };
