@@ -15,7 +15,7 @@ use cudarc::nvrtc::sys;
 
 /// A failed NVRTC call.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct NvrtcError {
+pub(in crate::backend::cuda) struct NvrtcError {
     call: &'static str,
     result: sys::nvrtcResult,
 }
@@ -118,7 +118,7 @@ pub(in crate::backend::cuda) fn is_loaded(_library: &libloading::Library) -> boo
 }
 
 /// `nvrtcVersion`: (major, minor).
-pub(super) fn version() -> Result<(i32, i32), NvrtcError> {
+pub(in crate::backend::cuda) fn version() -> Result<(i32, i32), NvrtcError> {
     let (mut major, mut minor) = (0 as c_int, 0 as c_int);
     // SAFETY: writes two ints.
     check(
