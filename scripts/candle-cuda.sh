@@ -3,7 +3,7 @@
 # here, without a GPU or a CUDA toolkit:
 #
 #   scripts/candle-cuda.sh setup            # once: nvcc etc. from PyPI, link stubs
-#   scripts/candle-cuda.sh cargo build --release -p kernelkit --features candle,cuda --example candle_fused
+#   scripts/candle-cuda.sh cargo build --release -p kernelkit-rs --features candle,cuda --example candle_fused
 #   LD_LIBRARY_PATH=target/nv/link:target/nv/nvidia/cu13/lib target/candle-cuda/release/examples/candle_fused
 #                                           # here: the CPU part (the stand-ins say "no device")
 #

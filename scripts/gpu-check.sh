@@ -60,7 +60,7 @@ MAIN=$(dirname "$DEST")
 cargo build --release -p kernelkit-cli --features cuda
 cargo build --release -p kernelkit-bench --features cuda --bin kernelkit-bench \
   --example cuda_perf --example dispatch_loop --example launch_probe --example multi_gpu
-tests_json=$(cargo test --release -p kernelkit --features cuda --no-run \
+tests_json=$(cargo test --release -p kernelkit-rs --features cuda --no-run \
   --message-format=json 2>/dev/null)
 exe() { # $1: target kind, $2: target name
   jq -r --arg k "$1" --arg n "$2" \
@@ -93,8 +93,8 @@ multi_gpu_tests=$(exe test multi_gpu)
 # scripts/candle-cuda.sh); the first build compiles candle's kernels.
 candle_tests=
 if bash scripts/candle-cuda.sh nvcc-found; then
-  bash scripts/candle-cuda.sh cargo build --release -p kernelkit --features candle,cuda --example candle_fused
-  candle_tests=$(bash scripts/candle-cuda.sh cargo test --release -p kernelkit --features candle,cuda \
+  bash scripts/candle-cuda.sh cargo build --release -p kernelkit-rs --features candle,cuda --example candle_fused
+  candle_tests=$(bash scripts/candle-cuda.sh cargo test --release -p kernelkit-rs --features candle,cuda \
     --test candle --no-run --message-format=json 2>/dev/null |
     jq -r 'select(.reason=="compiler-artifact" and .target.name=="candle" and .profile.test and .executable)
            | .executable' | tail -n1)

@@ -16,9 +16,9 @@ cargo test --workspace --all-features --doc
 # The examples for users (crates/kernelkit/examples): each checks its own
 # results and fails if they are wrong; candle_fused on a small matrix.
 for example in quick_start mlx_metal_port precompile_bundle; do
-  cargo run --quiet -p kernelkit --all-features --example "$example"
+  cargo run --quiet -p kernelkit-rs --all-features --example "$example"
 done
-cargo run --quiet -p kernelkit --all-features --example candle_fused -- 64 64
+cargo run --quiet -p kernelkit-rs --all-features --example candle_fused -- 64 64
 # Against the stand-in driver of tools/fakecuda, which keeps the driver's
 # rules but runs no kernel (above, without a GPU, the CUDA tests skip). A
 # test declares that it runs there by the module it is in: `standin::`
@@ -30,7 +30,7 @@ bash tools/fakecuda/build.sh >/dev/null
 standin() { # FILTER_MODULE, then the stand-in's settings as NAME=VALUE...
   local module=$1; shift
   env "$@" LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
-    cargo nextest run -p kernelkit --all-features -E "test(/(^|::)$module::/)"
+    cargo nextest run -p kernelkit-rs --all-features -E "test(/(^|::)$module::/)"
 }
 standin standin
 standin standin_no_memory_pools FAKECUDA_NO_MEMORY_POOLS=1
@@ -51,11 +51,11 @@ done
 for lib in "$nv"/12.8.93/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nv"/13.0.88/nvidia/cu13/lib/libnvrtc.so.13; do
   KK_TEST_NVRTC="$PWD/$lib" KK_TEST_OLD_NVRTC="$PWD/$nv/12.6.85/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" \
     LD_LIBRARY_PATH="$PWD/target/fakecuda/driver" KERNELKIT_COMPILE_WORKERS=0 \
-    cargo nextest run -p kernelkit --all-features --test nvrtc_setting
+    cargo nextest run -p kernelkit-rs --all-features --test nvrtc_setting
 done
 # (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p kernelkit --features cuda --release --lib loom_ -- --test-threads=2
+  cargo test -p kernelkit-rs --features cuda --release --lib loom_ -- --test-threads=2
 
 # The Python package as users install it: the release wheels of
 # scripts/wheels.sh (cp312-abi3 and cp39-abi3, manylinux_2_28), each

@@ -13,8 +13,8 @@
 //! of a batch of calls ending in a synchronize of candle's device (on
 //! CUDA, so the kernels' own time counts, not only their queueing).
 //!
-//! CPU: `cargo run --release -p kernelkit --features candle --example candle_fused [-- ROWS COLS]`
-//! CUDA: `scripts/candle-cuda.sh cargo run --release -p kernelkit --features candle,cuda --example candle_fused [-- ROWS COLS]`
+//! CPU: `cargo run --release -p kernelkit-rs --features candle --example candle_fused [-- ROWS COLS]`
+//! CUDA: `scripts/candle-cuda.sh cargo run --release -p kernelkit-rs --features candle,cuda --example candle_fused [-- ROWS COLS]`
 //! (sizes default to 1024 x 1024 on the CPU and 8192 x 4096 on CUDA).
 
 use std::time::Instant;

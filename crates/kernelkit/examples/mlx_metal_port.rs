@@ -22,7 +22,7 @@
 //! MLX's Metal, and what it refuses with a message, is listed in the
 //! README's "Metal bodies on CUDA and the CPU".
 //!
-//! Run: `cargo run -p kernelkit --example mlx_metal_port` (`--features cuda`
+//! Run: `cargo run -p kernelkit-rs --example mlx_metal_port` (`--features cuda`
 //! for a GPU).
 
 use kernelkit::{DType, Device, Kernel};

@@ -15,7 +15,7 @@
 //!    GPU (its artifact identity), then the service's device finds every
 //!    variant on disk: `compiles == 0`.
 //!
-//! Run: `cargo run -p kernelkit --example precompile_bundle` (`--features
+//! Run: `cargo run -p kernelkit-rs --example precompile_bundle` (`--features
 //! cuda` for a GPU: the bundle then holds CUDA modules).
 
 use std::error::Error;

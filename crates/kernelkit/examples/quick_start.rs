@@ -1,7 +1,7 @@
 //! The first kernel: a body written inline, called with an array, its
 //! output read back.
 //!
-//! Run: `cargo run -p kernelkit --example quick_start` (add `--features
+//! Run: `cargo run -p kernelkit-rs --example quick_start` (add `--features
 //! cuda` to run on a GPU where there is one; without it, or without a GPU,
 //! the kernel runs on the CPU through the system C++ compiler).
 //!
