@@ -74,7 +74,7 @@ pub(crate) fn check_address(
         return Err(fail(format!("a null pointer for {bytes} bytes of {dtype}")));
     }
     let align = alignment(dtype) as u64;
-    if data % align != 0 {
+    if !data.is_multiple_of(align) {
         return Err(fail(format!(
             "the address {data:#x} is not aligned for {dtype} ({align} bytes)"
         )));

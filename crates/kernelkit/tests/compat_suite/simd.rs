@@ -12,7 +12,7 @@ fn active(sg: usize, lane: usize) -> bool {
     match sg {
         0 => true,
         1 => lane < 12,
-        2 => lane % 2 == 0,
+        2 => lane.is_multiple_of(2),
         _ => matches!(lane, 3 | 4 | 5 | 17 | 30),
     }
 }
