@@ -535,7 +535,10 @@ fn primes(n: usize) -> Vec<u32> {
     let mut out = Vec::with_capacity(n);
     let mut k = 2u32;
     while out.len() < n {
-        if (2..k).take_while(|d| d * d <= k).all(|d| !k.is_multiple_of(d)) {
+        if (2..k)
+            .take_while(|d| d * d <= k)
+            .all(|d| !k.is_multiple_of(d))
+        {
             out.push(k);
         }
         k += 1;
