@@ -125,6 +125,7 @@ fn a_trickling_server_costs_one_deadline_opens_the_breaker_and_blocks_no_other_c
     trickle(
         "a_trickling_server_costs_one_deadline_opens_the_breaker_and_blocks_no_other_compile",
         false,
+        Answer::Trickle,
     );
 }
 
@@ -133,15 +134,28 @@ fn a_trickling_tls_server_costs_one_deadline_and_opens_the_breaker() {
     trickle(
         "a_trickling_tls_server_costs_one_deadline_and_opens_the_breaker",
         true,
+        Answer::Trickle,
     );
 }
 
-fn trickle(test: &'static str, tls: bool) {
+/// The reply is sent whole, its TLS record's bytes a half second apart
+/// (100 s for all of them): each socket read gets a byte, none waits long,
+/// and the command still ends at its deadline.
+#[test]
+fn a_tls_server_that_trickles_the_bytes_of_a_record_costs_one_deadline() {
+    trickle(
+        "a_tls_server_that_trickles_the_bytes_of_a_record_costs_one_deadline",
+        true,
+        Answer::TrickleBytes,
+    );
+}
+
+fn trickle(test: &'static str, tls: bool, how: Answer) {
     let Some((transport, _cert)) = over(test, tls) else {
         return;
     };
-    let fake = FakeRedis::start_over(transport, |name, _| match name {
-        "MGET" => Answer::Trickle,
+    let fake = FakeRedis::start_over(transport, move |name, _| match name {
+        "MGET" => how,
         _ => Answer::One,
     });
     let dir = tempfile::tempdir().unwrap();

@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +35,11 @@ pub enum Answer {
     /// The start of a reply, then a byte every half second, never
     /// finished.
     Trickle,
+    /// A whole reply (a long simple string) written at once, then let out
+    /// by the socket a byte every half second: over TLS, the bytes of one
+    /// record arrive slowly (what a client that reads whole records with a
+    /// timeout per socket read waits on far past any deadline).
+    TrickleBytes,
     /// `-MOVED 0 127.0.0.1:<port>`: the key's slot is served there.
     Moved(u16),
     /// `*2`, `$1073741824`, then that many bytes as fast as they are
@@ -115,6 +121,10 @@ impl FakeRedis {
                     let Ok(stream) = stream else { return };
                     let (seen, answer) = (seen.clone(), answer.clone());
                     let transport = transport.clone();
+                    let stream = Slow {
+                        tcp: stream,
+                        slow: Arc::new(AtomicBool::new(false)),
+                    };
                     std::thread::spawn(move || match transport {
                         Transport::Plain => serve(stream, mode, &seen, &*answer),
                         #[cfg(feature = "remote-tls")]
@@ -144,6 +154,51 @@ impl FakeRedis {
     }
 }
 
+/// The server's socket: it writes a byte every half second once `slow`
+/// is set ([`Answer::TrickleBytes`]).
+struct Slow {
+    tcp: std::net::TcpStream,
+    slow: Arc<AtomicBool>,
+}
+
+impl Read for Slow {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.tcp.read(buf)
+    }
+}
+
+impl Write for Slow {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.slow.load(Ordering::Relaxed) || buf.is_empty() {
+            return self.tcp.write(buf);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        self.tcp.write(&buf[..1])
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tcp.flush()
+    }
+}
+
+/// A server-side stream and the switch of its [`Slow`] socket.
+trait Served: Read + Write {
+    fn slow(&self) -> &AtomicBool;
+}
+
+impl Served for Slow {
+    fn slow(&self) -> &AtomicBool {
+        &self.slow
+    }
+}
+
+#[cfg(feature = "remote-tls")]
+impl Served for rustls::StreamOwned<rustls::ServerConnection, Slow> {
+    fn slow(&self) -> &AtomicBool {
+        &self.sock.slow
+    }
+}
+
 /// One complete command at the start of `buf`: its words and its length.
 fn command(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
     fn line(buf: &[u8], at: usize) -> Option<(usize, usize)> {
@@ -166,7 +221,7 @@ fn command(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
 }
 
 fn serve(
-    mut s: impl Read + Write,
+    mut s: impl Served,
     mode: Mode,
     seen: &Mutex<HashMap<String, usize>>,
     answer: &(dyn Fn(&str, usize) -> Answer + Send + Sync),
@@ -221,6 +276,13 @@ fn serve(
                         std::thread::sleep(Duration::from_millis(500));
                     }
                     return;
+                }
+                Answer::TrickleBytes => {
+                    s.slow().store(true, Ordering::Relaxed);
+                    let mut reply = b"*2\r\n$-1\r\n+".to_vec();
+                    reply.extend_from_slice(&[b'x'; 200]);
+                    reply.extend_from_slice(b"\r\n");
+                    s.write_all(&reply)
                 }
                 Answer::Gigabyte => {
                     let header = s.write_all(b"*2\r\n$1073741824\r\n");
