@@ -518,6 +518,29 @@ mod tests {
         assert_eq!(Names::key_of_entry(b"other"), None);
     }
 
+    #[cfg(feature = "remote-tls")]
+    #[test]
+    fn tls_addresses_are_read_and_unverified_or_mixed_ones_refused() {
+        let with = |urls: &[&str]| {
+            Server::new(&RemoteConfig {
+                urls: urls.iter().map(|u| u.to_string()).collect(),
+                ..RemoteConfig::default()
+            })
+        };
+        let s = with(&["rediss://u:pw@h:7001/2"]).unwrap();
+        assert!(s.tls);
+        assert_eq!(s.seeds, [("h".to_string(), 7001)]);
+        assert_eq!(
+            (s.auth.username.as_deref(), s.auth.password.as_deref(), s.db),
+            (Some("u"), Some("pw"), 2)
+        );
+        let e = with(&["rediss://h:1/#insecure"]).unwrap_err();
+        assert!(e.contains("#insecure"), "{e}");
+        let e = with(&["redis://a:1", "rediss://b:2"]).unwrap_err();
+        assert!(e.contains("mix"), "{e}");
+        assert!(!with(&["redis://a:1", "redis://b:2"]).unwrap().tls);
+    }
+
     #[test]
     fn passwords_are_not_shown_and_hosts_are_swapped() {
         assert_eq!(redact("redis://:pw@h:1/0"), "redis://:***@h:1/0");
