@@ -85,20 +85,17 @@ fn run(device: &Device, n: u32, salt: &str) -> CacheStats {
     device.cache_stats()
 }
 
-/// The fake's transport for a test: plain, or TLS with a certificate this
-/// process trusts (kept alive by the caller). `None`, with the reason
+/// The fake's transport for a test: plain, or TLS with the certificate
+/// this process trusts. `None`, with the reason
 /// printed, when TLS cannot be set up here (no `openssl` command).
-fn over(test: &str, tls: bool) -> Option<(Transport, Option<Box<dyn std::any::Any>>)> {
+fn over(test: &str, tls: bool) -> Option<Transport> {
     if !tls {
-        return Some((Transport::Plain, None));
+        return Some(Transport::Plain);
     }
     #[cfg(feature = "remote-tls")]
     {
-        match common::fake_redis::TestCert::make() {
-            Ok(cert) => {
-                cert.trust();
-                Some((cert.server(), Some(Box::new(cert))))
-            }
+        match common::fake_redis::TestCert::shared() {
+            Ok(cert) => Some(cert.server()),
             Err(why) => {
                 println!("{test}: skipped: {why}");
                 None
@@ -151,7 +148,7 @@ fn a_tls_server_that_trickles_the_bytes_of_a_record_costs_one_deadline() {
 }
 
 fn trickle(test: &'static str, tls: bool, how: Answer) {
-    let Some((transport, _cert)) = over(test, tls) else {
+    let Some(transport) = over(test, tls) else {
         return;
     };
     let fake = FakeRedis::start_over(transport, move |name, _| match name {
@@ -227,7 +224,7 @@ fn gigabyte(test: &'static str, tls: bool) {
     if !in_child(test, &[("KERNELKIT_CACHE", OsString::from("memory"))]) {
         return;
     }
-    let Some((transport, _cert)) = over(test, tls) else {
+    let Some(transport) = over(test, tls) else {
         return;
     };
     const LIMIT: u64 = 1 << 20;
@@ -278,7 +275,7 @@ fn a_tls_cluster_node_that_redirects_to_a_hostile_one_is_held_to_the_same_bounds
 }
 
 fn redirected(test: &'static str, tls: bool) {
-    let Some((transport, _cert)) = over(test, tls) else {
+    let Some(transport) = over(test, tls) else {
         return;
     };
     // The node that really serves the slot announces a gigabyte, then

@@ -349,6 +349,21 @@ impl TestCert {
         self.dir.path().join("key.pem")
     }
 
+    /// The process's one certificate, made on first use and trusted
+    /// ([`TestCert::trust`]) from then on: tests that run as threads of
+    /// one process (`cargo test`) must not swap `SSL_CERT_FILE` under each
+    /// other. It stays in the temporary directory after the process.
+    pub fn shared() -> Result<&'static TestCert, String> {
+        static CERT: std::sync::OnceLock<Result<TestCert, String>> = std::sync::OnceLock::new();
+        CERT.get_or_init(|| {
+            let cert = TestCert::make()?;
+            cert.trust();
+            Ok(cert)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+    }
+
     /// Makes this process (the fleet tier in it) trust the certificate,
     /// and only it.
     pub fn trust(&self) {
