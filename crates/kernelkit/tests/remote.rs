@@ -205,6 +205,34 @@ fn a_kernel_compiled_on_one_node_is_loaded_on_another() {
     assert_eq!(admin.list().unwrap().len(), 0);
 }
 
+/// `rediss://`: the round trip (the compiles' reads and writes, and the
+/// tools' listing, verification and statistics) against a real
+/// `redis-server` speaking TLS, with a certificate made for the test and
+/// trusted through `SSL_CERT_FILE`.
+#[cfg(feature = "remote-tls")]
+#[test]
+fn a_kernel_compiled_on_one_node_is_loaded_on_another_over_tls() {
+    const TEST: &str = "a_kernel_compiled_on_one_node_is_loaded_on_another_over_tls";
+    if !available(TEST) {
+        return;
+    }
+    let cert = match common::fake_redis::TestCert::shared() {
+        Ok(c) => c,
+        Err(why) => {
+            println!("{TEST}: skipped: {why}");
+            return;
+        }
+    };
+    let server = match RedisServer::start_tls(&cert.cert(), &cert.key()) {
+        Ok(s) => s,
+        Err(why) => {
+            println!("{TEST}: skipped: {why}");
+            return;
+        }
+    };
+    round_trip(&server.tls_url(), 2, TEST);
+}
+
 #[test]
 fn a_three_master_cluster_serves_the_fleet() {
     const TEST: &str = "a_three_master_cluster_serves_the_fleet";

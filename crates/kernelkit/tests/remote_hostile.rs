@@ -4,6 +4,9 @@
 //! threads' compiles; a server that announces a gigabyte is refused from
 //! the header, with the process's peak memory a few times the entry limit.
 //!
+//! Each runs over plain TCP and, with the `remote-tls` feature, over TLS
+//! (`rediss://`, the fake's TLS side): the bounds hold below TLS too.
+//!
 //! Each test guards itself with a watchdog: a regression fails it instead
 //! of hanging the run. Bounds on time are generous (a loaded two-core
 //! machine): the point is "ends", not "fast".
@@ -19,7 +22,7 @@ use kernelkit::config::RemoteConfig;
 use kernelkit::{CacheStats, Config, DType, Device, Kernel};
 
 mod common;
-use common::fake_redis::{Answer, FakeRedis};
+use common::fake_redis::{Answer, FakeRedis, Transport};
 use common::in_child;
 use common::redis_server::key_file;
 
@@ -82,6 +85,30 @@ fn run(device: &Device, n: u32, salt: &str) -> CacheStats {
     device.cache_stats()
 }
 
+/// The fake's transport for a test: plain, or TLS with the certificate
+/// this process trusts. `None`, with the reason
+/// printed, when TLS cannot be set up here (no `openssl` command).
+fn over(test: &str, tls: bool) -> Option<Transport> {
+    if !tls {
+        return Some(Transport::Plain);
+    }
+    #[cfg(feature = "remote-tls")]
+    {
+        match common::fake_redis::TestCert::shared() {
+            Ok(cert) => Some(cert.server()),
+            Err(why) => {
+                println!("{test}: skipped: {why}");
+                None
+            }
+        }
+    }
+    #[cfg(not(feature = "remote-tls"))]
+    {
+        println!("{test}: skipped: built without the `remote-tls` feature");
+        None
+    }
+}
+
 fn salt(test: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -92,17 +119,47 @@ fn salt(test: &str) -> String {
 
 #[test]
 fn a_trickling_server_costs_one_deadline_opens_the_breaker_and_blocks_no_other_compile() {
-    const TEST: &str =
-        "a_trickling_server_costs_one_deadline_opens_the_breaker_and_blocks_no_other_compile";
-    let fake = FakeRedis::start(|name, _| match name {
-        "MGET" => Answer::Trickle,
+    trickle(
+        "a_trickling_server_costs_one_deadline_opens_the_breaker_and_blocks_no_other_compile",
+        false,
+        Answer::Trickle,
+    );
+}
+
+#[test]
+fn a_trickling_tls_server_costs_one_deadline_and_opens_the_breaker() {
+    trickle(
+        "a_trickling_tls_server_costs_one_deadline_and_opens_the_breaker",
+        true,
+        Answer::Trickle,
+    );
+}
+
+/// The reply is sent whole, its TLS record's bytes a half second apart
+/// (100 s for all of them): each socket read gets a byte, none waits long,
+/// and the command still ends at its deadline.
+#[test]
+fn a_tls_server_that_trickles_the_bytes_of_a_record_costs_one_deadline() {
+    trickle(
+        "a_tls_server_that_trickles_the_bytes_of_a_record_costs_one_deadline",
+        true,
+        Answer::TrickleBytes,
+    );
+}
+
+fn trickle(test: &'static str, tls: bool, how: Answer) {
+    let Some(transport) = over(test, tls) else {
+        return;
+    };
+    let fake = FakeRedis::start_over(transport, move |name, _| match name {
+        "MGET" => how,
         _ => Answer::One,
     });
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(dir.path(), "k", 7, 32);
     let r = remote(&fake.url(), &key, 1 << 20);
     let device = node(dir.path().join("disk"), &r);
-    let salt = salt(TEST);
+    let salt = salt(test);
     let started = Instant::now();
     // Four threads compile four kernels at once: one of them meets the
     // trickle; none waits for it past its own deadline.
@@ -119,7 +176,7 @@ fn a_trickling_server_costs_one_deadline_opens_the_breaker_and_blocks_no_other_c
         device.cache_stats()
     });
     let took = started.elapsed();
-    println!("{TEST}: four compiles in {took:?}");
+    println!("{test}: four compiles in {took:?}");
     assert_eq!(stats.compiles, 4, "{}", stats.summary());
     assert!(stats.remote_errors >= 1, "{}", stats.summary());
     // The stalled read opened the breaker: nothing else was asked of the
@@ -144,19 +201,36 @@ fn peak_rss() -> u64 {
 
 #[test]
 fn a_reply_announcing_a_gigabyte_is_refused_from_its_header_in_bounded_memory() {
-    const TEST: &str = "a_reply_announcing_a_gigabyte_is_refused_from_its_header_in_bounded_memory";
+    gigabyte(
+        "a_reply_announcing_a_gigabyte_is_refused_from_its_header_in_bounded_memory",
+        false,
+    );
+}
+
+#[test]
+fn a_tls_reply_announcing_a_gigabyte_is_refused_from_its_header_in_bounded_memory() {
+    gigabyte(
+        "a_tls_reply_announcing_a_gigabyte_is_refused_from_its_header_in_bounded_memory",
+        true,
+    );
+}
+
+fn gigabyte(test: &'static str, tls: bool) {
     if !Path::new("/proc/self/status").exists() {
-        println!("{TEST}: skipped: no /proc/self/status to read the peak memory from");
+        println!("{test}: skipped: no /proc/self/status to read the peak memory from");
         return;
     }
     // In a process of its own: the peak is this test's alone.
-    if !in_child(TEST, &[("KERNELKIT_CACHE", OsString::from("memory"))]) {
+    if !in_child(test, &[("KERNELKIT_CACHE", OsString::from("memory"))]) {
         return;
     }
+    let Some(transport) = over(test, tls) else {
+        return;
+    };
     const LIMIT: u64 = 1 << 20;
     // The first read finds nothing (a warm-up compile: what a first
     // compile allocates is not counted), every later one the gigabyte.
-    let fake = FakeRedis::start(|name, before| match (name, before) {
+    let fake = FakeRedis::start_over(transport, |name, before| match (name, before) {
         ("MGET", 0) => Answer::Nothing,
         ("MGET", _) => Answer::Gigabyte,
         ("GET", _) => Answer::Nil,
@@ -166,7 +240,7 @@ fn a_reply_announcing_a_gigabyte_is_refused_from_its_header_in_bounded_memory() 
     let key = key_file(dir.path(), "k", 7, 32);
     let r = remote(&fake.url(), &key, LIMIT);
     let device = node(dir.path().join("disk"), &r);
-    let salt = salt(TEST);
+    let salt = salt(test);
     let (before, after, stats) = within(Duration::from_secs(120), move || {
         run(&device, 1, &salt);
         let before = peak_rss();
@@ -174,7 +248,7 @@ fn a_reply_announcing_a_gigabyte_is_refused_from_its_header_in_bounded_memory() 
         (before, peak_rss(), stats)
     });
     let grew = after.saturating_sub(before);
-    println!("{TEST}: peak resident memory grew by {grew} bytes (limit {LIMIT})");
+    println!("{test}: peak resident memory grew by {grew} bytes (limit {LIMIT})");
     assert!(
         grew < 4 * LIMIT,
         "peak memory grew by {grew} bytes reading a reply that announced 1 GiB (limit {LIMIT})"
@@ -186,17 +260,35 @@ fn a_reply_announcing_a_gigabyte_is_refused_from_its_header_in_bounded_memory() 
 
 #[test]
 fn a_cluster_node_that_redirects_to_a_hostile_one_is_held_to_the_same_bounds() {
-    const TEST: &str = "a_cluster_node_that_redirects_to_a_hostile_one_is_held_to_the_same_bounds";
+    redirected(
+        "a_cluster_node_that_redirects_to_a_hostile_one_is_held_to_the_same_bounds",
+        false,
+    );
+}
+
+#[test]
+fn a_tls_cluster_node_that_redirects_to_a_hostile_one_is_held_to_the_same_bounds() {
+    redirected(
+        "a_tls_cluster_node_that_redirects_to_a_hostile_one_is_held_to_the_same_bounds",
+        true,
+    );
+}
+
+fn redirected(test: &'static str, tls: bool) {
+    let Some(transport) = over(test, tls) else {
+        return;
+    };
     // The node that really serves the slot announces a gigabyte, then
     // trickles; the seed redirects every read to it.
-    let hostile = FakeRedis::start_cluster(|name, before| match (name, before) {
-        ("MGET", 0) => Answer::Gigabyte,
-        ("MGET", _) => Answer::Trickle,
-        ("GET", _) => Answer::Nil,
-        _ => Answer::One,
-    });
+    let hostile =
+        FakeRedis::start_cluster_over(transport.clone(), |name, before| match (name, before) {
+            ("MGET", 0) => Answer::Gigabyte,
+            ("MGET", _) => Answer::Trickle,
+            ("GET", _) => Answer::Nil,
+            _ => Answer::One,
+        });
     let to = hostile.port;
-    let seed = FakeRedis::start_cluster(move |name, _| match name {
+    let seed = FakeRedis::start_cluster_over(transport, move |name, _| match name {
         "MGET" | "GET" => Answer::Moved(to),
         _ => Answer::One,
     });
@@ -204,7 +296,7 @@ fn a_cluster_node_that_redirects_to_a_hostile_one_is_held_to_the_same_bounds() {
     let key = key_file(dir.path(), "k", 7, 32);
     let r = remote(&seed.url(), &key, 1 << 20);
     let device = node(dir.path().join("disk"), &r);
-    let salt = salt(TEST);
+    let salt = salt(test);
     let stats = within(Duration::from_secs(120), move || {
         run(&device, 1, &salt);
         run(&device, 2, &salt)

@@ -3,7 +3,9 @@
 //! wait.
 //!
 //! The address (`KERNELKIT_REMOTE_CACHE`) is one URL, `redis://host:port/db`
-//! (`rediss://` for TLS, `redis://:password@host:port` or
+//! (`rediss://` for TLS, the server's certificate checked against the
+//! system's root certificates or `SSL_CERT_FILE`; `#insecure` is refused;
+//! `redis://:password@host:port` or
 //! `redis://user:password@host:port` with a password), or several separated
 //! by commas: the seed nodes of a Redis Cluster. A single URL whose server
 //! turns out to be a cluster node is used as a cluster seed too.
@@ -49,11 +51,13 @@ pub struct RemoteConfig {
     /// every one verifies. Empty: the tier stays off (with a warning when
     /// an address is set).
     pub key_files: Vec<PathBuf>,
-    /// Connection attempts give up after this (`KERNELKIT_REMOTE_TIMEOUT`,
-    /// seconds, sets both timeouts).
+    /// Connection attempts (the TCP connect, the TLS handshake for
+    /// `rediss://`, `AUTH`, `SELECT`) give up after this
+    /// (`KERNELKIT_REMOTE_TIMEOUT`, seconds, sets both timeouts).
     pub connect_timeout: Duration,
     /// One command's deadline: its wait for the connection, its writes and
-    /// its whole reply, however slowly the server sends (a command that
+    /// its whole reply, however slowly the server sends (the bytes of its
+    /// TLS records too, over `rediss://`; a command that
     /// connects first may take `connect_timeout` more). Past it the command
     /// fails and the breaker opens.
     pub op_timeout: Duration,
@@ -70,8 +74,7 @@ pub struct RemoteConfig {
     pub breaker_cooldown: Duration,
     /// Entries over this size are neither written nor read: a reply that
     /// announces a value over it is refused from its header, and a whole
-    /// reply is held to it plus 64 KiB (`redis://`; over `rediss://` the
-    /// size is checked after the reply is read).
+    /// reply is held to it plus 64 KiB (`redis://` and `rediss://` alike).
     pub max_entry_bytes: u64,
 }
 

@@ -41,6 +41,8 @@ pub fn free_port() -> u16 {
 /// One `redis-server` process.
 pub struct RedisServer {
     pub port: u16,
+    /// The TLS port, for a server started by [`RedisServer::start_tls`].
+    pub tls_port: Option<u16>,
     dir: tempfile::TempDir,
     extra: Vec<String>,
     child: Option<Child>,
@@ -51,6 +53,7 @@ impl RedisServer {
     pub fn start(extra: &[&str]) -> RedisServer {
         let mut s = RedisServer {
             port: free_port(),
+            tls_port: None,
             dir: tempfile::tempdir().unwrap(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             child: None,
@@ -59,35 +62,95 @@ impl RedisServer {
         s
     }
 
+    /// A standalone server that also speaks TLS on [`Self::tls_port`],
+    /// presenting `cert` (with `key`), not asking clients for one. `Err`
+    /// with the reason when this `redis-server` has no TLS built in (it
+    /// refuses the settings and exits).
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Result<RedisServer, String> {
+        let tls_port = free_port();
+        let mut s = RedisServer {
+            port: free_port(),
+            tls_port: Some(tls_port),
+            dir: tempfile::tempdir().unwrap(),
+            extra: vec![
+                "--tls-port".into(),
+                tls_port.to_string(),
+                "--tls-cert-file".into(),
+                cert.display().to_string(),
+                "--tls-key-file".into(),
+                key.display().to_string(),
+                "--tls-auth-clients".into(),
+                "no".into(),
+            ],
+            child: None,
+        };
+        let child = s.command().spawn().expect("redis-server starts");
+        s.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !s.answers() {
+            if let Some(status) = s.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                s.child = None;
+                let log = std::fs::read_to_string(s.dir.path().join("log")).unwrap_or_default();
+                return Err(format!(
+                    "redis-server refused the TLS settings ({status}), no TLS built in? {}",
+                    log.lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("")
+                ));
+            }
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(s)
+    }
+
+    /// `rediss://localhost:<tls port>` (the certificate is for
+    /// `localhost`).
+    pub fn tls_url(&self) -> String {
+        format!("rediss://localhost:{}", self.tls_port.expect("a TLS port"))
+    }
+
     /// `redis://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string()])
+    /// The server's command line; what it prints goes to `log` in its
+    /// directory.
+    fn command(&self) -> Command {
+        let log = std::fs::File::create(self.dir.path().join("log")).expect("a log file");
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(self.dir.path())
             .args(&self.extra)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
+            .stdout(log.try_clone().expect("a log file"))
+            .stderr(log);
+        cmd
+    }
+
+    fn spawn(&mut self) {
+        let child = self.command().spawn().expect("redis-server starts");
         self.child = Some(child);
         self.wait_ready();
+    }
+
+    /// Whether the server answers `PING` (on its plain port).
+    fn answers(&self) -> bool {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_ok()
     }
 
     /// Waits until the server answers `PING`.
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let pong = redis::Client::open(self.url())
-                .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
-                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-            if pong.is_ok() {
+            if self.answers() {
                 return;
             }
             assert!(

@@ -7,14 +7,17 @@
 //! says serves it, and one connection per master, made when first needed.
 //! A `MOVED` answer reloads the slot map from the node that sent it and
 //! retries there; an `ASK` retries once at the node it names, after
-//! `ASKING`. All of it within the command's one deadline.
+//! `ASKING`. All of it within the command's one deadline. The nodes are
+//! spoken to as the seeds are: plain TCP, or TLS (`rediss://`), each
+//! node's certificate checked against the name or address the slot map
+//! gives for it.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
 use redis::{FromRedisValue, Value};
 
-use crate::cache::remote::wire::{Bounds, Wire, WireError};
+use crate::cache::remote::wire::{Bounds, Transport, Wire, WireError};
 
 /// The number of hash slots of a Redis Cluster.
 const SLOTS: u16 = 16384;
@@ -90,6 +93,8 @@ pub(crate) struct Auth {
 pub(crate) struct Cluster {
     auth: Auth,
     bounds: Bounds,
+    /// Every node is spoken to as the seeds are (plain or TLS).
+    transport: Transport,
     /// `(first slot, last slot, "host:port" of its master)`.
     slots: Vec<(u16, u16, String)>,
     nodes: HashMap<String, Wire>,
@@ -103,12 +108,18 @@ fn wire_fault(e: WireError) -> ClusterFault {
 }
 
 /// Opens a connection to `addr` (`host:port`) and authenticates it.
-fn open(addr: &str, auth: &Auth, bounds: Bounds, deadline: Instant) -> Result<Wire, ClusterFault> {
+fn open(
+    addr: &str,
+    auth: &Auth,
+    bounds: Bounds,
+    transport: &Transport,
+    deadline: Instant,
+) -> Result<Wire, ClusterFault> {
     let (host, port) = addr
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
         .ok_or_else(|| ClusterFault::Connection(format!("`{addr}` is not host:port")))?;
-    let mut w = Wire::connect(host, port, deadline, bounds).map_err(wire_fault)?;
+    let mut w = Wire::connect(host, port, deadline, bounds, transport).map_err(wire_fault)?;
     if let Some(password) = &auth.password {
         let mut cmd = redis::cmd("AUTH");
         if let Some(user) = &auth.username {
@@ -177,11 +188,12 @@ impl Cluster {
         seeds: &[String],
         auth: Auth,
         bounds: Bounds,
+        transport: Transport,
         deadline: Instant,
     ) -> Result<Cluster, String> {
         let mut why = String::from("no seed node");
         for seed in seeds {
-            let loaded = open(seed, &auth, bounds, deadline).and_then(|mut w| {
+            let loaded = open(seed, &auth, bounds, &transport, deadline).and_then(|mut w| {
                 let slots = load_slots(&mut w, deadline)?;
                 Ok((w, slots))
             });
@@ -192,6 +204,7 @@ impl Cluster {
                     return Ok(Cluster {
                         auth,
                         bounds,
+                        transport,
                         slots,
                         nodes,
                     });
@@ -213,7 +226,7 @@ impl Cluster {
     /// The connection to `addr`, made if there is none.
     fn node(&mut self, addr: &str, deadline: Instant) -> Result<&mut Wire, ClusterFault> {
         if !self.nodes.contains_key(addr) {
-            let w = open(addr, &self.auth, self.bounds, deadline)?;
+            let w = open(addr, &self.auth, self.bounds, &self.transport, deadline)?;
             self.nodes.insert(addr.to_string(), w);
         }
         Ok(self.nodes.get_mut(addr).unwrap_or_else(|| unreachable!()))

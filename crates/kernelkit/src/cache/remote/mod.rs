@@ -36,6 +36,8 @@ mod cluster;
 pub mod keyring;
 mod lease;
 mod server;
+#[cfg(feature = "remote-tls")]
+mod tls;
 mod wire;
 
 use std::sync::atomic::{AtomicBool, Ordering};

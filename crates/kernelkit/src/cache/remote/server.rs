@@ -14,17 +14,16 @@
 //! than the entry size limit drops the connection (its rest is never read)
 //! without opening the breaker: it is one entry's fault.
 //!
-//! A plain `redis://` server or cluster is spoken to through
-//! [`wire`](super::wire) (a cluster's routing in [`cluster`](super::cluster)),
-//! which holds every command to its deadline and refuses a reply over the
-//! size limit from its framing. A `rediss://` (TLS) server or cluster goes
-//! through the `redis` crate's synchronous clients: their timeout applies
-//! to each socket read and write, and their replies are sized by the
-//! server (the limit is checked after a reply is read). The connection is
-//! taken with a bound whatever the kind. No async runtime runs inside the
-//! library.
+//! A server or cluster, plain (`redis://`) or TLS (`rediss://`, the
+//! `remote-tls` feature), is spoken to through [`wire`](super::wire) (a
+//! cluster's routing in [`cluster`](super::cluster)), which holds every
+//! command, its TLS records included, to its deadline and refuses a reply
+//! over the size limit from its framing. The `redis` crate packs the
+//! commands and parses the framed replies; its clients serve only the
+//! operator tools' walk over every key ([`Server::masters`]). No async
+//! runtime runs inside the library.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, FromRedisValue, RedisResult};
@@ -32,7 +31,7 @@ use redis::{ConnectionAddr, FromRedisValue, RedisResult};
 use crate::cache::key::ModuleKey;
 use crate::cache::remote::breaker::{Breaker, Permit};
 use crate::cache::remote::cluster::{Auth, Cluster, ClusterFault};
-use crate::cache::remote::wire::{Bounds, Wire, WireError};
+use crate::cache::remote::wire::{Bounds, Transport, Wire, WireError};
 use crate::config::RemoteConfig;
 
 /// The prefix of every key the tier writes.
@@ -101,20 +100,14 @@ enum Fault {
 }
 
 impl Fault {
-    fn of_redis(e: redis::RedisError) -> Fault {
-        if is_connection_fault(&e) {
-            Fault::Connection(e.to_string())
-        } else {
-            Fault::Answer(e.to_string())
-        }
-    }
-
     fn of_wire(e: WireError) -> Fault {
         match e {
             WireError::TooLarge { .. } => Fault::TooLarge(e.to_string()),
             WireError::Timeout(_) | WireError::Io(_) | WireError::Protocol(_) => {
                 Fault::Connection(e.to_string())
             }
+            #[cfg(feature = "remote-tls")]
+            WireError::Tls(_) => Fault::Connection(e.to_string()),
         }
     }
 }
@@ -134,16 +127,12 @@ fn wire_query<T: FromRedisValue>(
     redis::from_redis_value(value).map_err(|e| Fault::Answer(e.to_string()))
 }
 
-/// An open connection.
+/// An open connection (plain or TLS alike).
 enum Conn {
-    /// A plain server, through the bounded reader.
+    /// A server, through the bounded reader.
     Wire(Wire),
-    /// A plain cluster, through the bounded reader.
+    /// A cluster, through the bounded reader.
     Cluster(Box<Cluster>),
-    /// A TLS server, through the `redis` crate.
-    Tls(redis::Connection),
-    /// A TLS cluster, through the `redis` crate.
-    TlsCluster(Box<redis::cluster::ClusterConnection>),
 }
 
 impl Conn {
@@ -159,8 +148,6 @@ impl Conn {
                 ClusterFault::TooLarge(e) => Fault::TooLarge(e),
                 ClusterFault::Connection(e) => Fault::Connection(e),
             }),
-            Conn::Tls(c) => cmd.query(c).map_err(Fault::of_redis),
-            Conn::TlsCluster(c) => cmd.query(&mut **c).map_err(Fault::of_redis),
         }
     }
 }
@@ -190,6 +177,16 @@ impl Drop for Checkout<'_> {
 /// See the module documentation.
 pub(crate) struct Server {
     urls: Vec<String>,
+    /// `(host, port)` of each URL.
+    seeds: Vec<(String, u16)>,
+    /// Whether the URLs are `rediss://`.
+    tls: bool,
+    /// The first URL's credentials (every node takes them).
+    auth: Auth,
+    /// The first URL's database (a single server's only).
+    db: i64,
+    /// Made at the first connect (TLS: reads the root certificates).
+    transport: OnceLock<Transport>,
     connect_timeout: Duration,
     op_timeout: Duration,
     bounds: Bounds,
@@ -208,13 +205,66 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server for `config`'s address; nothing is connected yet. Fails
     /// when a URL cannot be used at all (a malformed one, `rediss://`
-    /// without TLS support built in).
+    /// without TLS support built in, one marked `#insecure`, seeds that
+    /// mix `redis://` and `rediss://`).
     pub(crate) fn new(config: &RemoteConfig) -> Result<Server, String> {
+        let mut seeds = Vec::with_capacity(config.urls.len());
+        let mut kinds = Vec::with_capacity(config.urls.len());
+        let mut first = None;
         for url in &config.urls {
-            redis::Client::open(url.as_str()).map_err(|e| format!("{}: {e}", redact(url)))?;
+            let client =
+                redis::Client::open(url.as_str()).map_err(|e| format!("{}: {e}", redact(url)))?;
+            let info = client.get_connection_info().clone();
+            match info.addr() {
+                ConnectionAddr::Tcp(host, port) => {
+                    seeds.push((host.clone(), *port));
+                    kinds.push(false);
+                }
+                ConnectionAddr::TcpTls {
+                    host,
+                    port,
+                    insecure,
+                    ..
+                } => {
+                    if *insecure {
+                        return Err(format!(
+                            "{}: `#insecure` is not supported: the server's certificate is always verified",
+                            redact(url)
+                        ));
+                    }
+                    seeds.push((host.clone(), *port));
+                    kinds.push(true);
+                }
+                _ => return Err(format!("{}: not a TCP address", redact(url))),
+            }
+            first.get_or_insert(info);
         }
+        let Some(first) = first else {
+            return Err("no address".into());
+        };
+        let tls = kinds[0];
+        if kinds.iter().any(|&k| k != tls) {
+            return Err(format!(
+                "{}: the seeds mix `redis://` and `rediss://`",
+                config
+                    .urls
+                    .iter()
+                    .map(|u| redact(u))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
+        }
+        let settings = first.redis_settings();
         Ok(Server {
             urls: config.urls.clone(),
+            seeds,
+            tls,
+            auth: Auth {
+                username: settings.username().map(str::to_string),
+                password: settings.password().map(str::to_string),
+            },
+            db: settings.db(),
+            transport: OnceLock::new(),
             connect_timeout: config.connect_timeout,
             op_timeout: config.op_timeout,
             bounds: Bounds {
@@ -324,46 +374,41 @@ impl Server {
         }
     }
 
-    /// A connection, made before `deadline` where the client allows (the
-    /// `redis` crate's clients, for TLS: each step within the connect
-    /// timeout).
-    fn connect(&self, deadline: Instant) -> Result<Conn, String> {
-        let mut infos = Vec::with_capacity(self.urls.len());
-        for url in &self.urls {
-            let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
-            infos.push(client.get_connection_info().clone());
+    /// How connections are made: plain, or TLS with the system's root
+    /// certificates (read once, at the first connect that needs them).
+    fn transport(&self) -> Result<Transport, String> {
+        if let Some(t) = self.transport.get() {
+            return Ok(t.clone());
         }
-        let plain: Option<Vec<String>> = infos
-            .iter()
-            .map(|i| match i.addr() {
-                ConnectionAddr::Tcp(host, port) => Some(format!("{host}:{port}")),
-                _ => None,
-            })
-            .collect();
-        let Some(seeds) = plain else {
-            return self.connect_tls(&infos);
+        let made = if self.tls {
+            tls_transport()?
+        } else {
+            Transport::Plain
         };
-        let settings = infos[0].redis_settings();
-        let auth = Auth {
-            username: settings.username().map(str::to_string),
-            password: settings.password().map(str::to_string),
-        };
-        if let ([_], ConnectionAddr::Tcp(host, port)) = (infos.as_slice(), infos[0].addr()) {
-            let mut w =
-                Wire::connect(host, *port, deadline, self.bounds).map_err(|e| e.to_string())?;
+        Ok(self.transport.get_or_init(|| made).clone())
+    }
+
+    /// A connection (and, for a single server, its `AUTH`, `SELECT` and
+    /// the `INFO` that says whether it is a cluster), made before
+    /// `deadline`.
+    fn connect(&self, deadline: Instant) -> Result<Conn, String> {
+        let transport = self.transport()?;
+        if let [(host, port)] = self.seeds.as_slice() {
+            let mut w = Wire::connect(host, *port, deadline, self.bounds, &transport)
+                .map_err(|e| e.to_string())?;
             let say = |f: Fault| match f {
                 Fault::Answer(e) | Fault::TooLarge(e) | Fault::Connection(e) => e,
             };
-            if let Some(password) = &auth.password {
+            if let Some(password) = &self.auth.password {
                 let mut cmd = redis::cmd("AUTH");
-                if let Some(user) = &auth.username {
+                if let Some(user) = &self.auth.username {
                     cmd.arg(user);
                 }
                 cmd.arg(password);
                 wire_query::<()>(&mut w, &cmd, deadline).map_err(say)?;
             }
-            if settings.db() != 0 {
-                let select = redis::cmd("SELECT").arg(settings.db()).clone();
+            if self.db != 0 {
+                let select = redis::cmd("SELECT").arg(self.db).clone();
                 wire_query::<()>(&mut w, &select, deadline).map_err(say)?;
             }
             let info: String =
@@ -372,43 +417,13 @@ impl Server {
                 return Ok(Conn::Wire(w));
             }
         }
-        Cluster::connect(&seeds, auth, self.bounds, deadline).map(|c| Conn::Cluster(Box::new(c)))
-    }
-
-    /// A connection to a `rediss://` server or cluster, through the
-    /// `redis` crate's clients.
-    fn connect_tls(&self, infos: &[redis::ConnectionInfo]) -> Result<Conn, String> {
-        if let [info] = infos {
-            let client = redis::Client::open(info.clone()).map_err(|e| e.to_string())?;
-            let mut c = client
-                .get_connection_with_timeout(self.connect_timeout)
-                .map_err(|e| e.to_string())?;
-            c.set_read_timeout(Some(self.op_timeout))
-                .and_then(|()| c.set_write_timeout(Some(self.op_timeout)))
-                .map_err(|e| e.to_string())?;
-            let text: String = redis::cmd("INFO")
-                .arg("cluster")
-                .query(&mut c)
-                .map_err(|e| e.to_string())?;
-            if !text.contains("cluster_enabled:1") {
-                return Ok(Conn::Tls(c));
-            }
-        }
-        self.connect_cluster()
-            .map(|c| Conn::TlsCluster(Box::new(c)))
-            .map_err(|e| e.to_string())
-    }
-
-    fn connect_cluster(&self) -> RedisResult<redis::cluster::ClusterConnection> {
-        let client = redis::cluster::ClusterClient::builder(self.urls.iter().map(String::as_str))
-            .connection_timeout(self.connect_timeout)
-            .response_timeout(self.op_timeout)
-            .retries(1)
-            .build()?;
-        let c = client.get_connection()?;
-        c.set_read_timeout(Some(self.op_timeout))?;
-        c.set_write_timeout(Some(self.op_timeout))?;
-        Ok(c)
+        let seeds: Vec<String> = self
+            .seeds
+            .iter()
+            .map(|(host, port)| format!("{host}:{port}"))
+            .collect();
+        Cluster::connect(&seeds, self.auth.clone(), self.bounds, transport, deadline)
+            .map(|c| Conn::Cluster(Box::new(c)))
     }
 
     /// A direct connection to each master (one for a single server), for
@@ -445,14 +460,17 @@ impl Server {
     }
 }
 
-/// Whether an error means the connection is unusable (or the server
-/// unreachable or stalled), as opposed to an answer.
-fn is_connection_fault(e: &redis::RedisError) -> bool {
-    e.is_io_error()
-        || e.is_timeout()
-        || e.is_connection_dropped()
-        || e.is_connection_refusal()
-        || e.is_unrecoverable_error()
+/// The TLS transport, with the system's root certificates.
+#[cfg(feature = "remote-tls")]
+fn tls_transport() -> Result<Transport, String> {
+    crate::cache::remote::tls::client_config().map(Transport::Tls)
+}
+
+/// Without the `remote-tls` feature a `rediss://` address does not parse,
+/// so no server asks for TLS.
+#[cfg(not(feature = "remote-tls"))]
+fn tls_transport() -> Result<Transport, String> {
+    Err("TLS support is not built in (the `remote-tls` feature)".into())
 }
 
 /// `url` with its password replaced by `***`.
@@ -498,6 +516,29 @@ mod tests {
         assert_eq!(Names::key_of_entry(n.entry.as_bytes()), Some(key));
         assert_eq!(Names::key_of_entry(n.sig.as_bytes()), None);
         assert_eq!(Names::key_of_entry(b"other"), None);
+    }
+
+    #[cfg(feature = "remote-tls")]
+    #[test]
+    fn tls_addresses_are_read_and_unverified_or_mixed_ones_refused() {
+        let with = |urls: &[&str]| {
+            Server::new(&RemoteConfig {
+                urls: urls.iter().map(|u| u.to_string()).collect(),
+                ..RemoteConfig::default()
+            })
+        };
+        let s = with(&["rediss://u:pw@h:7001/2"]).unwrap();
+        assert!(s.tls);
+        assert_eq!(s.seeds, [("h".to_string(), 7001)]);
+        assert_eq!(
+            (s.auth.username.as_deref(), s.auth.password.as_deref(), s.db),
+            (Some("u"), Some("pw"), 2)
+        );
+        let e = with(&["rediss://h:1/#insecure"]).unwrap_err();
+        assert!(e.contains("#insecure"), "{e}");
+        let e = with(&["redis://a:1", "rediss://b:2"]).unwrap_err();
+        assert!(e.contains("mix"), "{e}");
+        assert!(!with(&["redis://a:1", "redis://b:2"]).unwrap().tls);
     }
 
     #[test]

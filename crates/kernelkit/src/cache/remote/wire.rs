@@ -1,5 +1,6 @@
-//! A connection to one Redis server (plain TCP) that reads the protocol
-//! itself, so that what a server sends is bounded in time and in size.
+//! A connection to one Redis server (plain TCP, or TLS for `rediss://`)
+//! that reads the protocol itself, so that what a server sends is bounded
+//! in time and in size.
 //!
 //! The `redis` crate's synchronous client reads a reply with a timeout per
 //! socket read and grows its buffer to whatever length a bulk header
@@ -18,6 +19,14 @@
 //!   soon as its framing says so. The bytes kept for one reply never exceed
 //!   `max_reply`; parsing them into a [`redis::Value`] copies them once.
 //!
+//! Both hold over TLS: every read and write the TLS layer makes on the
+//! socket goes through [`Timed`], which gives it the time left until the
+//! command's deadline (and fails it once none is left), so a server that
+//! trickles the bytes of its TLS records is stopped like one that trickles
+//! its reply; the TLS layer keeps at most a record or so of its own, and the
+//! reply above it is framed and bounded as over plain TCP. The handshake
+//! runs within the connect deadline.
+//!
 //! Commands are packed by the `redis` crate ([`redis::Cmd`]) and the framed
 //! reply is parsed by it ([`redis::parse_redis_value`]): only the framing,
 //! where the bounds are enforced, is done here. The protocol spoken is
@@ -25,6 +34,8 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+#[cfg(feature = "remote-tls")]
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How much a reply may hold.
@@ -54,14 +65,118 @@ pub(crate) enum WireError {
         /// The bound it passed.
         limit: u64,
     },
+    /// The TLS connection could not be set up (a certificate not trusted,
+    /// a name no certificate can be for, a failed handshake).
+    #[cfg(feature = "remote-tls")]
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The bytes are not a RESP2 reply.
     #[error("not a Redis reply: {0}")]
     Protocol(String),
 }
 
+/// How connections are made: plain TCP, or TLS with one configuration.
+#[derive(Clone)]
+pub(crate) enum Transport {
+    /// `redis://`.
+    Plain,
+    /// `rediss://`.
+    #[cfg(feature = "remote-tls")]
+    Tls(Arc<rustls::ClientConfig>),
+}
+
+/// A socket whose every read and write ends by `deadline`: each is given
+/// the time left as the socket's timeout, and fails with
+/// [`ErrorKind::TimedOut`] once none is left. The TLS layer reads and
+/// writes through it, so however it splits a command into socket calls
+/// none outlives the deadline.
+pub(crate) struct Timed {
+    tcp: TcpStream,
+    deadline: Instant,
+}
+
+impl Timed {
+    /// The time left, as a socket timeout (at least a millisecond: zero
+    /// means "none"), or the error that ends the call.
+    fn left(&self) -> std::io::Result<Duration> {
+        let now = Instant::now();
+        if now >= self.deadline {
+            return Err(std::io::Error::new(
+                ErrorKind::TimedOut,
+                "the command's deadline passed",
+            ));
+        }
+        Ok((self.deadline - now).max(Duration::from_millis(1)))
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.tcp.set_read_timeout(Some(self.left()?))?;
+        self.tcp.read(buf)
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.tcp.set_write_timeout(Some(self.left()?))?;
+        self.tcp.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tcp.flush()
+    }
+}
+
+/// The byte stream a [`Wire`] speaks over.
+enum Link {
+    Plain(Timed),
+    #[cfg(feature = "remote-tls")]
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Timed>>),
+}
+
+impl Link {
+    /// Holds every later read and write to `deadline`.
+    fn set_deadline(&mut self, deadline: Instant) {
+        match self {
+            Link::Plain(t) => t.deadline = deadline,
+            #[cfg(feature = "remote-tls")]
+            Link::Tls(s) => s.sock.deadline = deadline,
+        }
+    }
+}
+
+impl Read for Link {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Plain(t) => t.read(buf),
+            #[cfg(feature = "remote-tls")]
+            Link::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Link {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Plain(t) => t.write(buf),
+            #[cfg(feature = "remote-tls")]
+            Link::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Link::Plain(t) => t.flush(),
+            #[cfg(feature = "remote-tls")]
+            Link::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// See the module documentation.
 pub(crate) struct Wire {
-    stream: TcpStream,
+    link: Link,
     bounds: Bounds,
 }
 
@@ -81,20 +196,48 @@ fn timed_out(e: &std::io::Error) -> bool {
 }
 
 impl Wire {
-    /// Connects to `host:port`, trying each of its addresses until
+    /// Connects to `host:port`, trying each of its addresses, and makes
+    /// the TLS handshake where `transport` asks for it, all before
     /// `deadline`.
     pub(crate) fn connect(
         host: &str,
         port: u16,
         deadline: Instant,
         bounds: Bounds,
+        transport: &Transport,
     ) -> Result<Wire, WireError> {
+        let tcp = Wire::dial(host, port, deadline)?;
+        let timed = Timed { tcp, deadline };
+        let link = match transport {
+            Transport::Plain => Link::Plain(timed),
+            #[cfg(feature = "remote-tls")]
+            Transport::Tls(config) => {
+                let conn = super::tls::client(config, host).map_err(WireError::Tls)?;
+                let mut s = rustls::StreamOwned::new(conn, timed);
+                while s.conn.is_handshaking() {
+                    match s.conn.complete_io(&mut s.sock) {
+                        Ok(_) => {}
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(e) if timed_out(&e) => {
+                            left(deadline, 0)?;
+                        }
+                        Err(e) => return Err(WireError::Tls(e.to_string())),
+                    }
+                }
+                Link::Tls(Box::new(s))
+            }
+        };
+        Ok(Wire { link, bounds })
+    }
+
+    /// A TCP connection to `host:port`, made before `deadline`.
+    fn dial(host: &str, port: u16, deadline: Instant) -> Result<TcpStream, WireError> {
         let mut last = None;
         for addr in (host, port).to_socket_addrs()? {
             match TcpStream::connect_timeout(&addr, left(deadline, 0)?) {
                 Ok(stream) => {
                     stream.set_nodelay(true)?;
-                    return Ok(Wire { stream, bounds });
+                    return Ok(stream);
                 }
                 Err(e) => last = Some(e),
             }
@@ -112,6 +255,7 @@ impl Wire {
         packed: &[u8],
         deadline: Instant,
     ) -> Result<redis::Value, WireError> {
+        self.link.set_deadline(deadline);
         self.send(packed, deadline)?;
         let reply = self.receive(deadline)?;
         redis::parse_redis_value(&reply).map_err(|e| WireError::Protocol(e.to_string()))
@@ -119,8 +263,8 @@ impl Wire {
 
     fn send(&mut self, mut bytes: &[u8], deadline: Instant) -> Result<(), WireError> {
         while !bytes.is_empty() {
-            self.stream.set_write_timeout(Some(left(deadline, 0)?))?;
-            match self.stream.write(bytes) {
+            left(deadline, 0)?;
+            match self.link.write(bytes) {
                 Ok(0) => return Err(WireError::Io(ErrorKind::WriteZero.into())),
                 Ok(n) => bytes = &bytes[n..],
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -128,7 +272,16 @@ impl Wire {
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(())
+        // TLS may hold the last record back until flushed.
+        loop {
+            left(deadline, 0)?;
+            match self.link.flush() {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if timed_out(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Reads exactly one reply's bytes (see the module documentation).
@@ -228,11 +381,10 @@ impl Wire {
         }
         let mut chunk = [0u8; 16 * 1024];
         while buf.len() < want {
-            self.stream
-                .set_read_timeout(Some(left(deadline, buf.len())?))?;
+            left(deadline, buf.len())?;
             // Read no further than the bound allows.
             let room = (max_reply as usize - buf.len()).min(chunk.len());
-            match self.stream.read(&mut chunk[..room]) {
+            match self.link.read(&mut chunk[..room]) {
                 Ok(0) => {
                     return Err(WireError::Io(std::io::Error::new(
                         ErrorKind::UnexpectedEof,
@@ -297,7 +449,7 @@ mod tests {
             std::thread::sleep(Duration::from_secs(2));
         });
         let deadline = Instant::now() + Duration::from_secs(5);
-        Wire::connect("127.0.0.1", port, deadline, bounds).unwrap()
+        Wire::connect("127.0.0.1", port, deadline, bounds, &Transport::Plain).unwrap()
     }
 
     const BOUNDS: Bounds = Bounds {
@@ -391,6 +543,7 @@ mod tests {
             port,
             Instant::now() + Duration::from_secs(5),
             bounds,
+            &Transport::Plain,
         )
         .unwrap();
         let started = Instant::now();
