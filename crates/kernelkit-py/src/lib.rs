@@ -34,7 +34,7 @@
 //!   NumPy array, a torch tensor, a foreign array) and the kernelkit array
 //!   over its memory.
 //! - [`array_protocols`]: arrays of other libraries through
-//!   `__cuda_array_interface__` and `__dlpack__`, and the DLPack capsules.
+//!   `__cuda_array_interface__` and `__dlpack__`.
 //! - [`dlpack_outputs`]: `kernelkit.Array`, the outputs handed over through
 //!   DLPack when the inputs' library has no arrays kernelkit can make.
 //! - [`arrays`]: NumPy arrays and scalars in and out: in place on the CPU,
@@ -43,9 +43,10 @@
 //! - [`dtypes`]: objects that name a dtype (NumPy, PyTorch, MLX, names).
 //! - [`device`]: `Device`, `Stream`, `new_stream`, `clear_streams`,
 //!   `cache_stats`.
-//! - [`torch`], [`ffi::torch_shim`], [`ffi::tensor_impl_slot`]: torch
-//!   tensors read, made, and
-//!   torch's current stream.
+//! - [`torch`]: torch tensors read, made, and torch's current stream, and
+//!   the routes a call tries in order (drawn in its documentation).
+//! - [`ffi`]: the foreign-function layer, the crate's only `unsafe` code
+//!   (torch's C functions, NumPy's fields, DLPack capsules, kept launches).
 //! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
 //! - [`worker`]: the interpreter as kernelkit's CUDA compile worker.
 

@@ -6,13 +6,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use smallvec::SmallVec;
 
-use super::{extents, specs_of, Made, Parts, PyKernel};
 use crate::args::OutputSpec;
 use crate::array_args::Source;
 use crate::arrays::Named;
 use crate::device::Place;
 use crate::errors::IntoPy;
 use crate::ffi::kept_launch;
+use crate::kernel::{extents, specs_of, Made, Parts, PyKernel};
 use crate::rebound::{Entry, Key};
 use crate::{streams, torch};
 use kernelkit::Array;
@@ -21,7 +21,7 @@ impl PyKernel {
     /// New torch tensors for outputs of these shapes and `specs`' dtypes on
     /// `place`. Made here, so known but for their addresses: one call each,
     /// not the five of reading a tensor.
-    pub(super) fn torch_outputs<'py>(
+    pub(crate) fn torch_outputs<'py>(
         &self,
         py: Python<'py>,
         shapes: &[SmallVec<[usize; 4]>],
@@ -51,7 +51,7 @@ impl PyKernel {
     /// (`crate::rebound`), which the first call of a layout prepares.
     /// `None`, having done nothing, for any other call.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn torch_call<'py>(
+    pub(crate) fn torch_call<'py>(
         &self,
         py: Python<'py>,
         sources: &[Source<'py>],

@@ -2,9 +2,9 @@
 //! loop makes every step, the tensors new but their layout one the kernel
 //! kept a launch for (`crate::rebound`).
 //!
-//! The general path (`call`) turns every argument into this crate's values
-//! first (the items of each list, a `Source` with a copied layout per
-//! tensor) and then finds that the torch path (`torch_path`) can take the
+//! The general path (`crate::kernel`'s call) turns every argument into this
+//! crate's values first (the items of each list, a `Source` with a copied
+//! layout per tensor) and then finds that the torch path ([`super::path`]) can take the
 //! call. On a GPU host each launch leaves the CPU's instruction cache cold,
 //! so every line of code a call runs is fetched again at every call: here,
 //! a call that repeats a kept layout reads each tensor in place (torch's
@@ -18,10 +18,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use smallvec::SmallVec;
 
-use super::call::CallArgs;
-use super::PyKernel;
 use crate::errors::IntoPy;
 use crate::ffi::kept_launch::{find_in_place, Shape};
+use crate::kernel::{CallArgs, PyKernel};
 use crate::torch;
 
 /// The items of a list or a tuple (the general path words anything else).
@@ -79,7 +78,7 @@ impl PyKernel {
     /// addresses. `None`, having done nothing, for any other call, and
     /// where anything would be an error: the general path takes it.
     #[inline(never)]
-    pub(super) fn repeat<'py>(
+    pub(crate) fn repeat<'py>(
         &self,
         a: &CallArgs<'_, 'py>,
     ) -> Option<PyResult<Bound<'py, PyList>>> {
