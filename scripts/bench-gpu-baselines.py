@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The GPU baselines of BENCHMARKS.md, measured on the machine that runs
-`kernelkit bench --backend cuda`, so both sets of numbers come from one
+`kernelkit-bench --backend cuda`, so both sets of numbers come from one
 machine on one day.
 
 It prints one JSON object (stdout). Every figure is measured in its own
@@ -8,7 +8,7 @@ try/except: a missing package or a failing figure becomes an entry in
 `errors` and the rest still run. Progress goes to stderr.
 
 Figures (per call times are host times with the launch only enqueued, the
-median over samples of `--iters` calls, as `kernelkit bench` measures them):
+median over samples of `--iters` calls, as `kernelkit-bench` measures them):
 
   cupy_rawkernel_us            cupy.RawKernel __call__ of a trivial kernel
   cupy_function_call_us        RawModule.get_function(...) __call__ (the same

@@ -3,11 +3,14 @@
 # puts it in /work/main/.gpu/ (the device tool sends /work/main's working
 # tree; .gpu/ is ignored through .git/info/exclude and travels with
 # `carry: [".gpu"]`):
-#   kernelkit          the CLI, with the cuda feature (demo, bench)
-#   cuda_perf          the example that measures the three ratios of issue 4
+#   kernelkit          the CLI, with the cuda feature (demo, compile workers)
+#   bench.tar.xz       kernelkit-bench (crates/kernelkit-bench, cuda feature):
+#                      the bench command, packed; gpu-remote.sh unpacks it
+#   cuda_perf          the harness that measures the three ratios of issue 4
 #   dispatch_loop      a warm dispatch loop (CPU and CUDA), to compare hosts
 #   launch_probe       what host work between raw launches costs there
-#   multi_gpu          the example that measures issue 20's targets on two GPUs
+#   multi_gpu          the harness that measures issue 20's targets on two GPUs
+#                      (these four: crates/kernelkit-bench/examples)
 #   multi-gpu-tests    tests/multi_gpu.rs (two GPUs: the seed's repro across
 #                      devices, churn with max 64, unloads racing launches)
 #   cuda-tests         tests/cuda.rs (CUDA-specific tests)
@@ -36,7 +39,8 @@
 #   compare.py         the Python package's benchmark against raw launches,
 #                      CuPy and Triton (crates/kernelkit-py/bench)
 #   nvrtc_control.py   the cold burst's control: 16 NVRTC processes at once vs one
-#                      (and every other script of crates/kernelkit-py/bench)
+#                      (and the other scripts of crates/kernelkit-py/bench:
+#                      mlx_cold.py, torch_native.py, overhead.py)
 #   candle.tar.xz      candle_fused (examples/candle_fused.rs on candle's CUDA
 #                      tensors) and candle-tests (tests/candle.rs), built with
 #                      candle's CUDA backend by scripts/candle-cuda.sh, which
@@ -53,7 +57,8 @@ DEST=${KK_GPU_DIR:-/work/main/.gpu}
 MAIN=$(dirname "$DEST")
 
 cargo build --release -p kernelkit-cli --features cuda
-cargo build --release -p kernelkit --features cuda,bench --example cuda_perf --example dispatch_loop --example launch_probe --example multi_gpu
+cargo build --release -p kernelkit-bench --features cuda --bin kernelkit-bench \
+  --example cuda_perf --example dispatch_loop --example launch_probe --example multi_gpu
 tests_json=$(cargo test --release -p kernelkit --features cuda --no-run \
   --message-format=json 2>/dev/null)
 exe() { # $1: target kind, $2: target name
@@ -109,6 +114,13 @@ grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
 rm -rf "$DEST/corpus-texts" "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests" "$DEST/redis"
 find "$DEST" -maxdepth 1 -type f -delete
 strip --strip-debug -o "$DEST/kernelkit" target/release/kernelkit
+# The bench command travels packed on its own (about a fifth of its size),
+# beside the CLI in every call whatever KK_GPU_PARTS says.
+rm -f "$DEST/bench.tar.xz"
+mkdir -p "$DEST/bench"
+strip --strip-debug -o "$DEST/bench/kernelkit-bench" target/release/kernelkit-bench
+tar cf - -C "$DEST/bench" kernelkit-bench | xz -9 -T2 >"$DEST/bench.tar.xz"
+rm -rf "$DEST/bench"
 strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
 strip --strip-debug -o "$DEST/dispatch_loop" target/release/examples/dispatch_loop
 strip --strip-debug -o "$DEST/launch_probe" target/release/examples/launch_probe
@@ -151,7 +163,8 @@ done
 # KK_MID=another: sent as cuda_perf_mid, measured in the same turns.
 if [ -n "${KK_BASE:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_base" "$KK_BASE"; fi
 if [ -n "${KK_MID:-}" ]; then strip --strip-debug -o "$DEST/cuda_perf_mid" "$KK_MID"; fi
-# KK_BASE_CLI=path/to/an/older/kernelkit: sent as kernelkit_base, for `ab_bench`.
+# KK_BASE_CLI=path/to/an/older/kernelkit-bench (or an older kernelkit CLI with
+# its `bench` subcommand): sent as kernelkit_base, for `ab_bench`.
 if [ -n "${KK_BASE_CLI:-}" ]; then strip --strip-debug -o "$DEST/kernelkit_base" "$KK_BASE_CLI"; fi
 # The Rust executables other than the CLI, packed into one xz archive that
 # gpu-remote.sh unpacks where it finds it: about 75 MiB apart, 6 MiB packed
@@ -200,8 +213,8 @@ if [ "${KK_PER_VERSION_WHEELS:-1}" != 0 ]; then
 fi
 cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 # Every benchmark and control of the package (compare.py, nvrtc_control.py,
-# burst_cpu.py, ...): BENCHMARKS.md runs them from here.
-cp crates/kernelkit-py/bench/*.py crates/kernelkit-py/bench/*.sh "$DEST/"
+# mlx_cold.py, torch_native.py, overhead.py): BENCHMARKS.md runs them from here.
+cp crates/kernelkit-py/bench/*.py "$DEST/"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
@@ -230,8 +243,9 @@ fi
 #           and the corpus texts
 #   python  the wheels and the pytest suite
 #   fleet   redis-server and its libraries
-# The CLI and the scripts always stay (compare.py's compile workers are
-# the CLI). A run then names only the steps whose part was sent (KK_STEPS).
+# The CLI, the bench command and the scripts always stay (compare.py's
+# compile workers are the CLI). A run then names only the steps whose part
+# was sent (KK_STEPS).
 parts=" ${KK_GPU_PARTS:-rust python fleet} "
 [[ $parts == *" rust "* ]] || rm -rf "$DEST/rust.tar.xz" "$DEST/candle.tar.xz" "$DEST/corpus-texts"
 [[ $parts == *" python "* ]] ||

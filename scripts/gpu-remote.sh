@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine, from the repo root, with .gpu/ carried (built by
 # scripts/gpu-check.sh): the CUDA test suite, the demo on CUDA, kernelkit's
-# performance ratios (examples/cuda_perf.rs), CuPy baselines, and `kernelkit
-# bench` when it exists. Logs go to $LOGS and, packed, to $OUT/logs.tgz (the
-# device tool brings back at most 8 files); a short summary is printed last.
+# performance ratios (crates/kernelkit-bench/examples/cuda_perf.rs), CuPy
+# baselines, and `kernelkit-bench` when it was sent. Logs go to $LOGS and,
+# packed, to $OUT/logs.tgz (the device tool brings back at most 8 files); a
+# short summary is printed last.
 # KK_STEPS="tests parallel ..." runs only the named steps (default: all).
 # KK_AB_TURNS=N: turns of the `ab` step (default 4).
 # Compile workers: the binaries find .gpu/kernelkit next to themselves.
@@ -23,6 +24,7 @@ export PYTHONUNBUFFERED=1
 # The Rust executables travel packed (gpu-check.sh): unpacked at every
 # call (a second or two), so a call never runs an earlier call's.
 [ -f "$G/rust.tar.xz" ] && tar -C "$G" -xJf "$G/rust.tar.xz"
+[ -f "$G/bench.tar.xz" ] && tar -C "$G" -xJf "$G/bench.tar.xz"
 status=()
 
 step() { # name, command...
@@ -84,10 +86,12 @@ step corpus_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cud
   "$G/corpus-tests" real_kernels --nocapture
 step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
 # The Python package (wheel built here by gpu-check.sh) on the CPU and CUDA:
-# MLX's interface, arrays, errors, and the seed's reproduction, 100 rounds.
+# MLX's interface, arrays, errors, and the seed's reproduction, 100 rounds;
+# then the PyTorch example (crates/kernelkit/examples/python).
 python_tests() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
-    KERNELKIT_SEED_ROUNDS=100 KERNELKIT_CACHE=memory python3 -m pytest -q -rs "$G/python-tests"
+    KERNELKIT_SEED_ROUNDS=100 KERNELKIT_CACHE=memory python3 -m pytest -q -rs "$G/python-tests" &&
+    KERNELKIT_CACHE=memory python3 crates/kernelkit/examples/python/torch_custom_op.py
 }
 step python python_tests
 # The Python package against raw cuLaunchKernel, CuPy RawKernel and Triton,
@@ -151,8 +155,7 @@ step mlx mlx_bench
 # grid_sample pair's fused backward against torch's (needs the wheel).
 torch_native() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
-    KERNELKIT_CACHE=memory timeout 500 python3 "$G/torch_native.py" --json "$OUT/torch_native.json" &&
-    { [ ! -f "$G/guard_forms.py" ] || timeout 120 python3 "$G/guard_forms.py" 21; }
+    KERNELKIT_CACHE=memory timeout 500 python3 "$G/torch_native.py" --json "$OUT/torch_native.json"
 }
 step torch_native torch_native
 # candle's CUDA tensors (built by gpu-check.sh only where nvcc was set up:
@@ -180,7 +183,8 @@ candle_cuda() {
 step candle candle_cuda
 # Issue 20, several GPUs: the tests (seed's repro across two GPUs, churn of
 # 10,000 values with max 64, unloads racing launches) and the targets'
-# table (examples/multi_gpu.rs); both say "skipped" and pass on one GPU.
+# table (crates/kernelkit-bench/examples/multi_gpu.rs); both say "skipped"
+# and pass on one GPU.
 # Run on the nvidia-h200-x2 kind: KK_STEPS=multi_gpu.
 multi_gpu() {
   KERNELKIT_CACHE=memory "$G/multi-gpu-tests" --test-threads=1 --nocapture || return 1
@@ -226,15 +230,18 @@ ab_python() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl
 }
 step ab_python ab_python
-# The same turns for `kernelkit bench --quick` of the older CLI (KK_BASE_CLI,
-# sent as kernelkit_base) and this one: memo hits, host dispatch, parallel
-# compiles, side by side.
+# The same turns for `kernelkit-bench --quick` of an older build (KK_BASE_CLI,
+# sent as kernelkit_base: a kernelkit-bench, or an older CLI with its `bench`
+# subcommand) and this one: memo hits, host dispatch, parallel compiles,
+# side by side.
 ab_bench() {
   [ -x "$G/kernelkit_base" ] || { echo "no $G/kernelkit_base (KK_BASE_CLI)"; return 0; }
-  local b i
+  local b i sub
   for i in $(seq "${KK_AB_BENCH_TURNS:-2}"); do
-    for b in kernelkit_base kernelkit; do
-      timeout 240 "$G/$b" bench --backend cuda --quick --json "$LOGS/bench_${b}_$i.json" >/dev/null 2>&1
+    for b in kernelkit_base kernelkit-bench; do
+      sub=()
+      "$G/$b" bench --help >/dev/null 2>&1 && sub=(bench)
+      timeout 240 "$G/$b" ${sub[@]+"${sub[@]}"} --backend cuda --quick --json "$LOGS/bench_${b}_$i.json" >/dev/null 2>&1
       echo "$b turn $i: $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); f=d.get('figures',d); print(' '.join(f'{k}={f[k]}' for k in sorted(f) if any(w in k for w in ('build_hit','dispatch_hit','hit_lookup','parallel_compile','herd'))))" "$LOGS/bench_${b}_$i.json" 2>&1 | head -c 900)"
     done
   done
@@ -252,17 +259,17 @@ step baselines python3 "$G/gpu_baselines.py"
 # CuPy, Triton and raw-launch figures for BENCHMARKS.md, on this machine.
 bench_baselines() { timeout 200 python3 "$G/bench-gpu-baselines.py" > "$OUT/baselines.json"; cat "$OUT/baselines.json"; }
 step bench_baselines bench_baselines
-if "$G/kernelkit" bench --help 2>/dev/null | grep -q -- '--backend'; then
-  step bench timeout 300 "$G/kernelkit" bench --backend cuda --json "$OUT/bench.json"
+if [ -x "$G/kernelkit-bench" ]; then
+  step bench timeout 300 "$G/kernelkit-bench" --backend cuda --json "$OUT/bench.json"
 elif [ -z "${KK_STEPS:-}" ]; then
-  status+=("bench: not in this build of the CLI")
+  status+=("bench: no $G/kernelkit-bench (gpu-check.sh sends it as bench.tar.xz)")
 fi
 
 # Cold start (issue 22): a fresh process's first call after a compile, on a
 # warm store and after a signed bundle's import; 16 kernels precompiled by
 # the library beside the slowest single compile.
-if "$G/kernelkit" bench --help 2>/dev/null | grep -q -- '--only-bundles'; then
-  step cold_start timeout 300 "$G/kernelkit" bench --only-bundles --backend cuda --json "$OUT/bundles.json"
+if [ -x "$G/kernelkit-bench" ]; then
+  step cold_start timeout 300 "$G/kernelkit-bench" --only-bundles --backend cuda --json "$OUT/bundles.json"
 fi
 # `kernelkit precompile` of 16 CUDA specs on an empty store, beside each
 # spec precompiled alone (a process each, on an empty store of its own).
@@ -305,8 +312,8 @@ fi
 # on the PATH is started for it; without one the figure is left out, with a
 # note), then 16 processes x 16 new kernels with one Redis, and the same with
 # the Redis stopped against none configured.
-if "$G/kernelkit" bench --help 2>/dev/null | grep -q -- '--only-starts'; then
-  step fleet_starts timeout 300 "$G/kernelkit" bench --backend cuda --only-starts --json "$OUT/fleet-starts.json"
+if [ -x "$G/kernelkit-bench" ]; then
+  step fleet_starts timeout 300 "$G/kernelkit-bench" --backend cuda --only-starts --json "$OUT/fleet-starts.json"
   if command -v redis-server >/dev/null && [ -f "$G/fleet-check.sh" ]; then
     step fleet_check env KK_CLI="$G/kernelkit" timeout 900 bash "$G/fleet-check.sh" cuda 2
   elif [ -z "${KK_STEPS:-}" ]; then

@@ -11,43 +11,28 @@ cd "$(dirname "$0")/.."
 export KERNELKIT_CACHE=memory
 cargo nextest run --workspace --all-features --no-fail-fast
 cargo test --workspace --all-features --doc
-# The CUDA lifecycle tests (devices and contexts freed, a thread's context
-# record, dynamic shared memory limits, default-stream errors) once more
-# against the stand-in driver of tools/fakecuda, which keeps the driver's
-# rules: above they skip without a GPU.
+# The examples for users (crates/kernelkit/examples): each checks its own
+# results and fails if they are wrong; candle_fused on a small matrix.
+for example in quick_start mlx_metal_port precompile_bundle; do
+  cargo run --quiet -p kernelkit --all-features --example "$example"
+done
+cargo run --quiet -p kernelkit --all-features --example candle_fused -- 64 64
+# Against the stand-in driver of tools/fakecuda, which keeps the driver's
+# rules but runs no kernel (above, without a GPU, the CUDA tests skip). A
+# test declares that it runs there by the module it is in: `standin::`
+# (the CUDA lifecycle, captures and unloads, and the behavioural suite's
+# CUDA tests that read no kernel result), `standin_no_memory_pools::` (a
+# stand-in GPU without stream-ordered memory pools) and `standin_two_gpus::`
+# (two stand-in GPUs; churn of 2,000 values here, 10,000 on the H200).
 bash tools/fakecuda/build.sh >/dev/null
-LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
-  cargo nextest run -p kernelkit --all-features --test cuda_lifecycle
-# Calls under a CUDA graph capture: the stand-in fails (and invalidates
-# the capture on) every call the driver forbids while capturing.
-LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
-  cargo nextest run -p kernelkit --all-features --test cuda_capture
-# ... and on a stand-in GPU without stream-ordered memory pools, where an
-# output kernelkit would allocate under a capture is a typed refusal.
-FAKECUDA_NO_MEMORY_POOLS=1 LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
-  cargo nextest run -p kernelkit --all-features --test cuda_capture \
-  -E 'test(=outputs_under_capture_are_refused_without_a_memory_pool)'
-# How modules are unloaded: after the work queued before (the stand-in holds
-# work queued on request and aborts on an unload under queued work), and
-# without invalidating another thread's global-mode capture.
-LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
-  cargo nextest run -p kernelkit --all-features --test cuda_unload
-# The behavioural suite's CUDA instances that read no kernel results (the
-# stand-in runs no kernel, and its NVRTC rejects nothing): the bad-input
-# matrix with CUDA's expectations, the memo, devices of other kinds.
-LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
-  cargo nextest run -p kernelkit --all-features --test behaviour -E 'test(/^cuda::/) & (
-    test(/::every_bad_input_is_a_typed_error_naming_its_argument$/)
-    | test(/::the_unchanged_call_is_accepted$/)
-    | test(/::arrays_of_another_device_(object_are_accepted|kind_are_refused)$/)
-    | test(/::a_memo_hit_allocates_nothing$/)
-    | test(/::memoized_variant_equals_fresh_generation$/))'
-# Several GPUs and the bounded module cache (tests/multi_gpu.rs) on two
-# stand-in GPUs: one compile per kernel for both, unloads racing queued
-# launches (the stand-in refuses a launch of an unloaded module's
-# function), churn with max 64 (2,000 values here, 10,000 on the H200).
-FAKECUDA_DEVICES=2 KK_CHURN=2000 LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
-  cargo nextest run -p kernelkit --all-features --test multi_gpu
+standin() { # FILTER_MODULE, then the stand-in's settings as NAME=VALUE...
+  local module=$1; shift
+  env "$@" LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
+    cargo nextest run -p kernelkit --all-features -E "test(/(^|::)$module::/)"
+}
+standin standin
+standin standin_no_memory_pools FAKECUDA_NO_MEMORY_POOLS=1
+standin standin_two_gpus FAKECUDA_DEVICES=2 KK_CHURN=2000
 # (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p kernelkit --features cuda --release --lib loom_ -- --test-threads=2
@@ -74,4 +59,10 @@ if [ -n "$py313" ]; then
   "$py313" crates/kernelkit-py/tests/test_module_def.py target/py313-ext/kernelkit/_kernelkit.*.so
 else
   echo "no python3.13 here: the module's Py_mod_gil slot is not checked"
+fi
+# The PyTorch example, where torch is installed (the GPU machine runs it too).
+if "$py_env/bin/python" -c 'import torch' 2>/dev/null; then
+  "$py_env/bin/python" crates/kernelkit/examples/python/torch_custom_op.py
+else
+  echo "examples/python/torch_custom_op.py: skipped (PyTorch is not installed here)"
 fi

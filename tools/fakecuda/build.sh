@@ -14,7 +14,7 @@ ln -sf libcuda.so.1 "$out/driver/libcuda.so"
 cc -O2 -shared -fPIC -o "$out/libnvrtc.so.13" tools/fakecuda/fakecuda.c
 ln -sf libnvrtc.so.13 "$out/libnvrtc.so"
 # torch's C interface to tensors, for the Python package's stand-in torch
-# (crates/kernelkit-py/bench/standin_torch.py): faketorch.c.
+# (crates/kernelkit-py/tests/standin_torch.py): faketorch.c.
 mkdir -p "$out/torch/lib"
 for lib in libtorch_cpu.so libtorch_cuda.so; do
   cc -O2 -shared -fPIC -o "$out/torch/lib/$lib" tools/fakecuda/faketorch.c

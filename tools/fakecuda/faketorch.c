@@ -2,7 +2,7 @@
  * A stand-in for the part of torch's stable C interface kernelkit reads
  * tensors through (`aoti_torch_get_*`, torch/csrc/inductor/aoti_torch/c/
  * shim.h), for measuring the Python package's torch path without torch
- * (`crates/kernelkit-py/bench/standin_torch.py`, `overhead.py`).
+ * (`crates/kernelkit-py/tests/standin_torch.py`, `bench/overhead.py`).
  *
  * As in torch, a tensor handle is the address of an `at::Tensor`, one
  * pointer to the tensor's implementation; here that implementation is a

@@ -4,8 +4,6 @@
 //!   distinct kernels at once — with a `cache:` summary line.
 //! - `source`: prints the generated source of one call, for any dialect.
 //! - `run`: runs a kernel from a spec file on real data.
-//! - `bench`: host overhead, contention and compile time, each beside its
-//!   baseline.
 //! - `cache`: inspects and maintains the artifact store (`--remote`: the
 //!   fleet tier on Redis); exports and imports signed bundles of compiled
 //!   kernels.
@@ -19,7 +17,6 @@
 //! (how they fail: exit code 2 and one line), `out_dir` (`run --out-dir`:
 //! outputs as `.npy` files) and `spec_help` (the spec format in brief).
 
-mod bench;
 mod cache_cmd;
 mod cache_remote;
 mod demo;
@@ -53,8 +50,6 @@ enum Command {
     Source(source::Args),
     /// Runs a kernel from a spec file on real data and prints its outputs.
     Run(run::Args),
-    /// Measures dispatch, memo, contention and compile costs beside baselines.
-    Bench(bench::Args),
     /// Inspects and maintains the on-disk artifact store; signed bundles.
     Cache(cache_cmd::Args),
     /// Compiles the calls of spec files in parallel without running them.
@@ -78,7 +73,6 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::main(a),
         Command::Source(a) => source::main(a),
         Command::Run(a) => run::main(a),
-        Command::Bench(a) => bench::main(a),
         Command::Cache(a) => cache_cmd::main(a),
         Command::Precompile(a) => precompile::main(a),
         #[cfg(feature = "cuda")]

@@ -308,7 +308,7 @@ def breakdown(torch, x, batch):
 
 
 # The cold kernels of the burst: `fresh(tag)` is a kernel no one compiled,
-# `call(k)` runs it once on a torch tensor (also used by cold_split.py).
+# `call(k)` runs it once on a torch tensor.
 COLD_KERNELS = r"""
 import json, sys, threading, time, uuid
 import torch, kernelkit as kk

@@ -150,8 +150,8 @@ def through_header(text):
     return include + "\n" * max(blank, 0) + rest, [("kk_prelude.h", prelude)]
 
 
-# Kernels in each program (`batch_control.py`): the source's kernel, after its
-# prelude, repeated with new names and constants.
+# Kernels in each program: the source's kernel, after its prelude,
+# repeated with new names and constants.
 KERNELS = 1
 
 

@@ -1,6 +1,6 @@
 """kernelkit's Python layer per warm call, without a GPU and without
 torch: the stand-in driver (``tools/fakecuda``) and a stand-in ``torch``
-(``standin_torch.py``), a trivial ``cuda_kernel`` called with ``out=`` and
+(``tests/standin_torch.py``), a trivial ``cuda_kernel`` called with ``out=`` and
 with ``output_shapes``/``output_dtypes`` (outputs from the stand-in's
 ``empty_like``, a Python function: its cost is not torch's). Tensors are
 read as on torch, through the stand-in of torch's C functions
@@ -31,6 +31,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The stand-in torch is a test fixture of the package.
+TESTS = os.path.join(HERE, "..", "tests")
 
 CHILD = r"""
 import os, sys, time
@@ -88,7 +90,7 @@ def child(build, mode, calls, callgrind, icache=False):
     env = dict(os.environ, KERNELKIT_CACHE="memory", KERNELKIT_COMPILE_WORKERS="0", PYTHONHASHSEED="0")
     if build:
         env["PYTHONPATH"] = build + os.pathsep + env.get("PYTHONPATH", "")
-    code = CHILD % {"here": HERE}
+    code = CHILD % {"here": TESTS}
     cmd = [sys.executable, "-c", code, mode, str(calls)]
     if callgrind:
         tool = ["valgrind", "--tool=callgrind"]

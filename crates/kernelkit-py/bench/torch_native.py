@@ -29,6 +29,7 @@ Usage: python torch_native.py [--rounds 9] [--json out.json]
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -253,7 +254,12 @@ def graphs(torch, kk, rounds):
 
 
 def grid_sample(torch, rounds):
-    from kernelkit import _grid_sample
+    # MLX's grid_sample pair is a test fixture of the package: in the
+    # repository beside this folder (../tests), on the GPU machine in the
+    # copy of the tests beside this script (python-tests/).
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [os.path.join(here, "..", "tests"), os.path.join(here, "python-tests")]
+    import grid_sample_pair as _grid_sample
 
     sample, _ = _grid_sample.torch_ops("kkbench_gs")
     gen = torch.Generator(device="cuda").manual_seed(0)

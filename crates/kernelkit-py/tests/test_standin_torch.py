@@ -1,5 +1,5 @@
 """The torch path without torch and without a GPU: the stand-in ``torch``
-(``bench/standin_torch.py``) over the stand-in driver and torch C
+(``standin_torch.py``, beside this file) over the stand-in driver and torch C
 interface (``tools/fakecuda``; ``scripts/test.sh`` builds them). Kernels do
 not run there, so these tests check what a call does around the launch:
 which objects come back, which layouts are kept, and that every error is
@@ -19,7 +19,7 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FAKE = os.path.join(ROOT, "target", "fakecuda")
-BENCH = os.path.join(ROOT, "crates", "kernelkit-py", "bench")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(os.path.join(FAKE, "torch", "lib", "libtorch_cuda.so")),
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(
 
 CHILD = r"""
 import json, re, sys
-sys.path.insert(0, %(bench)r)
+sys.path.insert(0, %(here)r)
 import standin_torch as st
 import kernelkit as kk
 from kernelkit import _kernelkit as K
@@ -104,7 +104,7 @@ print(json.dumps(report))
 
 def run(read):
     env = dict(os.environ, LD_LIBRARY_PATH=FAKE, KERNELKIT_CACHE="memory", KERNELKIT_COMPILE_WORKERS="0")
-    done = subprocess.run([sys.executable, "-c", CHILD % {"bench": BENCH}, read],
+    done = subprocess.run([sys.executable, "-c", CHILD % {"here": HERE}, read],
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

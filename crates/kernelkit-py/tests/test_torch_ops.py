@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed here (the 
 
 import kernelkit as kk  # noqa: E402
 import kernelkit.torch as kkt  # noqa: E402
-from kernelkit import _grid_sample  # noqa: E402
+import grid_sample_pair as _grid_sample  # noqa: E402
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
 DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=CUDA)]

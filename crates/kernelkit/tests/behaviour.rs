@@ -7,6 +7,9 @@
 //! - `cuda::`: CUDA GPU 0; where none can be opened (no `cuda` feature, no
 //!   driver, no GPU) each test passes after printing why it was skipped.
 //!   The GPU machine runs them (`scripts/gpu-remote.sh`, filter `cuda::`).
+//!   Those in `cuda::standin::` read no kernel result: `scripts/test.sh`
+//!   runs them again against the stand-in driver (`tools/fakecuda`), which
+//!   runs no kernel and whose NVRTC rejects nothing.
 //! - `null::`, `null_cuda_dialect::`: the null device, which runs nothing
 //!   (with the CPU's dialect and with CUDA's, so that what the CUDA
 //!   dialect accepts and refuses is checked without a GPU). It runs the
@@ -62,7 +65,8 @@ fn null_cuda_dialect() -> Option<Device> {
     )
 }
 
-/// The tests of `$backend`, in a module of that name.
+/// The tests of `$backend`, in a module of that name; those after
+/// `standin:` in its submodule `standin` (see `all_backends`).
 macro_rules! backend_suite {
     ($backend:ident: $($test:ident),* $(,)?) => {
         mod $backend {
@@ -76,23 +80,52 @@ macro_rules! backend_suite {
             )*
         }
     };
+    ($backend:ident: $($test:ident),* $(,)?; standin: $($standin:ident),* $(,)?) => {
+        mod $backend {
+            $(
+                #[test]
+                fn $test() {
+                    if let Some(device) = super::$backend() {
+                        super::suite::$test(device);
+                    }
+                }
+            )*
+            /// Also run against the stand-in driver (`scripts/test.sh`
+            /// selects the tests of every module named `standin`).
+            mod standin {
+                $(
+                    #[test]
+                    fn $standin() {
+                        if let Some(device) = super::super::$backend() {
+                            super::super::suite::$standin(device);
+                        }
+                    }
+                )*
+            }
+        }
+    };
 }
 
 /// `every` runs on every backend; `results` only where kernels run (their
-/// checks are of what kernels compute).
+/// checks are of what kernels compute); `standin` on every backend too,
+/// and for CUDA in `cuda::standin::`: they read no kernel result, so the
+/// stand-in driver (which runs no kernel) can run them as well.
 macro_rules! all_backends {
-    (every: [$($every:ident),* $(,)?], results: [$($results:ident),* $(,)?]) => {
-        backend_suite!(cpu: $($every,)* $($results,)*);
-        backend_suite!(cuda: $($every,)* $($results,)*);
-        backend_suite!(null: $($every,)*);
-        backend_suite!(null_cuda_dialect: $($every,)*);
+    (
+        every: [$($every:ident),* $(,)?],
+        standin: [$($standin:ident),* $(,)?],
+        results: [$($results:ident),* $(,)?]
+    ) => {
+        backend_suite!(cpu: $($every,)* $($standin,)* $($results,)*);
+        backend_suite!(cuda: $($every,)* $($results,)*; standin: $($standin,)*);
+        backend_suite!(null: $($every,)* $($standin,)*);
+        backend_suite!(null_cuda_dialect: $($every,)* $($standin,)*);
     };
 }
 
 all_backends!(
     every: [
         int_one_and_bool_true_are_different_variants,
-        memoized_variant_equals_fresh_generation,
         clones_share_one_memo_across_threads,
         bounded_memo_evicts_without_breaking_launches,
         a_hot_variant_survives_a_long_tail,
@@ -106,6 +139,12 @@ all_backends!(
         calls_that_need_more_than_a_launch_are_not_rebindable,
         // Was tests/soak.rs.
         soak_random_kernels_on_many_threads,
+        precompiled_variants_are_compiled_once_and_calls_find_them,
+        precompile_reports_each_variants_error,
+        a_dropped_precompile_still_fills_the_cache,
+    ],
+    standin: [
+        memoized_variant_equals_fresh_generation,
         // Was tests/hot_path.rs.
         a_memo_hit_allocates_nothing,
         // Were tests/bad_input.rs (the last, for the CPU alone there).
@@ -113,9 +152,6 @@ all_backends!(
         the_unchanged_call_is_accepted,
         arrays_of_another_device_object_are_accepted,
         arrays_of_another_device_kind_are_refused,
-        precompiled_variants_are_compiled_once_and_calls_find_them,
-        precompile_reports_each_variants_error,
-        a_dropped_precompile_still_fills_the_cache,
     ],
     results: [
         strided_views_with_and_without_row_contiguous,

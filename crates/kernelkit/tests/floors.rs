@@ -1,5 +1,5 @@
 //! Floors only look down: every path in the library names an item of its
-//! own floor or of one below (DESIGN.md, "Layers"). The checker
+//! own floor or of one below (docs/design.md, "The floors"). The checker
 //! (`crates/floors`) resolves `use` trees, `super::`, aliases, re-exports
 //! and paths inside macros, and its own tests plant a violation of each
 //! kind; here it runs on this crate with the floor table below, unit tests

@@ -2,7 +2,7 @@
 //!
 //! Most kernels have one or two outputs. Returning them in a `Vec` would be
 //! a heap allocation and a free per call on the dispatch path, whose every
-//! touched line counts on a GPU host (see `examples/launch_probe.rs`);
+//! touched line counts on a GPU host;
 //! [`Outputs`] holds up to two arrays inline and spills to the heap beyond.
 //! It reads like a slice (`outs[0]`, `outs.len()`, `outs.iter()`) and
 //! converts into a `Vec` for those who want one.

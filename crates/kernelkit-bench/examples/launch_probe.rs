@@ -7,7 +7,8 @@
 //! each other's caches, and a dispatch path must touch less, not only run
 //! fewer instructions.
 //!
-//! Run: `cargo run --release --features cuda --example launch_probe`.
+//! Run: `cargo run --release -p kernelkit-bench --features cuda --example
+//! launch_probe`.
 
 use std::ffi::{c_void, CString};
 use std::hint::black_box;

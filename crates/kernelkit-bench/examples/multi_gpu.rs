@@ -20,7 +20,7 @@
 //!
 //! With fewer than two GPUs it prints why and exits 0.
 //! Run: `KERNELKIT_CACHE=memory KERNELKIT_MAX_LOADED_MODULES=64 cargo run
-//! --release --features cuda,bench --example multi_gpu [CHURN_N]`.
+//! --release -p kernelkit-bench --features cuda --example multi_gpu [CHURN_N]`.
 
 use std::sync::Barrier;
 use std::time::Instant;

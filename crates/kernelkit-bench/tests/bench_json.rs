@@ -1,4 +1,4 @@
-//! `kernelkit bench --backend cpu --quick --json`: the JSON object has every
+//! `kernelkit-bench --backend cpu --quick --json`: the JSON object has every
 //! key the issue asks for, each with the type it should have. The values are
 //! timings of a shared machine, so only their types (and that they are real
 //! numbers, not a failed measurement's null) are checked.
@@ -47,11 +47,11 @@ const BY_THREADS: &[&str] = &[
 
 #[test]
 fn quick_cpu_bench_prints_every_key_as_json() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit"))
-        .args(["bench", "--backend", "cpu", "--quick", "--json"])
+    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit-bench"))
+        .args(["--backend", "cpu", "--quick", "--json"])
         .env_remove("KERNELKIT_REMOTE_CACHE")
         .output()
-        .expect("the kernelkit binary runs");
+        .expect("the kernelkit-bench binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed: {stderr}");
     // With `--json` and no file, stdout holds the JSON alone and the table
@@ -168,18 +168,11 @@ fn redis_server_on_path() -> bool {
 /// `--only-starts`: a cold compile and the start figures, the fleet's too.
 #[test]
 fn only_starts_prints_the_start_figures() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit"))
-        .args([
-            "bench",
-            "--backend",
-            "cpu",
-            "--quick",
-            "--only-starts",
-            "--json",
-        ])
+    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit-bench"))
+        .args(["--backend", "cpu", "--quick", "--only-starts", "--json"])
         .env_remove("KERNELKIT_REMOTE_CACHE")
         .output()
-        .expect("the kernelkit binary runs");
+        .expect("the kernelkit-bench binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed: {stderr}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -195,10 +188,10 @@ fn only_starts_prints_the_start_figures() {
 
 #[test]
 fn bench_rejects_an_unknown_backend() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit"))
-        .args(["bench", "--backend", "tpu", "--quick"])
+    let out = Command::new(env!("CARGO_BIN_EXE_kernelkit-bench"))
+        .args(["--backend", "tpu", "--quick"])
         .output()
-        .expect("the kernelkit binary runs");
+        .expect("the kernelkit-bench binary runs");
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("tpu"), "{stderr}");

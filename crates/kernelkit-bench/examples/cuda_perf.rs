@@ -26,7 +26,8 @@
 //!
 //! `cuda_perf dispatch` measures only the first ratio.
 //!
-//! Run: `cargo run --release --features cuda --example cuda_perf [parallel|dispatch]`.
+//! Run: `cargo run --release -p kernelkit-bench --features cuda --example
+//! cuda_perf [parallel|dispatch]`.
 
 use std::ffi::CString;
 use std::path::PathBuf;

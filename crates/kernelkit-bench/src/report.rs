@@ -129,7 +129,7 @@ pub(crate) struct Report {
     pub(crate) store: StoreFigures,
 }
 
-/// The report of `kernelkit bench --only-store`: the store figures alone.
+/// The report of `kernelkit-bench --only-store`: the store figures alone.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct StoreReport {
     /// Hardware threads of this machine.
@@ -140,7 +140,7 @@ pub(crate) struct StoreReport {
     pub(crate) store: StoreFigures,
 }
 
-/// The report of `kernelkit bench --only-memo`: the memo figures alone.
+/// The report of `kernelkit-bench --only-memo`: the memo figures alone.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct MemoReport {
     pub(crate) backend: String,
@@ -160,7 +160,7 @@ impl MemoReport {
     /// The table for people.
     pub(crate) fn table(&self) -> String {
         let title = format!(
-            "kernelkit bench --only-memo: {} on {} ({} cores){}\n",
+            "kernelkit-bench --only-memo: {} on {} ({} cores){}\n",
             self.backend,
             self.device,
             self.cores,
@@ -560,7 +560,7 @@ impl Report {
             _ => String::new(),
         };
         let title = format!(
-            "kernelkit bench: {} on {} ({} cores){}{load}\n",
+            "kernelkit-bench: {} on {} ({} cores){}{load}\n",
             self.backend,
             self.device,
             self.cores,
@@ -574,7 +574,7 @@ impl StoreReport {
     /// The table for people.
     pub(crate) fn table(&self) -> String {
         let title = format!(
-            "kernelkit bench --only-store ({} cores){}\n",
+            "kernelkit-bench --only-store ({} cores){}\n",
             self.cores,
             if self.quick { ", --quick" } else { "" }
         );
@@ -585,7 +585,7 @@ impl StoreReport {
 /// The table of `--only-bundles`.
 pub(crate) fn bundle_table(f: &super::bundle::BundleFigures, quick: bool) -> String {
     let title = format!(
-        "kernelkit bench --only-bundles: {} ({} cores){}\n",
+        "kernelkit-bench --only-bundles: {} ({} cores){}\n",
         f.backend,
         f.cores,
         if quick { ", --quick" } else { "" }
@@ -654,7 +654,7 @@ fn remote_row(remote: Option<f64>, compiles: Option<u64>, warm: f64) -> Option<R
     )
 }
 
-/// The report of `kernelkit bench --only-starts`: a cold compile and the
+/// The report of `kernelkit-bench --only-starts`: a cold compile and the
 /// process start figures, with the fleet tier's.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct StartsReport {
@@ -682,7 +682,7 @@ impl StartsReport {
     /// The table for people.
     pub(crate) fn table(&self) -> String {
         let title = format!(
-            "kernelkit bench --only-starts: {} ({} cores){}\n",
+            "kernelkit-bench --only-starts: {} ({} cores){}\n",
             self.backend,
             self.cores,
             if self.quick { ", --quick" } else { "" }

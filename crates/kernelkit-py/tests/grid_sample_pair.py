@@ -1,8 +1,9 @@
 """Bilinear ``grid_sample`` (zero padding, ``align_corners=False``, NHWC) as a
 pair of kernelkit kernels, forward and vector-Jacobian product: the example
-of MLX's custom Metal kernels documentation, written for kernelkit. Used by
-the tests and the benchmark of :mod:`kernelkit.torch`; importing this module
-imports nothing but kernelkit.
+of MLX's custom Metal kernels documentation, written for kernelkit. A test
+fixture (not in the installed package): used by the tests of
+:mod:`kernelkit.torch` and by ``bench/torch_native.py``; importing this
+module imports nothing but kernelkit.
 
 Shapes: ``x`` is ``(B, H, W, C)``, ``grid`` is ``(B, gH, gW, 2)`` of (x, y)
 in [-1, 1], the output is ``(B, gH, gW, C)``; one thread per output element.
@@ -10,7 +11,7 @@ The backward scatters into ``x_grad`` and ``grid_grad`` with atomic adds
 (``atomic_outputs=True``, zero-initialized), so it is one fused kernel.
 """
 
-from . import metal_kernel
+from kernelkit import metal_kernel
 
 # The sample position of output element `elem` and its four neighbours'
 # weights and values (zero outside the image).
@@ -86,7 +87,7 @@ def torch_ops(namespace: str = "kernelkit_examples"):
     """Registers the pair as PyTorch operators (``NAMESPACE::grid_sample``
     with its backward, and ``NAMESPACE::grid_sample_vjp``) and returns
     ``(grid_sample, grid_sample_vjp)``; importing torch is the caller's."""
-    from .torch import custom_op
+    from kernelkit.torch import custom_op
 
     def grid(*tensors):
         x, g = tensors[0], tensors[1]

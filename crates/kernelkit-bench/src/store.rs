@@ -8,6 +8,10 @@
 //! down to the low-water mark (a tenth of its entries), which the writes
 //! after it do not pay again until the tenth has been written anew.
 //!
+//! `cache stats` is timed as users run it: the `kernelkit` command's own
+//! executable ([`kernelkit_command`]: the one built beside this one, or
+//! `--kernelkit PATH`), not a copy of its code in this process.
+//!
 //! The entries are generated, not compiled: each is a real entry (the
 //! store's file format, `kernelkit::cache::entry::encode`, with a 100-byte
 //! payload, about the size of the issue's stores) written straight into
@@ -67,6 +71,30 @@ pub(crate) struct Setup {
     pub(crate) plan: Plan,
     /// Runs of each `cache stats` figure (median).
     pub(crate) stats_runs: usize,
+    /// The `kernelkit` executable whose `cache stats` is timed.
+    pub(crate) cli: PathBuf,
+}
+
+/// The `kernelkit` executable: `given`, else the one in this executable's
+/// directory (cargo builds every binary of the workspace into one
+/// directory; `cargo build -p kernelkit-cli` puts it there). An error
+/// says how to get one rather than timing another program found elsewhere.
+pub(crate) fn kernelkit_command(given: Option<PathBuf>) -> Result<PathBuf, BenchError> {
+    if let Some(path) = given {
+        return Ok(path);
+    }
+    let exe = std::env::current_exe().map_err(|e| BenchError::Io("this executable", e))?;
+    let beside = exe.with_file_name(format!("kernelkit{}", std::env::consts::EXE_SUFFIX));
+    if beside.is_file() {
+        Ok(beside)
+    } else {
+        Err(BenchError::Child(format!(
+            "the store figures time `kernelkit cache stats`, and there is no {}: \
+             build it (`cargo build -p kernelkit-cli`, with --release for a release \
+             build of this one) or name one with --kernelkit PATH",
+            beside.display()
+        )))
+    }
 }
 
 /// One store of generated entries.
@@ -181,11 +209,11 @@ fn fill(dir: PathBuf, tag: &'static str, entries: u64) -> Result<Store, BenchErr
     Ok(store)
 }
 
-/// Runs `kernelkit cache stats [extra] --dir dir`; ms, spawn to exit.
-fn stats_process(dir: &Path, extra: &[&str]) -> Result<f64, BenchError> {
-    let exe = std::env::current_exe().map_err(|e| BenchError::Io("this executable", e))?;
+/// Runs `kernelkit cache stats [extra] --dir dir` (`cli`: the `kernelkit`
+/// executable); ms, spawn to exit.
+fn stats_process(cli: &Path, dir: &Path, extra: &[&str]) -> Result<f64, BenchError> {
     let started = Instant::now();
-    let out = Command::new(&exe)
+    let out = Command::new(cli)
         .args(["cache", "stats"])
         .args(extra)
         .arg("--dir")
@@ -255,8 +283,10 @@ pub(crate) fn measure(setup: &Setup) -> Result<StoreFigures, BenchError> {
     let (large_ns, small_ns) = measure::paired(setup.plan, &mut write_large, &mut write_small)?;
     progress("`kernelkit cache stats`, and with --recount");
     let dir = root.path().join("large");
-    let stats_ms = measure::repeated(setup.stats_runs, || stats_process(&dir, &[]))?;
-    let recount_ms = measure::repeated(setup.stats_runs, || stats_process(&dir, &["--recount"]))?;
+    let stats_ms = measure::repeated(setup.stats_runs, || stats_process(&setup.cli, &dir, &[]))?;
+    let recount_ms = measure::repeated(setup.stats_runs, || {
+        stats_process(&setup.cli, &dir, &["--recount"])
+    })?;
     progress("a write that evicts");
     let (evicting_write_ms, evicted) = evicting_write(&mut large, &payload)?;
     Ok(StoreFigures {

@@ -1,5 +1,5 @@
 //! A warm dispatch loop for profiling the host path (`perf record`):
-//! `cargo run --release --example dispatch_loop [cpu|cuda] [calls] [call|run|host]`.
+//! `cargo run --release -p kernelkit-bench --example dispatch_loop [cpu|cuda] [calls] [call|run|host]`.
 //! Prints the time per `Call::launch` of a trivial kernel (`call`), per
 //! `Launch::run` of it prepared (`run`), or per `Call::compile` (`host`).
 

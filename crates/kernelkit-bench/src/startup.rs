@@ -1,9 +1,9 @@
-//! Process start: a fresh `kernelkit` process runs one kernel with an
+//! Process start: a fresh process of this executable runs one kernel with an
 //! empty artifact store (cold), then again with the store the cold run
 //! filled (warm), and, as the floor, opens the device without running any
 //! kernel.
 //!
-//! The child is this executable (`kernelkit bench --child …`, hidden),
+//! The child is this executable (`kernelkit-bench --child …`, hidden),
 //! started with `KERNELKIT_CACHE=disk` and `KERNELKIT_CACHE_DIR` pointing at
 //! a temporary directory; the time is from spawning it to its exit. The
 //! child prints what its device's cache did, so a warm start that still
@@ -77,12 +77,12 @@ pub(crate) fn child_main(backend: BackendName, task: ChildTask) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("kernelkit bench child: {e}");
+                eprintln!("kernelkit-bench child: {e}");
                 ExitCode::FAILURE
             }
         },
         Err(e) => {
-            eprintln!("kernelkit bench child: {e}");
+            eprintln!("kernelkit-bench child: {e}");
             ExitCode::FAILURE
         }
     }
@@ -127,16 +127,10 @@ pub(crate) fn spawn(
 ) -> Result<(f64, ChildReport), BenchError> {
     let exe = std::env::current_exe().map_err(|e| BenchError::Io("this executable", e))?;
     let mut cmd = Command::new(&exe);
-    cmd.args([
-        "bench",
-        "--backend",
-        backend.as_str(),
-        "--child",
-        task.as_arg(),
-    ])
-    .env("KERNELKIT_CACHE", "disk")
-    .env("KERNELKIT_CACHE_DIR", store)
-    .stdin(Stdio::null());
+    cmd.args(["--backend", backend.as_str(), "--child", task.as_arg()])
+        .env("KERNELKIT_CACHE", "disk")
+        .env("KERNELKIT_CACHE_DIR", store)
+        .stdin(Stdio::null());
     match fleet {
         Some((url, key)) => cmd
             .env("KERNELKIT_REMOTE_CACHE", url)
@@ -152,7 +146,7 @@ pub(crate) fn spawn(
     let ms = started.elapsed().as_secs_f64() * 1e3;
     if !out.status.success() {
         return Err(BenchError::Child(format!(
-            "`{} bench --child {}` failed ({}): {}",
+            "`{} --child {}` failed ({}): {}",
             exe.display(),
             task.as_arg(),
             out.status,

@@ -1,7 +1,13 @@
-//! `kernelkit bench`: host overhead, contention, compile time and process
+//! `kernelkit-bench`: host overhead, contention, compile time and process
 //! start, each measured beside its baseline in the same process, so that
 //! the ratios hold on a noisy machine. `BENCHMARKS.md` says what each
 //! figure means and records full runs.
+//!
+//! Measurement, not product: this package alone turns on the library's
+//! `bench` hooks (a call without the variant memo, the raw launch floor),
+//! so that the `kernelkit` command and users' builds stay without them.
+//! The harness examples beside it (`examples/`) measure what this command
+//! does not: the CUDA ratios, several GPUs, a warm dispatch loop to profile.
 //!
 //! The run, in order (each step in its own module):
 //! 1. host figures (`host`): build, prepare and dispatch of a trivial
@@ -57,9 +63,14 @@ use report::{MemoReport, Report, StoreReport};
 use startup::ChildTask;
 use workload::BackendName;
 
-/// Arguments of `kernelkit bench`.
-#[derive(clap::Args)]
-pub struct Args {
+/// Arguments of `kernelkit-bench`.
+#[derive(clap::Parser)]
+#[command(
+    name = "kernelkit-bench",
+    version,
+    about = "Measures dispatch, memo, contention and compile costs beside baselines"
+)]
+struct Args {
     /// The backend to measure (default: CUDA if a GPU is there, else the CPU).
     #[arg(long, value_enum)]
     backend: Option<BackendName>,
@@ -79,6 +90,10 @@ pub struct Args {
     /// entries take about 4 GiB of disk and a million inodes.
     #[arg(long, value_name = "DIR")]
     store_dir: Option<PathBuf>,
+    /// The `kernelkit` executable whose `cache stats` the store figures
+    /// time (default: the one in this executable's directory).
+    #[arg(long, value_name = "PATH")]
+    kernelkit: Option<PathBuf>,
     /// Measure the artifact store figures only.
     #[arg(long)]
     only_store: bool,
@@ -201,7 +216,15 @@ impl Effort {
 }
 
 /// Runs the benchmark (or, with `--child`, one start-figure child).
-pub fn main(args: Args) -> ExitCode {
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KERNELKIT_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = <Args as clap::Parser>::parse();
     if let Some(task) = args.child {
         return startup::child_main(args.backend.unwrap_or(BackendName::Cpu), task);
     }
@@ -209,12 +232,6 @@ pub fn main(args: Args) -> ExitCode {
     if let Some(n) = args.store_entries {
         effort.store_entries = n;
     }
-    let store_setup = store::Setup {
-        large: effort.store_entries,
-        parent: args.store_dir.clone(),
-        plan: effort.store_writes,
-        stats_runs: effort.store_stats_runs,
-    };
     let (table, json) = if args.only_bundles {
         let backend = args.backend.unwrap_or_else(BackendName::detect);
         let rounds = if args.quick { 3 } else { 9 };
@@ -224,20 +241,22 @@ pub fn main(args: Args) -> ExitCode {
                 serde_json::to_string_pretty(&f),
             ),
             Err(e) => {
-                eprintln!("kernelkit bench: {e}");
+                eprintln!("kernelkit-bench: {e}");
                 return ExitCode::FAILURE;
             }
         }
     } else if args.only_store {
-        let report = store::measure(&store_setup).map(|store| StoreReport {
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            quick: args.quick,
-            store,
-        });
+        let report = store_setup(&args, &effort)
+            .and_then(|setup| store::measure(&setup))
+            .map(|store| StoreReport {
+                cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                quick: args.quick,
+                store,
+            });
         match report {
             Ok(r) => (r.table(), serde_json::to_string_pretty(&r)),
             Err(e) => {
-                eprintln!("kernelkit bench: {e}");
+                eprintln!("kernelkit-bench: {e}");
                 return ExitCode::FAILURE;
             }
         }
@@ -246,7 +265,7 @@ pub fn main(args: Args) -> ExitCode {
         match only_memo(backend, &effort) {
             Ok(r) => (r.table(), serde_json::to_string_pretty(&r)),
             Err(e) => {
-                eprintln!("kernelkit bench: {e}");
+                eprintln!("kernelkit-bench: {e}");
                 return ExitCode::FAILURE;
             }
         }
@@ -255,7 +274,7 @@ pub fn main(args: Args) -> ExitCode {
         match starts_only(backend, &effort) {
             Ok(r) => (r.table(), serde_json::to_string_pretty(&r)),
             Err(e) => {
-                eprintln!("kernelkit bench: {e}");
+                eprintln!("kernelkit-bench: {e}");
                 return ExitCode::FAILURE;
             }
         }
@@ -264,10 +283,10 @@ pub fn main(args: Args) -> ExitCode {
         // `BackendName::open`): the compile figures must find nothing on
         // disk.
         let backend = args.backend.unwrap_or_else(BackendName::detect);
-        match run(backend, &effort, &store_setup) {
+        match store_setup(&args, &effort).and_then(|setup| run(backend, &effort, &setup)) {
             Ok(r) => (r.table(), serde_json::to_string_pretty(&r)),
             Err(e) => {
-                eprintln!("kernelkit bench: {e}");
+                eprintln!("kernelkit-bench: {e}");
                 return ExitCode::FAILURE;
             }
         }
@@ -275,7 +294,7 @@ pub fn main(args: Args) -> ExitCode {
     let json = match json {
         Ok(j) => j,
         Err(e) => {
-            eprintln!("kernelkit bench: cannot write the JSON report: {e}");
+            eprintln!("kernelkit-bench: cannot write the JSON report: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -287,13 +306,25 @@ pub fn main(args: Args) -> ExitCode {
         Some(path) => {
             print!("{table}");
             if let Err(e) = std::fs::write(&path, json + "\n") {
-                eprintln!("kernelkit bench: cannot write {}: {e}", path.display());
+                eprintln!("kernelkit-bench: cannot write {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
         }
         None => print!("{table}"),
     }
     ExitCode::SUCCESS
+}
+
+/// The store figures' setup; the `kernelkit` executable is found first,
+/// before anything is measured.
+fn store_setup(args: &Args, effort: &Effort) -> Result<store::Setup, BenchError> {
+    Ok(store::Setup {
+        large: effort.store_entries,
+        parent: args.store_dir.clone(),
+        plan: effort.store_writes,
+        stats_runs: effort.store_stats_runs,
+        cli: store::kernelkit_command(args.kernelkit.clone())?,
+    })
 }
 
 /// `--only-starts`: a cold compile, the process starts, the fleet's.
