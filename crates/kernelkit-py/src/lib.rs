@@ -45,10 +45,12 @@
 //!   `cache_stats`.
 //! - [`torch`]: torch tensors read, made, and torch's current stream, and
 //!   the routes a call tries in order (drawn in its documentation).
-//! - [`ffi`]: the foreign-function layer, the crate's only `unsafe` code
-//!   (torch's C functions, NumPy's fields, DLPack capsules, kept launches).
+//! - [`ffi`]: the foreign-function layer, the only code of the crate that
+//!   Rust cannot check (torch's C functions, NumPy's fields, DLPack
+//!   capsules, kept launches).
 //! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
 //! - [`worker`]: the interpreter as kernelkit's CUDA compile worker.
+//! - [`testing`]: the test hooks, in the `_testing` submodule.
 
 // The modules are public for their documentation; their items are the
 // crate's own, and the docs link to them for whoever reads the crate.
@@ -70,6 +72,7 @@ pub mod kernel;
 pub mod layout;
 pub mod rebound;
 pub mod streams;
+pub mod testing;
 pub mod torch;
 pub mod worker;
 
@@ -110,14 +113,8 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device::cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(worker::_compile_worker, m)?)?;
     m.add_function(wrap_pyfunction!(worker::_worker_command, m)?)?;
-    m.add_function(wrap_pyfunction!(torch::_torch_shim, m)?)?;
-    m.add_function(wrap_pyfunction!(torch::_torch_layout, m)?)?;
-    m.add_function(wrap_pyfunction!(torch::_torch_cdata_slot, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::_call_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(
-        ffi::tensor_impl_slot::_cdata_slot_check,
-        m
-    )?)?;
+    m.add_submodule(&testing::module(m.py())?)?;
     m.add("cpu", PyDevice::at(Place::Cpu))?;
     m.add("gpu", PyDevice::at(Place::Cuda(0)))?;
     Ok(())
