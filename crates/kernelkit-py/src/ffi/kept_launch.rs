@@ -116,13 +116,12 @@ pub(crate) fn find_in_place<'t>(
 }
 
 /// The kept launch that `key`'s tensors (read through their methods, each
-/// held by `held` for `'t`) fit; `None` when none fits.
+/// held by `_held` for `'t`) fit; `None` when none fits.
 pub(crate) fn find_read<'t, H: ?Sized>(
     rebound: &Rebound,
     key: &Key<'_, &Tensor>,
-    held: &'t H,
+    _held: &'t H,
 ) -> Option<Fitted<'t>> {
-    let _ = held;
     let entry = rebound.find(key)?;
     Some(Fitted {
         entry,
