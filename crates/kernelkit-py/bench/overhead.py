@@ -4,8 +4,8 @@ torch: the stand-in driver (``tools/fakecuda``) and a stand-in ``torch``
 with ``output_shapes``/``output_dtypes`` (outputs from the stand-in's
 ``empty_like``, a Python function: its cost is not torch's). Tensors are
 read as on torch, through the stand-in of torch's C functions
-(``tools/fakecuda/faketorch.c``); ``KERNELKIT_TORCH_SHIM=0`` measures the
-reads through their methods instead. Two builds side by side in one run: the installed ``kernelkit``
+(``tools/fakecuda/faketorch.c``); ``--methods`` measures the reads through
+their methods instead (the test hook ``kernelkit._testing.torch_shim``). Two builds side by side in one run: the installed ``kernelkit``
 and, with ``--base DIR``, the package in ``DIR`` (a copy of an older
 build's ``kernelkit`` folder), in alternating child processes; ``--build
 NAME=DIR`` adds more (an abi3 build beside a per-version one, say).
@@ -39,6 +39,12 @@ import os, sys, time
 sys.path.insert(0, %(here)r)
 import standin_torch as st
 import kernelkit as kk
+if sys.argv[3:] == ["methods"]:
+    try:
+        from kernelkit import _testing
+        _testing.torch_shim(False)
+    except ImportError:  # a build from before the hooks' submodule
+        kk._kernelkit._torch_shim(False)
 N = 1024
 x, y = st.make((N,), ptr=st._alloc(4 * N)), st.make((N,), ptr=st._alloc(4 * N))
 k = kk.cuda_kernel(name="add_one_kk", input_names=["x"], output_names=["y"],
@@ -85,13 +91,17 @@ def outside_driver(profile):
     return ir, misses
 
 
+# Whether tensors are read through their methods (`--methods`), not the shim.
+METHODS = False
+
+
 def child(build, mode, calls, callgrind, icache=False):
     # A fixed hash seed: dict layouts (and so counts) alike from run to run.
     env = dict(os.environ, KERNELKIT_CACHE="memory", KERNELKIT_COMPILE_WORKERS="0", PYTHONHASHSEED="0")
     if build:
         env["PYTHONPATH"] = build + os.pathsep + env.get("PYTHONPATH", "")
     code = CHILD % {"here": TESTS}
-    cmd = [sys.executable, "-c", code, mode, str(calls)]
+    cmd = [sys.executable, "-c", code, mode, str(calls)] + (["methods"] if METHODS else [])
     if callgrind:
         tool = ["valgrind", "--tool=callgrind"]
         if icache:
@@ -118,7 +128,11 @@ def main():
     ap.add_argument("--icache", action="store_true",
                     help="with --callgrind: instructions and I1 misses per call outside the driver")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--methods", action="store_true",
+                    help="read tensors through their methods, not torch's C functions")
     a = ap.parse_args()
+    global METHODS
+    METHODS = a.methods
     builds = {} if a.no_current else {"current": None}
     if a.base:
         builds["base"] = os.path.abspath(a.base)

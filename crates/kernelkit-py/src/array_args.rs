@@ -13,7 +13,7 @@
 //! ([`Source::array`]), except NumPy arrays given to a CUDA device (host
 //! memory: copied, `crate::arrays`) and Python scalars (0-d arrays).
 
-use kernelkit::interop::{foreign_array, ForeignLayout, ForeignOwner};
+use kernelkit::interop::ForeignLayout;
 use kernelkit::{Array, Device, Stream};
 use numpy::prelude::PyArrayDescrMethods;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
@@ -185,13 +185,12 @@ impl<'py> Source<'py> {
                     read_only: false,
                     device_known,
                 };
-                // SAFETY: `data_ptr()`, `shape` and `stride()` describe the
-                // tensor's memory on its device, which torch names
-                // (`get_device()`; the driver is asked when that is not the
-                // call's device); the owner keeps the tensor, so the memory,
-                // while kernelkit holds the array. torch writes and frees it
-                // in the order of its current stream, `producer`.
-                unsafe { foreign_array(device, layout, ForeignOwner::keep(obj.clone().unbind())) }
+                // `data_ptr()`, `shape` and `stride()` describe the tensor's
+                // memory on its device, which torch names (`get_device()`;
+                // the driver is asked when that is not the call's device).
+                // torch writes and frees it in the order of its current
+                // stream, `producer`.
+                crate::ffi::foreign::declared_array(device, layout, obj)
                     .py_err_of(name.kernel, name)
             }
             Source::Cai(obj, iface, _) => {

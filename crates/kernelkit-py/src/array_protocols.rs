@@ -1,6 +1,6 @@
 //! Arrays of any library through `__cuda_array_interface__` (CuPy, Numba,
 //! ...) and `__dlpack__` (JAX, and every array-API library), without
-//! copies; and the capsules of the DLPack outputs this crate exports.
+//! copies (the DLPack capsules themselves are read in `crate::ffi::dlpack`).
 //!
 //! Streams follow each protocol: a `__cuda_array_interface__` names the
 //! stream whose work writes the memory (kernelkit waits for it, with an
@@ -8,13 +8,11 @@
 //! producer to order its work before stream `S`, the call's stream (0 is
 //! never sent: 1 is the legacy default stream, 2 the per-thread one).
 
-use std::ffi::{c_void, CStr};
-
-use kernelkit::interop::{dlpack, foreign_array, ForeignLayout, ForeignOwner};
+use kernelkit::interop::{dlpack, ForeignLayout};
 use kernelkit::{Array, DType, Device, Stream};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use pyo3::{ffi, intern};
 use smallvec::SmallVec;
 
 use crate::arrays::Named;
@@ -128,13 +126,11 @@ pub(crate) fn interface_array(
         read_only: iface.read_only,
         device_known: false,
     };
-    // SAFETY: the interface describes memory its object owns on this
-    // device (the driver is asked which device it is); the owner keeps the
-    // object, so the memory, alive while kernelkit holds the array. Its
-    // writes are ordered by `producer` (the interface's stream), and it
-    // frees the memory in the order of its current stream, the call's.
-    unsafe { foreign_array(device, layout, ForeignOwner::keep(obj.clone().unbind())) }
-        .py_err_of(name.kernel, name)
+    // The interface describes memory its object owns on this device (the
+    // driver is asked which device it is); its writes are ordered by
+    // `producer` (the interface's stream), and it frees the memory in the
+    // order of its current stream, the call's.
+    crate::ffi::foreign::declared_array(device, layout, obj).py_err_of(name.kernel, name)
 }
 
 /// Where a `__dlpack__` object's memory lives (`__dlpack_device__()`).
@@ -160,11 +156,6 @@ pub(crate) fn dlpack_place(
         ))),
     }
 }
-
-const VERSIONED: &CStr = c"dltensor_versioned";
-const LEGACY: &CStr = c"dltensor";
-const USED_VERSIONED: &CStr = c"used_dltensor_versioned";
-const USED_LEGACY: &CStr = c"used_dltensor";
 
 /// The `stream=` a consumer on `stream` sends to `__dlpack__`: the raw
 /// handle, never 0 (1 is the legacy default stream), or `None` on the CPU.
@@ -197,96 +188,10 @@ pub(crate) fn dlpack_array(
         }
         Err(e) => return Err(e),
     };
-    let ptr = capsule.as_ptr();
-    // SAFETY: the capsule API on a live object (GIL held); `IsValid`
-    // checks the type and name before the pointer is read.
-    unsafe {
-        if ffi::PyCapsule_IsValid(ptr, VERSIONED.as_ptr()) == 1 {
-            let tensor = ffi::PyCapsule_GetPointer(ptr, VERSIONED.as_ptr())
-                .cast::<dlpack::DLManagedTensorVersioned>();
-            // The producer's tensor: valid until its deleter, which the
-            // array now owns (called once, from any thread, as DLPack
-            // allows); its writes are ordered before `stream` by the
-            // exchange above.
-            let array = dlpack::import_versioned(device, tensor, Some(stream))
-                .py_err_of(name.kernel, name)?;
-            rename(ptr, USED_VERSIONED)?;
-            return Ok(array);
-        }
-        if ffi::PyCapsule_IsValid(ptr, LEGACY.as_ptr()) == 1 {
-            let tensor =
-                ffi::PyCapsule_GetPointer(ptr, LEGACY.as_ptr()).cast::<dlpack::DLManagedTensor>();
-            // As above, for the legacy struct.
-            let array =
-                dlpack::import(device, tensor, Some(stream)).py_err_of(name.kernel, name)?;
-            rename(ptr, USED_LEGACY)?;
-            return Ok(array);
-        }
+    if let Some(imported) = crate::ffi::dlpack::import(&capsule, device, stream) {
+        return imported?.py_err_of(name.kernel, name);
     }
     Err(errors::argument_type(
         "__dlpack__() returned no DLPack capsule (named dltensor or dltensor_versioned)",
     ))
-}
-
-/// Marks a consumed capsule (so that its destructor leaves the tensor to
-/// the array that owns it now).
-///
-/// # Safety
-///
-/// `capsule` is a live capsule.
-unsafe fn rename(capsule: *mut ffi::PyObject, name: &'static CStr) -> PyResult<()> {
-    // SAFETY: the caller's contract; the name is a static string.
-    if unsafe { ffi::PyCapsule_SetName(capsule, name.as_ptr()) } != 0 {
-        return Python::attach(|py| Err(PyErr::fetch(py)));
-    }
-    Ok(())
-}
-
-/// A capsule holding `tensor` (`versioned`: a `DLManagedTensorVersioned`),
-/// whose destructor calls the tensor's deleter unless a consumer took it.
-pub(crate) fn capsule(
-    py: Python<'_>,
-    tensor: *mut c_void,
-    versioned: bool,
-) -> PyResult<Bound<'_, PyAny>> {
-    let (name, destructor): (&CStr, ffi::PyCapsule_Destructor) = if versioned {
-        (VERSIONED, drop_versioned)
-    } else {
-        (LEGACY, drop_legacy)
-    };
-    // SAFETY: creates a capsule around a tensor this module exported; the
-    // name is static; NULL (an error) becomes the raised exception.
-    unsafe {
-        Bound::from_owned_ptr_or_err(
-            py,
-            ffi::PyCapsule_New(tensor, name.as_ptr(), Some(destructor)),
-        )
-    }
-}
-
-unsafe extern "C" fn drop_versioned(capsule: *mut ffi::PyObject) {
-    // SAFETY: called by Python with the capsule; a consumed capsule was
-    // renamed, so only an unconsumed tensor is deleted, once.
-    unsafe {
-        if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
-            let t = ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr())
-                .cast::<dlpack::DLManagedTensorVersioned>();
-            if let Some(deleter) = (*t).deleter {
-                deleter(t);
-            }
-        }
-    }
-}
-
-unsafe extern "C" fn drop_legacy(capsule: *mut ffi::PyObject) {
-    // SAFETY: as `drop_versioned`.
-    unsafe {
-        if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
-            let t = ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr())
-                .cast::<dlpack::DLManagedTensor>();
-            if let Some(deleter) = (*t).deleter {
-                deleter(t);
-            }
-        }
-    }
 }

@@ -16,9 +16,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use kernelkit::interop::{foreign_array, ForeignLayout, ForeignOwner};
 use kernelkit::{Array, DType, Device};
-use numpy::npyffi::{self, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt};
@@ -26,6 +24,7 @@ use smallvec::SmallVec;
 
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy};
+use crate::ffi;
 use crate::layout::plan_view;
 
 /// Names for messages: the kernel and the argument, shown as ``input `x` ``
@@ -205,27 +204,16 @@ pub(crate) fn numpy_host(
         }
         strides.push(b / size);
     }
-    // SAFETY: reads two fields of a live array object (GIL held).
-    let (data, flags) = unsafe {
-        let raw = &*array.as_array_ptr();
-        (raw.fields.data as u64, raw.fields.flags)
-    };
-    let shape = array.shape();
-    let layout = ForeignLayout {
-        data: if shape.contains(&0) { 0 } else { data },
-        dtype,
-        shape,
-        strides: Some(&strides),
-        stream: None,
-        read_only: flags & NPY_ARRAY_WRITEABLE == 0,
-        device_known: false,
-    };
-    // SAFETY: NumPy's shape and strides describe memory the array holds
-    // (host memory, the CPU device's), alive while the owner keeps the
-    // array object. CPU launches finish before they return, and the GIL
-    // is taken again only then, so no Python code writes the memory while
-    // a kernel reads it except through the call's own outputs.
-    unsafe { foreign_array(device, layout, ForeignOwner::keep(array.clone().unbind())) }
+    ffi::numpy::host_array(array, device, dtype, &strides)
+        .ok_or_else(|| {
+            errors::raise(
+                errors::Kind::Array,
+                format!(
+                    "kernel `{}`: {} changed its layout while read",
+                    name.kernel, name
+                ),
+            )
+        })?
         .py_err_of(name.kernel, name)
 }
 
@@ -235,28 +223,7 @@ pub(crate) fn numpy_empty<'py>(
     shape: &[usize],
     dtype: DType,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
-    let descr = numpy_dtype(py, dtype)?;
-    let mut dims: Vec<npyffi::npy_intp> = shape.iter().map(|&d| d as npyffi::npy_intp).collect();
-    // SAFETY: `PyArray_NewFromDescr` with no data and no strides allocates
-    // a C-contiguous array of `dims`; it steals the descriptor reference
-    // that `into_dtype_ptr` hands over, and returns a new reference or
-    // NULL with an exception set (turned into an error). `dims` outlives
-    // the call. NumPy's C API was loaded by `numpy_dtype` above.
-    let array = unsafe {
-        let ptr = PY_ARRAY_API.PyArray_NewFromDescr(
-            py,
-            npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type),
-            descr.into_dtype_ptr(),
-            dims.len() as std::os::raw::c_int,
-            dims.as_mut_ptr(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            0,
-            std::ptr::null_mut(),
-        );
-        Bound::from_owned_ptr_or_err(py, ptr)?
-    };
-    Ok(array.cast_into::<PyUntypedArray>()?)
+    ffi::numpy::empty(py, numpy_dtype(py, dtype)?, shape)
 }
 
 /// Makes every byte of a bool NumPy array (C-contiguous, on the host, that
@@ -265,15 +232,11 @@ pub(crate) fn normalize_bools(array: &Bound<'_, PyUntypedArray>) {
     if !array.is_c_contiguous() || array.dtype().kind() != b'b' || array.is_empty() {
         return;
     }
-    // SAFETY: a C-contiguous array of `len` one-byte elements, alive while
-    // borrowed; the GIL is held and the kernel that wrote it has finished.
-    let bytes = unsafe {
-        let data = (*array.as_array_ptr()).fields.data as *mut u8;
-        std::slice::from_raw_parts_mut(data, array.len())
-    };
-    for b in bytes {
-        *b = (*b != 0) as u8;
-    }
+    ffi::numpy::write_bytes(array, |bytes| {
+        for b in bytes {
+            *b = (*b != 0) as u8;
+        }
+    });
 }
 
 fn unsupported_dtype(descr: &Bound<'_, PyArrayDescr>, name: &Named<'_>) -> PyErr {
@@ -313,7 +276,7 @@ fn numpy_input(
         let len = array.len() * dtype.size();
         return Array::from_bytes(
             device,
-            source_bytes(array, len),
+            source_bytes(array, len, name)?,
             shape.iter().copied(),
             dtype,
         )
@@ -330,7 +293,7 @@ fn numpy_input(
     let total: usize = plan.block.iter().product();
     let mut block = vec![0u8; total * dtype.size()];
     let span = plan.span * dtype.size();
-    block[..span].copy_from_slice(source_bytes(array, span));
+    block[..span].copy_from_slice(source_bytes(array, span, name)?);
     let base = Array::from_bytes(device, &block, plan.block.iter().copied(), dtype).py_err()?;
     let mut view = base
         .slice(&plan.slices)
@@ -347,20 +310,21 @@ fn numpy_input(
 ///
 /// `len` never reaches past the array's last element: the whole array when
 /// it is C-contiguous, a plan's span (which ends at its farthest element)
-/// otherwise.
-fn source_bytes<'a>(array: &'a Bound<'_, PyUntypedArray>, len: usize) -> &'a [u8] {
-    if len == 0 {
-        return &[];
-    }
-    // SAFETY: the array object is alive for `'a` (borrowed), holds its
-    // buffer (NumPy keeps the owner alive through `base`), and `len` bytes
-    // from `data` lie inside it (see above). The GIL is held, so no Python
-    // code resizes or frees the buffer while it is read; bytes have no
-    // alignment requirement.
-    unsafe {
-        let data = (*array.as_array_ptr()).fields.data as *const u8;
-        std::slice::from_raw_parts(data, len)
-    }
+/// otherwise; the read checks it all the same.
+fn source_bytes<'a>(
+    array: &'a Bound<'_, PyUntypedArray>,
+    len: usize,
+    name: &Named<'_>,
+) -> PyResult<&'a [u8]> {
+    ffi::numpy::bytes_from_first(array, len).ok_or_else(|| {
+        errors::raise(
+            errors::Kind::Array,
+            format!(
+                "kernel `{}`: {} holds fewer than the {len} bytes its layout reaches",
+                name.kernel, name
+            ),
+        )
+    })
 }
 
 /// The NumPy dtype for `dtype` (bfloat16 through ml_dtypes, which
@@ -417,7 +381,10 @@ pub(crate) fn to_numpy<'py>(
 /// Copies `bytes` into a C-contiguous array of the same byte size.
 fn fill(array: &Bound<'_, PyUntypedArray>, bytes: &[u8], dtype: DType) -> PyResult<()> {
     let expected = array.len() * dtype.size();
-    if bytes.len() != expected || !array.is_c_contiguous() {
+    if bytes.len() != expected
+        || !array.is_c_contiguous()
+        || array.dtype().itemsize() != dtype.size()
+    {
         return Err(errors::raise(
             errors::Kind::Array,
             format!(
@@ -429,21 +396,22 @@ fn fill(array: &Bound<'_, PyUntypedArray>, bytes: &[u8], dtype: DType) -> PyResu
     if expected == 0 {
         return Ok(());
     }
-    // SAFETY: the array is C-contiguous with exactly `expected` bytes
-    // (checked above), alive while borrowed, and the GIL is held.
-    let target = unsafe {
-        let data = (*array.as_array_ptr()).fields.data as *mut u8;
-        std::slice::from_raw_parts_mut(data, expected)
-    };
-    target.copy_from_slice(bytes);
-    if dtype == DType::Bool {
-        // A kernel may store any non-zero byte as `true`; NumPy's bool is
-        // 0 or 1.
-        for b in target.iter_mut() {
-            *b = (*b != 0) as u8;
+    let written = ffi::numpy::write_bytes(array, |target| {
+        target.copy_from_slice(bytes);
+        if dtype == DType::Bool {
+            // A kernel may store any non-zero byte as `true`; NumPy's bool
+            // is 0 or 1.
+            for b in target.iter_mut() {
+                *b = (*b != 0) as u8;
+            }
         }
-    }
-    Ok(())
+    });
+    written.ok_or_else(|| {
+        errors::raise(
+            errors::Kind::Array,
+            "array: a NumPy array to fill is not writeable and C-contiguous",
+        )
+    })
 }
 
 /// A caller's `out=` array for output `name`: a writable NumPy array.
@@ -463,9 +431,7 @@ pub(crate) fn out_array(obj: &Bound<'_, PyAny>, name: &Named<'_>) -> PyResult<(V
             describe(obj)
         )));
     };
-    // SAFETY: reads the flags field of a live array object (GIL held).
-    let flags = unsafe { (*array.as_array_ptr()).fields.flags };
-    if flags & NPY_ARRAY_WRITEABLE == 0 {
+    if !ffi::numpy::is_writeable(array) {
         return Err(errors::call(format!(
             "kernel `{}`: out= for {} is a read-only NumPy array",
             name.kernel, name

@@ -80,12 +80,7 @@ impl PyArray {
         }
         self.order_before(py, stream)?;
         let versioned = max_version.is_some_and(|(major, _)| major >= 1);
-        let tensor = if versioned {
-            dlpack::export_versioned(&self.array).py_err()?.cast()
-        } else {
-            dlpack::export(&self.array).py_err()?.cast()
-        };
-        crate::array_protocols::capsule(py, tensor, versioned)
+        crate::ffi::dlpack::capsule(py, &self.array, versioned).py_err()?
     }
 
     /// CUDA's array interface (version 3), for CUDA arrays: the memory in
@@ -103,22 +98,12 @@ impl PyArray {
                 "__cuda_array_interface__: the array is in host memory",
             ));
         }
-        let tensor = dlpack::export_versioned(a).py_err()?;
-        // SAFETY: `export` returned a live tensor that this function owns;
-        // it is read once and then deleted through its own deleter.
-        let (data, offset) = unsafe {
-            let t = &(*tensor).dl_tensor;
-            let read = (t.data as u64, t.byte_offset);
-            if let Some(deleter) = (*tensor).deleter {
-                deleter(tensor);
-            }
-            read
-        };
+        let first = crate::ffi::dlpack::first_element(a).py_err()?;
         let d = pyo3::types::PyDict::new(py);
         d.set_item("version", 3)?;
         d.set_item("shape", PyTuple::new(py, a.shape())?)?;
         d.set_item("typestr", typestr(a.dtype()))?;
-        d.set_item("data", (data + offset, !a.is_writable()))?;
+        d.set_item("data", (first, !a.is_writable()))?;
         let size = a.dtype().size() as isize;
         let strides: Vec<isize> = a.strides().iter().map(|&s| s * size).collect();
         d.set_item("strides", PyTuple::new(py, strides)?)?;

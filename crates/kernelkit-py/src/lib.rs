@@ -34,7 +34,7 @@
 //!   NumPy array, a torch tensor, a foreign array) and the kernelkit array
 //!   over its memory.
 //! - [`array_protocols`]: arrays of other libraries through
-//!   `__cuda_array_interface__` and `__dlpack__`, and the DLPack capsules.
+//!   `__cuda_array_interface__` and `__dlpack__`.
 //! - [`dlpack_outputs`]: `kernelkit.Array`, the outputs handed over through
 //!   DLPack when the inputs' library has no arrays kernelkit can make.
 //! - [`arrays`]: NumPy arrays and scalars in and out: in place on the CPU,
@@ -43,11 +43,14 @@
 //! - [`dtypes`]: objects that name a dtype (NumPy, PyTorch, MLX, names).
 //! - [`device`]: `Device`, `Stream`, `new_stream`, `clear_streams`,
 //!   `cache_stats`.
-//! - [`torch`], [`ffi::torch_shim`], [`ffi::tensor_impl_slot`]: torch
-//!   tensors read, made, and
-//!   torch's current stream.
+//! - [`torch`]: torch tensors read, made, and torch's current stream, and
+//!   the routes a call tries in order (drawn in its documentation).
+//! - [`ffi`]: the foreign-function layer, the only code of the crate that
+//!   Rust cannot check (torch's C functions, NumPy's fields, DLPack
+//!   capsules, kept launches).
 //! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
 //! - [`worker`]: the interpreter as kernelkit's CUDA compile worker.
+//! - [`testing`]: the test hooks, in the `_testing` submodule.
 
 // The modules are public for their documentation; their items are the
 // crate's own, and the docs link to them for whoever reads the crate.
@@ -69,6 +72,7 @@ pub mod kernel;
 pub mod layout;
 pub mod rebound;
 pub mod streams;
+pub mod testing;
 pub mod torch;
 pub mod worker;
 
@@ -109,14 +113,8 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device::cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(worker::_compile_worker, m)?)?;
     m.add_function(wrap_pyfunction!(worker::_worker_command, m)?)?;
-    m.add_function(wrap_pyfunction!(torch::_torch_shim, m)?)?;
-    m.add_function(wrap_pyfunction!(torch::_torch_layout, m)?)?;
-    m.add_function(wrap_pyfunction!(torch::_torch_cdata_slot, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::_call_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(
-        ffi::tensor_impl_slot::_cdata_slot_check,
-        m
-    )?)?;
+    m.add_submodule(&testing::module(m.py())?)?;
     m.add("cpu", PyDevice::at(Place::Cpu))?;
     m.add("gpu", PyDevice::at(Place::Cuda(0)))?;
     Ok(())

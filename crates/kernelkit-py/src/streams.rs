@@ -71,10 +71,7 @@ pub(crate) fn wrap_once(device: &Device, raw: u64) -> PyResult<Stream> {
     if raw == 1 || raw == 0 {
         return Stream::cuda_legacy_default(device).py_err();
     }
-    // SAFETY: `raw` is a stream the framework made on this device and
-    // keeps alive (see `wrap`); kernelkit asks the driver that it is of
-    // the device's context before using it, and never destroys it.
-    unsafe { Stream::from_raw_cuda(device, raw as usize as *mut std::ffi::c_void) }.py_err()
+    crate::ffi::foreign::declared_stream(device, raw).py_err()
 }
 
 /// CuPy's current stream handle on device `ordinal` (CuPy is imported: a

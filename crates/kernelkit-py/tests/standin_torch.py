@@ -11,7 +11,8 @@ real ones:
   object holds the address of its implementation inline (here a ctypes
   integer's value; torch's ``THPVariable`` holds its ``at::Tensor``), which
   ``_cdata`` also gives, so kernelkit finds and reads that word as it does
-  on torch. ``KERNELKIT_TORCH_SHIM=0`` turns these reads off;
+  on torch. The test hook ``kernelkit._testing.torch_shim(False)`` turns
+  these reads off;
 - through their methods otherwise: ``data_ptr()``, ``stride()`` and
   ``get_device()`` are C callables (``itertools.repeat(v).__next__``), so
   they cost what any C method call costs, nothing of torch's own work.

@@ -4,7 +4,7 @@ objects hold their value inline, given a `_cdata` that returns it."""
 
 import ctypes
 
-from kernelkit import _kernelkit as native
+from kernelkit import _testing as hooks
 
 A, B, C = 0x1234_5678_9ABC_DEF0, 0x0FED_CBA9_8765_4321, 0x1111_2222_3333_4444
 
@@ -32,7 +32,7 @@ class Elsewhere(ctypes.c_uint64):
 
 
 def check(types, probes, objects):
-    return native._cdata_slot_check(types, probes, objects)
+    return hooks.cdata_slot_check(types, probes, objects)
 
 
 def test_the_one_offset_is_found_and_read_for_the_types_searched():

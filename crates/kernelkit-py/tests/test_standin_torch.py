@@ -31,17 +31,17 @@ import json, re, sys
 sys.path.insert(0, %(here)r)
 import standin_torch as st
 import kernelkit as kk
-from kernelkit import _kernelkit as K
+from kernelkit import _testing as K
 
 shim = sys.argv[1] == "shim"
-K._torch_shim(shim)
+K.torch_shim(shim)
 N = 1024
 x, y = st.make((N,), ptr=st._alloc(4 * N)), st.make((N,), ptr=st._alloc(4 * N))
 k = kk.cuda_kernel(name="standin_add", input_names=["x"], output_names=["y"],
                    source="int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = x[i] + 1.0f;")
 native = getattr(k, "native", k)
 g, t = (N, 1, 1), (256, 1, 1)
-report = {"shim": K._torch_shim(), "slot": K._torch_cdata_slot()}
+report = {"shim": K.torch_shim(), "slot": K.torch_cdata_slot()}
 
 
 def outcome(**kw):

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed here (the GPU machine has it)")
 
 import kernelkit as kk  # noqa: E402
-from kernelkit import _kernelkit as native  # noqa: E402
+from kernelkit import _testing as hooks  # noqa: E402
 
 CUDA = torch.cuda.is_available()
 DEVICES = [
@@ -27,30 +27,32 @@ def both_reads():
     """Yields a function that reads a tensor both ways; the shim is left on."""
 
     def read(t):
-        native._torch_shim(True)
-        direct = native._torch_layout(t)
-        native._torch_shim(False)
+        hooks.torch_shim(True)
+        direct = hooks.torch_layout(t)
+        hooks.torch_shim(False)
         try:
-            by_methods = native._torch_layout(t)
+            by_methods = hooks.torch_layout(t)
         finally:
-            native._torch_shim(True)
+            hooks.torch_shim(True)
         return direct, by_methods
 
     yield read
-    native._torch_shim(True)
+    hooks.torch_shim(True)
 
 
 def test_the_shim_is_used_where_torch_has_it():
     if not HAS_SHIM:
         pytest.skip(f"torch {torch.__version__} predates the C functions the shim reads with")
-    assert native._torch_shim()
+    assert hooks.torch_shim()
 
 
-def test_the_environment_turns_the_shim_off():
-    code = "import torch, kernelkit._kernelkit as n; torch.empty(1); print(n._torch_shim())"
-    env = dict(os.environ, KERNELKIT_TORCH_SHIM="0")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+def test_the_hook_turns_the_shim_off_before_the_first_tensor():
+    code = (
+        "import torch, kernelkit._testing as h; h.torch_shim(False); torch.empty(1); "
+        "print(h.torch_shim()); print(h.torch_shim(True))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", str(HAS_SHIM)]
 
 
 def layouts(device):
@@ -97,18 +99,18 @@ def test_both_reads_agree(device, both_reads):
 def test_tensor_impls_are_read_from_the_objects():
     if not HAS_SHIM:
         pytest.skip(f"torch {torch.__version__} predates the C functions the shim reads with")
-    assert native._torch_cdata_slot()
+    assert hooks.torch_cdata_slot()
 
 
 def test_the_slot_is_found_when_torch_is_first_seen_in_inference_mode():
     if not HAS_SHIM:
         pytest.skip(f"torch {torch.__version__} predates the C functions the shim reads with")
     code = (
-        "import torch, kernelkit._kernelkit as n\n"
+        "import torch, kernelkit._testing as n\n"
         "with torch.inference_mode():\n"
         "    x = torch.ones(4)\n"
-        "    n._torch_layout(x)  # kernelkit's first torch tensor\n"
-        "    print(n._torch_cdata_slot(), n._torch_layout(torch.nn.Parameter(x, False))[3])\n"
+        "    n.torch_layout(x)  # kernelkit's first torch tensor\n"
+        "    print(n.torch_cdata_slot(), n.torch_layout(torch.nn.Parameter(x, False))[3])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "[4]"]
@@ -155,11 +157,11 @@ def test_both_reads_refuse_alike(make, both_reads):
     t = list(bad_tensors())[make]
     errors = []
     for on in (True, False):
-        native._torch_shim(on)
+        hooks.torch_shim(on)
         with pytest.raises(Exception) as caught:
-            native._torch_layout(t)
+            hooks.torch_layout(t)
         errors.append((type(caught.value), str(caught.value)))
-    native._torch_shim(True)
+    hooks.torch_shim(True)
     assert errors[0] == errors[1]
 
 
@@ -192,7 +194,7 @@ DOUBLE = kk.metal_kernel(
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("on", [True, False], ids=["shim", "methods"])
 def test_calls_read_through_either(device, on):
-    native._torch_shim(on)
+    hooks.torch_shim(on)
     try:
         x = torch.arange(300, dtype=torch.float32, device=device)[::3]  # strided: a copy in
         out = torch.empty(100, device=device)
@@ -205,7 +207,7 @@ def test_calls_read_through_either(device, on):
         torch.testing.assert_close(z, x * 2)
         assert z.device == x.device
     finally:
-        native._torch_shim(True)
+        hooks.torch_shim(True)
 
 
 @pytest.mark.skipif(not CUDA, reason="torch sees no CUDA device")

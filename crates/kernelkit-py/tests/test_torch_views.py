@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed here (the GPU machine has it)")
 
 import kernelkit as kk  # noqa: E402
+import kernelkit._testing  # noqa: E402,F401  (the test hooks, as kk._testing)
 
 DEVICES = [
     pytest.param("cpu", id="cpu"),
@@ -248,15 +249,15 @@ class OtherDevice(torch.Tensor):
 
 def test_devices_other_than_cpu_and_cuda_are_a_typed_error():
     # The methods' read (torch's C functions read the CPU tensor beneath).
-    shim = kk._kernelkit._torch_shim()
-    kk._kernelkit._torch_shim(False)
+    shim = kk._testing.torch_shim()
+    kk._testing.torch_shim(False)
     try:
         t = torch.ones(8).as_subclass(OtherDevice)
         with pytest.raises(kk.ArgumentTypeError, match="xpu:0"):
             COPY(inputs=[t], grid=(8, 1, 1), threadgroup=(8, 1, 1), template=[("N", 8)],
                  output_shapes=[(8,)], output_dtypes=[torch.float32])
     finally:
-        kk._kernelkit._torch_shim(shim)
+        kk._testing.torch_shim(shim)
 
 
 def test_a_subclass_seen_before_any_plain_tensor_is_a_torch_tensor():
@@ -288,10 +289,10 @@ def test_a_subclass_seen_before_any_plain_tensor_is_a_torch_tensor():
 @pytest.fixture(params=["shim", "methods"])
 def read(request):
     """Tensors read through torch's C functions, or through their methods."""
-    before = kk._kernelkit._torch_shim()
-    kk._kernelkit._torch_shim(request.param == "shim")
+    before = kk._testing.torch_shim()
+    kk._testing.torch_shim(request.param == "shim")
     yield request.param
-    kk._kernelkit._torch_shim(before)
+    kk._testing.torch_shim(before)
 
 
 @pytest.mark.parametrize("device", DEVICES)

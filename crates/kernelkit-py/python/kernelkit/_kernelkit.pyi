@@ -1,6 +1,7 @@
 """Type stubs of the extension module `kernelkit._kernelkit` (re-exported by
 `kernelkit`)."""
 
+from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -197,3 +198,8 @@ def _worker_command() -> Optional[List[str]]:
 
 def _compile_worker() -> int:
     """Serves CUDA compile jobs on stdin/stdout; run by worker processes."""
+
+#: The test hooks (``torch_shim``, ``torch_cdata_slot``, ``torch_layout``,
+#: ``cdata_slot_check``), for the package's tests and benchmarks:
+#: ``kernelkit._testing`` re-exports them.
+_testing: ModuleType

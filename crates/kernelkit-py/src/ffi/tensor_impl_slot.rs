@@ -141,8 +141,9 @@ unsafe fn word_at(obj: &Bound<'_, PyAny>, offset: usize) -> u64 {
 /// What [`Slot::read`] gives for each of `objects` once [`Slot::locate`]
 /// searched `types` with `probes`; `None` when it found no slot. For tests,
 /// which check the search without torch, on objects that hold a known word
-/// (ctypes integers whose `_cdata` is their value).
+/// (ctypes integers whose `_cdata` is their value); `crate::testing`.
 #[pyfunction]
+#[pyo3(name = "cdata_slot_check")]
 pub(crate) fn _cdata_slot_check(
     types: Vec<Bound<'_, PyType>>,
     probes: Vec<Bound<'_, PyAny>>,

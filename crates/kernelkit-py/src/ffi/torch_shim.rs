@@ -29,7 +29,8 @@
 //! a dtype kernelkit lacks, a device of another kind).
 //! A tensor whose memory is not its value (a lazily conjugated or negated
 //! view) or lies outside its storage is answered `None` too.
-//! `KERNELKIT_TORCH_SHIM=0` turns the shim off.
+//! A test hook turns the shim off (`_testing.torch_shim(False)`), so that
+//! tests and benchmarks compare both reads.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -163,7 +164,7 @@ pub(crate) struct Shim {
     _libraries: (Library, Option<Library>),
 }
 
-/// Off for this process (`KERNELKIT_TORCH_SHIM=0`, or [`set_enabled`]).
+/// Off for this process ([`set_enabled`], a test hook's).
 static OFF: AtomicBool = AtomicBool::new(false);
 
 /// Turns the shim on or off (benchmarks and tests compare both reads).
@@ -192,9 +193,6 @@ impl Shim {
     /// `torch/__init__.py`, else by name), when they have it. Not checked
     /// yet: see [`Shim::agrees`].
     pub(crate) fn open(torch: &Bound<'_, PyAny>) -> Option<Shim> {
-        if std::env::var_os("KERNELKIT_TORCH_SHIM").is_some_and(|v| v == "0") {
-            set_enabled(false);
-        }
         let file: String = torch.getattr("__file__").ok()?.extract().ok()?;
         let lib_dir = std::path::Path::new(&file).parent()?.join("lib");
         // Beside torch first (pip's wheels); else by name, which finds the

@@ -1,7 +1,7 @@
 //! One call of a kernel, from its Python arguments to its outputs: a
-//! repeated torch layout first (`repeat`), then the torch path
-//! (`torch_path`), else the general one (every kind of array, stream and
-//! device).
+//! repeated torch layout first (`crate::torch::repeat`), then the torch
+//! path (`crate::torch::path`), else the general one (every kind of array,
+//! stream and device). `crate::torch` draws the order.
 
 use numpy::PyUntypedArray;
 use pyo3::intern;
@@ -18,19 +18,19 @@ use crate::errors::{self, IntoPy};
 use crate::torch;
 
 /// One call's arguments, as MLX names them (and `device=`, `out=`).
-pub(super) struct CallArgs<'a, 'py> {
-    pub(super) py: Python<'py>,
-    pub(super) inputs: &'a Bound<'py, PyAny>,
-    pub(super) grid: &'a Bound<'py, PyAny>,
-    pub(super) threadgroup: &'a Bound<'py, PyAny>,
-    pub(super) output_shapes: Option<&'a Bound<'py, PyAny>>,
-    pub(super) output_dtypes: Option<&'a Bound<'py, PyAny>>,
-    pub(super) template: Option<&'a Bound<'py, PyAny>>,
-    pub(super) init_value: Option<f64>,
-    pub(super) verbose: bool,
-    pub(super) stream: Option<&'a Bound<'py, PyAny>>,
-    pub(super) device: Option<&'a Bound<'py, PyAny>>,
-    pub(super) out: Option<&'a Bound<'py, PyAny>>,
+pub(crate) struct CallArgs<'a, 'py> {
+    pub(crate) py: Python<'py>,
+    pub(crate) inputs: &'a Bound<'py, PyAny>,
+    pub(crate) grid: &'a Bound<'py, PyAny>,
+    pub(crate) threadgroup: &'a Bound<'py, PyAny>,
+    pub(crate) output_shapes: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) output_dtypes: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) template: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) init_value: Option<f64>,
+    pub(crate) verbose: bool,
+    pub(crate) stream: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) device: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) out: Option<&'a Bound<'py, PyAny>>,
 }
 
 /// MLX's required parameters, in the order [`PyKernel::required`] takes them.

@@ -9,9 +9,10 @@
 //! layout prepared (`crate::rebound`).
 //!
 //! Here: the callable, its arguments' memos, and how a call's arrays,
-//! stream and outputs are found. `call`: one call, start to end;
-//! `torch_path`: the torch tensors' shortcut; `repeat`: a warm `out=` call
-//! on torch tensors of a kept layout, in one pass.
+//! stream and outputs are found. `call`: one call, start to end; `entry`:
+//! the call entry for vectorcall. The torch routes a call tries first (a
+//! warm `out=` call in one pass, the torch tensors' shortcut) are
+//! `crate::torch`'s, which draws the order of all of them.
 
 use std::sync::OnceLock;
 
@@ -32,10 +33,8 @@ use pyo3::intern;
 
 mod call;
 mod entry;
-mod repeat;
-mod torch_path;
 
-use call::CallArgs;
+pub(crate) use call::CallArgs;
 pub(crate) use entry::_call_entry;
 
 /// A compiled-on-demand custom kernel, called like MLX's:
@@ -47,18 +46,18 @@ pub(crate) struct PyKernel {
     /// `cuda_kernel`'s CUDA C++) sets the default device: Metal bodies run
     /// where the inputs live (NumPy arrays: the CPU), CUDA ones on `cuda:0`,
     /// unless `device=` or `stream=` says.
-    kernel: Kernel,
+    pub(crate) kernel: Kernel,
     /// `cuda_kernel`'s dynamic shared memory per threadgroup, in bytes.
-    shared_memory: u32,
-    template: TemplateMemo,
-    grid: DimsMemo,
-    threadgroup: DimsMemo,
+    pub(crate) shared_memory: u32,
+    pub(crate) template: TemplateMemo,
+    pub(crate) grid: DimsMemo,
+    pub(crate) threadgroup: DimsMemo,
     /// The last `output_shapes`/`output_dtypes` parsed.
     outputs: OutputsMemo,
     /// The device a call uses when it names none, opened on first use.
     default_device: OnceLock<Device>,
     /// Launches prepared for the last layouts of torch calls.
-    rebound: Rebound,
+    pub(crate) rebound: Rebound,
 }
 
 /// "kernel `name`", formatted only for an error.
@@ -71,23 +70,23 @@ impl std::fmt::Display for KernelName<'_> {
 }
 
 /// One call's converted arguments.
-struct Parts {
-    inputs: SmallVec<[Array; 4]>,
-    outputs: SmallVec<[OutputSpec; 2]>,
+pub(crate) struct Parts {
+    pub(crate) inputs: SmallVec<[Array; 4]>,
+    pub(crate) outputs: SmallVec<[OutputSpec; 2]>,
     /// The arrays the outputs are written into, when the caller's kind of
     /// array holds them (empty: kernelkit allocates them).
-    targets: SmallVec<[Array; 2]>,
-    template: Template,
-    grid: [u64; 3],
-    threadgroup: [u64; 3],
-    init_value: Option<f64>,
-    shared_memory: u32,
-    stream: Stream,
+    pub(crate) targets: SmallVec<[Array; 2]>,
+    pub(crate) template: Template,
+    pub(crate) grid: [u64; 3],
+    pub(crate) threadgroup: [u64; 3],
+    pub(crate) init_value: Option<f64>,
+    pub(crate) shared_memory: u32,
+    pub(crate) stream: Stream,
 }
 
 impl Parts {
     /// The kernelkit call these parts describe.
-    fn call<'a>(&'a self, kernel: &'a Kernel) -> Call<'a> {
+    pub(crate) fn call<'a>(&'a self, kernel: &'a Kernel) -> Call<'a> {
         let mut call = kernel
             .call(self.inputs.iter())
             .grid(self.grid)
@@ -132,14 +131,14 @@ enum Plan<'py> {
 }
 
 /// A tensor made for an output, and its layout.
-type Made<'py> = (Bound<'py, PyAny>, torch::Tensor);
+pub(crate) type Made<'py> = (Bound<'py, PyAny>, torch::Tensor);
 
 /// A call's output shapes and dtypes, the arrays they are written into
 /// (none: kernelkit allocates them), and how they are returned.
 type Planned<'py> = (SmallVec<[OutputSpec; 2]>, SmallVec<[Array; 2]>, Plan<'py>);
 
 /// The shapes and dtypes of outputs written into `targets`.
-fn specs_of(targets: &[Array]) -> SmallVec<[OutputSpec; 2]> {
+pub(crate) fn specs_of(targets: &[Array]) -> SmallVec<[OutputSpec; 2]> {
     targets
         .iter()
         .map(|t| (t.shape().iter().map(|&d| d as i64).collect(), t.dtype()))
@@ -149,7 +148,7 @@ fn specs_of(targets: &[Array]) -> SmallVec<[OutputSpec; 2]> {
 /// Extents as `usize`, or `None` when kernelkit will refuse them (an
 /// extent below 1, a size past `isize::MAX` bytes): its check then words
 /// the error.
-fn extents(shape: &[i64], dtype: kernelkit::DType) -> Option<SmallVec<[usize; 4]>> {
+pub(crate) fn extents(shape: &[i64], dtype: kernelkit::DType) -> Option<SmallVec<[usize; 4]>> {
     let extents: SmallVec<[usize; 4]> = shape
         .iter()
         .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
@@ -175,7 +174,7 @@ impl PyKernel {
         }
     }
 
-    fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.kernel.name()
     }
 
@@ -292,7 +291,7 @@ impl PyKernel {
     }
 
     /// The kernelkit arrays over `sources` (`role`: `input` or `output`).
-    fn arrays(
+    pub(crate) fn arrays(
         &self,
         sources: &[Source<'_>],
         role: &'static str,
@@ -335,7 +334,7 @@ impl PyKernel {
 
     /// Output shapes and dtypes from `output_shapes=`/`output_dtypes=`, if
     /// given.
-    fn given_outputs(
+    pub(crate) fn given_outputs(
         &self,
         shapes: Option<&Bound<'_, PyAny>>,
         dtypes: Option<&Bound<'_, PyAny>>,

@@ -6,12 +6,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use smallvec::SmallVec;
 
-use super::{extents, specs_of, Made, Parts, PyKernel};
 use crate::args::OutputSpec;
 use crate::array_args::Source;
 use crate::arrays::Named;
 use crate::device::Place;
 use crate::errors::IntoPy;
+use crate::ffi::kept_launch;
+use crate::kernel::{extents, specs_of, Made, Parts, PyKernel};
 use crate::rebound::{Entry, Key};
 use crate::{streams, torch};
 use kernelkit::Array;
@@ -20,7 +21,7 @@ impl PyKernel {
     /// New torch tensors for outputs of these shapes and `specs`' dtypes on
     /// `place`. Made here, so known but for their addresses: one call each,
     /// not the five of reading a tensor.
-    pub(super) fn torch_outputs<'py>(
+    pub(crate) fn torch_outputs<'py>(
         &self,
         py: Python<'py>,
         shapes: &[SmallVec<[usize; 4]>],
@@ -50,7 +51,7 @@ impl PyKernel {
     /// (`crate::rebound`), which the first call of a layout prepares.
     /// `None`, having done nothing, for any other call.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn torch_call<'py>(
+    pub(crate) fn torch_call<'py>(
         &self,
         py: Python<'py>,
         sources: &[Source<'py>],
@@ -140,20 +141,17 @@ impl PyKernel {
             inputs: &inputs,
             outputs: &outputs,
         };
-        let in_addrs: SmallVec<[u64; 4]> = inputs.iter().map(|t| t.data).collect();
-        let out_addrs: SmallVec<[u64; 2]> = outputs.iter().map(|t| t.data).collect();
-        if let Some(entry) = self.rebound.find(&key) {
-            // SAFETY: the tensors have the layouts the launch was prepared
-            // for (`Entry::fits`), on its GPU (torch's `get_device()`),
-            // and torch orders their use on its current stream there, the
-            // launch's; the list of them keeps them alive through the call.
-            py.detach(|| unsafe { entry.launch.run(&in_addrs, &out_addrs) })
-                .py_err()?;
+        // The tensors were read (`get_device()` named their GPU) from
+        // `sources` and `objects`, which hold them through the call.
+        if let Some(fitted) = kept_launch::find_read(&self.rebound, &key, &(sources, &objects)) {
+            fitted.run(py).py_err()?;
             if out.is_some() {
                 torch::bump_versions(py, &objects)?;
             }
             return Ok(Some(PyList::new(py, objects)?));
         }
+        let in_addrs: SmallVec<[u64; 4]> = inputs.iter().map(|t| t.data).collect();
+        let out_addrs: SmallVec<[u64; 2]> = outputs.iter().map(|t| t.data).collect();
         // A new layout: the general path's arrays, checks and variant;
         // its launch is kept, prepared, for the next call of this layout.
         tracing::debug!("kernel `{kernel}`: a new torch layout, prepared");
@@ -182,11 +180,10 @@ impl PyKernel {
             .detach(|| {
                 let call = parts.call(&self.kernel);
                 match call.rebindable()? {
-                    // SAFETY: the addresses are those of the arrays the
-                    // launch was just prepared with, alive in `parts`.
-                    Some(launch) => {
-                        unsafe { launch.run(&in_addrs, &out_addrs) }.map(|()| Some(launch))
-                    }
+                    // The addresses are those of the arrays the launch was
+                    // just prepared with, alive in `parts`.
+                    Some(launch) => kept_launch::run_prepared(&launch, &in_addrs, &out_addrs)
+                        .map(|()| Some(launch)),
                     None => call.launch().map(|_| None),
                 }
             })

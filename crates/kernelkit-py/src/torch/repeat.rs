@@ -2,9 +2,9 @@
 //! loop makes every step, the tensors new but their layout one the kernel
 //! kept a launch for (`crate::rebound`).
 //!
-//! The general path (`call`) turns every argument into this crate's values
-//! first (the items of each list, a `Source` with a copied layout per
-//! tensor) and then finds that the torch path (`torch_path`) can take the
+//! The general path (`crate::kernel`'s call) turns every argument into this
+//! crate's values first (the items of each list, a `Source` with a copied
+//! layout per tensor) and then finds that the torch path ([`super::path`]) can take the
 //! call. On a GPU host each launch leaves the CPU's instruction cache cold,
 //! so every line of code a call runs is fetched again at every call: here,
 //! a call that repeats a kept layout reads each tensor in place (torch's
@@ -18,12 +18,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use smallvec::SmallVec;
 
-use super::call::CallArgs;
-use super::PyKernel;
-use crate::device::Place;
 use crate::errors::IntoPy;
-use crate::ffi::torch_shim::{Raw, Shim};
-use crate::rebound::Key;
+use crate::ffi::kept_launch::{find_in_place, Shape};
+use crate::kernel::{CallArgs, PyKernel};
 use crate::torch;
 
 /// The items of a list or a tuple (the general path words anything else).
@@ -74,34 +71,6 @@ impl<'py> ListOrTuple<'_, 'py> {
     }
 }
 
-/// Each of `tensors` read in place into `raws` (its `TensorImpl` address
-/// from its object's memory: no attribute read, which could run Python
-/// code), and its data's address into `addresses`, when all are on the GPU
-/// `ordinal` is (or is set to, when `None`). Filled in the caller's frame:
-/// lists of them returned would be copied.
-///
-/// # Safety
-/// As [`Shim::raw`]'s: the arrays are used before any Python code runs.
-unsafe fn read<'t>(
-    shim: &Shim,
-    tensors: &'t [Bound<'_, PyAny>],
-    ordinal: &mut Option<u32>,
-    raws: &mut SmallVec<[Raw<'t>; 4]>,
-    addresses: &mut SmallVec<[u64; 4]>,
-) -> Option<()> {
-    for t in tensors {
-        // SAFETY: the caller's contract.
-        let raw = unsafe { shim.raw_in_place(t) }?;
-        match raw.place {
-            Place::Cuda(n) if ordinal.is_none_or(|o| o == n) => *ordinal = Some(n),
-            _ => return None,
-        }
-        addresses.push(raw.data);
-        raws.push(raw);
-    }
-    Some(())
-}
-
 impl PyKernel {
     /// A torch `out=` call whose layout (GPU, torch's current stream there,
     /// grid, threadgroup, template values, each tensor's dtype, shape and
@@ -109,7 +78,7 @@ impl PyKernel {
     /// addresses. `None`, having done nothing, for any other call, and
     /// where anything would be an error: the general path takes it.
     #[inline(never)]
-    pub(super) fn repeat<'py>(
+    pub(crate) fn repeat<'py>(
         &self,
         a: &CallArgs<'_, 'py>,
     ) -> Option<PyResult<Bound<'py, PyList>>> {
@@ -136,26 +105,12 @@ impl PyKernel {
         let template = self.template.parse(a.template, kernel).ok()?;
         let inputs = items(a.inputs)?.tensors(spec.input_names().len())?;
         let outputs = out.tensors(spec.output_names().len())?;
-        // From the reads to the comparison with the kept layouts no Python
-        // code runs (the addresses are copied as each tensor is read).
-        let (mut ordinal, mut ins, mut outs) = (None, SmallVec::new(), SmallVec::new());
-        let (mut in_addrs, mut out_addrs) = (SmallVec::new(), SmallVec::new());
-        // SAFETY: as just said; `inputs` and `outputs` hold the tensors.
-        unsafe {
-            read(shim, &inputs, &mut ordinal, &mut ins, &mut in_addrs)?;
-            read(shim, &outputs, &mut ordinal, &mut outs, &mut out_addrs)?;
-        }
-        let ordinal = ordinal?;
-        let key = Key {
-            ordinal,
-            stream: shim.current_stream(ordinal)?,
+        let shape = Shape {
             grid,
             threadgroup,
             template: &template,
-            inputs: &ins,
-            outputs: &outs,
         };
-        let entry = self.rebound.find(&key)?;
+        let fitted = find_in_place(shim, &self.rebound, &inputs, &outputs, shape)?;
         // An output autograd must not lose track of: the general path
         // words the refusal.
         for t in &outputs {
@@ -163,13 +118,7 @@ impl PyKernel {
                 return None;
             }
         }
-        // SAFETY: the tensors have the layouts the launch was prepared for
-        // (`Entry::fits`), on its GPU, and torch orders their use on its
-        // current stream there, the launch's; `inputs` and `outputs` keep
-        // them alive through the call.
-        let launched = py
-            .detach(|| unsafe { entry.launch.run(&in_addrs, &out_addrs) })
-            .py_err();
+        let launched = fitted.run(py).py_err();
         if launched.is_ok() {
             for t in &outputs {
                 shim.bump_version(t);

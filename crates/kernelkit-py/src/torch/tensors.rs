@@ -562,9 +562,10 @@ pub(crate) fn current_stream(py: Python<'_>, ordinal: u32) -> PyResult<u64> {
 
 /// Turns the reads through torch's C functions on or off when `on` is
 /// given; answers whether tensors are read through them. For tests and
-/// benchmarks, which compare both reads; not for programs.
+/// benchmarks, which compare both reads (`crate::testing`); not for
+/// programs.
 #[pyfunction]
-#[pyo3(signature = (on = None))]
+#[pyo3(name = "torch_shim", signature = (on = None))]
 pub(crate) fn _torch_shim(py: Python<'_>, on: Option<bool>) -> bool {
     if let Some(on) = on {
         torch_shim::set_enabled(on);
@@ -573,8 +574,10 @@ pub(crate) fn _torch_shim(py: Python<'_>, on: Option<bool>) -> bool {
 }
 
 /// Whether `torch.Tensor`s are read with their `TensorImpl` address taken
-/// from their object's memory (`crate::ffi::tensor_impl_slot`). For tests.
+/// from their object's memory (`crate::ffi::tensor_impl_slot`). For tests
+/// (`crate::testing`).
 #[pyfunction]
+#[pyo3(name = "torch_cdata_slot")]
 pub(crate) fn _torch_cdata_slot(py: Python<'_>) -> bool {
     torch(py)
         .and_then(|t| t.shim.as_ref())
@@ -582,14 +585,16 @@ pub(crate) fn _torch_cdata_slot(py: Python<'_>) -> bool {
 }
 
 /// `t`'s layout as a call reads it: `(data_ptr, device, dtype, shape,
-/// strides)`, the device `"cpu"` or `"cuda:N"`. For tests.
+/// strides)`, the device `"cpu"` or `"cuda:N"`. For tests
+/// (`crate::testing`).
 #[pyfunction]
+#[pyo3(name = "torch_layout")]
 #[allow(clippy::type_complexity)]
 pub(crate) fn _torch_layout(
     t: &Bound<'_, PyAny>,
 ) -> PyResult<(u64, String, &'static str, Vec<usize>, Vec<isize>)> {
     if !is_tensor(t) {
-        return Err(errors::argument_type("_torch_layout takes a torch tensor"));
+        return Err(errors::argument_type("torch_layout takes a torch tensor"));
     }
     let read = read(t, &"the tensor")?;
     let device = match read.place {
