@@ -148,7 +148,7 @@ mod tests {
             Ok(())
         };
         let n = calibrate(&mut op, Duration::from_millis(4)).unwrap();
-        // 4 ms of 200 µs sleeps: at most 20 iterations, and at least one.
+        // Sleeps of a twentieth of the budget: at most 20 iterations, and at least one.
         assert!((1..=20).contains(&n), "{n}");
         assert!(spins > 0);
     }

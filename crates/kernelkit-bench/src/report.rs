@@ -203,9 +203,8 @@ fn by_threads_opt<S: Serializer>(scaling: &Option<Scaling>, s: S) -> Result<S::O
 }
 
 /// The store figures' rows: the write into the large store against the
-/// write into the small one (target: within 1.2×, from 100,000 entries on),
-/// `cache stats` against a count of the files (target: ≤ 10 ms from
-/// 100,000 entries on), and the write that evicts, with its cost per entry
+/// write into the small one, `cache stats` against a count of the files
+/// (their targets are in BENCHMARKS.md), and the write that evicts, with its cost per entry
 /// removed (what each later write into the room it made adds, spread).
 fn store_rows(f: &StoreFigures) -> Vec<Row> {
     let mut rows = Vec::new();

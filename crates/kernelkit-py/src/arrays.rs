@@ -10,7 +10,7 @@
 //! `out=` arrays ([`write_out`]). This module is the only one that copies.
 //!
 //! Strided NumPy inputs keep their layout where kernelkit's views can
-//! express it (see [`crate::layout`]), so `ensure_row_contiguous=False`
+//! express it (see [`crate::strided_copy`]), so `ensure_row_contiguous=False`
 //! bodies see real strides; kernelkit itself makes the contiguous copy that
 //! `ensure_row_contiguous=True` asks for.
 
@@ -25,7 +25,7 @@ use smallvec::SmallVec;
 use crate::dtypes::describe;
 use crate::errors::{self, IntoPy};
 use crate::ffi;
-use crate::layout::plan_view;
+use crate::strided_copy::plan_view;
 
 /// Names for messages: the kernel and the argument, shown as ``input `x` ``
 /// (or `input #3` past the declared names). Formatted only when an error

@@ -39,7 +39,8 @@
 //!   DLPack when the inputs' library has no arrays kernelkit can make.
 //! - [`arrays`]: NumPy arrays and scalars in and out: in place on the CPU,
 //!   copied to and from a GPU.
-//! - [`layout`]: strided NumPy views as kernelkit views (pure arithmetic).
+//! - [`strided_copy`]: a strided NumPy array as a kernelkit view of one
+//!   copied block (pure arithmetic).
 //! - [`dtypes`]: objects that name a dtype (NumPy, PyTorch, MLX, names).
 //! - [`device`]: `Device`, `Stream`, `new_stream`, `clear_streams`,
 //!   `cache_stats`.
@@ -69,9 +70,9 @@ pub mod dtypes;
 pub mod errors;
 pub mod ffi;
 pub mod kernel;
-pub mod layout;
 pub mod rebound;
 pub mod streams;
+pub mod strided_copy;
 pub mod testing;
 pub mod torch;
 pub mod worker;

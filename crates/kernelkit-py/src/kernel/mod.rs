@@ -9,7 +9,7 @@
 //! layout prepared (`crate::rebound`).
 //!
 //! Here: the callable, its arguments' memos, and how a call's arrays,
-//! stream and outputs are found. `call`: one call, start to end; `entry`:
+//! stream and outputs are found. `call`: one call, start to end; `call_entry`:
 //! the call entry for vectorcall. The torch routes a call tries first (a
 //! warm `out=` call in one pass, the torch tensors' shortcut) are
 //! `crate::torch`'s, which draws the order of all of them.
@@ -32,10 +32,10 @@ use numpy::PyUntypedArrayMethods;
 use pyo3::intern;
 
 mod call;
-mod entry;
+mod call_entry;
 
 pub(crate) use call::CallArgs;
-pub(crate) use entry::_call_entry;
+pub(crate) use call_entry::_call_entry;
 
 /// A compiled-on-demand custom kernel, called like MLX's:
 /// `kernel(inputs=[...], grid=..., threadgroup=..., output_shapes=[...],
