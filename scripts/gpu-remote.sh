@@ -97,6 +97,16 @@ nvrtc12() {
   # Memory only: nothing compiled by NVRTC 13 in earlier steps is reused.
   export KERNELKIT_CACHE=memory KERNELKIT_NVRTC_PATH="$dir/libnvrtc.so.12"
   echo "KERNELKIT_NVRTC_PATH=$KERNELKIT_NVRTC_PATH"
+  # cudarc asks the loader for `libnvrtc.so` first, and the toolkit's (in
+  # the loader's cache here) would win over the setting, which is then a
+  # typed error: a directory first on LD_LIBRARY_PATH with a `libnvrtc.so`
+  # link to NVRTC 12 (the workaround the error names).
+  mkdir -p "$dir/ld" && ln -sfn "$dir/libnvrtc.so.12" "$dir/ld/libnvrtc.so"
+  export LD_LIBRARY_PATH="$dir/ld:$LD_LIBRARY_PATH"
+  ldconfig -p | grep -i nvrtc || echo "(no NVRTC in the loader's cache)"
+  # Every suite below skips without a usable device: first make sure the
+  # device opens with this NVRTC, and say which one.
+  "$G/kernelkit" run --device cuda examples/specs/basic.json || return 1
   "$G/cuda-tests" --test-threads=4 || rc=1
   "$G/behaviour-tests" cuda:: --test-threads=4 || rc=1
   "$G/kernelkit-lib-tests" backend::cuda || rc=1

@@ -177,8 +177,11 @@ fn probe_nvrtc(config: &CudaConfig) -> Result<(), String> {
             // an unversioned one on the loader's path comes first.
             let message = format!(
                 "{} was loaded, but another NVRTC on the loader's path (a `libnvrtc.so` in \
-                 LD_LIBRARY_PATH or the system's library directories) is the one in use",
-                chosen.describe()
+                 LD_LIBRARY_PATH or the system's library directories) is the one in use; to \
+                 use the chosen one, start the program with a directory first on \
+                 LD_LIBRARY_PATH that holds a link named `libnvrtc.so` to {}",
+                chosen.describe(),
+                chosen.path.display()
             );
             if chosen.source == nvrtc_path::Source::Setting {
                 return Err(message);
