@@ -30,8 +30,11 @@
 //!   NVRTC is older than the chip, it emits PTX for the newest architecture
 //!   it knows and the driver finishes the job (a slower first load).
 //! - Include directories: `include` and, on CUDA 13, `include/cccl` of the
-//!   first of the configured toolkits ([`CudaConfig::toolkit_dirs`]) that
-//!   has them, then the user's ([`CudaConfig::option_words`]).
+//!   first of the configured toolkits ([`CudaConfig::toolkit_dirs`]), then
+//!   of NVIDIA's runtime wheels in the Python site directories, whose
+//!   headers are of NVRTC's own major version (else the first toolkit with
+//!   headers, with a warning); then the user's
+//!   ([`CudaConfig::option_words`]).
 //! - The identity (part of every module key) names NVRTC's version, the
 //!   target and every option, so a change of any of them compiles anew.
 //! - Errors carry NVRTC's log with lines inside the body marked
@@ -53,7 +56,7 @@ mod thread;
 pub(crate) mod worker;
 
 use std::ffi::CString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::backend::{CompileJob, Compiled};
 use crate::codegen::{cuda::body_of, map_log_lines};
@@ -122,7 +125,7 @@ impl Nvrtc {
             format!("--gpu-architecture={target}"),
             "--device-as-default-execution-space".to_string(),
         ];
-        let toolkit = toolkit_include_dirs(&config.toolkit_dirs);
+        let toolkit = toolkit_include_dirs(&config.toolkit_dirs, &config.python_site_dirs, major);
         for dir in &toolkit {
             words.push(format!("-I{}", dir.display()));
         }
@@ -292,19 +295,59 @@ fn store_identity(version: (i32, i32), target: &str, words: &[String]) -> String
     out
 }
 
-/// `include` and `include/cccl` of the first CUDA toolkit among `homes`
-/// that has them.
-fn toolkit_include_dirs(homes: &[PathBuf]) -> Vec<PathBuf> {
-    for home in homes {
-        let include = home.join("include");
-        if include.join("cuda_fp16.h").is_file() {
-            let mut out = vec![include.clone()];
-            let cccl = include.join("cccl");
-            if cccl.is_dir() {
-                out.push(cccl);
-            }
-            return out;
-        }
+/// The CUDA headers NVRTC compiles against (`include`, and `include/cccl`
+/// where it exists): the first of the toolkits `homes`, then of NVIDIA's
+/// runtime wheels in the Python `sites` (`nvidia/cu13/include`,
+/// `nvidia/cuda_runtime/include` for CUDA 12), whose `cuda.h` is of
+/// NVRTC's own major version; headers of another CUDA version need not
+/// parse with this NVRTC. Where none matches, the first toolkit with
+/// headers at all (a body that needs no version-specific header still
+/// compiles), with a warning.
+fn toolkit_include_dirs(homes: &[PathBuf], sites: &[PathBuf], nvrtc_major: i32) -> Vec<PathBuf> {
+    let wheels = sites.iter().flat_map(|site| {
+        ["cu13", "cuda_runtime"].map(|name| site.join("nvidia").join(name).join("include"))
+    });
+    let candidates: Vec<PathBuf> = homes
+        .iter()
+        .map(|h| h.join("include"))
+        .chain(wheels)
+        .collect();
+    let with_headers = |include: &PathBuf| include.join("cuda_fp16.h").is_file();
+    let chosen = candidates
+        .iter()
+        .filter(|include| with_headers(include))
+        .find(|include| cuda_major(include) == Some(nvrtc_major))
+        .or_else(|| {
+            let other = candidates.iter().find(|include| with_headers(include))?;
+            tracing::warn!(
+                "no CUDA {nvrtc_major} headers found for NVRTC {nvrtc_major} (toolkits, then \
+                 NVIDIA's runtime wheels); using {}, of another version: a body that includes \
+                 a version-specific header may not compile",
+                other.display()
+            );
+            Some(other)
+        });
+    let Some(include) = chosen else {
+        return Vec::new();
+    };
+    let mut out = vec![include.clone()];
+    let cccl = include.join("cccl");
+    if cccl.is_dir() {
+        out.push(cccl);
     }
-    Vec::new()
+    out
+}
+
+/// The CUDA major version of the headers in `include`, from `cuda.h`'s
+/// `#define CUDA_VERSION 12080` (major × 1000 + minor × 10).
+fn cuda_major(include: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(include.join("cuda.h")).ok()?;
+    text.lines().find_map(|line| {
+        let rest = line.trim_start().strip_prefix("#define")?.trim_start();
+        let value = rest.strip_prefix("CUDA_VERSION")?;
+        if !value.starts_with(char::is_whitespace) {
+            return None;
+        }
+        value.trim().parse::<i32>().ok().map(|v| v / 1000)
+    })
 }

@@ -412,3 +412,41 @@ fn golden_sources_compile() {
         }
     }
 }
+
+/// A fake CUDA `include` directory of version `version` (as `cuda.h`
+/// spells it) under `root`.
+fn fake_include(root: &std::path::Path, version: u32) -> PathBuf {
+    let include = root.join("include");
+    std::fs::create_dir_all(&include).unwrap();
+    std::fs::write(include.join("cuda_fp16.h"), "").unwrap();
+    std::fs::write(
+        include.join("cuda.h"),
+        format!(
+            "#ifndef CUDA_H\n#define CUDA_VERSION_X 1\n#define CUDA_VERSION {version}\n#endif\n"
+        ),
+    )
+    .unwrap();
+    include
+}
+
+#[test]
+fn headers_of_nvrtcs_own_version_are_chosen() {
+    let dir = tempfile::tempdir().unwrap();
+    let toolkit13 = dir.path().join("cuda-13");
+    let include13 = fake_include(&toolkit13, 13000);
+    let site = dir.path().join("site");
+    let wheel12 = fake_include(&site.join("nvidia").join("cuda_runtime"), 12080);
+    let homes = [toolkit13.clone()];
+    let sites = [site.clone()];
+    assert_eq!(cuda_major(&include13), Some(13));
+    assert_eq!(cuda_major(&wheel12), Some(12));
+    // NVRTC 13: the toolkit's; NVRTC 12: the cu12 runtime wheel's.
+    assert_eq!(
+        toolkit_include_dirs(&homes, &sites, 13),
+        vec![include13.clone()]
+    );
+    assert_eq!(toolkit_include_dirs(&homes, &sites, 12), vec![wheel12]);
+    // No headers of NVRTC's version anywhere: the first with headers.
+    assert_eq!(toolkit_include_dirs(&homes, &[], 12), vec![include13]);
+    assert!(toolkit_include_dirs(&[], &[], 12).is_empty());
+}
