@@ -186,7 +186,7 @@ if [ -n "${KK_BASE_WHEEL:-}" ]; then mkdir -p "$DEST/wheels-old" && cp "$KK_BASE
 # is 3.12), and its tests.
 rm -rf "$DEST/wheels" "$DEST/wheels-per-version" "$DEST/wheels-abi3-py312" "$DEST/python-tests"
 WHEEL_PYTHONS=3.12 scripts/wheels.sh
-mkdir -p "$DEST/wheels" && cp dist/kernelkit-*-cp312-abi3-*.whl "$DEST/wheels/"
+mkdir -p "$DEST/wheels" && cp dist/kernelkit-*-cp312-abi3-*_x86_64.whl "$DEST/wheels/"
 # NVRTC 12 for the `nvrtc12` step: 12.8 (the oldest that compiles the
 # generated prelude), from NVIDIA's wheel (88 MB, over the carry limit):
 # its libnvrtc.so.12 and builtins only, packed (31 MB). KK_NVRTC12=0: none.
@@ -197,7 +197,18 @@ if [ "${KK_NVRTC12:-1}" != 0 ]; then
     python3 -m pip download --quiet --no-deps -d target/nvrtc-wheels/wheels nvidia-cuda-nvrtc-cu12==12.8.93
     python3 -m zipfile -e target/nvrtc-wheels/wheels/nvidia_cuda_nvrtc_cu12-12.8.93-*.whl "$nv"
   fi
-  tar cf - -C "$nv/nvidia/cuda_nvrtc/lib" libnvrtc.so.12 libnvrtc-builtins.so.12.8 |
+  # CUDA 12's headers too (NVIDIA's cu12 runtime wheel), which NVRTC 12
+  # compiles against there (found under site/, KERNELKIT_PYTHON_SITE),
+  # since that machine's toolkit headers are CUDA 13's.
+  rt=target/nvrtc-wheels/runtime-12.8.90
+  if [ ! -f "$rt/nvidia/cuda_runtime/include/cuda_fp16.h" ]; then
+    python3 -m pip download --quiet --no-deps -d target/nvrtc-wheels/wheels nvidia-cuda-runtime-cu12==12.8.90
+    python3 -m zipfile -e target/nvrtc-wheels/wheels/nvidia_cuda_runtime_cu12-12.8.90-*.whl "$rt"
+  fi
+  rm -rf "$nv/site" && mkdir -p "$nv/site/nvidia/cuda_runtime"
+  cp -r "$rt/nvidia/cuda_runtime/include" "$nv/site/nvidia/cuda_runtime/"
+  cp "$nv/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" "$nv/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.8" "$nv/"
+  tar cf - -C "$nv" libnvrtc.so.12 libnvrtc-builtins.so.12.8 site |
     xz -6 -T2 >"$DEST/nvrtc-cu12.tar.xz"
 fi
 # Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for

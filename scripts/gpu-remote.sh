@@ -95,8 +95,10 @@ nvrtc12() {
   [ -f "$G/nvrtc-cu12.tar.xz" ] || { echo "no $G/nvrtc-cu12.tar.xz (gpu-check.sh)"; return 1; }
   rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$G/nvrtc-cu12.tar.xz"
   # Memory only: nothing compiled by NVRTC 13 in earlier steps is reused.
-  export KERNELKIT_CACHE=memory KERNELKIT_NVRTC_PATH="$dir/libnvrtc.so.12"
-  echo "KERNELKIT_NVRTC_PATH=$KERNELKIT_NVRTC_PATH"
+  # CUDA 12's headers from the cu12 runtime wheel (the toolkit here is 13).
+  export KERNELKIT_CACHE=memory KERNELKIT_NVRTC_PATH="$dir/libnvrtc.so.12" \
+    KERNELKIT_PYTHON_SITE="$dir/site"
+  echo "KERNELKIT_NVRTC_PATH=$KERNELKIT_NVRTC_PATH KERNELKIT_PYTHON_SITE=$KERNELKIT_PYTHON_SITE"
   # cudarc asks the loader for `libnvrtc.so` first, and the toolkit's (in
   # the loader's cache here) would win over the setting, which is then a
   # typed error: a directory first on LD_LIBRARY_PATH with a `libnvrtc.so`

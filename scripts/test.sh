@@ -72,7 +72,7 @@ for v in 3.12 3.9; do
   py_env=target/wheel-env-$v
   rm -rf "$py_env"
   "$(find_python "$v")" -m venv "$py_env"
-  whl=$(ls dist/kernelkit-*-cp${v/./}-abi3-*.whl)
+  whl=$(ls dist/kernelkit-*-cp${v/./}-abi3-*_x86_64.whl)
   "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check \
     --root-user-action=ignore "$whl" pytest ziglang
   (

@@ -12,6 +12,9 @@
 #
 #   scripts/wheels.sh            both wheels
 #   WHEEL_PYTHONS="3.12" scripts/wheels.sh   only the cp312 one
+#   WHEEL_ARCHS="x86_64 aarch64" scripts/wheels.sh   for aarch64 too (zig
+#                                cross-links it; `rustup target add
+#                                aarch64-unknown-linux-gnu` first)
 #
 # Needs: cargo, and python3 with maturin, ziglang and auditwheel
 # (`python3 -m pip install maturin ziglang auditwheel`), and the builders'
@@ -28,13 +31,15 @@ pythons=${WHEEL_PYTHONS:-"3.12 3.9"}
 mkdir -p dist
 # Line tables are not shipped (the wheel is stripped): do not build them.
 export CARGO_PROFILE_RELEASE_DEBUG=0
-for v in $pythons; do
-  py=$(find_python "$v") || exit 1
-  echo "== wheel for Python $v ($py)"
-  rm -f dist/kernelkit-*-cp${v/./}-abi3-*.whl
-  python3 -m maturin build --release --strip --zig \
-    --compatibility "$platform" --target x86_64-unknown-linux-gnu \
-    --interpreter "$py" --out dist
+for arch in ${WHEEL_ARCHS:-x86_64}; do
+  for v in $pythons; do
+    py=$(find_python "$v") || exit 1
+    echo "== wheel for Python $v ($py), $arch"
+    rm -f dist/kernelkit-*-cp${v/./}-abi3-*_"$arch".whl
+    python3 -m maturin build --release --strip --zig \
+      --compatibility "$platform" --target "$arch-unknown-linux-gnu" \
+      --interpreter "$py" --out dist
+  done
 done
 
 status=0
