@@ -205,8 +205,14 @@ if [ "${KK_NVRTC12:-1}" != 0 ]; then
     python3 -m pip download --quiet --no-deps -d target/nvrtc-wheels/wheels nvidia-cuda-runtime-cu12==12.8.90
     python3 -m zipfile -e target/nvrtc-wheels/wheels/nvidia_cuda_runtime_cu12-12.8.90-*.whl "$rt"
   fi
-  rm -rf "$nv/site" && mkdir -p "$nv/site/nvidia/cuda_runtime"
+  cc=target/nvrtc-wheels/cccl-12.8.90
+  if [ ! -f "$cc/nvidia/cuda_cccl/include/nv/target" ]; then
+    python3 -m pip download --quiet --no-deps -d target/nvrtc-wheels/wheels nvidia-cuda-cccl-cu12==12.8.90
+    python3 -m zipfile -e target/nvrtc-wheels/wheels/nvidia_cuda_cccl_cu12-12.8.90-*.whl "$cc"
+  fi
+  rm -rf "$nv/site" && mkdir -p "$nv/site/nvidia/cuda_runtime" "$nv/site/nvidia/cuda_cccl"
   cp -r "$rt/nvidia/cuda_runtime/include" "$nv/site/nvidia/cuda_runtime/"
+  cp -r "$cc/nvidia/cuda_cccl/include" "$nv/site/nvidia/cuda_cccl/"
   cp "$nv/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" "$nv/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.8" "$nv/"
   tar cf - -C "$nv" libnvrtc.so.12 libnvrtc-builtins.so.12.8 site |
     xz -6 -T2 >"$DEST/nvrtc-cu12.tar.xz"

@@ -295,8 +295,8 @@ fn store_identity(version: (i32, i32), target: &str, words: &[String]) -> String
     out
 }
 
-/// The CUDA headers NVRTC compiles against (`include`, and `include/cccl`
-/// where it exists): the first of the toolkits `homes`, then of NVIDIA's
+/// The CUDA headers NVRTC compiles against (`include`, and CCCL's where it
+/// is: `include/cccl`, or a wheel's `nvidia/cuda_cccl/include`): the first of the toolkits `homes`, then of NVIDIA's
 /// runtime wheels in the Python `sites` (`nvidia/cu13/include`,
 /// `nvidia/cuda_runtime/include` for CUDA 12), whose `cuda.h` is of
 /// NVRTC's own major version; headers of another CUDA version need not
@@ -330,10 +330,18 @@ fn toolkit_include_dirs(homes: &[PathBuf], sites: &[PathBuf], nvrtc_major: i32) 
     let Some(include) = chosen else {
         return Vec::new();
     };
+    // CCCL (`nv/target`, `cuda/std`, which `cooperative_groups.h` needs):
+    // inside `include` from CUDA 13 on, beside it in CUDA 12's wheels
+    // (`nvidia/cuda_cccl/include`).
     let mut out = vec![include.clone()];
-    let cccl = include.join("cccl");
-    if cccl.is_dir() {
-        out.push(cccl);
+    let beside = include
+        .parent()
+        .and_then(Path::parent)
+        .map(|nvidia| nvidia.join("cuda_cccl").join("include"));
+    for cccl in [Some(include.join("cccl")), beside].into_iter().flatten() {
+        if cccl.is_dir() && !out.contains(&cccl) {
+            out.push(cccl);
+        }
     }
     out
 }

@@ -445,7 +445,17 @@ fn headers_of_nvrtcs_own_version_are_chosen() {
         toolkit_include_dirs(&homes, &sites, 13),
         vec![include13.clone()]
     );
-    assert_eq!(toolkit_include_dirs(&homes, &sites, 12), vec![wheel12]);
+    assert_eq!(
+        toolkit_include_dirs(&homes, &sites, 12),
+        vec![wheel12.clone()]
+    );
+    // CUDA 12's CCCL comes in a wheel of its own, beside the runtime's.
+    let cccl12 = site.join("nvidia").join("cuda_cccl").join("include");
+    std::fs::create_dir_all(&cccl12).unwrap();
+    assert_eq!(
+        toolkit_include_dirs(&homes, &sites, 12),
+        vec![wheel12, cccl12]
+    );
     // No headers of NVRTC's version anywhere: the first with headers.
     assert_eq!(toolkit_include_dirs(&homes, &[], 12), vec![include13]);
     assert!(toolkit_include_dirs(&[], &[], 12).is_empty());
