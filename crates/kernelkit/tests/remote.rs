@@ -22,7 +22,7 @@ use kernelkit::{CacheStats, Config, DType, Device, Kernel};
 
 mod common;
 use common::redis_server::{available, key_file, RedisCluster, RedisServer};
-use common::{check_child, child, is_child};
+use common::{check_child, child, is_child, salt};
 
 /// The fleet settings for `urls` with `keys`, short waits for tests.
 fn remote(urls: &str, keys: &[PathBuf]) -> RemoteConfig {
@@ -94,15 +94,6 @@ fn state(device: &Device, n: u32, salt: &str) -> kernelkit::CacheState {
         .cache_state()
         .unwrap();
     state
-}
-
-/// A salt no other test run uses (kernels are new to every server).
-fn salt(test: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{test} {} {nanos}", std::process::id())
 }
 
 struct Dirs {

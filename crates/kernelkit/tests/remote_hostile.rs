@@ -25,6 +25,7 @@ mod common;
 use common::fake_redis::{Answer, FakeRedis, Transport};
 use common::in_child;
 use common::redis_server::key_file;
+use common::salt;
 
 /// Runs `body` on a thread of its own; fails if it has not ended after
 /// `limit` (the thread is left behind: the process ends with the test
@@ -107,14 +108,6 @@ fn over(test: &str, tls: bool) -> Option<Transport> {
         println!("{test}: skipped: built without the `remote-tls` feature");
         None
     }
-}
-
-fn salt(test: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{test} {} {nanos}", std::process::id())
 }
 
 #[test]

@@ -82,3 +82,13 @@ pub fn script(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     (dir, path)
 }
+
+/// A salt no other test run uses, for kernel bodies that must be new to
+/// every server and store (the process id and the time).
+pub fn salt(test: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{test} {} {nanos}", std::process::id())
+}
