@@ -78,6 +78,65 @@ pub enum BuildError {
     },
 }
 
+/// What a bounds-checked call found outside an argument
+/// ([`CallError::OutOfBounds`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OutOfBounds {
+    /// An access through the argument's checked view (its name in the
+    /// body): the element index, relative to the pointer the kernel got,
+    /// outside the view's span of indices `[lo, hi)`.
+    View {
+        /// The element index.
+        index: i64,
+        /// The view's span: the lowest index and one past the highest.
+        span: (i64, i64),
+        /// `thread_position_in_threadgroup` of the thread.
+        thread: [u32; 3],
+        /// `threadgroup_position_in_grid` of the thread.
+        group: [u32; 3],
+    },
+    /// A write past the end of a buffer kernelkit allocated (an output, a
+    /// copy of an input), found in the guard region after it once the
+    /// launch ended: made through a raw pointer or a cast, so no thread is
+    /// known.
+    Guard {
+        /// The first changed byte, from the start of the buffer.
+        byte_offset: u64,
+        /// The buffer's size in bytes.
+        bytes: u64,
+    },
+}
+
+impl std::fmt::Display for OutOfBounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OutOfBounds::View {
+                index,
+                span: (lo, hi),
+                thread,
+                group,
+            } => write!(
+                f,
+                "accessed out of bounds at index {index} (its view spans [{lo}, {hi}), {} \
+                 element(s)) by thread ({}, {}, {}) of threadgroup ({}, {}, {})",
+                hi - lo,
+                thread[0],
+                thread[1],
+                thread[2],
+                group[0],
+                group[1],
+                group[2]
+            ),
+            OutOfBounds::Guard { byte_offset, bytes } => write!(
+                f,
+                "written past its end at byte {byte_offset} of its {bytes}-byte buffer (found \
+                 in the guard region after the launch: a write through a raw pointer or a cast)"
+            ),
+        }
+    }
+}
+
 /// A call whose arguments do not fit its kernel, its device or the backend.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -181,6 +240,23 @@ pub enum CallError {
         array_device: String,
         /// Where the call runs.
         call_device: String,
+    },
+    /// A kernel with bounds checks
+    /// ([`KernelBuilder::check_bounds`](crate::KernelBuilder::check_bounds))
+    /// accessed an argument outside its view, or wrote past the end of a
+    /// buffer kernelkit allocated for the call. The first violation of the
+    /// launch; the access was skipped (a view) or landed in the guard
+    /// region (a buffer), so nothing outside the arguments was written.
+    #[error("kernel `{kernel}`: {role} `{argument}` {access}")]
+    OutOfBounds {
+        /// The kernel's name.
+        kernel: String,
+        /// `input` or `output`.
+        role: &'static str,
+        /// The argument's name.
+        argument: String,
+        /// What was accessed, and by which thread.
+        access: OutOfBounds,
     },
     /// The body needs something this backend cannot provide.
     #[error("kernel `{kernel}`: the {backend} backend cannot run this body: {reason}")]

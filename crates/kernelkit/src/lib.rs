@@ -191,7 +191,9 @@ pub use codegen::{BodyLanguage, Dialect, Generated};
 pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConfig, StartWorkers};
 pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
-pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
+pub use error::{
+    ArrayError, BuildError, CallError, CompileError, DeviceError, Error, OutOfBounds, Result,
+};
 pub use kernel::call::{Call, Launch, Rebindable};
 pub use kernel::precompile::{
     Precompile, PrecompileBuilder, PrecompileReport, PrecompileResult, Progress,

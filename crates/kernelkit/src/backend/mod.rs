@@ -315,6 +315,10 @@ pub(crate) struct LaunchDesc<'a> {
     /// How many times to launch (arguments marshalled once): 1, or more
     /// for the benchmark of the backend's own floor.
     pub(crate) iters: u32,
+    /// The address, on the device, of the bounds block of a kernel that
+    /// checks bounds (`codegen::bounds`: the record, then one span per
+    /// argument), passed as its last parameter; 0 for other kernels.
+    pub(crate) bounds: u64,
 }
 
 /// What a compile made: the artifact, and what it read besides its source.

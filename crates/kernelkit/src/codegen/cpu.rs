@@ -37,10 +37,23 @@ fn lowered(spec: &KernelSpec, small: bool) -> (String, String) {
         first_site,
         conditionals: small,
     };
-    (
-        lower(&header, opts(HEADER_SITES)),
-        lower(&spec.source, opts(1)),
-    )
+    let body = lower(&spec.source, opts(1));
+    let body = if spec.check_bounds {
+        super::bounds::checked_body(&body, &array_names(spec)).0
+    } else {
+        body
+    };
+    (lower(&header, opts(HEADER_SITES)), body)
+}
+
+/// The names of a kernel's array arguments, inputs then outputs: what a
+/// checked body sees through views (`codegen::bounds`).
+pub(crate) fn array_names(spec: &KernelSpec) -> Vec<&str> {
+    spec.input_names
+        .iter()
+        .chain(&spec.output_names)
+        .map(String::as_str)
+        .collect()
 }
 
 /// What every CPU variant of `spec` in class `small` shares: the prelude,
@@ -58,7 +71,11 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
     if spec.math_mode != MathMode::Safe {
         prefix.push(Cow::Borrowed(spec.math_mode.marker()));
     }
-    prefix.extend([Cow::Borrowed(PRELUDE), Cow::Owned(rest)]);
+    prefix.push(Cow::Borrowed(PRELUDE));
+    if spec.check_bounds {
+        prefix.push(Cow::Borrowed(super::bounds::VIEWS));
+    }
+    prefix.push(Cow::Owned(rest));
     SharedText::new(prefix, body, Vec::new())
 }
 
@@ -137,6 +154,37 @@ pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64
         params.push(format!("const {} {}", a.ty, a.name));
         args.push(portable_expr(a.name).to_string());
     }
+    if spec.check_bounds {
+        // Each array argument's view (`codegen::bounds`), made for each
+        // thread with its position.
+        let _ = writeln!(
+            unpack,
+            "  kk::bounds_record* kk_bounds = static_cast<kk::bounds_record*>(kk_args[{slot}]);"
+        );
+        let inputs = spec.input_names.iter().zip(desc.inputs).map(|(n, d)| {
+            let scalar = d.mode == PassMode::Scalar;
+            (n, format!("const {}", d.dtype.c_name()), scalar)
+        });
+        let outputs = spec.output_names.iter().zip(desc.outputs).map(|(n, d)| {
+            let ty = if spec.atomic_outputs {
+                format!("atomic<{}>", d.c_name())
+            } else {
+                d.c_name().to_string()
+            };
+            (n, ty, false)
+        });
+        for (k, (name, ty, scalar)) in inputs.chain(outputs).enumerate() {
+            let view = super::bounds::view_name(name);
+            params.push(format!("kk::view<{ty}> {view}"));
+            if scalar {
+                args.push(format!(
+                    "kk::view<{ty}>(&{name}, kk_bounds, {k}, &kk_at, 0)"
+                ));
+            } else {
+                args.push(format!("kk::view<{ty}>({name}, kk_bounds, {k}, &kk_at)"));
+            }
+        }
+    }
 
     let mut before = cxx_template_decl(desc);
     let _ = writeln!(before, "static inline void kk_body(");
@@ -156,7 +204,13 @@ pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64
         "  (void)kk_simd;\n",
         "  kk::rt::tl_status = kk_l->status;\n",
     ));
-    let call = format!("kk_body{}({});", cxx_template_args(desc), args.join(", "));
+    let mut call = format!("kk_body{}({});", cxx_template_args(desc), args.join(", "));
+    if spec.check_bounds {
+        call = format!(
+            "const kk::bounds_where kk_at{{{{kk_local.x, kk_local.y, kk_local.z}}, \
+             {{kk_group.x, kk_group.y, kk_group.z}}}};\n          {call}"
+        );
+    }
     if spec.group_function.is_some() {
         // The threads of each group as fibers (see the module docs).
         src.push_str(concat!(

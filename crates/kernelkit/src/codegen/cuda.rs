@@ -188,7 +188,7 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
             conditionals: small,
         };
         let header = lower(&header, opts);
-        let body = lower(&spec.source, opts);
+        let body = checked(spec, lower(&spec.source, opts));
         let mut macros: Vec<(String, String)> = BODY_MACROS
             .iter()
             .map(|(w, v)| (w.to_string(), v.to_string()))
@@ -221,7 +221,7 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
             .collect();
         (
             spec.header.clone(),
-            spec.source.clone(),
+            checked(spec, spec.source.clone()),
             Vec::new(),
             sections,
         )
@@ -246,6 +246,9 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
     }
     prefix.extend(sections);
     prefix.push(Cow::Borrowed(PRELUDE_END));
+    if spec.check_bounds {
+        prefix.push(Cow::Borrowed(super::bounds::VIEWS));
+    }
     let mut rest = String::with_capacity(header.len() + 64 * macros.len() + 32);
     for (word, value) in &macros {
         let line = format!("#define {word} {value}");
@@ -308,6 +311,10 @@ pub(crate) fn variant(
     params.push("const kk_cuda_uint3 kk_grid".to_string());
     // See [`partial`] (unused by a body without the guard).
     params.push("const unsigned kk_partial".to_string());
+    if spec.check_bounds {
+        // The block of `codegen::bounds`: the record, then the spans.
+        params.push("kk::bounds_record* kk_bounds".to_string());
+    }
 
     let mut src = String::with_capacity(1024);
     let _ = writeln!(src, "\nextern \"C\" __global__ void {name}(");
@@ -346,6 +353,9 @@ pub(crate) fn variant(
     for (a, expr) in spec.attributes.iter().zip(&exprs) {
         let _ = writeln!(src, "  const {} {} = {expr};", a.ty, a.name);
     }
+    if spec.check_bounds {
+        views(spec, desc, &mut src);
+    }
     src.push_str(BODY_BEGIN);
     let mut after = String::with_capacity(BODY_END.len() + 4 + 16 * shared.macros.len());
     after.push_str(BODY_END);
@@ -357,6 +367,48 @@ pub(crate) fn variant(
         name,
         before: src,
         after,
+    }
+}
+
+/// `body` with its array accesses through checked views when `spec`
+/// checks bounds (`codegen::bounds`); unchanged otherwise.
+fn checked(spec: &KernelSpec, body: String) -> String {
+    if !spec.check_bounds {
+        return body;
+    }
+    super::bounds::checked_body(&body, &super::cpu::array_names(spec)).0
+}
+
+/// Declares each array argument's view (`codegen::bounds`) for a checked
+/// kernel, after the guard: the record takes the thread's position from
+/// CUDA's registers when it is written.
+fn views(spec: &KernelSpec, desc: &VariantDesc<'_>, src: &mut String) {
+    let inputs = spec.input_names.iter().zip(desc.inputs).map(|(n, d)| {
+        let scalar = d.mode == PassMode::Scalar;
+        (n, format!("const {}", d.dtype.c_name()), scalar)
+    });
+    let outputs = spec.output_names.iter().zip(desc.outputs).map(|(n, d)| {
+        let ty = if spec.atomic_outputs {
+            format!("atomic<{}>", d.c_name())
+        } else {
+            d.c_name().to_string()
+        };
+        (n, ty, false)
+    });
+    for (k, (name, ty, scalar)) in inputs.chain(outputs).enumerate() {
+        let view = super::bounds::view_name(name);
+        if scalar {
+            let _ = writeln!(
+                src,
+                "  const kk::view<{ty}> {view}({name}.p, kk_bounds, {k}, nullptr, 0);"
+            );
+        } else {
+            let _ = writeln!(
+                src,
+                "  const kk::view<{ty}> {view}({name}, kk_bounds, {k}, nullptr);"
+            );
+        }
+        let _ = writeln!(src, "  (void){view};");
     }
 }
 

@@ -20,6 +20,7 @@
 //! one adds).
 
 pub mod attributes;
+pub mod bounds;
 pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod lex;

@@ -71,6 +71,9 @@ pub struct KernelSpec {
     pub(crate) uses_cooperative_groups: bool,
     /// The floating-point math mode it is compiled in (`codegen::math`).
     pub(crate) math_mode: MathMode,
+    /// Bounds checks (`codegen::bounds`): the body sees checked views of
+    /// its array arguments. Off, the source is what it always was.
+    pub(crate) check_bounds: bool,
 }
 
 impl KernelSpec {
@@ -117,6 +120,11 @@ impl KernelSpec {
     /// The floating-point math mode it is compiled in.
     pub fn math_mode(&self) -> MathMode {
         self.math_mode
+    }
+    /// Whether the body runs with bounds checks (see
+    /// [`KernelBuilder::check_bounds`](crate::KernelBuilder::check_bounds)).
+    pub fn check_bounds(&self) -> bool {
+        self.check_bounds
     }
 
     /// Validates the names and scans the body. This is the only place a body
@@ -247,6 +255,7 @@ impl KernelSpec {
             cuda_word: uses.cuda_word,
             uses_cooperative_groups: uses.cooperative_groups,
             math_mode: MathMode::Safe,
+            check_bounds: false,
         }
     }
 

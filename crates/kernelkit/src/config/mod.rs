@@ -41,6 +41,7 @@
 //! | `KERNELKIT_MAX_LOADED_MODULES` | [`CacheConfig::max_loaded_modules`]: modules one device keeps loaded; the least recently used is unloaded past it | 4096 |
 //! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
 //! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
+//! | `KERNELKIT_CHECK_BOUNDS` | [`Config::check_bounds`]: `1` (or `true`, `on`, `yes`) checks the bounds of kernels built without saying | off |
 //!
 //! The memo's settings belong to kernels, not devices: a kernel built
 //! without its own ([`KernelBuilder::memo`](crate::KernelBuilder::memo))
@@ -92,6 +93,11 @@ pub struct Config {
     /// Each kernel's variant memo (read by kernels, not devices: see the
     /// module documentation).
     pub memo: MemoConfig,
+    /// Whether kernels built without saying check their bounds
+    /// (`KERNELKIT_CHECK_BOUNDS=1`; see
+    /// [`KernelBuilder::check_bounds`](crate::KernelBuilder::check_bounds)).
+    /// Read by kernels, not devices, as the memo's settings.
+    pub check_bounds: bool,
 }
 
 impl Config {
@@ -110,7 +116,15 @@ impl Config {
             cpu: CpuConfig::from_vars(vars),
             cuda: CudaConfig::from_vars(vars),
             memo: MemoConfig::from_vars(vars),
+            check_bounds: check_bounds_from_vars(vars),
         }
+    }
+
+    /// The bounds-check default of kernels built without their own: the
+    /// environment's, read once per process.
+    pub fn process_check_bounds() -> bool {
+        static PROCESS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *PROCESS.get_or_init(|| Config::from_env().check_bounds)
     }
 
     /// Sets which cache tiers are used.
@@ -250,6 +264,30 @@ impl Vars<'_> {
     }
 }
 
+/// Set once `KERNELKIT_CHECK_BOUNDS` was warned about.
+static CHECK_BOUNDS_WARNED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// `KERNELKIT_CHECK_BOUNDS`: `1`, `true`, `on`, `yes` turn the checks on;
+/// `0`, `false`, `off`, `no` or unset leave them off; anything else is
+/// warned about once and leaves them off.
+fn check_bounds_from_vars(vars: &Vars<'_>) -> bool {
+    let Some(v) = vars.trimmed("KERNELKIT_CHECK_BOUNDS") else {
+        return false;
+    };
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "on" | "yes" => true,
+        "0" | "false" | "off" | "no" => false,
+        _ => {
+            warn_once(
+                &CHECK_BOUNDS_WARNED,
+                &format!("KERNELKIT_CHECK_BOUNDS={v:?} is not 1 or 0; bounds checks stay off"),
+            );
+            false
+        }
+    }
+}
+
 /// Logs a configuration problem once per process and `kind` of problem.
 fn warn_once(flag: &std::sync::atomic::AtomicBool, message: &str) {
     if !flag.swap(true, std::sync::atomic::Ordering::Relaxed) {
@@ -269,6 +307,23 @@ pub(crate) mod tests {
             .map(|(k, v)| (k.to_string(), OsString::from(v)))
             .collect();
         Config::from_vars(&Vars(&|name| map.get(name).cloned()))
+    }
+
+    #[test]
+    fn check_bounds_reads_its_variable() {
+        assert!(!config_of(&[]).check_bounds);
+        for on in ["1", "true", " ON ", "yes"] {
+            assert!(
+                config_of(&[("KERNELKIT_CHECK_BOUNDS", on)]).check_bounds,
+                "{on}"
+            );
+        }
+        for off in ["0", "false", "off", "", "maybe"] {
+            assert!(
+                !config_of(&[("KERNELKIT_CHECK_BOUNDS", off)]).check_bounds,
+                "{off}"
+            );
+        }
     }
 
     #[test]

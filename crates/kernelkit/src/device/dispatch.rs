@@ -24,7 +24,7 @@ use crate::array::outputs::Outputs;
 use crate::array::{shape_from_extents, Array, Place, SharedStorage};
 use crate::backend::{ArgRef, Function, LaunchDesc};
 use crate::codegen::spec::KernelSpec;
-use crate::device::Stream;
+use crate::device::{bounds, Stream};
 use crate::dtype::{fill_pattern, DType};
 use crate::error::{CallError, Result};
 
@@ -70,7 +70,7 @@ pub(crate) fn dispatch(
             && (!contiguous || a.is_row_contiguous())
             && a.foreign_mem().is_none_or(|m| !m.needs_care())
     });
-    if !ready || raw.is_some() || !call.targets.is_empty() {
+    if !ready || raw.is_some() || !call.targets.is_empty() || call.spec.check_bounds {
         return dispatch_in_full(call, outputs, raw);
     }
     new_outputs(call, outputs)?;
@@ -83,6 +83,9 @@ fn new_outputs(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
     let stream = call.stream;
     if stream.may_capture() && !call.outputs.is_empty() && outputs_in_graph(call, outputs)? {
         return Ok(());
+    }
+    if call.spec.check_bounds {
+        return guarded_outputs(call, outputs);
     }
     for (i, (extents, dtype)) in call.outputs.iter().enumerate() {
         let shape = shape_from_extents(extents);
@@ -103,6 +106,38 @@ fn new_outputs(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
     Ok(())
 }
 
+/// [`new_outputs`] of a kernel that checks its bounds: each output its
+/// own block, exactly as long as asked plus its guard region (armed), never
+/// a thread's spare (`device::bounds`).
+#[cold]
+#[inline(never)]
+fn guarded_outputs(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()> {
+    for i in 0..call.outputs.len() {
+        outputs.push(guarded_output(call, i)?);
+    }
+    Ok(())
+}
+
+/// Output `i` of a call of a kernel that checks its bounds (see
+/// [`guarded_outputs`]).
+fn guarded_output(call: &Dispatch<'_>, i: usize) -> Result<Array> {
+    let stream = call.stream;
+    let backend = stream.device().backend();
+    let (extents, dtype) = &call.outputs[i];
+    let shape = shape_from_extents(extents);
+    let bytes = shape.iter().product::<usize>() * dtype.size();
+    let mem = backend
+        .alloc(bounds::guarded_len(bytes), stream.handle())
+        .map_err(|e| output_alloc_error(call, i, bytes, e))?;
+    if let Some(v) = call.init_value {
+        let pattern = fill_pattern(v, *dtype).expect("checked when the call was planned");
+        backend.fill(&mem, &pattern, stream.handle())?;
+    }
+    bounds::arm(stream, &mem, bytes)?;
+    let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
+    Ok(Array::contiguous(storage, shape, *dtype))
+}
+
 /// [`new_outputs`] for a call with outputs written into the caller's
 /// arrays: those are the outputs (clones sharing their memory), filled
 /// where the call asks; the rest are allocated.
@@ -115,6 +150,10 @@ fn outputs_with_targets(call: &Dispatch<'_>, outputs: &mut Outputs) -> Result<()
         let Some((_, target)) = call.targets.iter().find(|(j, _)| *j == i) else {
             if stream.capturing()? {
                 outputs.push(graph_output(call, i)?);
+                continue;
+            }
+            if call.spec.check_bounds {
+                outputs.push(guarded_output(call, i)?);
                 continue;
             }
             let shape = shape_from_extents(extents);
@@ -316,6 +355,62 @@ fn backend_launch(
         shared_mem_bytes: call.shared_mem_bytes,
         stream: stream.handle(),
         iters,
+        bounds: 0,
+    })
+}
+
+/// [`launch`] of a kernel that checks its bounds: with its bounds block,
+/// waited for, its nets checked (`device::bounds`). The outputs that
+/// kernelkit allocated and the copies of the inputs in `guarded_copies`
+/// have guard regions.
+#[cold]
+#[inline(never)]
+fn launch_checked(
+    call: &Dispatch<'_>,
+    inputs: &[&Array],
+    outputs: &Outputs,
+    guarded_copies: &[usize],
+) -> Result<()> {
+    let stream = call.stream;
+    let ins: Vec<ArgRef<'_>> = inputs.iter().map(|a| a.arg()).collect();
+    let outs: Vec<ArgRef<'_>> = outputs.iter().map(|a| a.arg()).collect();
+    let mut guarded = Vec::new();
+    for &i in guarded_copies {
+        let a = inputs[i];
+        guarded.push(bounds::Guarded {
+            role: "input",
+            arg: i,
+            mem: &a.storage.mem,
+            len: a.size() * a.dtype.size(),
+        });
+    }
+    for (i, a) in outputs.iter().enumerate() {
+        if call.targets.iter().any(|(j, _)| *j == i) {
+            continue;
+        }
+        let len = a.size() * a.dtype.size();
+        if a.storage.mem.len > len {
+            guarded.push(bounds::Guarded {
+                role: "output",
+                arg: i,
+                mem: &a.storage.mem,
+                len,
+            });
+        }
+    }
+    bounds::run(stream, call.spec, &ins, &outs, &guarded, |block| {
+        stream.device().backend().launch(&LaunchDesc {
+            spec: call.spec,
+            function: call.function,
+            inputs: &ins,
+            outputs: &outs,
+            grid: call.grid,
+            threadgroup: call.threadgroup,
+            shared_mem_bytes: call.shared_mem_bytes,
+            stream: stream.handle(),
+            iters: 1,
+            bounds: block,
+        })
     })
 }
 
@@ -373,6 +468,8 @@ fn in_full(
     let handle = stream.handle();
     // Contiguous copies of strided inputs (kept alive until the launch).
     let mut copies: SmallVec<[(usize, Array); 2]> = SmallVec::new();
+    // Inputs whose copies have guard regions (a kernel that checks bounds).
+    let mut guarded_copies: SmallVec<[usize; 2]> = SmallVec::new();
     for (i, input) in call.inputs.iter().enumerate() {
         if let Some(p) = input.producer() {
             if p != stream {
@@ -391,10 +488,16 @@ fn in_full(
             let n = input.size() * input.dtype.size();
             let mem = if stream.capturing()? {
                 graph_copy(call, i, n)?
+            } else if call.spec.check_bounds {
+                backend.alloc(bounds::guarded_len(n), handle)?
             } else {
                 backend.alloc(n, handle)?
             };
             backend.gather(&input.arg(), &mem, handle)?;
+            if call.spec.check_bounds && mem.len > n {
+                bounds::arm(stream, &mem, n)?;
+                guarded_copies.push(i);
+            }
             let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
             copies.push((
                 i,
@@ -436,14 +539,24 @@ fn in_full(
     } else {
         outputs_with_targets(call, outputs)?;
     }
-    launch(call, inputs, outputs, 1)?;
+    if call.spec.check_bounds {
+        launch_checked(call, inputs, outputs, &guarded_copies)?;
+    } else {
+        launch(call, inputs, outputs, 1)?;
+    }
     if wait {
         stream.synchronize()?;
     }
     if let Some((iters, elapsed)) = raw {
         stream.synchronize()?;
         let started = std::time::Instant::now();
-        launch(call, inputs, outputs, iters)?;
+        if call.spec.check_bounds {
+            for _ in 0..iters {
+                launch_checked(call, inputs, outputs, &guarded_copies)?;
+            }
+        } else {
+            launch(call, inputs, outputs, iters)?;
+        }
         *elapsed = started.elapsed();
         stream.synchronize()?;
     }

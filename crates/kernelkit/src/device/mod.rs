@@ -18,6 +18,7 @@
 //! base, and `array` (on the same floor: arrays live on devices, devices
 //! make arrays); nothing from `kernel`.
 
+pub(crate) mod bounds;
 mod builder;
 pub(crate) mod dispatch;
 mod null;

@@ -78,6 +78,7 @@ pub struct KernelBuilder {
     atomic_outputs: bool,
     language: BodyLanguage,
     math_mode: MathMode,
+    check_bounds: Option<bool>,
     memo: Option<MemoConfig>,
     #[cfg(feature = "bench")]
     seed: bool,
@@ -141,6 +142,19 @@ impl KernelBuilder {
         self.math_mode = mode;
         self
     }
+    /// Bounds checks (default: the environment's `KERNELKIT_CHECK_BOUNDS`,
+    /// else off). On, the body sees checked views of its array arguments,
+    /// the outputs kernelkit allocates get guard regions, and a call whose
+    /// kernel reads or writes outside an argument fails with
+    /// [`CallError::OutOfBounds`](crate::CallError::OutOfBounds) naming the
+    /// argument, the index and the thread (see `docs/bounds-checks.md`).
+    /// A debugging mode: every call waits for its launch. Checked and
+    /// unchecked kernels are different kernels, with their own sources and
+    /// cache entries.
+    pub fn check_bounds(mut self, yes: bool) -> Self {
+        self.check_bounds = Some(yes);
+        self
+    }
     /// Bounds of this kernel's variant memo (default
     /// [`MemoConfig::process`]: the environment's `KERNELKIT_MEMO_BYTES`
     /// and `KERNELKIT_MEMO_ENTRIES`, else 4 MiB and 4,096 variants).
@@ -172,6 +186,9 @@ impl KernelBuilder {
         )?;
         spec.language = self.language;
         spec.math_mode = self.math_mode;
+        spec.check_bounds = self
+            .check_bounds
+            .unwrap_or_else(crate::config::Config::process_check_bounds);
         let memo = self.memo.unwrap_or_else(MemoConfig::process);
         #[cfg(feature = "bench")]
         if self.seed {
@@ -195,6 +212,7 @@ impl Kernel {
             atomic_outputs: false,
             language: BodyLanguage::Metal,
             math_mode: MathMode::Safe,
+            check_bounds: None,
             memo: None,
             #[cfg(feature = "bench")]
             seed: false,
@@ -427,6 +445,10 @@ fn fingerprint(spec: &KernelSpec) -> u64 {
     // Safe kernels hash as they did before the mode existed.
     if spec.math_mode != MathMode::Safe {
         h.update(&[b'm', spec.math_mode as u8]);
+    }
+    // Unchecked kernels hash as they did before the mode existed.
+    if spec.check_bounds {
+        h.update(b"b");
     }
     h.digest()
 }

@@ -151,6 +151,10 @@ pub(super) fn launch(job: &LaunchDesc<'_>, simd: u32) -> Result<()> {
     for output in job.outputs {
         ptrs.push(output.addr as *mut c_void);
     }
+    if job.spec.check_bounds {
+        // The block of `codegen::bounds` (record and spans).
+        ptrs.push(job.bounds as *mut c_void);
+    }
     let args = &Args { ptrs };
 
     let grid = job.grid;

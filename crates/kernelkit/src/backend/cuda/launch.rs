@@ -208,6 +208,11 @@ fn marshal(
     word!(gz as u64);
     param!();
     word!(cuda::partial(job.grid, job.threadgroup) as u64);
+    if job.spec.check_bounds {
+        // The block of `codegen::bounds` (record and spans).
+        param!();
+        word!(job.bounds);
+    }
     Ok(true)
 }
 

@@ -275,8 +275,9 @@ impl Rebindable {
         inputs: &[ArgRef<'_>],
         outputs: &[ArgRef<'_>],
     ) -> Result<()> {
-        self.stream.device().backend().launch(&LaunchDesc {
-            spec: self.kernel.spec(),
+        let spec = self.kernel.spec();
+        let desc = |bounds: u64| LaunchDesc {
+            spec,
             function,
             inputs,
             outputs,
@@ -285,7 +286,16 @@ impl Rebindable {
             shared_mem_bytes: self.shared_mem_bytes,
             stream: self.stream.handle(),
             iters: 1,
-        })
+            bounds,
+        };
+        let backend = self.stream.device().backend();
+        if spec.check_bounds {
+            // The caller's arrays: views checked, no guard regions.
+            return crate::device::bounds::run(&self.stream, spec, inputs, outputs, &[], |b| {
+                backend.launch(&desc(b))
+            });
+        }
+        backend.launch(&desc(0))
     }
 
     /// Refuses outputs that share memory with an input or an earlier
