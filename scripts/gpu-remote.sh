@@ -85,6 +85,15 @@ step corpus_cuda env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cud
   KERNELKIT_CORPUS_RECORD="$LOGS/corpus_cuda_seen.txt" KERNELKIT_CORPUS_TIMEOUT=60 \
   "$G/corpus-tests" real_kernels --nocapture
 step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
+# Bounds checks (issue 45): the planted-bug corpus on CUDA, each group's
+# catches counted apart (groups A and B: >= 90% caught), and the correct
+# controls' results checked against unchecked runs.
+step i45_planted "$G/planted-tests" cuda:: --test-threads=1 --nocapture
+# The real-kernel corpus with `--check-bounds`: every kernel's outputs the
+# same as unchecked (no false positive), the slowdown printed.
+step i45_corpus_checked env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda \
+  KERNELKIT_CORPUS_TEXTS="$G/corpus-texts" KERNELKIT_CORPUS_REQUIRE_TEXTS=1 KERNELKIT_CORPUS_TIMEOUT=60 \
+  "$G/corpus-tests" checked_bounds_change_no_result --nocapture
 # The CUDA suites, the corpus and the Python package's tests again with
 # NVRTC 12.8 (from NVIDIA's cu12 wheel, carried as nvrtc-cu12.tar.xz)
 # instead of 13:

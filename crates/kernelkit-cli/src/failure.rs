@@ -34,8 +34,12 @@ pub enum CommandError {
     },
 }
 
-/// The exit code of every failure of these commands.
+/// The exit code of every failure of these commands but one.
 pub const FAILURE: u8 = 2;
+
+/// The exit code of a run whose checked kernel went out of bounds
+/// (`--check-bounds`): the kernel ran, and its report is the reason.
+pub const OUT_OF_BOUNDS: u8 = 3;
 
 impl CommandError {
     /// The compiler's log, when the compiler rejected the source.
@@ -59,7 +63,8 @@ impl CommandError {
     }
 
     /// Prints the error (`kernelkit COMMAND: reason`, then the log) on
-    /// stderr and returns exit code 2.
+    /// stderr and returns exit code 2 ([`OUT_OF_BOUNDS`] for a bounds
+    /// violation).
     pub fn report(&self, command: &str) -> ExitCode {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "kernelkit {command}: {}", self.line());
@@ -69,7 +74,12 @@ impl CommandError {
                 let _ = writeln!(err);
             }
         }
-        ExitCode::from(FAILURE)
+        match self {
+            CommandError::Kernel(kernelkit::Error::Call(kernelkit::CallError::OutOfBounds {
+                ..
+            })) => ExitCode::from(OUT_OF_BOUNDS),
+            _ => ExitCode::from(FAILURE),
+        }
     }
 }
 

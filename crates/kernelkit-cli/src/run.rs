@@ -19,6 +19,11 @@
 //! to print) exits with code 2 and one line on stderr, then the compiler's
 //! log if any; no input makes it abort or panic.
 //!
+//! With `--check-bounds`, the kernel runs with bounds checks
+//! ([`kernelkit::KernelBuilder::check_bounds`]); an access out of bounds
+//! fails the run with exit code [`OUT_OF_BOUNDS`](crate::failure::OUT_OF_BOUNDS) (3) and one line on
+//! stderr naming the kernel, the argument, the index and the thread.
+//!
 //! With `--timeout SECONDS`, a kernel that has not finished that long after
 //! its launch (compiling is not counted) fails the run with exit code
 //! [`TIMED_OUT`] (124) and one line on stderr. A GPU kernel cannot be
@@ -64,6 +69,12 @@ pub struct Args {
     /// its launch; the device is then unusable and the process exits.
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<f64>,
+    /// Run the kernel with bounds checks: an access outside an argument's
+    /// view, or a write past the end of an output, fails the run with exit
+    /// code 3 naming the argument, the index and the thread
+    /// (docs/bounds-checks.md). Default: `KERNELKIT_CHECK_BOUNDS`.
+    #[arg(long)]
+    check_bounds: bool,
 }
 
 /// What the thread that runs the call tells the command.
@@ -157,7 +168,11 @@ fn run(
         field: "grid",
         why: " (required by `kernelkit run`)",
     })?;
-    let kernel = spec.kernel()?;
+    let mut builder = spec.builder();
+    if args.check_bounds {
+        builder = builder.check_bounds(true);
+    }
+    let kernel = builder.build()?;
     let device = match &args.device {
         Some(name) => Device::from_name(name)?,
         None => Device::default_device()?,

@@ -227,6 +227,186 @@ fn read_json(path: &Path) -> Value {
 
 /// Runs one entry; `Err` carries the one-line reason.
 fn run_entry(corpus: &Path, name: &str, device: &str, timeout: Duration) -> Result<(), String> {
+    let (dir, spec_path, _work) = stage(corpus, name)?;
+    let out_dir = spec_path.with_file_name("out");
+    run_binary(&spec_path, device, &out_dir, timeout)?;
+    compare_all(&dir, &out_dir, name)
+}
+
+/// Compares every output of an entry's run with its reference.
+fn compare_all(dir: &Path, out_dir: &Path, name: &str) -> Result<(), String> {
+    let check = read_json(&dir.join("check.json"));
+    let Value::Object(outputs) = &check["outputs"] else {
+        panic!("{name}/check.json: no outputs");
+    };
+    for (out, want) in outputs {
+        compare(out, want, dir, out_dir)?;
+    }
+    Ok(())
+}
+
+/// Bounds checks change no result (issue 45): every entry with its texts
+/// runs with and without `kernelkit run --check-bounds`. Where the plain run
+/// passes, the checked run must pass too (no false positive) and write the
+/// same bytes; where they differ, a second plain run tells a kernel whose
+/// results vary from run to run (atomics in float) from a changed result.
+/// Prints each entry's times and the total slowdown (the checked run waits
+/// for its launch and reads its record back; compiles included, as in a
+/// user's run).
+#[test]
+fn checked_bounds_change_no_result() {
+    let corpus = corpus_dir();
+    let device = common::test_device();
+    let mut names = entries(&corpus);
+    if let Ok(only) = std::env::var("KERNELKIT_CORPUS_ONLY") {
+        let only: Vec<&str> = only.split(',').map(str::trim).collect();
+        names.retain(|n| only.contains(&n.as_str()));
+    }
+    names.retain(|n| texts_dir(&corpus, n).is_some());
+    if names.is_empty() {
+        let msg = "no corpus entry has its texts (README: \"Texts\")";
+        assert!(
+            std::env::var_os("KERNELKIT_CORPUS_REQUIRE_TEXTS").is_none(),
+            "{msg}"
+        );
+        println!("skipped: {msg}");
+        return;
+    }
+    let timeout = Duration::from_secs(
+        std::env::var("KERNELKIT_CORPUS_TIMEOUT")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(120),
+    );
+    let (mut plain_total, mut checked_total) = (Duration::ZERO, Duration::ZERO);
+    let mut wrong = Vec::new();
+    let mut compared = 0usize;
+    let mut near = 0usize;
+    println!("\ncorpus with --check-bounds on {device}:");
+    for name in &names {
+        let (dir, spec_path, work) = match stage(&corpus, name) {
+            Ok(staged) => staged,
+            Err(r) => {
+                println!("{name}: not compared ({r})");
+                continue;
+            }
+        };
+        let plain_out = work.path().join("plain");
+        let started = Instant::now();
+        if let Err(r) = run_binary(&spec_path, &device, &plain_out, timeout)
+            .and_then(|()| compare_all(&dir, &plain_out, name))
+        {
+            println!("{name}: not compared (fails unchecked: {r})");
+            continue;
+        }
+        let plain = started.elapsed();
+        let checked_out = work.path().join("checked");
+        let started = Instant::now();
+        let checked = run_binary_with(
+            &spec_path,
+            &device,
+            &checked_out,
+            timeout,
+            &["--check-bounds"],
+        )
+        .and_then(|()| compare_all(&dir, &checked_out, name));
+        let checked_time = started.elapsed();
+        compared += 1;
+        plain_total += plain;
+        checked_total += checked_time;
+        let verdict = match checked {
+            Err(r) => {
+                wrong.push(format!("{name}: fails checked: {r}"));
+                "FAILS CHECKED".to_string()
+            }
+            Ok(()) if same_files(&plain_out, &checked_out) => "same bytes".to_string(),
+            Ok(()) => {
+                near += 1;
+                format!(
+                    "passes its reference check; bytes differ, by at most {:.1e} relative \
+                     (the compiler contracts a*b+c differently around the views)",
+                    max_relative_difference(&dir, &plain_out, &checked_out)
+                )
+            }
+        };
+        println!(
+            "{name}: {verdict}; {:.0} ms unchecked, {:.0} ms checked",
+            plain.as_secs_f64() * 1e3,
+            checked_time.as_secs_f64() * 1e3
+        );
+    }
+    println!(
+        "\n{compared} entries compared: {} byte-identical, {near} within their tolerance, {} \
+         changed; {:.2} s unchecked, {:.2} s checked ({:.2}x)",
+        compared - near - wrong.len(),
+        wrong.len(),
+        plain_total.as_secs_f64(),
+        checked_total.as_secs_f64(),
+        checked_total.as_secs_f64() / plain_total.as_secs_f64().max(1e-9)
+    );
+    assert!(
+        wrong.is_empty(),
+        "bounds checks changed results:\n  {}",
+        wrong.join("\n  ")
+    );
+}
+
+/// The largest relative difference between the float elements of an
+/// entry's outputs in two output folders.
+fn max_relative_difference(dir: &Path, a: &Path, b: &Path) -> f64 {
+    let check = read_json(&dir.join("check.json"));
+    let Value::Object(outputs) = &check["outputs"] else {
+        return f64::NAN;
+    };
+    let mut worst = 0f64;
+    for (out, want) in outputs {
+        let dtype = want["dtype"].as_str().expect("dtype");
+        let shape: Vec<usize> = want["shape"]
+            .as_array()
+            .expect("shape")
+            .iter()
+            .map(|d| d.as_u64().expect("extent") as usize)
+            .collect();
+        let declared = DType::from_name(dtype).expect("a dtype name");
+        let read = |d: &Path| npy::read(&d.join(format!("{out}.npy")), out, declared, &shape);
+        let (Ok(x), Ok(y)) = (read(a), read(b)) else {
+            return f64::NAN;
+        };
+        for (p, q) in decode(&x, dtype).iter().zip(&decode(&y, dtype)) {
+            if let (Elem::Float { value: p, .. }, Elem::Float { value: q, .. }) = (p, q) {
+                if p != q {
+                    worst = worst.max((p - q).abs() / p.abs().max(q.abs()).max(f64::MIN_POSITIVE));
+                }
+            }
+        }
+    }
+    worst
+}
+
+/// Whether two output folders hold the same files, byte for byte.
+fn same_files(a: &Path, b: &Path) -> bool {
+    let list = |d: &Path| -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(d)
+            .map(|it| {
+                it.filter_map(|e| e.ok())
+                    .map(|e| {
+                        (
+                            e.file_name().to_string_lossy().into_owned(),
+                            std::fs::read(e.path()).unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (x, y) = (list(a), list(b));
+    !x.is_empty() && x == y
+}
+
+/// An entry's spec written whole (texts joined) into a temporary folder:
+/// (the entry's folder, the spec's path, the folder, kept alive by the
+/// caller).
+fn stage(corpus: &Path, name: &str) -> Result<(PathBuf, PathBuf, tempfile::TempDir), String> {
     let dir = corpus.join(name);
     let check = read_json(&dir.join("check.json"));
     let texts = texts_dir(corpus, name).ok_or("no source.metal")?;
@@ -252,16 +432,7 @@ fn run_entry(corpus: &Path, name: &str, device: &str, timeout: Duration) -> Resu
     let work = tempfile::tempdir().expect("a temporary folder");
     let spec_path = work.path().join("spec.json");
     std::fs::write(&spec_path, spec.to_json().expect("UTF-8 paths")).unwrap();
-    let out_dir = work.path().join("out");
-    run_binary(&spec_path, device, &out_dir, timeout)?;
-
-    let Value::Object(outputs) = &check["outputs"] else {
-        panic!("{name}/check.json: no outputs");
-    };
-    for (out, want) in outputs {
-        compare(out, want, &dir, &out_dir)?;
-    }
-    Ok(())
+    Ok((dir, spec_path, work))
 }
 
 /// An entry's text, checked against the SHA-256 recorded when it was taken
@@ -281,6 +452,17 @@ fn text(path: &Path, sha: &Value) -> Result<String, String> {
 
 /// `kernelkit run SPEC --device D --out-dir OUT`, killed after `timeout`.
 fn run_binary(spec: &Path, device: &str, out: &Path, timeout: Duration) -> Result<(), String> {
+    run_binary_with(spec, device, out, timeout, &[])
+}
+
+/// [`run_binary`] with more arguments (`--check-bounds`).
+fn run_binary_with(
+    spec: &Path,
+    device: &str,
+    out: &Path,
+    timeout: Duration,
+    extra: &[&str],
+) -> Result<(), String> {
     let bin = std::env::var_os("KERNELKIT_TEST_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kernelkit")));
@@ -289,6 +471,7 @@ fn run_binary(spec: &Path, device: &str, out: &Path, timeout: Duration) -> Resul
         .arg(spec)
         .args(["--device", device, "--out-dir"])
         .arg(out)
+        .args(extra)
         .env("KERNELKIT_CACHE", "memory")
         .env_remove("KERNELKIT_LOG")
         .stdout(Stdio::null())

@@ -254,6 +254,12 @@ impl SpecFile {
 
     /// Builds the kernel (the library validates the names).
     pub fn kernel(&self) -> crate::Result<Kernel> {
+        self.builder().build()
+    }
+
+    /// The builder of [`SpecFile::kernel`], for a caller that sets more
+    /// (`kernelkit run --check-bounds`).
+    pub fn builder(&self) -> crate::KernelBuilder {
         Kernel::builder(self.name.as_str())
             .inputs(self.inputs.iter().map(|p| p.name.as_str()))
             .outputs(self.outputs.iter().map(|p| p.name.as_str()))
@@ -263,7 +269,6 @@ impl SpecFile {
             .atomic_outputs(self.atomic_outputs)
             .language(self.language)
             .math_mode(self.math_mode)
-            .build()
     }
 
     /// A call of `kernel` on `inputs` with this spec's outputs and template
