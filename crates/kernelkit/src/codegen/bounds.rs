@@ -51,6 +51,16 @@ pub(crate) fn checked_body(body: &str, names: &[&str]) -> (String, Vec<bool>) {
             )
             && text(i + 1) != "::"
     };
+    // Whether the `*` at token `i` is the unary dereference.
+    let unary_star = |i: usize| {
+        text(i) == "*"
+            && i.checked_sub(1).is_none_or(|p| {
+                let t = &toks[p];
+                !(matches!(t.kind, Kind::Ident | Kind::Number | Kind::Literal)
+                    || matches!(t.text(body), ")" | "]"))
+                    || matches!(t.text(body), "return" | "case")
+            })
+    };
     // An argument whose name is assigned to is left unchecked.
     let mut checked: Vec<bool> = vec![true; names.len()];
     for i in 0..toks.len() {
@@ -62,20 +72,13 @@ pub(crate) fn checked_body(body: &str, names: &[&str]) -> (String, Vec<bool>) {
         };
         let next = text(i + 1);
         let prev = i.checked_sub(1).map(text).unwrap_or("");
-        if matches!(next, "=" | "+=" | "-=" | "++" | "--") || matches!(prev, "++" | "--") {
+        let dereferenced = i > 0 && unary_star(i - 1);
+        if (matches!(next, "=" | "+=" | "-=" | "++" | "--") && !dereferenced)
+            || matches!(prev, "++" | "--")
+        {
             checked[k] = false;
         }
     }
-    // Whether the `*` at token `i` is the unary dereference.
-    let unary_star = |i: usize| {
-        text(i) == "*"
-            && i.checked_sub(1).is_none_or(|p| {
-                let t = &toks[p];
-                !(matches!(t.kind, Kind::Ident | Kind::Number | Kind::Literal)
-                    || matches!(t.text(body), ")" | "]"))
-                    || matches!(t.text(body), "return" | "case")
-            })
-    };
     // Whether the `(` at token `i` groups (rather than calls or casts).
     let grouping = |i: usize| {
         i.checked_sub(1).is_none_or(|p| {
@@ -291,5 +294,71 @@ mod tests {
                 group: [2, 0, 0],
             })
         );
+    }
+}
+
+#[cfg(test)]
+mod generated {
+    use crate::codegen::spec::KernelSpec;
+    use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
+    use crate::codegen::{generate, Dialect};
+    use crate::dtype::DType;
+
+    fn spec(check: bool) -> KernelSpec {
+        let mut spec = KernelSpec::new(
+            "k".into(),
+            vec!["a".into(), "s".into()],
+            vec!["out".into()],
+            "uint i = thread_position_in_grid.x;\nout[i] = a[i] * s;".into(),
+            String::new(),
+            true,
+            false,
+        )
+        .unwrap();
+        spec.check_bounds = check;
+        spec
+    }
+
+    fn source(dialect: Dialect, check: bool) -> String {
+        let inputs = [
+            InputDesc {
+                dtype: DType::F32,
+                mode: PassMode::Device,
+            },
+            InputDesc {
+                dtype: DType::F32,
+                mode: PassMode::Scalar,
+            },
+        ];
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &[DType::F32],
+            template: &[],
+        };
+        generate(dialect, &spec(check), &desc, 7).source
+    }
+
+    #[test]
+    fn checked_sources_hold_the_views_and_unchecked_ones_nothing_of_them() {
+        for dialect in [Dialect::Cpu, Dialect::Cuda] {
+            let plain = source(dialect, false);
+            let checked = source(dialect, true);
+            assert!(!plain.contains("kk_v_") && !plain.contains("KK_BOUNDS_H"));
+            assert!(checked.contains(super::VIEWS), "{dialect:?}");
+            assert!(checked.contains("kk_v_out[i] = kk_v_a[i] * s;"), "{checked}");
+            for view in ["kk_v_a", "kk_v_s", "kk_v_out"] {
+                assert!(checked.contains(&format!("kk::view<")), "{view}");
+                assert!(checked.contains(view), "{dialect:?}: {view}");
+            }
+        }
+        let cuda = source(Dialect::Cuda, true);
+        assert!(cuda.contains("kk::bounds_record* kk_bounds)"), "{cuda}");
+        assert!(cuda.contains("const kk::view<const float> kk_v_s(s.p, kk_bounds, 1, nullptr, 0);"));
+        assert!(cuda.contains("const kk::view<float> kk_v_out(out, kk_bounds, 2, nullptr);"));
+        let cpu = source(Dialect::Cpu, true);
+        assert!(cpu.contains("kk::view<const float>(&s, kk_bounds, 1, &kk_at, 0)"), "{cpu}");
+        // The body is still found where compile errors look for it.
+        assert!(crate::codegen::cpu::body_of(&cpu).contains("kk_v_out[i]"));
+        assert!(crate::codegen::cuda::body_of(&cuda).contains("kk_v_out[i]"));
     }
 }
