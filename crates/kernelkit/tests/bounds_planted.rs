@@ -232,3 +232,18 @@ macro_rules! for_backends {
 }
 
 for_backends!(cpu, cuda);
+
+/// On the stand-in CUDA driver (`tools/fakecuda`, which runs no kernel):
+/// a checked call marshals its bounds block, waits, reads the record back
+/// (untouched: no violation) and checks its guard regions (untouched).
+mod standin {
+    #[test]
+    fn a_checked_cuda_call_round_trips_its_block() {
+        let Some(device) = super::cuda() else { return };
+        let c = super::cases()
+            .into_iter()
+            .find(|c| c.name == "a_one_past_end_write")
+            .unwrap();
+        super::run(&device, &c, true).expect("nothing ran, so nothing was out of bounds");
+    }
+}
