@@ -12,11 +12,13 @@ use crate::errors::{self, IntoPy, Kind};
 use crate::kernel::PyKernel;
 
 /// `metal_kernel(name, input_names, output_names, source, header="",
-/// ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)`.
+/// ensure_row_contiguous=True, atomic_outputs=False, compile_options=None,
+/// check_bounds=None)`; `check_bounds` is kernelkit's (default: the
+/// environment's `KERNELKIT_CHECK_BOUNDS`).
 #[pyfunction]
 #[pyo3(
-    signature = (name, input_names, output_names, source, header = None, ensure_row_contiguous = None, atomic_outputs = None, compile_options = None),
-    text_signature = "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)"
+    signature = (name, input_names, output_names, source, header = None, ensure_row_contiguous = None, atomic_outputs = None, compile_options = None, check_bounds = None),
+    text_signature = "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, atomic_outputs=False, compile_options=None, check_bounds=None)"
 )]
 #[allow(clippy::too_many_arguments)] // MLX's signature.
 pub(crate) fn metal_kernel(
@@ -28,6 +30,7 @@ pub(crate) fn metal_kernel(
     ensure_row_contiguous: Option<&Bound<'_, PyAny>>,
     atomic_outputs: Option<&Bound<'_, PyAny>>,
     compile_options: Option<&Bound<'_, PyAny>>,
+    check_bounds: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyKernel> {
     let (builder, name) = Spec::read(
         "metal_kernel",
@@ -40,6 +43,7 @@ pub(crate) fn metal_kernel(
     .builder(ensure_row_contiguous)?;
     let atomic_outputs = flag(atomic_outputs, &name, "atomic_outputs", false)?;
     let math_mode = compile_options_mode(&name, compile_options)?;
+    let builder = with_check_bounds(builder, &name, check_bounds)?;
     let kernel = builder
         .atomic_outputs(atomic_outputs)
         .math_mode(math_mode)
@@ -49,12 +53,13 @@ pub(crate) fn metal_kernel(
 }
 
 /// `cuda_kernel(name, input_names, output_names, source, header="",
-/// ensure_row_contiguous=True, shared_memory=0)`.
+/// ensure_row_contiguous=True, shared_memory=0, check_bounds=None)`.
 #[pyfunction]
 #[pyo3(
-    signature = (name, input_names, output_names, source, header = None, ensure_row_contiguous = None, shared_memory = None),
-    text_signature = "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, shared_memory=0)"
+    signature = (name, input_names, output_names, source, header = None, ensure_row_contiguous = None, shared_memory = None, check_bounds = None),
+    text_signature = "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, shared_memory=0, check_bounds=None)"
 )]
+#[allow(clippy::too_many_arguments)] // MLX's signature and kernelkit's keyword.
 pub(crate) fn cuda_kernel(
     name: &Bound<'_, PyAny>,
     input_names: &Bound<'_, PyAny>,
@@ -63,6 +68,7 @@ pub(crate) fn cuda_kernel(
     header: Option<&Bound<'_, PyAny>>,
     ensure_row_contiguous: Option<&Bound<'_, PyAny>>,
     shared_memory: Option<&Bound<'_, PyAny>>,
+    check_bounds: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyKernel> {
     let (builder, name) = Spec::read(
         "cuda_kernel",
@@ -89,9 +95,26 @@ pub(crate) fn cuda_kernel(
         })?,
     };
     // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
-    let builder = builder.language(kernelkit::BodyLanguage::Cuda);
+    let builder = with_check_bounds(builder, name, check_bounds)?
+        .language(kernelkit::BodyLanguage::Cuda);
     let kernel = builder.build().py_err()?;
     Ok(PyKernel::new(kernel, shared_memory))
+}
+
+/// `check_bounds=`: a bool, or `None` for the environment's default
+/// (`KERNELKIT_CHECK_BOUNDS`).
+fn with_check_bounds(
+    builder: KernelBuilder,
+    name: &str,
+    check_bounds: Option<&Bound<'_, PyAny>>,
+) -> PyResult<KernelBuilder> {
+    match check_bounds.filter(|v| !v.is_none()) {
+        None => Ok(builder),
+        Some(v) => {
+            let yes = flag(Some(v), name, "check_bounds", false)?;
+            Ok(builder.check_bounds(yes))
+        }
+    }
 }
 
 /// The texts both constructors take, read here rather than by PyO3 so that

@@ -18,6 +18,7 @@ struct Classes {
     array: Py<PyType>,
     compile: Py<PyType>,
     device: Py<PyType>,
+    out_of_bounds: Py<PyType>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
@@ -36,6 +37,7 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
             array: get("ArrayError")?,
             compile: get("CompileError")?,
             device: get("DeviceError")?,
+            out_of_bounds: get("OutOfBoundsError")?,
         })
     })
 }
@@ -50,6 +52,7 @@ pub(crate) enum Kind {
     Array,
     Compile,
     Device,
+    OutOfBounds,
 }
 
 /// An exception of `kind` with `message`.
@@ -65,6 +68,7 @@ pub(crate) fn raise(kind: Kind, message: impl Into<String>) -> PyErr {
                 Kind::Array => &c.array,
                 Kind::Compile => &c.compile,
                 Kind::Device => &c.device,
+                Kind::OutOfBounds => &c.out_of_bounds,
             };
             PyErr::from_type(class.bind(py).clone(), (message,))
         }
@@ -93,6 +97,7 @@ pub(crate) fn argument_type(message: impl Into<String>) -> PyErr {
 pub(crate) fn from_kernelkit(err: kernelkit::Error) -> PyErr {
     use kernelkit::Error;
     let kind = match &err {
+        Error::Call(kernelkit::CallError::OutOfBounds { .. }) => Kind::OutOfBounds,
         Error::Build(_) => Kind::Build,
         Error::Call(_) => Kind::Call,
         Error::Compile(_) => Kind::Compile,
@@ -108,6 +113,40 @@ pub(crate) fn from_kernelkit(err: kernelkit::Error) -> PyErr {
             // practice; if one did, the message alone is still right.
             let _ = value.setattr("log", c.log());
             let _ = value.setattr("source", c.source_code());
+        });
+    }
+    if let Error::Call(kernelkit::CallError::OutOfBounds {
+        kernel,
+        role,
+        argument,
+        access,
+    }) = &err
+    {
+        Python::attach(|py| {
+            let value = py_err.value(py);
+            // As above: the message alone is right if a write failed.
+            let _ = value.setattr("kernel", kernel.as_str());
+            let _ = value.setattr("role", *role);
+            let _ = value.setattr("argument", argument.as_str());
+            match access {
+                kernelkit::OutOfBounds::View {
+                    index,
+                    span,
+                    thread,
+                    group,
+                } => {
+                    let _ = value.setattr("index", *index);
+                    let _ = value.setattr("span", *span);
+                    let xyz = |v: &[u32; 3]| (v[0], v[1], v[2]);
+                    let _ = value.setattr("thread", xyz(thread));
+                    let _ = value.setattr("threadgroup", xyz(group));
+                }
+                kernelkit::OutOfBounds::Guard { byte_offset, bytes } => {
+                    let _ = value.setattr("byte_offset", *byte_offset);
+                    let _ = value.setattr("buffer_bytes", *bytes);
+                }
+                _ => {}
+            }
         });
     }
     py_err

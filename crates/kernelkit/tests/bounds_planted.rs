@@ -212,6 +212,62 @@ fn a_write_past_the_end_leaves_the_heap_whole(device: Option<Device>) {
     }
 }
 
+/// An output written into the caller's array (`output_into`) runs through
+/// a guarded stand-in: a write past its end through a raw pointer is named
+/// by the output and leaves what follows the caller's array untouched; a
+/// correct kernel's results reach the caller's array.
+fn outputs_into_the_callers_arrays_are_guarded(device: Option<Device>) {
+    let Some(device) = device else { return };
+    let data: Vec<f32> = (0..80).map(|k| k as f32).collect();
+    let x = device.array_from_slice(&data[..64], [64]).unwrap();
+    let kernel = |body: &str| {
+        Kernel::builder("into")
+            .inputs(["inp"])
+            .outputs(["out"])
+            .source(body)
+            .check_bounds(true)
+            .build()
+            .unwrap()
+    };
+    let whole = device.array_from_slice(&data, [80]).unwrap();
+    let target = whole.slice(&[[0, 64, 1]]).unwrap();
+    let bad =
+        kernel("uint i = thread_position_in_grid.x;\ndevice float* p = out + 1;\np[i] = -inp[i];");
+    let e = bad
+        .call([&x])
+        .output_into(&target)
+        .grid([64, 1, 1])
+        .threadgroup([32, 1, 1])
+        .launch()
+        .expect_err("caught");
+    assert!(
+        matches!(
+            &e,
+            Error::Call(CallError::OutOfBounds { argument, access: OutOfBounds::Guard { byte_offset: 256, .. }, .. })
+                if argument == "out"
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        whole.to_vec::<f32>().unwrap()[64..],
+        data[64..],
+        "past the target: untouched"
+    );
+    let good = kernel("uint i = thread_position_in_grid.x;\nout[i] = -inp[i];");
+    good.call([&x])
+        .output_into(&target)
+        .grid([64, 1, 1])
+        .threadgroup([32, 1, 1])
+        .launch()
+        .unwrap();
+    let got = whole.to_vec::<f32>().unwrap();
+    assert!(
+        got[..64].iter().zip(&data).all(|(g, d)| *g == -*d),
+        "{got:?}"
+    );
+    assert_eq!(got[64..], data[64..]);
+}
+
 macro_rules! for_backends {
     ($($backend:ident),*) => {$(
         mod $backend {
@@ -222,6 +278,10 @@ macro_rules! for_backends {
             #[test]
             fn correct_kernels_run_clean_with_the_same_results() {
                 super::correct_kernels_run_clean_with_the_same_results(super::$backend());
+            }
+            #[test]
+            fn outputs_into_the_callers_arrays_are_guarded() {
+                super::outputs_into_the_callers_arrays_are_guarded(super::$backend());
             }
             #[test]
             fn a_write_past_the_end_leaves_the_heap_whole() {

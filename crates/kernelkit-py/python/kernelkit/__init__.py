@@ -33,6 +33,7 @@ from ._errors import (
     CompileError,
     DeviceError,
     KernelError,
+    OutOfBoundsError,
 )
 from ._kernelkit import (
     Array,
@@ -97,5 +98,6 @@ __all__ = [
     "ArrayError",
     "CompileError",
     "DeviceError",
+    "OutOfBoundsError",
     "__version__",
 ]

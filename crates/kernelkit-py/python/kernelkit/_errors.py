@@ -54,6 +54,38 @@ class DeviceError(KernelError, RuntimeError):
     while running work."""
 
 
+class OutOfBoundsError(KernelError, IndexError):
+    """A kernel built with ``check_bounds=True`` (or run with
+    ``KERNELKIT_CHECK_BOUNDS=1``) read or wrote outside an argument: the
+    first such access of the call. The access itself was skipped (through the
+    argument's name) or landed in a guard region after the buffer (through a
+    raw pointer or a cast), so nothing else was overwritten.
+
+    Attributes:
+        kernel: the kernel's name.
+        role: ``"input"`` or ``"output"``.
+        argument: the argument's name.
+        index: the element index, relative to the argument's pointer (an
+            access through the name), else ``None``.
+        span: ``(lo, hi)``, the indices the argument's view spans, or ``None``.
+        thread: ``thread_position_in_threadgroup`` as ``(x, y, z)``, or ``None``.
+        threadgroup: ``threadgroup_position_in_grid`` as ``(x, y, z)``, or ``None``.
+        byte_offset: the first byte written past the end (a guard region),
+            else ``None``.
+        buffer_bytes: that buffer's size in bytes, else ``None``.
+    """
+
+    kernel = None
+    role = None
+    argument = None
+    index = None
+    span = None
+    thread = None
+    threadgroup = None
+    byte_offset = None
+    buffer_bytes = None
+
+
 __all__ = [
     "KernelError",
     "BuildError",
@@ -62,9 +94,19 @@ __all__ = [
     "ArrayError",
     "CompileError",
     "DeviceError",
+    "OutOfBoundsError",
 ]
 
 # Shown as `kernelkit.CallError`, where users import them from.
-for _class in (KernelError, BuildError, CallError, ArgumentTypeError, ArrayError, CompileError, DeviceError):
+for _class in (
+    KernelError,
+    BuildError,
+    CallError,
+    ArgumentTypeError,
+    ArrayError,
+    CompileError,
+    DeviceError,
+    OutOfBoundsError,
+):
     _class.__module__ = "kernelkit"
 del _class

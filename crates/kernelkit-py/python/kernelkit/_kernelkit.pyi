@@ -151,6 +151,7 @@ def metal_kernel(
     ensure_row_contiguous: bool = True,
     atomic_outputs: bool = False,
     compile_options: Optional[Mapping[str, str]] = None,
+    check_bounds: Optional[bool] = None,
 ) -> Kernel:
     """A custom kernel from the body of a function (MLX's
     ``mx.fast.metal_kernel``). The body reads ``NAME[i]`` for each input and
@@ -161,7 +162,11 @@ def metal_kernel(
     ``{"math_mode": "safe" | "relaxed" | "fast"}``: ``safe`` (the default)
     keeps IEEE 754 special values, ``relaxed`` allows unsafe optimizations
     but keeps infinities and NaNs, ``fast`` assumes finite values too (and
-    defines ``__FAST_MATH__`` for the body on every device)."""
+    defines ``__FAST_MATH__`` for the body on every device).
+    ``check_bounds=True`` (kernelkit's; default: ``KERNELKIT_CHECK_BOUNDS``)
+    runs the body with bounds checks: a call that reads or writes outside an
+    argument raises ``OutOfBoundsError`` naming it (a debugging mode: calls
+    wait for their kernel)."""
 
 def cuda_kernel(
     name: str,
@@ -171,10 +176,12 @@ def cuda_kernel(
     header: str = "",
     ensure_row_contiguous: bool = True,
     shared_memory: int = 0,
+    check_bounds: Optional[bool] = None,
 ) -> Kernel:
     """A custom kernel whose body is CUDA C++ (MLX's ``mx.fast.cuda_kernel``);
     ``shared_memory`` is the dynamic shared memory per block, in bytes. Its
-    calls run on ``cuda:0`` unless ``device=`` or ``stream=`` says."""
+    calls run on ``cuda:0`` unless ``device=`` or ``stream=`` says.
+    ``check_bounds`` as for ``metal_kernel``."""
 
 def new_stream(device: DeviceLike) -> Stream:
     """A new stream on ``device``."""

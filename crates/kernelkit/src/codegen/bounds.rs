@@ -345,7 +345,10 @@ mod generated {
             let checked = source(dialect, true);
             assert!(!plain.contains("kk_v_") && !plain.contains("KK_BOUNDS_H"));
             assert!(checked.contains(super::VIEWS), "{dialect:?}");
-            assert!(checked.contains("kk_v_out[i] = kk_v_a[i] * s;"), "{checked}");
+            assert!(
+                checked.contains("kk_v_out[i] = kk_v_a[i] * s;"),
+                "{checked}"
+            );
             for view in ["kk_v_a", "kk_v_s", "kk_v_out"] {
                 assert!(checked.contains(&format!("kk::view<")), "{view}");
                 assert!(checked.contains(view), "{dialect:?}: {view}");
@@ -356,7 +359,10 @@ mod generated {
         assert!(cuda.contains("const kk::view<const float> kk_v_s(s.p, kk_bounds, 1, nullptr, 0);"));
         assert!(cuda.contains("const kk::view<float> kk_v_out(out, kk_bounds, 2, nullptr);"));
         let cpu = source(Dialect::Cpu, true);
-        assert!(cpu.contains("kk::view<const float>(&s, kk_bounds, 1, &kk_at, 0)"), "{cpu}");
+        assert!(
+            cpu.contains("kk::view<const float>(&s, kk_bounds, 1, &kk_at, 0)"),
+            "{cpu}"
+        );
         // The body is still found where compile errors look for it.
         assert!(crate::codegen::cpu::body_of(&cpu).contains("kk_v_out[i]"));
         assert!(crate::codegen::cuda::body_of(&cuda).contains("kk_v_out[i]"));

@@ -43,19 +43,24 @@ pub(crate) fn guarded_len(len: usize) -> usize {
 /// Fills the guard region after the first `len` bytes of `mem`, in the
 /// order of `stream`.
 pub(crate) fn arm(stream: &Stream, mem: &Memory, len: usize) -> Result<()> {
-    let region = Memory {
-        addr: mem.addr + len as u64,
-        len: mem.len.saturating_sub(len),
+    let region = borrowed(mem.addr + len as u64, mem.len.saturating_sub(len));
+    stream
+        .device()
+        .backend()
+        .fill(&region, &[GUARD_BYTE], stream.handle())
+}
+
+/// `len` bytes at `addr`, borrowed: nothing is freed when it goes.
+pub(crate) fn borrowed(addr: u64, len: usize) -> Memory {
+    Memory {
+        addr,
+        len,
         owner: crate::backend::Owner::Foreign(Box::new(crate::backend::foreign::ForeignMem::new(
             crate::backend::foreign::ForeignOwner::none(),
             None,
             false,
         ))),
-    };
-    stream
-        .device()
-        .backend()
-        .fill(&region, &[GUARD_BYTE], stream.handle())
+    }
 }
 
 /// Runs `launch` (given the device address of the bounds block) for

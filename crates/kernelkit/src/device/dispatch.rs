@@ -370,6 +370,7 @@ fn launch_checked(
     inputs: &[&Array],
     outputs: &Outputs,
     guarded_copies: &[usize],
+    staged: &[(usize, Array)],
 ) -> Result<()> {
     let stream = call.stream;
     let ins: Vec<ArgRef<'_>> = inputs.iter().map(|a| a.arg()).collect();
@@ -385,7 +386,9 @@ fn launch_checked(
         });
     }
     for (i, a) in outputs.iter().enumerate() {
-        if call.targets.iter().any(|(j, _)| *j == i) {
+        let target = call.targets.iter().any(|(j, _)| *j == i);
+        if target && !staged.iter().any(|(j, _)| *j == i) {
+            // The caller's memory, which may be a view of a larger buffer.
             continue;
         }
         let len = a.size() * a.dtype.size();
@@ -412,6 +415,56 @@ fn launch_checked(
             bounds: block,
         })
     })
+}
+
+/// For a call of a kernel that checks its bounds, replaces each output
+/// that is the caller's row-contiguous array by a guarded stand-in of
+/// kernelkit's holding its contents (`device::bounds`), so that a write
+/// past its end lands in a guard region rather than in whatever follows
+/// the caller's array; returns the caller's arrays, by output index.
+#[cold]
+#[inline(never)]
+fn stage_targets(
+    call: &Dispatch<'_>,
+    outputs: &mut Outputs,
+) -> Result<SmallVec<[(usize, Array); 2]>> {
+    let stream = call.stream;
+    let backend = stream.device().backend();
+    let mut staged = SmallVec::new();
+    for &(i, target) in call.targets {
+        if !target.is_row_contiguous() || stream.capturing()? {
+            continue;
+        }
+        let bytes = target.size() * target.dtype.size();
+        let mem = backend.alloc(bounds::guarded_len(bytes), stream.handle())?;
+        backend.gather(&target.arg(), &mem, stream.handle())?;
+        bounds::arm(stream, &mem, bytes)?;
+        let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
+        let stand_in = Array::contiguous(storage, target.shape.clone(), target.dtype);
+        let original = std::mem::replace(&mut outputs[i], stand_in);
+        staged.push((i, original));
+    }
+    Ok(staged)
+}
+
+/// Copies each stand-in of [`stage_targets`] back into the caller's array
+/// and puts that array back among the outputs.
+#[cold]
+#[inline(never)]
+fn unstage_targets(
+    call: &Dispatch<'_>,
+    outputs: &mut Outputs,
+    staged: SmallVec<[(usize, Array); 2]>,
+) -> Result<()> {
+    let stream = call.stream;
+    let backend = stream.device().backend();
+    for (i, target) in staged {
+        let bytes = target.size() * target.dtype.size();
+        let dst = bounds::borrowed(target.data_addr(), bytes);
+        backend.gather(&outputs[i].arg(), &dst, stream.handle())?;
+        outputs[i] = target;
+    }
+    Ok(())
 }
 
 /// [`dispatch`] for inputs produced on another stream (waited for) or
@@ -540,7 +593,9 @@ fn in_full(
         outputs_with_targets(call, outputs)?;
     }
     if call.spec.check_bounds {
-        launch_checked(call, inputs, outputs, &guarded_copies)?;
+        let staged = stage_targets(call, outputs)?;
+        launch_checked(call, inputs, outputs, &guarded_copies, &staged)?;
+        unstage_targets(call, outputs, staged)?;
     } else {
         launch(call, inputs, outputs, 1)?;
     }
@@ -552,7 +607,7 @@ fn in_full(
         let started = std::time::Instant::now();
         if call.spec.check_bounds {
             for _ in 0..iters {
-                launch_checked(call, inputs, outputs, &guarded_copies)?;
+                launch_checked(call, inputs, outputs, &guarded_copies, &[])?;
             }
         } else {
             launch(call, inputs, outputs, iters)?;
