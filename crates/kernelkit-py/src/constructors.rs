@@ -95,8 +95,8 @@ pub(crate) fn cuda_kernel(
         })?,
     };
     // A CUDA C++ body (MLX's `cuda_kernel`): CUDA devices only.
-    let builder = with_check_bounds(builder, name, check_bounds)?
-        .language(kernelkit::BodyLanguage::Cuda);
+    let builder =
+        with_check_bounds(builder, name, check_bounds)?.language(kernelkit::BodyLanguage::Cuda);
     let kernel = builder.build().py_err()?;
     Ok(PyKernel::new(kernel, shared_memory))
 }
