@@ -90,6 +90,7 @@ unload_tests=$(exe test cuda_unload)
 compat_tests=$(exe test compat)
 multi_gpu_tests=$(exe test multi_gpu)
 planted_tests=$(exe test bounds_planted)
+golden_checked_tests=$(exe test bounds_golden)
 # candle's CUDA tensors: its own target directory and RUSTFLAGS (see
 # scripts/candle-cuda.sh); the first build compiles candle's kernels.
 candle_tests=
@@ -105,7 +106,7 @@ else
 fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
          "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests" \
-         "$capture_tests" "$unload_tests" "$multi_gpu_tests" "$planted_tests"; do
+         "$capture_tests" "$unload_tests" "$multi_gpu_tests" "$planted_tests" "$golden_checked_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -140,6 +141,7 @@ strip --strip-debug -o "$DEST/timeout-lib-tests" "$timeout_lib_tests"
 strip --strip-debug -o "$DEST/capture-tests" "$capture_tests"
 strip --strip-debug -o "$DEST/unload-tests" "$unload_tests"
 strip --strip-debug -o "$DEST/planted-tests" "$planted_tests"
+strip --strip-debug -o "$DEST/golden-checked-tests" "$golden_checked_tests"
 strip --strip-debug -o "$DEST/compat-tests" "$compat_tests"
 strip --strip-debug -o "$DEST/timeout-tests" "$timeout_tests"
 if [ -n "$candle_tests" ]; then

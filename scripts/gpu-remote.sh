@@ -91,6 +91,8 @@ step soak "$G/kernelkit" demo --device cuda --threads 16 --rounds 100
 step i45_planted "$G/planted-tests" cuda:: --test-threads=1 --nocapture
 # The real-kernel corpus with `--check-bounds`: every kernel's outputs the
 # same as unchecked (no false positive), the slowdown printed.
+# The MLX golden bodies run checked and unchecked: the same output bytes.
+step i45_golden_checked "$G/golden-checked-tests" cuda:: --test-threads=1 --nocapture
 step i45_corpus_checked env KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda \
   KERNELKIT_CORPUS_TEXTS="$G/corpus-texts" KERNELKIT_CORPUS_REQUIRE_TEXTS=1 KERNELKIT_CORPUS_TIMEOUT=60 \
   "$G/corpus-tests" checked_bounds_change_no_result --nocapture
