@@ -201,6 +201,10 @@ const OUTPUTS_ADVICE: &str = "write the outputs into arrays allocated by an allo
 const COPY_ADVICE: &str = "make one call with a strided input on this device before the capture \
      (it loads the copy kernel), or pass row-contiguous inputs";
 
+/// What to do instead of capturing a kernel that checks its bounds.
+const CHECKED_ADVICE: &str = "run the kernel with bounds checks outside the capture, or capture \
+     it built without them";
+
 /// What to do instead of waiting on the host under a capture.
 const ORDER_ADVICE: &str = "produce the arrays on the capturing stream (or make it wait for \
      their stream before the capture)";
@@ -519,6 +523,10 @@ fn in_full(
     let stream = call.stream;
     let backend = stream.device().backend();
     let handle = stream.handle();
+    if call.spec.check_bounds && stream.capturing()? {
+        let what = "it checks bounds, and a checked launch is waited for on the host".to_string();
+        return Err(capturing(call, what, CHECKED_ADVICE));
+    }
     // Contiguous copies of strided inputs (kept alive until the launch).
     let mut copies: SmallVec<[(usize, Array); 2]> = SmallVec::new();
     // Inputs whose copies have guard regions (a kernel that checks bounds).

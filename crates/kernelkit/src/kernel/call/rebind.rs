@@ -290,6 +290,15 @@ impl Rebindable {
         };
         let backend = self.stream.device().backend();
         if spec.check_bounds {
+            if self.stream.capturing()? {
+                return Err(crate::error::CallError::Capturing {
+                    kernel: spec.name.clone(),
+                    what: "it checks bounds, and a checked launch is waited for on the host".into(),
+                    advice: "run the kernel with bounds checks outside the capture, or capture \
+                             it built without them",
+                }
+                .into());
+            }
             // The caller's arrays: views checked, no guard regions.
             return crate::device::bounds::run(&self.stream, spec, inputs, outputs, &[], |b| {
                 backend.launch(&desc(b))
