@@ -268,6 +268,49 @@ fn outputs_into_the_callers_arrays_are_guarded(device: Option<Device>) {
     assert_eq!(got[64..], data[64..]);
 }
 
+/// Off, the generated sources are what they are without the feature; on,
+/// the CPU and CUDA sources change and the Metal source (MLX's) does not.
+#[test]
+fn checking_changes_no_metal_source_and_nothing_when_off() {
+    use kernelkit::{Dialect, InputDesc, PassMode, VariantDesc};
+    let build = |check: Option<bool>| {
+        let b = Kernel::builder("k")
+            .inputs(["a"])
+            .outputs(["out"])
+            .source("uint i = thread_position_in_grid.x; out[i] = a[i];");
+        match check {
+            Some(c) => b.check_bounds(c),
+            None => b,
+        }
+        .build()
+        .unwrap()
+    };
+    let inputs = [InputDesc {
+        dtype: DType::F32,
+        mode: PassMode::Device,
+    }];
+    let desc = VariantDesc {
+        inputs: &inputs,
+        outputs: &[DType::F32],
+        template: &[],
+    };
+    let (default, off, on) = (build(None), build(Some(false)), build(Some(true)));
+    if std::env::var_os("KERNELKIT_CHECK_BOUNDS").is_none() {
+        assert!(!default.spec().check_bounds());
+    }
+    for dialect in [Dialect::Metal, Dialect::Cuda, Dialect::Cpu] {
+        let off_src = off.generate(dialect, &desc);
+        let on_src = on.generate(dialect, &desc);
+        assert!(!off_src.source.contains("kk_v_"), "{dialect:?}");
+        if dialect == Dialect::Metal {
+            assert_eq!(off_src, on_src, "MLX's source never changes");
+        } else {
+            assert_ne!(off_src.source, on_src.source, "{dialect:?}");
+            assert_ne!(off_src.name, on_src.name, "{dialect:?}: a different kernel");
+        }
+    }
+}
+
 macro_rules! for_backends {
     ($($backend:ident),*) => {$(
         mod $backend {
