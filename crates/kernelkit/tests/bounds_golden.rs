@@ -54,7 +54,6 @@ fn element(dtype: DType, k: usize) -> Vec<u8> {
         DType::F32 => f32::from(v).to_le_bytes().to_vec(),
         DType::F64 => f64::from(v).to_le_bytes().to_vec(),
         DType::Complex64 => [f32::from(v).to_le_bytes(), 0f32.to_le_bytes()].concat(),
-        _ => vec![0; dtype.size()],
     }
 }
 
