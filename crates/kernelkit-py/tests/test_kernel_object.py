@@ -47,11 +47,15 @@ def test_it_is_called_as_mlx_kernels_are():
 
 def test_the_constructors_signatures_are_mlxs():
     sig = inspect.signature(kk.metal_kernel)
+    # MLX's parameters, in MLX's order; then kernelkit's own keyword.
     assert list(sig.parameters) == ["name", "input_names", "output_names", "source", "header",
-                                    "ensure_row_contiguous", "atomic_outputs", "compile_options"]
+                                    "ensure_row_contiguous", "atomic_outputs", "compile_options",
+                                    "check_bounds"]
+    assert sig.parameters["check_bounds"].default is None
     assert sig.parameters["header"].default == "" and sig.parameters["ensure_row_contiguous"].default is True
     sig = inspect.signature(kk.cuda_kernel)
     assert sig.parameters["header"].default == "" and sig.parameters["shared_memory"].default == 0
+    assert list(sig.parameters)[-1] == "check_bounds"
 
 
 def test_wrong_arguments_are_type_errors_that_name_them():
