@@ -75,6 +75,12 @@ for v in 3.12 3.9; do
   whl=$(ls dist/kernelkit-*-cp${v/./}-abi3-*_x86_64.whl)
   "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check \
     --root-user-action=ignore "$whl" pytest ziglang
+  # JAX's CPU wheel for kernelkit.jax's tests (pinned by .ci/run), where
+  # the Python has it (3.11 and later); without it those tests skip.
+  if [ -n "${CI_JAX_WHEEL:-}" ] && [ "$v" != 3.9 ]; then
+    "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check \
+      --root-user-action=ignore "$CI_JAX_WHEEL" flatbuffers
+  fi
   (
     export PATH="$PWD/$py_env/bin:$no_rust_path"
     if command -v cargo >/dev/null || command -v rustc >/dev/null; then
