@@ -195,6 +195,21 @@ torch_native() {
     KERNELKIT_CACHE=memory timeout 500 python3 "$G/torch_native.py" --json "$OUT/torch_native.json"
 }
 step torch_native torch_native
+# kernelkit kernels inside JAX (issue 46): the JAX tests on CUDA (JAX's
+# CUDA plugin as installed there), then the per-call benchmark, command
+# buffers on and off: 100 chained calls of a trivial kernel through
+# kernelkit's FFI handler against a C++ FFI handler built here with nvcc,
+# and jax.numpy and Pallas reported.
+i46_jax() {
+  python3 -c 'import jax; print("jax", jax.__version__, jax.devices())' || return 1
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_CACHE=memory timeout 300 python3 -m pytest -q -rs "$G/python-tests/test_jax.py" &&
+    for cb in on off; do
+      KERNELKIT_CACHE=memory timeout 150 python3 "$G/jax_bench.py" --command-buffers $cb \
+        --json "$OUT/jax_bench_$cb.json" || return 1
+    done
+}
+step i46_jax i46_jax
 # candle's CUDA tensors (built by gpu-check.sh only where nvcc was set up:
 # scripts/candle-cuda.sh setup): the candle tests on CUDA, then fused ops
 # against candle's unfused sequence. The binaries link CUDA 13's libcuda,
