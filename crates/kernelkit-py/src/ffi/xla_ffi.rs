@@ -300,23 +300,34 @@ fn bare_capsule(py: Python<'_>, ptr: *mut c_void) -> PyResult<Py<PyAny>> {
     }
 }
 
-/// The capsules of one platform's handler: `(instantiate, execute,
-/// type_id, type_info)`.
-pub(crate) fn capsules(
-    py: Python<'_>,
-    platform: Platform,
-) -> PyResult<(Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>)> {
+/// The capsules of one platform's handler and state type.
+pub(crate) struct Capsules {
+    /// The instantiate stage's handler.
+    pub instantiate: Py<PyAny>,
+    /// The execute stage's handler.
+    pub execute: Py<PyAny>,
+    /// The state type's id (XLA writes it at registration).
+    pub type_id: Py<PyAny>,
+    /// The state type's deleter.
+    pub type_info: Py<PyAny>,
+}
+
+/// The capsules of one platform's handler.
+pub(crate) fn capsules(py: Python<'_>, platform: Platform) -> PyResult<Capsules> {
     type Handler = unsafe extern "C" fn(*mut CallFrame) -> *mut XlaError;
     let (instantiate, execute): (Handler, Handler) = match platform {
         Platform::Cpu => (instantiate_cpu, execute_cpu),
         Platform::Cuda => (instantiate_cuda, execute_cuda),
     };
-    Ok((
-        bare_capsule(py, instantiate as *mut c_void)?,
-        bare_capsule(py, execute as *mut c_void)?,
-        bare_capsule(py, state_type(platform).0.get().cast())?,
-        bare_capsule(py, (&STATE_TYPE_INFO.0 as *const TypeInfo).cast_mut().cast())?,
-    ))
+    Ok(Capsules {
+        instantiate: bare_capsule(py, instantiate as *mut c_void)?,
+        execute: bare_capsule(py, execute as *mut c_void)?,
+        type_id: bare_capsule(py, state_type(platform).0.get().cast())?,
+        type_info: bare_capsule(
+            py,
+            (&STATE_TYPE_INFO.0 as *const TypeInfo).cast_mut().cast(),
+        )?,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -424,7 +435,11 @@ impl<'a> Frame<'a> {
         rets: bool,
         out: &mut smallvec::SmallVec<[BufferRef<'a>; 8]>,
     ) -> Result<(), String> {
-        let list = if rets { &self.frame.rets } else { &self.frame.args };
+        let list = if rets {
+            &self.frame.rets
+        } else {
+            &self.frame.args
+        };
         let n = usize::try_from(list.size).map_err(|_| "a negative buffer count".to_string())?;
         if n > 0 && (list.types.is_null() || list.args.is_null()) {
             return Err("buffers without their lists".into());
@@ -493,7 +508,11 @@ impl<'a> Frame<'a> {
     }
 
     /// Hands `binding` to XLA as this call site's state (instantiate stage).
-    pub(crate) fn set_state(&self, platform: Platform, binding: handler::Binding) -> Result<(), String> {
+    pub(crate) fn set_state(
+        &self,
+        platform: Platform,
+        binding: handler::Binding,
+    ) -> Result<(), String> {
         let set = self.api.state_set.ok_or("XLA's API has no state")?;
         let mut id = state_type(platform).get();
         if id.type_id == 0 {
@@ -631,7 +650,9 @@ unsafe fn array<'a>(a: &RawArray) -> Attr<'a> {
     match (a.dtype, a.size) {
         (5, 0) => Attr::Ints(&[]),
         // SAFETY: the caller's promise.
-        (5, n) if !a.data.is_null() => Attr::Ints(unsafe { std::slice::from_raw_parts(a.data.cast(), n) }),
+        (5, n) if !a.data.is_null() => {
+            Attr::Ints(unsafe { std::slice::from_raw_parts(a.data.cast(), n) })
+        }
         _ => Attr::Other("an array that is not of int64"),
     }
 }
@@ -678,6 +699,9 @@ unsafe fn metadata(frame: *mut CallFrame, platform: Platform, stateful: bool) ->
     }
 }
 
+/// A stage of the handler, in safe Rust.
+type Stage = fn(&Frame<'_>, Platform) -> Result<(), (ErrorCode, String)>;
+
 /// Runs `body` on the frame, turning its error (or a panic) into XLA's.
 ///
 /// # Safety
@@ -687,7 +711,7 @@ unsafe fn handle(
     frame: *mut CallFrame,
     platform: Platform,
     stage: i32,
-    body: fn(&Frame<'_>, Platform) -> Result<(), (ErrorCode, String)>,
+    body: Stage,
 ) -> *mut XlaError {
     if frame.is_null() {
         return std::ptr::null_mut();
@@ -706,25 +730,45 @@ unsafe fn handle(
     };
     let frame = Frame { frame, api };
     if frame.frame.stage != stage {
-        let message = format!("kernelkit: a handler of stage {stage} called in stage {}", frame.frame.stage);
+        let message = format!(
+            "kernelkit: a handler of stage {stage} called in stage {}",
+            frame.frame.stage
+        );
         return frame.error(ErrorCode::Internal, &message);
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&frame, platform)));
     match result {
         Ok(Ok(())) => std::ptr::null_mut(),
         Ok(Err((code, message))) => frame.error(code, &message),
-        Err(_) => frame.error(ErrorCode::Internal, "kernelkit: the FFI handler panicked (a bug in kernelkit)"),
+        Err(_) => frame.error(
+            ErrorCode::Internal,
+            "kernelkit: the FFI handler panicked (a bug in kernelkit)",
+        ),
     }
 }
 
 unsafe extern "C" fn instantiate_cpu(frame: *mut CallFrame) -> *mut XlaError {
     // SAFETY: XLA calls with its call frame.
-    unsafe { handle(frame, Platform::Cpu, STAGE_INSTANTIATE, handler::instantiate) }
+    unsafe {
+        handle(
+            frame,
+            Platform::Cpu,
+            STAGE_INSTANTIATE,
+            handler::instantiate,
+        )
+    }
 }
 
 unsafe extern "C" fn instantiate_cuda(frame: *mut CallFrame) -> *mut XlaError {
     // SAFETY: XLA calls with its call frame.
-    unsafe { handle(frame, Platform::Cuda, STAGE_INSTANTIATE, handler::instantiate) }
+    unsafe {
+        handle(
+            frame,
+            Platform::Cuda,
+            STAGE_INSTANTIATE,
+            handler::instantiate,
+        )
+    }
 }
 
 unsafe extern "C" fn execute_cpu(frame: *mut CallFrame) -> *mut XlaError {
@@ -780,7 +824,10 @@ pub(crate) fn buffer_array(
 }
 
 /// A kernelkit stream over the `CUstream` XLA gave the call.
-pub(crate) fn xla_stream(device: &kernelkit::Device, raw: u64) -> kernelkit::Result<kernelkit::Stream> {
+pub(crate) fn xla_stream(
+    device: &kernelkit::Device,
+    raw: u64,
+) -> kernelkit::Result<kernelkit::Stream> {
     // SAFETY: XLA's stream of the call, alive as long as its executor,
     // which outlives the executable and so the binding that keeps this
     // wrapper; the driver checks its context; kernelkit never destroys it.

@@ -96,28 +96,43 @@ impl Bound {
 fn ints(attr: &Attr<'_>, name: &str) -> Result<Vec<i64>, Failure> {
     match attr {
         Attr::Ints(v) => Ok(v.to_vec()),
-        other => Err(invalid(format!("kernelkit: attribute `{name}` must be an int64 array, got {}", other.kind()))),
+        other => Err(invalid(format!(
+            "kernelkit: attribute `{name}` must be an int64 array, got {}",
+            other.kind()
+        ))),
     }
 }
 
 fn extent3(v: Vec<i64>, name: &str) -> Result<[u64; 3], Failure> {
     match v.as_slice() {
         &[x, y, z] if x >= 0 && y >= 0 && z >= 0 => Ok([x as u64, y as u64, z as u64]),
-        _ => Err(invalid(format!("kernelkit: attribute `{name}` must be three extents, got {v:?}"))),
+        _ => Err(invalid(format!(
+            "kernelkit: attribute `{name}` must be three extents, got {v:?}"
+        ))),
     }
 }
 
 /// The template arguments of their JSON form, `[[name, kind, value], ...]`
 /// (kind `int`, `bool` or `dtype`), as `kernelkit.jax` writes them.
-pub(crate) fn parse_template(kernel: &str, text: &str) -> Result<Vec<(String, TemplateArg)>, String> {
+pub(crate) fn parse_template(
+    kernel: &str,
+    text: &str,
+) -> Result<Vec<(String, TemplateArg)>, String> {
     let bad = || format!("kernel `{kernel}`: the template attribute is malformed: {text}");
-    let list: Vec<(String, String, serde_json::Value)> = serde_json::from_str(text).map_err(|_| bad())?;
+    let list: Vec<(String, String, serde_json::Value)> =
+        serde_json::from_str(text).map_err(|_| bad())?;
     list.into_iter()
         .map(|(name, kind, value)| {
             let arg = match (kind.as_str(), &value) {
-                ("int", v) => TemplateArg::Int(v.as_i64().and_then(|i| i32::try_from(i).ok()).ok_or_else(bad)?),
+                ("int", v) => TemplateArg::Int(
+                    v.as_i64()
+                        .and_then(|i| i32::try_from(i).ok())
+                        .ok_or_else(bad)?,
+                ),
                 ("bool", serde_json::Value::Bool(b)) => TemplateArg::Bool(*b),
-                ("dtype", serde_json::Value::String(s)) => TemplateArg::DType(DType::from_name(s).ok_or_else(bad)?),
+                ("dtype", serde_json::Value::String(s)) => {
+                    TemplateArg::DType(DType::from_name(s).ok_or_else(bad)?)
+                }
                 _ => return Err(bad()),
             };
             Ok((name, arg))
@@ -131,16 +146,23 @@ pub(crate) fn instantiate(frame: &Frame<'_>, platform: Platform) -> Result<(), F
     let get = |name: &str| attrs.iter().find(|(n, _)| *n == name).map(|(_, a)| a);
     let text = |name: &str| match get(name) {
         Some(Attr::Str(s)) => Ok(*s),
-        _ => Err(invalid(format!("kernelkit: the call has no string attribute `{name}`"))),
+        _ => Err(invalid(format!(
+            "kernelkit: the call has no string attribute `{name}`"
+        ))),
     };
     let (kernel, spec) = kernel_for(text("kernel")?, text("spec")?).map_err(invalid)?;
     let template = parse_template(&spec.name, text("template")?).map_err(invalid)?;
-    let need = |name: &str| get(name).ok_or_else(|| invalid(format!("kernelkit: the call has no attribute `{name}`")));
+    let need = |name: &str| {
+        get(name).ok_or_else(|| invalid(format!("kernelkit: the call has no attribute `{name}`")))
+    };
     let grid = extent3(ints(need("grid")?, "grid")?, "grid")?;
     let threadgroup = extent3(ints(need("threadgroup")?, "threadgroup")?, "threadgroup")?;
     let init_value = match text("init_value")? {
         "" => None,
-        v => Some(v.parse::<f64>().map_err(|_| invalid(format!("kernelkit: init_value {v:?} is not a number")))?),
+        v => Some(
+            v.parse::<f64>()
+                .map_err(|_| invalid(format!("kernelkit: init_value {v:?} is not a number")))?,
+        ),
     };
     let aliased = matches!(get("aliased"), Some(Attr::Int(v)) if *v != 0);
     let out_ranks = ints(need("out_ranks")?, "out_ranks")?
@@ -159,12 +181,16 @@ pub(crate) fn instantiate(frame: &Frame<'_>, platform: Platform) -> Result<(), F
         shared_memory: spec.shared_memory,
         bound: Mutex::new(Vec::new()),
     };
-    frame.set_state(platform, binding).map_err(|m| (ErrorCode::Internal, m))
+    frame
+        .set_state(platform, binding)
+        .map_err(|m| (ErrorCode::Internal, m))
 }
 
 /// The execute stage: launches the bound kernel on XLA's buffers and stream.
 pub(crate) fn execute(frame: &Frame<'_>, platform: Platform) -> Result<(), Failure> {
-    let binding = frame.state(platform).map_err(|m| (ErrorCode::Internal, m))?;
+    let binding = frame
+        .state(platform)
+        .map_err(|m| (ErrorCode::Internal, m))?;
     let (stream, ordinal) = match platform {
         Platform::Cpu => (0, 0),
         Platform::Cuda => (
@@ -178,7 +204,9 @@ pub(crate) fn execute(frame: &Frame<'_>, platform: Platform) -> Result<(), Failu
     frame.buffers(true, &mut buffers).map_err(invalid)?;
     let found = {
         let kept = binding.bound.lock().unwrap_or_else(|p| p.into_inner());
-        kept.iter().find(|b| b.fits(stream, ordinal, &buffers)).cloned()
+        kept.iter()
+            .find(|b| b.fits(stream, ordinal, &buffers))
+            .cloned()
     };
     let bound = match found {
         Some(b) => b,
@@ -208,12 +236,17 @@ impl Binding {
     /// axis and the outputs have one.
     fn grid_for(&self, outputs: &[BufferRef<'_>]) -> Result<[u64; 3], Failure> {
         let mut grid = self.grid;
-        if let (true, Some(out), Some(&rank)) = (self.batched, outputs.first(), self.out_ranks.first()) {
+        if let (true, Some(out), Some(&rank)) =
+            (self.batched, outputs.first(), self.out_ranks.first())
+        {
             let extra = out.dims.len().saturating_sub(rank);
             let batch: i64 = out.dims[..extra].iter().product();
-            grid[2] = grid[2]
-                .checked_mul(batch.max(0) as u64)
-                .ok_or_else(|| invalid(format!("kernel `{}`: the batched grid overflows", self.kernel.name())))?;
+            grid[2] = grid[2].checked_mul(batch.max(0) as u64).ok_or_else(|| {
+                invalid(format!(
+                    "kernel `{}`: the batched grid overflows",
+                    self.kernel.name()
+                ))
+            })?;
         }
         Ok(grid)
     }
@@ -228,7 +261,10 @@ impl Binding {
         n_in: usize,
     ) -> Result<Bound, Failure> {
         let launch = self.call(platform, stream, ordinal, buffers, n_in, true)?;
-        let layouts = buffers.iter().map(|b| (b.xla_dtype, b.dims.iter().copied().collect())).collect();
+        let layouts = buffers
+            .iter()
+            .map(|b| (b.xla_dtype, b.dims.iter().copied().collect()))
+            .collect();
         Ok(Bound {
             stream,
             ordinal,
@@ -273,8 +309,14 @@ impl Binding {
                 .iter()
                 .map(|&d| usize::try_from(d))
                 .collect::<Result<SmallVec<[usize; 4]>, _>>()
-                .map_err(|_| invalid(format!("kernel `{name}`: {role} `{arg}` has a negative extent")))?;
-            arrays.push(buffer_array(&device, b, dtype, &shape, xla.as_ref(), i < n_in).map_err(failure)?);
+                .map_err(|_| {
+                    invalid(format!(
+                        "kernel `{name}`: {role} `{arg}` has a negative extent"
+                    ))
+                })?;
+            arrays.push(
+                buffer_array(&device, b, dtype, &shape, xla.as_ref(), i < n_in).map_err(failure)?,
+            );
         }
         let grid = self.grid_for(&buffers[n_in..])?;
         let mut call = self
@@ -312,12 +354,21 @@ mod tests {
 
     #[test]
     fn templates_parse_and_refuse_malformed_texts() {
-        let t = parse_template("k", r#"[["N", "int", 3], ["B", "bool", true], ["T", "dtype", "float32"]]"#).unwrap();
+        let t = parse_template(
+            "k",
+            r#"[["N", "int", 3], ["B", "bool", true], ["T", "dtype", "float32"]]"#,
+        )
+        .unwrap();
         assert_eq!(t.len(), 3);
         assert!(matches!(t[0].1, TemplateArg::Int(3)));
         assert!(matches!(t[1].1, TemplateArg::Bool(true)));
         assert!(matches!(t[2].1, TemplateArg::DType(DType::F32)));
-        for bad in [r#"[["N", "int", 1e20]]"#, r#"[["T", "dtype", "nope"]]"#, "{", r#"[["N", "float", 1]]"#] {
+        for bad in [
+            r#"[["N", "int", 1e20]]"#,
+            r#"[["T", "dtype", "nope"]]"#,
+            "{",
+            r#"[["N", "float", 1]]"#,
+        ] {
             let err = parse_template("k", bad).unwrap_err();
             assert!(err.contains("kernel `k`"), "{err}");
         }

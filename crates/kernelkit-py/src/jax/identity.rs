@@ -95,7 +95,9 @@ pub(crate) fn kernel_for(identity: &str, text: &str) -> Result<(Kernel, JaxSpec)
     if let Some(k) = map.get(identity) {
         return Ok((k.clone(), spec));
     }
-    let kernel = spec.build().map_err(|e| format!("kernelkit.BuildError: {e}"))?;
+    let kernel = spec
+        .build()
+        .map_err(|e| format!("kernelkit.BuildError: {e}"))?;
     map.insert(identity.to_string(), kernel.clone());
     Ok((kernel, spec))
 }
@@ -124,9 +126,15 @@ mod tests {
     fn identity_is_content_addressed() {
         let a = spec();
         let mut b = spec();
-        assert_eq!(JaxSpec::identity_of(&a.text()), JaxSpec::identity_of(&b.text()));
+        assert_eq!(
+            JaxSpec::identity_of(&a.text()),
+            JaxSpec::identity_of(&b.text())
+        );
         b.source.push(' ');
-        assert_ne!(JaxSpec::identity_of(&a.text()), JaxSpec::identity_of(&b.text()));
+        assert_ne!(
+            JaxSpec::identity_of(&a.text()),
+            JaxSpec::identity_of(&b.text())
+        );
     }
 
     #[test]

@@ -87,10 +87,15 @@ impl PyJaxKernel {
         platform: &str,
     ) -> PyResult<()> {
         let name = self.spec.name.as_str();
-        let template = handler::parse_template(name, template).map_err(|m| errors::raise(Kind::Call, m))?;
+        let template =
+            handler::parse_template(name, template).map_err(|m| errors::raise(Kind::Call, m))?;
         let dtype = |d: &String| {
-            kernelkit::DType::from_name(d)
-                .ok_or_else(|| errors::raise(Kind::Call, format!("kernel `{name}`: kernelkit has no dtype {d}")))
+            kernelkit::DType::from_name(d).ok_or_else(|| {
+                errors::raise(
+                    Kind::Call,
+                    format!("kernel `{name}`: kernelkit has no dtype {d}"),
+                )
+            })
         };
         let inputs = input_dtypes
             .iter()
@@ -102,7 +107,10 @@ impl PyJaxKernel {
                 })
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let outputs = output_dtypes.iter().map(dtype).collect::<PyResult<Vec<_>>>()?;
+        let outputs = output_dtypes
+            .iter()
+            .map(dtype)
+            .collect::<PyResult<Vec<_>>>()?;
         let params: Vec<TemplateParam<'_>> = template
             .iter()
             .map(|(n, v)| TemplateParam {
@@ -122,7 +130,10 @@ impl PyJaxKernel {
                 outputs: &outputs,
                 template: &params,
             };
-            let report = Precompile::builder().variant(&kernel, &device, &desc).start().wait();
+            let report = Precompile::builder()
+                .variant(&kernel, &device, &desc)
+                .start()
+                .wait();
             for r in report.results {
                 r.result?;
             }
@@ -132,7 +143,10 @@ impl PyJaxKernel {
     }
 
     fn __repr__(&self) -> String {
-        format!("kernelkit.jax kernel `{}` ({})", self.spec.name, self.identity)
+        format!(
+            "kernelkit.jax kernel `{}` ({})",
+            self.spec.name, self.identity
+        )
     }
 }
 
@@ -189,12 +203,12 @@ pub(crate) fn _jax_targets(py: Python<'_>, major: i32, minor: i32) -> PyResult<B
     xla_ffi::set_api_version(major, minor);
     let out = PyDict::new(py);
     for (platform, key) in [(Platform::Cpu, "cpu"), (Platform::Cuda, "cuda")] {
-        let (instantiate, execute, type_id, type_info) = xla_ffi::capsules(py, platform)?;
+        let c = xla_ffi::capsules(py, platform)?;
         let d = PyDict::new(py);
-        d.set_item("instantiate", instantiate)?;
-        d.set_item("execute", execute)?;
-        d.set_item("type_id", type_id)?;
-        d.set_item("type_info", type_info)?;
+        d.set_item("instantiate", c.instantiate)?;
+        d.set_item("execute", c.execute)?;
+        d.set_item("type_id", c.type_id)?;
+        d.set_item("type_info", c.type_info)?;
         out.set_item(key, d)?;
     }
     Ok(out)
