@@ -98,7 +98,8 @@ def _register() -> None:
             )
             jax.ffi.register_ffi_target(
                 TARGET,
-                {"instantiate": caps["instantiate"], "execute": caps["execute"]},
+                {"instantiate": caps["instantiate"], "initialize": caps["initialize"],
+                 "execute": caps["execute"]},
                 platform=platform,
             )
         _registered = True

@@ -204,6 +204,7 @@ struct Api {
 }
 
 const STAGE_INSTANTIATE: i32 = 0;
+const STAGE_INITIALIZE: i32 = 2;
 const STAGE_EXECUTE: i32 = 3;
 const ATTR_ARRAY: i32 = 1;
 const ATTR_SCALAR: i32 = 3;
@@ -304,6 +305,8 @@ fn bare_capsule(py: Python<'_>, ptr: *mut c_void) -> PyResult<Py<PyAny>> {
 pub(crate) struct Capsules {
     /// The instantiate stage's handler.
     pub instantiate: Py<PyAny>,
+    /// The initialize stage's handler.
+    pub initialize: Py<PyAny>,
     /// The execute stage's handler.
     pub execute: Py<PyAny>,
     /// The state type's id (XLA writes it at registration).
@@ -315,12 +318,13 @@ pub(crate) struct Capsules {
 /// The capsules of one platform's handler.
 pub(crate) fn capsules(py: Python<'_>, platform: Platform) -> PyResult<Capsules> {
     type Handler = unsafe extern "C" fn(*mut CallFrame) -> *mut XlaError;
-    let (instantiate, execute): (Handler, Handler) = match platform {
-        Platform::Cpu => (instantiate_cpu, execute_cpu),
-        Platform::Cuda => (instantiate_cuda, execute_cuda),
+    let (instantiate, initialize, execute): (Handler, Handler, Handler) = match platform {
+        Platform::Cpu => (instantiate_cpu, initialize_cpu, execute_cpu),
+        Platform::Cuda => (instantiate_cuda, initialize_cuda, execute_cuda),
     };
     Ok(Capsules {
         instantiate: bare_capsule(py, instantiate as *mut c_void)?,
+        initialize: bare_capsule(py, initialize as *mut c_void)?,
         execute: bare_capsule(py, execute as *mut c_void)?,
         type_id: bare_capsule(py, state_type(platform).0.get().cast())?,
         type_info: bare_capsule(
@@ -769,6 +773,16 @@ unsafe extern "C" fn instantiate_cuda(frame: *mut CallFrame) -> *mut XlaError {
             handler::instantiate,
         )
     }
+}
+
+unsafe extern "C" fn initialize_cpu(frame: *mut CallFrame) -> *mut XlaError {
+    // SAFETY: XLA calls with its call frame.
+    unsafe { handle(frame, Platform::Cpu, STAGE_INITIALIZE, handler::initialize) }
+}
+
+unsafe extern "C" fn initialize_cuda(frame: *mut CallFrame) -> *mut XlaError {
+    // SAFETY: XLA calls with its call frame.
+    unsafe { handle(frame, Platform::Cuda, STAGE_INITIALIZE, handler::initialize) }
 }
 
 unsafe extern "C" fn execute_cpu(frame: *mut CallFrame) -> *mut XlaError {

@@ -6,13 +6,18 @@
 //! bound by its identity ([`super::identity`]), and the result is the call
 //! site's [`Binding`], which XLA keeps as its state.
 //!
+//! **Initialize** (before an execution, never inside a command-buffer
+//! capture): the variant is compiled or found (it was compiled when the
+//! function was traced) and loaded on the execution's device, and a
+//! kernelkit [`Rebindable`] launch is prepared for XLA's stream and the
+//! buffers' layouts.
+//!
 //! **Execute** (every call): the state, the stream and the buffers are
-//! read; the first call on a stream (per layout of the buffers) prepares a
-//! kernelkit [`Rebindable`] launch on XLA's stream — the variant was
-//! compiled when the function was traced, so this finds it in a tier —
-//! and every call after that only checks the buffers' layouts against it
-//! and launches with their addresses. A call kernelkit cannot launch
-//! alone (an `init_value` fill) runs the full call each time.
+//! read; a call whose stream and layouts have a prepared launch only
+//! checks the buffers against it and launches with their addresses; the
+//! first call of another stream (a command buffer's capture stream) or
+//! layout prepares one. A call kernelkit cannot launch alone (an
+//! `init_value` fill) runs the full call each time.
 
 use std::sync::{Arc, Mutex};
 
@@ -81,6 +86,23 @@ struct Bound {
 }
 
 impl Bound {
+    fn new(
+        stream: u64,
+        ordinal: u32,
+        buffers: &[BufferRef<'_>],
+        launch: Option<Rebindable>,
+    ) -> Bound {
+        Bound {
+            stream,
+            ordinal,
+            layouts: buffers
+                .iter()
+                .map(|b| (b.xla_dtype, b.dims.iter().copied().collect()))
+                .collect(),
+            launch,
+        }
+    }
+
     fn fits(&self, stream: u64, ordinal: u32, buffers: &[BufferRef<'_>]) -> bool {
         self.stream == stream
             && self.ordinal == ordinal
@@ -186,48 +208,87 @@ pub(crate) fn instantiate(frame: &Frame<'_>, platform: Platform) -> Result<(), F
         .map_err(|m| (ErrorCode::Internal, m))
 }
 
-/// The execute stage: launches the bound kernel on XLA's buffers and stream.
-pub(crate) fn execute(frame: &Frame<'_>, platform: Platform) -> Result<(), Failure> {
-    let binding = frame
-        .state(platform)
-        .map_err(|m| (ErrorCode::Internal, m))?;
-    let (stream, ordinal) = match platform {
+/// The stream and device ordinal of a call on `platform`.
+fn place(frame: &Frame<'_>, platform: Platform) -> Result<(u64, u32), Failure> {
+    Ok(match platform {
         Platform::Cpu => (0, 0),
         Platform::Cuda => (
             frame.stream().map_err(|m| (ErrorCode::Internal, m))?,
             frame.device_ordinal().unwrap_or(0),
         ),
+    })
+}
+
+/// The initialize stage (before an execution, outside any command-buffer
+/// capture): the variant compiled or found and loaded on the execution's
+/// device, and the launch for this stream and layout prepared, so that
+/// execution, captured or not, only launches. A warm-up: a failure here is
+/// left for the execution to report in its words.
+pub(crate) fn initialize(frame: &Frame<'_>, platform: Platform) -> Result<(), Failure> {
+    let Ok(binding) = frame.state(platform) else {
+        return Ok(());
     };
+    let Ok((stream, ordinal)) = place(frame, platform) else {
+        return Ok(());
+    };
+    let mut buffers: SmallVec<[BufferRef<'_>; 8]> = SmallVec::new();
+    if frame.buffers(false, &mut buffers).is_err() {
+        return Ok(());
+    }
+    let n_in = buffers.len();
+    if frame.buffers(true, &mut buffers).is_err()
+        || binding.find(stream, ordinal, &buffers).is_some()
+    {
+        return Ok(());
+    }
+    if let Ok(launch) = binding.call(platform, stream, ordinal, &buffers, n_in, Mode::Prepare) {
+        binding.keep(Bound::new(stream, ordinal, &buffers, launch));
+    }
+    Ok(())
+}
+
+/// The execute stage: launches the bound kernel on XLA's buffers and stream.
+pub(crate) fn execute(frame: &Frame<'_>, platform: Platform) -> Result<(), Failure> {
+    let binding = frame
+        .state(platform)
+        .map_err(|m| (ErrorCode::Internal, m))?;
+    let (stream, ordinal) = place(frame, platform)?;
     let mut buffers: SmallVec<[BufferRef<'_>; 8]> = SmallVec::new();
     frame.buffers(false, &mut buffers).map_err(invalid)?;
     let n_in = buffers.len();
     frame.buffers(true, &mut buffers).map_err(invalid)?;
-    let found = {
-        let kept = binding.bound.lock().unwrap_or_else(|p| p.into_inner());
-        kept.iter()
-            .find(|b| b.fits(stream, ordinal, &buffers))
-            .cloned()
-    };
-    let bound = match found {
-        Some(b) => b,
-        None => {
-            // The first call of this stream and layout: prepared and run.
-            let bound = binding.prepare(platform, stream, ordinal, &buffers, n_in)?;
-            let mut kept = binding.bound.lock().unwrap_or_else(|p| p.into_inner());
-            if kept.len() >= 8 {
-                kept.remove(0);
-            }
-            kept.push(Arc::new(bound));
-            return Ok(());
-        }
+    let Some(bound) = binding.find(stream, ordinal, &buffers) else {
+        // The first call of this stream and layout: prepared and run.
+        let launch = binding.call(
+            platform,
+            stream,
+            ordinal,
+            &buffers,
+            n_in,
+            Mode::PrepareAndRun,
+        )?;
+        binding.keep(Bound::new(stream, ordinal, &buffers, launch));
+        return Ok(());
     };
     let addrs: SmallVec<[u64; 8]> = buffers.iter().map(|b| b.data).collect();
     match &bound.launch {
         Some(launch) => run_bound(launch, &addrs[..n_in], &addrs[n_in..]).map_err(failure),
         None => binding
-            .call(platform, stream, ordinal, &buffers, n_in, false)
+            .call(platform, stream, ordinal, &buffers, n_in, Mode::Run)
             .map(|_| ()),
     }
+}
+
+/// What [`Binding::call`] does with the call it makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Runs it (the full call).
+    Run,
+    /// Makes its rebindable launch, if it has one, and runs the call.
+    PrepareAndRun,
+    /// Compiles and loads its variant and makes its rebindable launch;
+    /// runs nothing.
+    Prepare,
 }
 
 impl Binding {
@@ -251,30 +312,25 @@ impl Binding {
         Ok(grid)
     }
 
-    /// Prepares the launch for this stream and layout, and runs the call.
-    fn prepare(
-        &self,
-        platform: Platform,
-        stream: u64,
-        ordinal: u32,
-        buffers: &[BufferRef<'_>],
-        n_in: usize,
-    ) -> Result<Bound, Failure> {
-        let launch = self.call(platform, stream, ordinal, buffers, n_in, true)?;
-        let layouts = buffers
-            .iter()
-            .map(|b| (b.xla_dtype, b.dims.iter().copied().collect()))
-            .collect();
-        Ok(Bound {
-            stream,
-            ordinal,
-            layouts,
-            launch,
-        })
+    /// The launch prepared for this stream and layout, if one was.
+    fn find(&self, stream: u64, ordinal: u32, buffers: &[BufferRef<'_>]) -> Option<Arc<Bound>> {
+        let kept = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+        kept.iter()
+            .find(|b| b.fits(stream, ordinal, buffers))
+            .cloned()
     }
 
-    /// Runs the kernelkit call over the buffers; with `rebind`, through the
-    /// rebindable launch made of it when there is one, returned to keep.
+    /// Keeps a prepared launch (the oldest goes past eight).
+    fn keep(&self, bound: Bound) {
+        let mut kept = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() >= 8 {
+            kept.remove(0);
+        }
+        kept.push(Arc::new(bound));
+    }
+
+    /// The kernelkit call over the buffers, as `mode` says; its rebindable
+    /// launch (when one was made) to keep.
     fn call(
         &self,
         platform: Platform,
@@ -282,7 +338,7 @@ impl Binding {
         ordinal: u32,
         buffers: &[BufferRef<'_>],
         n_in: usize,
-        rebind: bool,
+        mode: Mode,
     ) -> Result<Option<Rebindable>, Failure> {
         let name = self.kernel.name();
         let device = match platform {
@@ -336,7 +392,11 @@ impl Binding {
         if let Some(v) = self.init_value {
             call = call.init_value(v);
         }
-        if rebind {
+        if mode == Mode::Prepare {
+            call.compile().map_err(failure)?;
+            return call.rebindable().map_err(failure);
+        }
+        if mode == Mode::PrepareAndRun {
             if let Some(launch) = call.rebindable().map_err(failure)? {
                 let addrs: SmallVec<[u64; 8]> = buffers.iter().map(|b| b.data).collect();
                 run_bound(&launch, &addrs[..n_in], &addrs[n_in..]).map_err(failure)?;

@@ -194,7 +194,7 @@ pub(crate) fn _jax_kernel(
 }
 
 /// `_jax_targets(major, minor)`: per platform, the handler's capsules
-/// (`instantiate`, `execute`) and its state type's (`type_id`,
+/// (`instantiate`, `initialize`, `execute`) and its state type's (`type_id`,
 /// `type_info`), for `jax.ffi.register_ffi_type` and
 /// `register_ffi_target`; `major.minor` is the FFI version of the jaxlib
 /// that loads them (XLA accepts only its own).
@@ -206,6 +206,7 @@ pub(crate) fn _jax_targets(py: Python<'_>, major: i32, minor: i32) -> PyResult<B
         let c = xla_ffi::capsules(py, platform)?;
         let d = PyDict::new(py);
         d.set_item("instantiate", c.instantiate)?;
+        d.set_item("initialize", c.initialize)?;
         d.set_item("execute", c.execute)?;
         d.set_item("type_id", c.type_id)?;
         d.set_item("type_info", c.type_info)?;
