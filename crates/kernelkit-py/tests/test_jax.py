@@ -101,6 +101,27 @@ def test_export_reloads_in_another_process(tmp_path):
     assert r.returncode == 0 and "reloaded" in r.stdout, r.stderr[-3000:]
 
 
+def test_persistent_compilation_cache_reloads_in_another_process(tmp_path):
+    # Two processes with one persistent cache: the second loads the
+    # executable XLA compiled in the first and runs it.
+    script = (
+        "import sys, numpy as np, jax, jax.numpy as jnp, kernelkit.jax as kkj\n"
+        "jax.config.update('jax_compilation_cache_dir', sys.argv[1])\n"
+        "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)\n"
+        "jax.config.update('jax_persistent_cache_min_entry_size_bytes', -1)\n"
+        f"k = kkj.metal_kernel(name='jax_cached', input_names=['inp'], output_names=['out'], source={ADD!r})\n"
+        "f = jax.jit(lambda x: k(inputs=[x], template=[('OFFSET', 9)], grid=(x.size, 1, 1),\n"
+        "            threadgroup=(32, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])[0])\n"
+        "np.testing.assert_array_equal(f(jnp.arange(32, dtype=jnp.float32)), np.arange(32) + 9)\n"
+        "print('ok')\n"
+    )
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
+    assert any(tmp_path.iterdir()), "XLA wrote nothing to the persistent cache"
+
+
 def test_vmap_sequential_by_default():
     k = add_kernel()
     xs = jnp.arange(3 * 40, dtype=jnp.float32).reshape(3, 40)

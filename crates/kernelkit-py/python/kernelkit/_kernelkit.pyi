@@ -199,6 +199,26 @@ def _worker_command() -> Optional[List[str]]:
 def _compile_worker() -> int:
     """Serves CUDA compile jobs on stdin/stdout; run by worker processes."""
 
+class _JaxKernel:
+    """A kernel as ``kernelkit.jax`` holds it (see ``kernelkit/jax.py``)."""
+
+    identity: str
+    spec: str
+    name: str
+    input_names: List[str]
+    output_names: List[str]
+    def compile(self, template: str, input_dtypes: List[str], input_shapes: List[List[int]],
+                output_dtypes: List[str], platform: str) -> None:
+        """Compiles the variant of a traced call on ``platform``'s device."""
+
+def _jax_kernel(language: str, name: str, input_names: List[str], output_names: List[str],
+                source: str, header: str, ensure_row_contiguous: bool, atomic_outputs: bool,
+                math_mode: str, shared_memory: int, batched: bool) -> _JaxKernel:
+    """The kernel of ``kernelkit.jax.metal_kernel`` / ``cuda_kernel``."""
+
+def _jax_targets(major: int, minor: int) -> Dict[str, Dict[str, Any]]:
+    """Per platform, the XLA FFI handler's capsules to register."""
+
 #: The test hooks (``torch_shim``, ``torch_cdata_slot``, ``torch_layout``,
 #: ``cdata_slot_check``), for the package's tests and benchmarks:
 #: ``kernelkit._testing`` re-exports them.

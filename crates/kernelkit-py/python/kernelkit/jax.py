@@ -64,6 +64,9 @@ __all__ = ["JaxKernel", "TARGET", "custom_vjp", "cuda_kernel", "metal_kernel"]
 #: The FFI target name the handler is registered under, on every platform.
 TARGET = "kernelkit"
 
+# JAX's tracer class (a traced call returns tracers; an eager one arrays).
+_Tracer = getattr(jax.core, "Tracer", ())
+
 _registered = False
 _register_lock = threading.Lock()
 
@@ -90,6 +93,11 @@ def _register() -> None:
         if _registered:
             return
         major, minor = _ffi_version()
+        if not hasattr(jax.ffi, "register_ffi_type"):
+            raise _errors.DeviceError(
+                f"kernelkit.jax: JAX {jax.__version__} cannot register FFI state types "
+                "(jax.ffi.register_ffi_type); kernelkit.jax needs JAX 0.10 or later"
+            )
         for platform, caps in _jax_targets(major, minor).items():
             jax.ffi.register_ffi_type(
                 f"kernelkit.jax.Binding.{platform}",
@@ -202,7 +210,7 @@ class JaxKernel:
                 "stream= and device= are not taken (place the arrays with jax.device_put)"
             )
         _register()
-        args = [x if isinstance(x, (jax.Array, jax.core.Tracer)) else jnp.asarray(x) for x in inputs]
+        args = [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in inputs]
         if len(output_shapes) != len(output_dtypes):
             raise _errors.CallError(
                 f"kernel `{name}`: {len(output_shapes)} output_shapes but {len(output_dtypes)} output_dtypes"
@@ -253,7 +261,7 @@ class JaxKernel:
             aliased=np.int64(1 if aliases else 0),
             out_ranks=np.array([len(s) for s in shapes], dtype=np.int64),
         )
-        if any(isinstance(a, jax.core.Tracer) for a in args):
+        if not _Tracer or any(isinstance(a, _Tracer) for a in args):
             return list(call(*args, **attrs))
         try:
             outs = list(call(*args, **attrs))
