@@ -321,3 +321,40 @@ def test_threads_jitting_distinct_kernels_compile_each_once():
     assert not errors, errors[0]
     after = kk.cache_stats(kk.gpu if kkj._platform() == "cuda" else kk.cpu)["compiles"]
     assert after - before == threads
+
+
+@pytest.mark.skipif(jax.default_backend() != "gpu", reason="JAX has no GPU backend here")
+def test_cuda_kernel_and_command_buffers_on_the_gpu():
+    # A CUDA C++ body (MLX's cuda_kernel), jitted: with XLA's default
+    # command buffers the call is captured into a CUDA graph after the
+    # initialize stage loaded its variant, and replays right.
+    k = kkj.cuda_kernel(
+        name="jax_cuda_axpy", input_names=["x", "y"], output_names=["out"],
+        source="""
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < x_shape[0]) out[i] = 2.0f * x[i] + y[i];
+        """,
+    )
+
+    def f(x, y):
+        for _ in range(3):
+            (x,) = k(inputs=[x, y], grid=(x.size, 1, 1), threadgroup=(128, 1, 1),
+                     output_shapes=[x.shape], output_dtypes=[x.dtype])
+        return x
+
+    x = jnp.arange(1000, dtype=jnp.float32)
+    y = jnp.ones(1000, jnp.float32)
+    g = jax.jit(f)
+    want = ((np.arange(1000) * 2 + 1) * 2 + 1) * 2 + 1
+    for _ in range(3):
+        np.testing.assert_array_equal(g(x, y), want)
+
+
+def test_cuda_bodies_are_refused_on_the_cpu():
+    if jax.default_backend() != "cpu":
+        pytest.skip("JAX runs on a GPU here")
+    k = kkj.cuda_kernel(name="jax_cuda_only", input_names=["x"], output_names=["y"],
+                        source="int i = threadIdx.x; y[i] = x[i];")
+    x = jnp.ones(4, jnp.float32)
+    with pytest.raises(kk.KernelError, match="jax_cuda_only"):
+        k(inputs=[x], grid=(4, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
