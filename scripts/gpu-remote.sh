@@ -204,6 +204,7 @@ i46_jax() {
   python3 -c 'import jax; print("jax", jax.__version__, jax.devices())' || return 1
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
     KERNELKIT_CACHE=memory timeout 300 python3 -m pytest -q -rs "$G/python-tests/test_jax.py" &&
+    KERNELKIT_CACHE=memory timeout 120 python3 crates/kernelkit/examples/python/grid_sample_three_ways.py &&
     for cb in on off; do
       KERNELKIT_CACHE=memory timeout 150 python3 "$G/jax_bench.py" --command-buffers $cb \
         --json "$OUT/jax_bench_$cb.json" || return 1

@@ -114,3 +114,6 @@ if target/wheel-env-3.12/bin/python -c 'import torch' 2>/dev/null; then
 else
   echo "examples/python/torch_custom_op.py: skipped (PyTorch is not installed here)"
 fi
+# grid_sample written once, run under NumPy, and PyTorch and JAX where
+# they are installed (each part says when it skips).
+KERNELKIT_CACHE=memory target/wheel-env-3.12/bin/python crates/kernelkit/examples/python/grid_sample_three_ways.py
