@@ -847,3 +847,278 @@ pub(crate) fn xla_stream(
     // wrapper; the driver checks its context; kernelkit never destroys it.
     unsafe { kernelkit::Stream::from_raw_cuda(device, raw as usize as *mut c_void) }
 }
+
+/// The handler driven through its C ABI by a stand-in for XLA's side (the
+/// API table's functions, call frames built as XLA builds them), on the
+/// CPU: metadata, instantiate, execute, errors.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// States the stand-in XLA keeps (one test at a time).
+    static STATE: Mutex<usize> = Mutex::new(0);
+    static LOCK: Mutex<()> = Mutex::new(());
+
+    /// The stand-in's errors: a boxed message.
+    unsafe extern "C" fn error_create(args: *mut ErrorCreateArgs) -> *mut XlaError {
+        // SAFETY: the handler passes a valid NUL-terminated message.
+        let message = unsafe { std::ffi::CStr::from_ptr((*args).message) };
+        Box::into_raw(Box::new(message.to_string_lossy().into_owned())).cast()
+    }
+
+    unsafe extern "C" fn state_set(args: *mut StateArgs) -> *mut XlaError {
+        // SAFETY: the handler's argument struct.
+        *STATE.lock().unwrap() = unsafe { (*args).state } as usize;
+        std::ptr::null_mut()
+    }
+
+    unsafe extern "C" fn state_get(args: *mut StateArgs) -> *mut XlaError {
+        // SAFETY: the handler's argument struct.
+        unsafe { (*args).state = *STATE.lock().unwrap() as *mut c_void };
+        std::ptr::null_mut()
+    }
+
+    fn api() -> Api {
+        // SAFETY: all-zero is a valid `Api` (null pointers, `None`s).
+        let mut api: Api = unsafe { std::mem::zeroed() };
+        api.struct_size = std::mem::size_of::<Api>();
+        api.error_create = Some(error_create);
+        api.state_set = Some(state_set);
+        api.state_get = Some(state_get);
+        api
+    }
+
+    /// Takes the stand-in's error message (or `None` for success).
+    fn message(err: *mut XlaError) -> Option<String> {
+        // SAFETY: the stand-in's errors are boxed strings.
+        (!err.is_null()).then(|| *unsafe { Box::from_raw(err.cast::<String>()) })
+    }
+
+    fn span(s: &str) -> ByteSpan {
+        ByteSpan {
+            ptr: s.as_ptr().cast(),
+            len: s.len(),
+        }
+    }
+
+    fn empty_args() -> RawArgs {
+        RawArgs {
+            struct_size: std::mem::size_of::<RawArgs>(),
+            extension_start: std::ptr::null_mut(),
+            size: 0,
+            types: std::ptr::null_mut(),
+            args: std::ptr::null_mut(),
+        }
+    }
+
+    fn frame(api: &Api, stage: i32, args: RawArgs, rets: RawArgs, attrs: RawAttrs) -> CallFrame {
+        CallFrame {
+            struct_size: std::mem::size_of::<CallFrame>(),
+            extension_start: std::ptr::null_mut(),
+            api,
+            ctx: std::ptr::null_mut(),
+            stage,
+            args,
+            rets,
+            attrs,
+            future: std::ptr::null_mut(),
+        }
+    }
+
+    #[test]
+    fn the_handler_answers_xlas_calls_on_the_cpu() {
+        let _one = LOCK.lock().unwrap();
+        // SAFETY: XLA's registration writes the id; no handler runs yet.
+        unsafe { *STATE_TYPE_CPU.0.get() = TypeId { type_id: 7 } };
+        set_api_version(0, 3);
+        let api = api();
+
+        // Metadata: version, traits, the state's type.
+        let mut meta = Metadata {
+            struct_size: std::mem::size_of::<Metadata>(),
+            api_version: ApiVersion {
+                struct_size: 0,
+                extension_start: std::ptr::null_mut(),
+                major_version: -1,
+                minor_version: -1,
+            },
+            traits: 99,
+            state_type_id: TypeId { type_id: 0 },
+        };
+        let mut ext = MetadataExtension {
+            extension_base: ExtensionBase {
+                struct_size: std::mem::size_of::<MetadataExtension>(),
+                kind: EXTENSION_METADATA,
+                next: std::ptr::null_mut(),
+            },
+            metadata: &mut meta,
+        };
+        let mut f = frame(&api, STAGE_EXECUTE, empty_args(), empty_args(), unsafe {
+            std::mem::zeroed()
+        });
+        f.extension_start = &mut ext.extension_base;
+        // SAFETY: a frame built as XLA builds its metadata query.
+        assert_eq!(message(unsafe { instantiate_cpu(&mut f) }), None);
+        assert_eq!(
+            (
+                meta.api_version.major_version,
+                meta.api_version.minor_version
+            ),
+            (0, 3)
+        );
+        assert_eq!((meta.traits, meta.state_type_id.type_id), (0, 7));
+
+        // Instantiate: the attributes of kernelkit.jax's lowering.
+        let spec = crate::jax::identity::JaxSpec {
+            name: "abi_add".into(),
+            inputs: vec!["x".into()],
+            outputs: vec!["y".into()],
+            source: "uint i = thread_position_in_grid.x; y[i] = x[i] + OFFSET;".into(),
+            header: String::new(),
+            ensure_row_contiguous: true,
+            atomic_outputs: false,
+            language: "metal".into(),
+            math_mode: "safe".into(),
+            shared_memory: 0,
+            batched: false,
+        };
+        let text = spec.text();
+        let id = crate::jax::identity::JaxSpec::identity_of(&text);
+        let template = r#"[["OFFSET", "int", 5]]"#;
+        let (grid, tg, ranks) = ([4i64, 1, 1], [4i64, 1, 1], [1i64]);
+        let arr = |v: &[i64]| RawArray {
+            dtype: 5,
+            size: v.len(),
+            data: v.as_ptr().cast_mut().cast(),
+        };
+        let (mut sk, mut ss, mut st, mut si) = (span(&id), span(&text), span(template), span(""));
+        let (mut ag, mut at, mut ar) = (arr(&grid), arr(&tg), arr(&ranks));
+        let names = [
+            "kernel",
+            "spec",
+            "template",
+            "init_value",
+            "grid",
+            "threadgroup",
+            "out_ranks",
+        ];
+        let mut name_spans: Vec<ByteSpan> = names.iter().map(|n| span(n)).collect();
+        let mut name_ptrs: Vec<*mut ByteSpan> =
+            name_spans.iter_mut().map(|s| s as *mut _).collect();
+        let mut types = [
+            ATTR_STRING,
+            ATTR_STRING,
+            ATTR_STRING,
+            ATTR_STRING,
+            ATTR_ARRAY,
+            ATTR_ARRAY,
+            ATTR_ARRAY,
+        ];
+        let mut values: Vec<*mut c_void> = vec![
+            (&mut sk as *mut ByteSpan).cast(),
+            (&mut ss as *mut ByteSpan).cast(),
+            (&mut st as *mut ByteSpan).cast(),
+            (&mut si as *mut ByteSpan).cast(),
+            (&mut ag as *mut RawArray).cast(),
+            (&mut at as *mut RawArray).cast(),
+            (&mut ar as *mut RawArray).cast(),
+        ];
+        let attrs = RawAttrs {
+            struct_size: std::mem::size_of::<RawAttrs>(),
+            extension_start: std::ptr::null_mut(),
+            size: names.len() as i64,
+            types: types.as_mut_ptr(),
+            names: name_ptrs.as_mut_ptr(),
+            attrs: values.as_mut_ptr(),
+        };
+        let mut f = frame(&api, STAGE_INSTANTIATE, empty_args(), empty_args(), attrs);
+        // SAFETY: a frame of the stage, its attributes alive.
+        assert_eq!(message(unsafe { instantiate_cpu(&mut f) }), None);
+        assert_ne!(*STATE.lock().unwrap(), 0);
+
+        // Execute, twice (the second through the kept launch).
+        let x = [1.0f32, 2.0, 3.0, 4.0];
+        let mut y = [0.0f32; 4];
+        let mut dims = [4i64];
+        let mut bx = RawBuffer {
+            struct_size: std::mem::size_of::<RawBuffer>(),
+            extension_start: std::ptr::null_mut(),
+            dtype: 11,
+            data: x.as_ptr().cast_mut().cast(),
+            rank: 1,
+            dims: dims.as_mut_ptr(),
+        };
+        let mut by = RawBuffer {
+            data: y.as_mut_ptr().cast(),
+            ..bx
+        };
+        let (mut in_types, mut out_types) = ([BUFFER], [BUFFER]);
+        let mut in_ptrs = [(&mut bx as *mut RawBuffer).cast::<c_void>()];
+        let mut out_ptrs = [(&mut by as *mut RawBuffer).cast::<c_void>()];
+        let list = |types: &mut [i32; 1], ptrs: &mut [*mut c_void; 1]| RawArgs {
+            size: 1,
+            types: types.as_mut_ptr(),
+            args: ptrs.as_mut_ptr(),
+            ..empty_args()
+        };
+        for _ in 0..2 {
+            let args = list(&mut in_types, &mut in_ptrs);
+            let rets = list(&mut out_types, &mut out_ptrs);
+            let mut f = frame(&api, STAGE_EXECUTE, args, rets, unsafe {
+                std::mem::zeroed()
+            });
+            // SAFETY: a frame of the stage, its buffers alive.
+            assert_eq!(message(unsafe { execute_cpu(&mut f) }), None);
+            // SAFETY: the kernel wrote `y` through its pointer and returned.
+            let got = unsafe { std::ptr::read_volatile(&y) };
+            assert_eq!(got, [6.0, 7.0, 8.0, 9.0]);
+            y = [0.0; 4];
+        }
+
+        // Buffers of another layout (a call site's second shape): a launch
+        // prepared for it, the grid the call site's.
+        // SAFETY: both buffers' `dims` point to `dims`, alive here.
+        unsafe { *bx.dims = 3 };
+        let args = list(&mut in_types, &mut in_ptrs);
+        let rets = list(&mut out_types, &mut out_ptrs);
+        let mut f = frame(&api, STAGE_EXECUTE, args, rets, unsafe {
+            std::mem::zeroed()
+        });
+        // SAFETY: as above (the memory holds the grid's four elements).
+        assert_eq!(message(unsafe { execute_cpu(&mut f) }), None);
+        // SAFETY: as above.
+        assert_eq!(unsafe { std::ptr::read_volatile(&y) }[..3], [6.0, 7.0, 8.0]);
+
+        // A handler called in another stage, and a call site whose
+        // attributes do not hash to its identity: errors, no crash.
+        let mut f = frame(
+            &api,
+            STAGE_INSTANTIATE,
+            empty_args(),
+            empty_args(),
+            unsafe { std::mem::zeroed() },
+        );
+        // SAFETY: a frame without attributes or buffers.
+        let err = message(unsafe { execute_cpu(&mut f) }).unwrap();
+        assert!(err.contains("stage"), "{err}");
+        let mut bad = span("0123");
+        values[0] = (&mut bad as *mut ByteSpan).cast();
+        let attrs = RawAttrs {
+            struct_size: std::mem::size_of::<RawAttrs>(),
+            extension_start: std::ptr::null_mut(),
+            size: names.len() as i64,
+            types: types.as_mut_ptr(),
+            names: name_ptrs.as_mut_ptr(),
+            attrs: values.as_mut_ptr(),
+        };
+        let mut f = frame(&api, STAGE_INSTANTIATE, empty_args(), empty_args(), attrs);
+        // SAFETY: as above.
+        let err = message(unsafe { instantiate_cpu(&mut f) }).unwrap();
+        assert!(err.contains("do not match"), "{err}");
+        // The state the stand-in kept, freed as XLA frees it.
+        let state = std::mem::take(&mut *STATE.lock().unwrap());
+        // SAFETY: the state set by instantiate, freed once.
+        unsafe { drop_state(state as *mut c_void) };
+    }
+}
