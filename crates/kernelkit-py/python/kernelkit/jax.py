@@ -153,7 +153,17 @@ def _index(kernel: str, names: Sequence[str], key: Any, role: str) -> int:
     )
 
 
-def _platform() -> str:
+def _platform(args: Sequence[Any] = ()) -> str:
+    """The kernelkit platform a call runs on: its concrete inputs' device's,
+    else (traced inputs) that of JAX's default backend."""
+    for a in args:
+        if _Tracer and isinstance(a, _Tracer):
+            continue
+        try:
+            platform = next(iter(a.devices())).platform
+        except (AttributeError, StopIteration, TypeError):
+            continue
+        return "cpu" if platform == "cpu" else "cuda"
     return "cpu" if jax.default_backend() == "cpu" else "cuda"
 
 
@@ -233,7 +243,7 @@ class JaxKernel:
             template_text,
             tuple((str(a.dtype), tuple(a.shape)) for a in args),
             tuple(d.name for d in dtypes),
-            _platform(),
+            _platform(args),
         )
         if key not in self._compiled:
             self._native.compile(
@@ -244,6 +254,8 @@ class JaxKernel:
                 key[-1],
             )
             with self._lock:
+                if len(self._compiled) >= 4096:  # bounded: a variant compiled again is found in a tier
+                    self._compiled.clear()
                 self._compiled.add(key)
         call = jax.ffi.ffi_call(
             TARGET,
