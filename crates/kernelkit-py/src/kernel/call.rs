@@ -319,9 +319,9 @@ impl PyKernel {
             Some(out) => out,
             None if aliasing.donated.len() == n => SmallVec::new(),
             None => {
-                let rest: Vec<&str> = (0..n)
+                let rest: Vec<String> = (0..n)
                     .filter(|&o| aliasing.input_of(o).is_none())
-                    .map(|o| spec.output_names()[o].as_str())
+                    .map(|o| format!("`{}`", spec.output_names()[o]))
                     .collect();
                 return Err(errors::call(format!(
                     "kernel `{}`: output(s) {} are not donated: give out= for every output \
