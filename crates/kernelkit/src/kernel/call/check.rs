@@ -574,8 +574,9 @@ impl<'a> Call<'a> {
 /// call's check and a rebindable launch's word it alike).
 pub(super) fn shares_with_input(spec: &KernelSpec, j: usize) -> String {
     format!(
-        "it shares memory with input `{}` (allow it with `.allow_overlap(true)` for an in-place \
-         kernel)",
+        "it shares memory with input `{}` (for an in-place kernel, donate the input to the \
+         output, or allow the overlap: `.donate`/`.allow_overlap(true)` in Rust, \
+         `donate=`/`allow_overlap=True` in Python)",
         spec.input_names[j]
     )
 }
