@@ -55,7 +55,9 @@ def test_donation_errors(device):
     with pytest.raises(kk.DonationError, match="would copy it"):
         ADD_ONE(inputs=[t], grid=(64, 1, 1), threadgroup=(64, 1, 1), donate={"y": "x"})
     leaf = torch.zeros(64, device=device, requires_grad=True)
-    with pytest.raises(kk.KernelError):
+    # A leaf that requires grad cannot be written in place (as torch's own
+    # in-place ops refuse it).
+    with pytest.raises((kk.KernelError, RuntimeError)):
         call(leaf, donate={"y": "x"})
 
 
@@ -89,7 +91,7 @@ def test_every_warm_spelling_takes_the_one_pass_route():
 def test_custom_op_declares_the_donated_input_mutated(device):
     op = kkt.custom_op(f"kkdon{next(_names)}::add_one", ADD_ONE, grid=lambda x: (x.numel(), 1, 1),
                        donate={"y": "x"})
-    assert "Tensor(a!) x" in str(op.op._schemas[""]) if hasattr(op.op, "_schemas") else True
+    assert op._schema() == "(Tensor(a!) x) -> ()"
     x = torch.zeros(256, device=device)
     v = x._version
     assert op(x) is x and x._version > v
