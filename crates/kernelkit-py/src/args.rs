@@ -192,7 +192,10 @@ impl DimsMemo {
 /// Whether `obj` is a list or a tuple of exactly these ints (`bool`s are
 /// not ints here, as in [`dims3`]): the value comparison of a memo, which
 /// reads each item once and raises nothing.
-pub(crate) fn same_ints<T: Copy + TryFrom<i64> + PartialEq>(obj: &Bound<'_, PyAny>, kept: &[T]) -> bool {
+pub(crate) fn same_ints<T: Copy + TryFrom<i64> + PartialEq>(
+    obj: &Bound<'_, PyAny>,
+    kept: &[T],
+) -> bool {
     let same = |item: Bound<'_, PyAny>, k: &T| {
         item.is_exact_instance_of::<PyInt>()
             && item

@@ -84,7 +84,8 @@ impl DonationMemo {
                 let same = |kept: &Py<PyString>, given: &Bound<'_, PyAny>| {
                     given.is(kept)
                         || given.cast::<PyString>().is_ok_and(|g| {
-                            g.to_cow().ok().as_deref() == kept.bind(donate.py()).to_cow().ok().as_deref()
+                            g.to_cow().ok().as_deref()
+                                == kept.bind(donate.py()).to_cow().ok().as_deref()
                         })
                 };
                 if dict

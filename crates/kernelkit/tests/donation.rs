@@ -224,6 +224,7 @@ fn a_read_only_input_cannot_be_donated() {
     let err = interop::scope(|s| {
         let xs = s.slice(&device, &x, [8])?;
         let call = k.call([&xs]).donate("y", "x").grid([8, 1, 1]);
+        #[allow(clippy::let_and_return)] // the call borrows `xs`: dropped before it
         let result = call.launch().map(drop);
         result
     });

@@ -9,16 +9,16 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use smallvec::SmallVec;
 
+use super::route::{self, Route};
 use super::{Frame, OutputSpec, Parts, Plan, PyKernel};
-use kernelkit::Array;
 use crate::args;
 use crate::array_args::Source;
 use crate::arrays;
 use crate::dlpack_outputs::PyArray;
-use crate::errors::{self, IntoPy};
 use crate::donation::{self, Aliasing, Names};
+use crate::errors::{self, IntoPy};
 use crate::torch;
-use super::route::{self, Route};
+use kernelkit::Array;
 
 /// One call's arguments, as MLX names them (and `device=`, `out=`).
 pub(crate) struct CallArgs<'a, 'py> {
@@ -141,7 +141,11 @@ impl PyKernel {
         let frame = first.and_then(Source::frame).unwrap_or(Frame::NumPy);
         let (stream, torch_stream) = self.stream(py, a.stream, a.device, first, &frame)?;
         if stream.device().kind() == kernelkit::DeviceKind::Cuda {
-            for (o, i) in aliasing.donated.iter().map(|&(o, i)| (usize::from(o), usize::from(i))) {
+            for (o, i) in aliasing
+                .donated
+                .iter()
+                .map(|&(o, i)| (usize::from(o), usize::from(i)))
+            {
                 if matches!(sources[i], Source::NumPy(_)) {
                     return Err(self.donation_refused(
                         o,
@@ -407,7 +411,10 @@ impl PyKernel {
                 continue;
             };
             let same_shape = shape.len() == input.ndim()
-                && shape.iter().zip(input.shape()).all(|(&a, &b)| a == b as i64);
+                && shape
+                    .iter()
+                    .zip(input.shape())
+                    .all(|(&a, &b)| a == b as i64);
             if !same_shape || *dtype != input.dtype() {
                 return Err(self.donation_refused(
                     o,

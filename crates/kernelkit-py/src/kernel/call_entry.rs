@@ -172,7 +172,15 @@ fn enter<'py>(kernel: &Bound<'py, PyKernel>, call: &Args<'_, 'py>) -> PyResult<B
         Some(_) => None,
     };
     // A required argument absent or `None` is `call`'s error to raise.
-    let (Some(_), Some(inputs), Some(grid), Some(threadgroup), false, Some(allow_overlap), Some(init_value)) = (
+    let (
+        Some(_),
+        Some(inputs),
+        Some(grid),
+        Some(threadgroup),
+        false,
+        Some(allow_overlap),
+        Some(init_value),
+    ) = (
         &params,
         optional(0),
         optional(1),
@@ -180,7 +188,8 @@ fn enter<'py>(kernel: &Bound<'py, PyKernel>, call: &Args<'_, 'py>) -> PyResult<B
         print,
         allow_overlap,
         init_value,
-    ) else {
+    )
+    else {
         return by_method(kernel, call);
     };
     route::note(Route::Entry);

@@ -25,13 +25,13 @@ use crate::args::{self, DimsMemo, OutputSpec, OutputsMemo, Template, TemplateMem
 use crate::array_args::{Frame, Source};
 use crate::arrays::{self, Named};
 use crate::device::{place_of, Place, PyStream};
-use crate::errors;
 use crate::donation::{Aliasing, DonationMemo};
+use crate::errors;
 use crate::rebound::Rebound;
-use route::Route;
 use crate::{streams, torch};
 use numpy::PyUntypedArrayMethods;
 use pyo3::intern;
+use route::Route;
 
 mod call;
 mod call_entry;

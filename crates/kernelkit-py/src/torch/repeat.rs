@@ -117,20 +117,22 @@ impl PyKernel {
         let inputs = items(a.inputs)?.tensors(spec.input_names().len())?;
         let n = spec.output_names().len();
         // The outputs: `out=`'s tensors, or each donated output's input.
-        let (outputs, out): (SmallVec<[Bound<'py, PyAny>; 4]>, Option<ListOrTuple<'_, 'py>>) =
-            match a.out.filter(|o| !o.is_none()) {
-                Some(o) if aliasing.donated.is_empty() => {
-                    let out = items(o)?;
-                    (out.tensors(n)?, Some(out))
-                }
-                None if aliasing.donated.len() == n => (
-                    (0..n)
-                        .map(|o| aliasing.input_of(o).map(|i| inputs[i].clone()))
-                        .collect::<Option<_>>()?,
-                    None,
-                ),
-                _ => return None,
-            };
+        let (outputs, out): (
+            SmallVec<[Bound<'py, PyAny>; 4]>,
+            Option<ListOrTuple<'_, 'py>>,
+        ) = match a.out.filter(|o| !o.is_none()) {
+            Some(o) if aliasing.donated.is_empty() => {
+                let out = items(o)?;
+                (out.tensors(n)?, Some(out))
+            }
+            None if aliasing.donated.len() == n => (
+                (0..n)
+                    .map(|o| aliasing.input_of(o).map(|i| inputs[i].clone()))
+                    .collect::<Option<_>>()?,
+                None,
+            ),
+            _ => return None,
+        };
         let shape = Shape {
             grid,
             threadgroup,
@@ -141,9 +143,7 @@ impl PyKernel {
         let fitted = find_in_place(shim, &self.rebound, &inputs, &outputs, shape)?;
         if let Some(specs) = &specs {
             let kept = fitted.output_layouts();
-            if specs.len() != kept.len()
-                || !specs.iter().zip(kept).all(|((s, d), l)| l.is(s, *d))
-            {
+            if specs.len() != kept.len() || !specs.iter().zip(kept).all(|((s, d), l)| l.is(s, *d)) {
                 return None;
             }
         }
