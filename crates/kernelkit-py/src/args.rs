@@ -140,10 +140,11 @@ pub(crate) fn dims3(
     Ok(dims)
 }
 
-/// The last tuple of extents a kernel was called with, by identity:
-/// `grid=(n, 1, 1)` written as a constant is the same tuple object call
-/// after call, and a tuple cannot change, so a repeated call compares a
-/// pointer and parses nothing.
+/// The last extents a kernel was called with, and the tuple they came
+/// from: `grid=(n, 1, 1)` written as a constant is the same tuple object
+/// call after call, and a tuple cannot change, so a repeated call compares
+/// a pointer and parses nothing; another object (a tuple built at each
+/// call, a list) is compared by value with the extents ([`same_ints`]).
 #[derive(Default)]
 pub(crate) struct DimsMemo(Mutex<Option<(Py<PyAny>, [u64; 3])>>);
 
