@@ -197,6 +197,14 @@ fn misuses_are_typed_errors_naming_output_and_input() {
     );
     assert!(reason.contains("in order"), "{reason}");
 
+    // An input the kernel has but the call does not give: the count's
+    // error.
+    let err = k.call([&a]).donate("out", "other").grid(grid).launch();
+    assert!(
+        matches!(err, Err(Error::Call(CallError::InputCount { .. }))),
+        "{err:?}"
+    );
+
     // A fill would overwrite the input.
     let (_, _, reason) = donation_error(
         k.call([&a, &b])
