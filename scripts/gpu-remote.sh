@@ -187,6 +187,16 @@ mlx_bench() {
     PYTHONPATH="$MLX_DIR/site" timeout 200 python3 "$G/mlx_cold.py" --turns 3
 }
 step mlx mlx_bench
+# Every spelling of a warm call (issue 42): out= and allocating calls as
+# MLX users write them, donation, CuPy arrays, NumPy on the CPU, each beside
+# CuPy RawKernel and raw cuLaunchKernel, in one process, interleaved; the
+# route each took and the targets' verdicts (needs the wheel).
+i42_call_shapes() {
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_CACHE=memory timeout 110 python3 "$G/call_shapes.py" --rounds 5 --batch 10000 \
+      --json "$OUT/i42_call_shapes.json"
+}
+step i42_call_shapes i42_call_shapes
 # kernelkit ops inside PyTorch (issue 17): torch.compile graph breaks, a
 # captured decode-style loop against CuPy RawKernel under capture, the
 # grid_sample pair's fused backward against torch's (needs the wheel).

@@ -68,6 +68,7 @@ pub mod arrays;
 pub mod constructors;
 pub mod device;
 pub mod dlpack_outputs;
+pub mod donation;
 pub mod dtypes;
 pub mod errors;
 pub mod ffi;

@@ -113,6 +113,8 @@ class Kernel:
         stream: Optional[Union[Stream, DeviceLike, StreamLike]] = None,
         device: Optional[DeviceLike] = None,
         out: Optional[Sequence[ArrayLike]] = None,
+        donate: Optional[Mapping[str, str]] = None,
+        allow_overlap: bool = False,
     ) -> List[Any]:
         """Runs the kernel and returns its outputs, in the order of
         ``output_names``, as arrays of the inputs' kind: NumPy arrays for
@@ -123,6 +125,15 @@ class Kernel:
         into those arrays, which are returned (``output_shapes`` and
         ``output_dtypes`` may then be left out). No copies, except NumPy
         arrays given to a GPU.
+
+        ``donate={"out": "inp"}`` makes output ``out`` input ``inp``'s own
+        buffer (an in-place kernel): checked to be the same shape and dtype
+        as ``output_shapes``/``output_dtypes`` say where given, nothing is
+        allocated, and the input array itself is returned in ``out``'s
+        place (torch: its version counter bumped). The other outputs, if
+        any, need ``out=`` (where the donated one's place holds the input
+        itself or ``None``). ``allow_overlap=True`` lets ``out=`` arrays
+        share memory with the inputs (refused otherwise).
 
         ``grid`` counts threads, as in MLX (Metal's ``dispatchThreads``);
         ``threadgroup`` is clamped to it. ``init_value`` fills the outputs
