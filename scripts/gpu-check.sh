@@ -253,6 +253,7 @@ cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 # Every benchmark and control of the package (compare.py, nvrtc_control.py,
 # mlx_cold.py, torch_native.py, overhead.py): BENCHMARKS.md runs them from here.
 cp crates/kernelkit-py/bench/*.py "$DEST/"
+cp crates/kernelkit-py/bench/*.cc "$DEST/"
 rm -rf "$DEST/python-tests/__pycache__"
 cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"

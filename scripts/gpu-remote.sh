@@ -198,6 +198,16 @@ mlx_bench() {
     PYTHONPATH="$MLX_DIR/site" timeout 200 python3 "$G/mlx_cold.py" --turns 3
 }
 step mlx mlx_bench
+# Every spelling of a warm call (issue 42): out= and allocating calls as
+# MLX users write them, donation, CuPy arrays, NumPy on the CPU, each beside
+# CuPy RawKernel and raw cuLaunchKernel, in one process, interleaved; the
+# route each took and the targets' verdicts (needs the wheel).
+i42_call_shapes() {
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_CACHE=memory timeout 110 python3 "$G/call_shapes.py" --rounds 5 --batch 10000 \
+      --json "$OUT/i42_call_shapes.json"
+}
+step i42_call_shapes i42_call_shapes
 # kernelkit ops inside PyTorch (issue 17): torch.compile graph breaks, a
 # captured decode-style loop against CuPy RawKernel under capture, the
 # grid_sample pair's fused backward against torch's (needs the wheel).
@@ -206,6 +216,22 @@ torch_native() {
     KERNELKIT_CACHE=memory timeout 500 python3 "$G/torch_native.py" --json "$OUT/torch_native.json"
 }
 step torch_native torch_native
+# kernelkit kernels inside JAX (issue 46): the JAX tests on CUDA (JAX's
+# CUDA plugin as installed there), then the per-call benchmark, command
+# buffers on and off: 100 chained calls of a trivial kernel through
+# kernelkit's FFI handler against a C++ FFI handler built here with nvcc,
+# and jax.numpy and Pallas reported.
+i46_jax() {
+  python3 -c 'import jax; print("jax", jax.__version__, jax.devices())' || return 1
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_CACHE=memory timeout 300 python3 -m pytest -q -rs "$G/python-tests/test_jax.py" &&
+    KERNELKIT_CACHE=memory timeout 120 python3 crates/kernelkit/examples/python/grid_sample_three_ways.py &&
+    for cb in on off; do
+      KERNELKIT_CACHE=memory timeout 150 python3 "$G/jax_bench.py" --command-buffers $cb \
+        --json "$OUT/jax_bench_$cb.json" || return 1
+    done
+}
+step i46_jax i46_jax
 # candle's CUDA tensors (built by gpu-check.sh only where nvcc was set up:
 # scripts/candle-cuda.sh setup): the candle tests on CUDA, then fused ops
 # against candle's unfused sequence. The binaries link CUDA 13's libcuda,

@@ -75,6 +75,12 @@ for v in 3.12 3.9; do
   whl=$(ls dist/kernelkit-*-cp${v/./}-abi3-*_x86_64.whl)
   "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check \
     --root-user-action=ignore "$whl" pytest ziglang
+  # JAX's CPU wheel for kernelkit.jax's tests (pinned by .ci/run), where
+  # the Python has it (3.11 and later); without it those tests skip.
+  if [ -n "${CI_JAX_WHEEL:-}" ] && [ "$v" != 3.9 ]; then
+    "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check \
+      --root-user-action=ignore "$CI_JAX_WHEEL" flatbuffers
+  fi
   (
     export PATH="$PWD/$py_env/bin:$no_rust_path"
     if command -v cargo >/dev/null || command -v rustc >/dev/null; then
@@ -108,3 +114,6 @@ if target/wheel-env-3.12/bin/python -c 'import torch' 2>/dev/null; then
 else
   echo "examples/python/torch_custom_op.py: skipped (PyTorch is not installed here)"
 fi
+# grid_sample written once, run under NumPy, and PyTorch and JAX where
+# they are installed (each part says when it skips).
+KERNELKIT_CACHE=memory target/wheel-env-3.12/bin/python crates/kernelkit/examples/python/grid_sample_three_ways.py

@@ -5,9 +5,13 @@
 //! list of interned names, small ints and dtype singletons), so each
 //! callable remembers the last list it parsed, by the identity of its
 //! names and values: a repeated call compares pointers and parses nothing.
-//! `output_shapes`/`output_dtypes` likewise ([`OutputsMemo`]), when every
-//! shape is a tuple (`x.shape`: a tuple, or torch's `torch.Size`, a tuple
-//! subclass): immutable, so the same objects are the same values.
+//! `output_shapes`/`output_dtypes` likewise ([`OutputsMemo`]), a shape
+//! that is a tuple (`x.shape`: a tuple, or torch's `torch.Size`, a tuple
+//! subclass) by identity: immutable, so the same objects are the same
+//! values. Whatever is not the remembered object (a tuple built at each
+//! call, a list, a new `torch.Size`, a dtype's name) is compared by value
+//! with what was remembered, reading each item once, before anything is
+//! parsed: every spelling of a repeated call is found without parsing.
 
 use std::fmt::Display;
 use std::sync::{Arc, Mutex};
@@ -19,6 +23,7 @@ use smallvec::SmallVec;
 
 use crate::dtypes::{describe, dtype_of};
 use crate::errors;
+use crate::kernel::route::{self, Route};
 
 /// A call's template arguments, names shared with the memo.
 pub(crate) type Template = SmallVec<[(Arc<str>, TemplateArg); 4]>;
@@ -135,10 +140,11 @@ pub(crate) fn dims3(
     Ok(dims)
 }
 
-/// The last tuple of extents a kernel was called with, by identity:
-/// `grid=(n, 1, 1)` written as a constant is the same tuple object call
-/// after call, and a tuple cannot change, so a repeated call compares a
-/// pointer and parses nothing.
+/// The last extents a kernel was called with, and the tuple they came
+/// from: `grid=(n, 1, 1)` written as a constant is the same tuple object
+/// call after call, and a tuple cannot change, so a repeated call compares
+/// a pointer and parses nothing; another object (a tuple built at each
+/// call, a list) is compared by value with the extents ([`same_ints`]).
 #[derive(Default)]
 pub(crate) struct DimsMemo(Mutex<Option<(Py<PyAny>, [u64; 3])>>);
 
@@ -158,14 +164,54 @@ impl DimsMemo {
                 }
             }
         }
-        let dims = dims3(obj, kernel, what)?;
-        if obj.get_type().is(obj.py().get_type::<PyTuple>()) {
-            // The strong reference keeps the tuple, so its address cannot
-            // be another object's while it is remembered.
-            *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((obj.clone().unbind(), dims));
+        // Another object (`(n, 1, 1)` built at each call, a list): its
+        // values compared with the remembered ones, which it usually has.
+        let kept = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|(_, d)| *d);
+        if let Some(dims) = kept.filter(|d| same_ints(obj, d)) {
+            return Ok(dims);
         }
+        route::note(Route::Parsed);
+        let dims = dims3(obj, kernel, what)?;
+        // A tuple cannot change: remembered by identity (the strong
+        // reference keeps it, so its address cannot be another object's
+        // meanwhile). A list may change in place: only its values are.
+        let kept = if obj.get_type().is(obj.py().get_type::<PyTuple>()) {
+            obj.clone().unbind()
+        } else {
+            obj.py().None()
+        };
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((kept, dims));
         Ok(dims)
     }
+}
+
+/// Whether `obj` is a list or a tuple of exactly these ints (`bool`s are
+/// not ints here, as in [`dims3`]): the value comparison of a memo, which
+/// reads each item once and raises nothing.
+pub(crate) fn same_ints<T: Copy + TryFrom<i64> + PartialEq>(
+    obj: &Bound<'_, PyAny>,
+    kept: &[T],
+) -> bool {
+    let same = |item: Bound<'_, PyAny>, k: &T| {
+        item.is_exact_instance_of::<PyInt>()
+            && item
+                .extract::<i64>()
+                .ok()
+                .and_then(|v| T::try_from(v).ok())
+                .is_some_and(|v| v == *k)
+    };
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        return t.len() == kept.len() && t.iter().zip(kept).all(|(i, k)| same(i, k));
+    }
+    if let Ok(l) = obj.cast::<PyList>() {
+        return l.len() == kept.len() && l.iter().zip(kept).all(|(i, k)| same(i, k));
+    }
+    false
 }
 
 /// "the shape of output `y`", formatted only for an error.
@@ -238,16 +284,20 @@ impl TemplateMemo {
         };
         let pairs = pairs(template, kernel)?;
         {
+            // The same objects (a literal list of interned names and small
+            // ints), else the same values (a computed int, a dict built
+            // anew): compared without parsing.
             let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
             if memo.len() == pairs.len()
-                && memo
-                    .iter()
-                    .zip(&pairs)
-                    .all(|(m, (n, v))| n.is(&m.name_obj) && v.is(&m.value_obj))
+                && memo.iter().zip(&pairs).all(|(m, (n, v))| {
+                    (n.is(&m.name_obj) || same_text(n, &m.name))
+                        && (v.is(&m.value_obj) || same_value(v, m.value))
+                })
             {
                 return Ok(memo.iter().map(|m| (m.name.clone(), m.value)).collect());
             }
         }
+        route::note(Route::Parsed);
         let mut parsed = Vec::with_capacity(pairs.len());
         for (name_obj, value_obj) in &pairs {
             let Ok(name) = name_obj.cast::<PyString>() else {
@@ -268,6 +318,26 @@ impl TemplateMemo {
         let out = parsed.iter().map(|m| (m.name.clone(), m.value)).collect();
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = parsed;
         Ok(out)
+    }
+}
+
+/// Whether `obj` is a str of this text.
+fn same_text(obj: &Bound<'_, PyAny>, text: &str) -> bool {
+    obj.cast::<PyString>()
+        .is_ok_and(|s| s.to_cow().is_ok_and(|t| *t == *text))
+}
+
+/// Whether `obj` is this template value (a bool, an int or a dtype
+/// object seen before), read without raising.
+fn same_value(obj: &Bound<'_, PyAny>, value: TemplateArg) -> bool {
+    match value {
+        TemplateArg::Bool(b) => obj.cast::<PyBool>().is_ok_and(|o| o.is_true() == b),
+        TemplateArg::Int(i) => {
+            obj.is_exact_instance_of::<PyInt>() && obj.extract::<i32>().is_ok_and(|v| v == i)
+        }
+        TemplateArg::DType(d) => {
+            !obj.is_instance_of::<PyInt>() && dtype_of(obj).ok().flatten() == Some(d)
+        }
     }
 }
 
@@ -343,23 +413,31 @@ impl OutputsMemo {
     ) -> Option<SmallVec<[OutputSpec; 2]>> {
         let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let m = memo.as_ref()?;
-        let same = |kept: &[Py<PyAny>], given: &[Bound<'_, PyAny>]| {
-            kept.len() == given.len() && kept.iter().zip(given).all(|(k, g)| g.is(k))
-        };
-        (same(&m.shapes, shapes) && same(&m.dtypes, dtypes)).then(|| m.specs.clone())
+        if m.specs.len() != shapes.len() || m.specs.len() != dtypes.len() {
+            return None;
+        }
+        // Each item the remembered object, else of the same value: a
+        // shape of the same ints (`x.shape` is a new `torch.Size` at every
+        // read), a dtype that names the same one (a name, another spelling
+        // of it).
+        let same = m.specs.iter().enumerate().all(|(i, (shape, dtype))| {
+            let (s, d) = (&shapes[i], &dtypes[i]);
+            ((s.is(&m.shapes[i]) && s.is_instance_of::<PyTuple>()) || same_ints(s, shape))
+                && (d.is(&m.dtypes[i]) || dtype_of(d).ok().flatten() == Some(*dtype))
+        });
+        same.then(|| m.specs.clone())
     }
 
-    /// Remembers `specs` as parsed from these items, when every shape is a
-    /// tuple (a list could change before the next call).
+    /// Remembers `specs` as parsed from these items. (A list kept here
+    /// may change in place: that is why each item is compared by value
+    /// when it is not the remembered object, and why the remembered
+    /// object counts only when its value is unchanged.)
     pub(crate) fn keep(
         &self,
         shapes: &[Bound<'_, PyAny>],
         dtypes: &[Bound<'_, PyAny>],
         specs: &SmallVec<[OutputSpec; 2]>,
     ) {
-        if !shapes.iter().all(|s| s.is_instance_of::<PyTuple>()) {
-            return;
-        }
         let kept = RememberedOutputs {
             shapes: shapes.iter().map(|s| s.clone().unbind()).collect(),
             dtypes: dtypes.iter().map(|d| d.clone().unbind()).collect(),

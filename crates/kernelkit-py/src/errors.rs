@@ -14,6 +14,7 @@ struct Classes {
     kernel: Py<PyType>,
     build: Py<PyType>,
     call: Py<PyType>,
+    donation: Py<PyType>,
     argument_type: Py<PyType>,
     array: Py<PyType>,
     compile: Py<PyType>,
@@ -33,6 +34,7 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
             kernel: get("KernelError")?,
             build: get("BuildError")?,
             call: get("CallError")?,
+            donation: get("DonationError")?,
             argument_type: get("ArgumentTypeError")?,
             array: get("ArrayError")?,
             compile: get("CompileError")?,
@@ -48,6 +50,7 @@ pub(crate) enum Kind {
     Kernel,
     Build,
     Call,
+    Donation,
     ArgumentType,
     Array,
     Compile,
@@ -64,6 +67,7 @@ pub(crate) fn raise(kind: Kind, message: impl Into<String>) -> PyErr {
                 Kind::Kernel => &c.kernel,
                 Kind::Build => &c.build,
                 Kind::Call => &c.call,
+                Kind::Donation => &c.donation,
                 Kind::ArgumentType => &c.argument_type,
                 Kind::Array => &c.array,
                 Kind::Compile => &c.compile,
@@ -87,6 +91,11 @@ pub(crate) fn call(message: impl Into<String>) -> PyErr {
     raise(Kind::Call, message)
 }
 
+/// A `DonationError` (a `CallError`): a donation the call cannot make.
+pub(crate) fn donation(message: impl Into<String>) -> PyErr {
+    raise(Kind::Donation, message)
+}
+
 /// An `ArgumentTypeError` (a `TypeError`): a value of the wrong type.
 pub(crate) fn argument_type(message: impl Into<String>) -> PyErr {
     raise(Kind::ArgumentType, message)
@@ -99,6 +108,7 @@ pub(crate) fn from_kernelkit(err: kernelkit::Error) -> PyErr {
     let kind = match &err {
         Error::Call(kernelkit::CallError::OutOfBounds { .. }) => Kind::OutOfBounds,
         Error::Build(_) => Kind::Build,
+        Error::Call(kernelkit::CallError::Donation { .. }) => Kind::Donation,
         Error::Call(_) => Kind::Call,
         Error::Compile(_) => Kind::Compile,
         Error::Array(_) => Kind::Array,

@@ -49,6 +49,8 @@
 //! - [`ffi`]: the foreign-function layer, the only code of the crate that
 //!   Rust cannot check (torch's C functions, NumPy's fields, DLPack
 //!   capsules, kept launches).
+//! - [`jax`]: kernels inside JAX programs: the XLA FFI handler's stages
+//!   and the kernel identities its attributes carry.
 //! - [`errors`]: the exception hierarchy (defined in `kernelkit/_errors.py`).
 //! - [`worker`]: the interpreter as kernelkit's CUDA compile worker.
 //! - [`testing`]: the test hooks, in the `_testing` submodule.
@@ -66,9 +68,11 @@ pub mod arrays;
 pub mod constructors;
 pub mod device;
 pub mod dlpack_outputs;
+pub mod donation;
 pub mod dtypes;
 pub mod errors;
 pub mod ffi;
+pub mod jax;
 pub mod kernel;
 pub mod rebound;
 pub mod streams;
@@ -115,6 +119,9 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(worker::_compile_worker, m)?)?;
     m.add_function(wrap_pyfunction!(worker::_worker_command, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::_call_entry, m)?)?;
+    m.add_class::<jax::PyJaxKernel>()?;
+    m.add_function(wrap_pyfunction!(jax::_jax_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(jax::_jax_targets, m)?)?;
     m.add_submodule(&testing::module(m.py())?)?;
     m.add("cpu", PyDevice::at(Place::Cpu))?;
     m.add("gpu", PyDevice::at(Place::Cuda(0)))?;

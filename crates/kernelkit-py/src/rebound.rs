@@ -23,6 +23,7 @@ use kernelkit::{DType, Rebindable};
 use smallvec::SmallVec;
 
 use crate::args::Template;
+use crate::donation::Aliasing;
 use crate::ffi::torch_shim::Raw;
 use crate::torch::Tensor;
 
@@ -48,6 +49,14 @@ impl Layout {
 
     fn fits(&self, t: &impl Read) -> bool {
         t.fits(self)
+    }
+
+    /// Whether this is an output of `shape` and `dtype` (`output_shapes`
+    /// and `output_dtypes` given beside `out=`).
+    pub(crate) fn is(&self, shape: &[i64], dtype: DType) -> bool {
+        self.dtype == dtype
+            && self.shape.len() == shape.len()
+            && self.shape.iter().zip(shape).all(|(&a, &b)| a as i64 == b)
     }
 }
 
@@ -94,6 +103,9 @@ pub(crate) struct Key<'a, T: Read> {
     pub template: &'a Template,
     pub inputs: &'a [T],
     pub outputs: &'a [T],
+    /// Donated outputs and `allow_overlap=`: a launch prepared to let
+    /// outputs share inputs' memory runs only for calls that asked.
+    pub aliasing: &'a Aliasing,
 }
 
 /// What a launch was prepared for: a call's layout, as [`Key`] but kept.
@@ -106,6 +118,14 @@ struct Prepared {
     template: Template,
     inputs: SmallVec<[Layout; 4]>,
     outputs: SmallVec<[Layout; 2]>,
+    aliasing: Aliasing,
+}
+
+impl Entry {
+    /// The layouts of the outputs the launch was prepared for.
+    pub(crate) fn outputs(&self) -> &[Layout] {
+        &self.prepared.outputs
+    }
 }
 
 /// A prepared launch and the layout it was prepared for.
@@ -125,6 +145,7 @@ impl Entry {
                 template: key.template.clone(),
                 inputs: key.inputs.iter().map(|t| Layout::of(t)).collect(),
                 outputs: key.outputs.iter().map(|t| Layout::of(t)).collect(),
+                aliasing: key.aliasing.clone(),
             },
             launch,
         }
@@ -141,6 +162,7 @@ impl Entry {
             && p.inputs.iter().zip(key.inputs).all(|(l, t)| l.fits(t))
             && p.outputs.iter().zip(key.outputs).all(|(l, t)| l.fits(t))
             && p.template == *key.template
+            && p.aliasing == *key.aliasing
     }
 }
 

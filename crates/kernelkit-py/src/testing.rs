@@ -10,6 +10,8 @@
 //! - `torch_cdata_slot()`: whether a `torch.Tensor`'s `TensorImpl` address
 //!   is read from its object's memory;
 //! - `torch_layout(t)`: a tensor's layout as a call reads it;
+//! - `call_routes()`: how many calls took each route, and how many
+//!   arguments were parsed anew (`crate::kernel::route`);
 //! - `cdata_slot_check(types, probes, objects)`: the `TensorImpl` slot's
 //!   search, on objects that hold a known word (checked without torch).
 
@@ -23,6 +25,7 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_function(wrap_pyfunction!(torch::_torch_shim, &m)?)?;
     m.add_function(wrap_pyfunction!(torch::_torch_cdata_slot, &m)?)?;
     m.add_function(wrap_pyfunction!(torch::_torch_layout, &m)?)?;
+    m.add_function(wrap_pyfunction!(crate::kernel::route::call_routes, &m)?)?;
     m.add_function(wrap_pyfunction!(
         ffi::tensor_impl_slot::_cdata_slot_check,
         &m

@@ -42,7 +42,7 @@ def test_it_is_called_as_mlx_kernels_are():
     # (Before 3.12 the extension's own object has no signature inspect can
     # read from its `__call__` slot; its `call` method has.)
     names = list(inspect.signature(k if sys.version_info >= (3, 12) else k.call).parameters)
-    assert names[:3] == ["inputs", "grid", "threadgroup"] and names[-1] == "out"
+    assert names[:3] == ["inputs", "grid", "threadgroup"] and names[-3:] == ["out", "donate", "allow_overlap"]
 
 
 def test_the_constructors_signatures_are_mlxs():

@@ -340,6 +340,22 @@ pub enum CallError {
         /// What does not fit.
         reason: String,
     },
+    /// A donation (`Call::donate`: an output that is an input's own
+    /// buffer) the call cannot make: a name that is not the kernel's, an
+    /// input donated twice, an input that is read-only or that the call
+    /// would copy (not row-contiguous), or a shape, dtype or fill that
+    /// does not fit.
+    #[error("kernel `{kernel}`: output `{output}` cannot be input `{input}`'s buffer: {reason}")]
+    Donation {
+        /// The kernel's name.
+        kernel: String,
+        /// The output's name, as the call gave it.
+        output: String,
+        /// The input's name, as the call gave it.
+        input: String,
+        /// What does not fit.
+        reason: String,
+    },
     /// An argument views memory another library owns and cannot be used
     /// as the call asks (its borrow ended, its owner's stream is missing).
     #[error("kernel `{kernel}`: {arg} {reason}")]

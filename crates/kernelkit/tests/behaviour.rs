@@ -137,6 +137,7 @@ all_backends!(
         a_rebindable_launch_runs_with_new_addresses,
         a_rebindable_launch_checks_its_addresses,
         calls_that_need_more_than_a_launch_are_not_rebindable,
+        a_donated_call_writes_its_input_in_place,
         // Was tests/soak.rs.
         soak_random_kernels_on_many_threads,
         precompiled_variants_are_compiled_once_and_calls_find_them,

@@ -24,6 +24,15 @@ class CallError(KernelError, ValueError):
     backend lacks, an ``init_value`` that does not fit, a cleared stream."""
 
 
+class DonationError(CallError):
+    """A donation (``donate={"out": "inp"}``: an output that is an input's
+    own buffer) the call cannot make: a name that is not the kernel's, one
+    input donated to two outputs, a read-only input, an input kernelkit
+    would copy first (not row-contiguous with ``ensure_row_contiguous``, a
+    NumPy array sent to a GPU), or an output shape or dtype that is not the
+    input's. The message names the kernel, the output and the input."""
+
+
 class ArgumentTypeError(KernelError, TypeError):
     """An argument has the wrong Python type: an input that is not an array
     or a scalar, a template value that is not an int, a bool or a dtype, an
@@ -90,6 +99,7 @@ __all__ = [
     "KernelError",
     "BuildError",
     "CallError",
+    "DonationError",
     "ArgumentTypeError",
     "ArrayError",
     "CompileError",
@@ -102,6 +112,7 @@ for _class in (
     KernelError,
     BuildError,
     CallError,
+    DonationError,
     ArgumentTypeError,
     ArrayError,
     CompileError,

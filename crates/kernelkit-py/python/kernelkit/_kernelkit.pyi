@@ -113,6 +113,8 @@ class Kernel:
         stream: Optional[Union[Stream, DeviceLike, StreamLike]] = None,
         device: Optional[DeviceLike] = None,
         out: Optional[Sequence[ArrayLike]] = None,
+        donate: Optional[Mapping[str, str]] = None,
+        allow_overlap: bool = False,
     ) -> List[Any]:
         """Runs the kernel and returns its outputs, in the order of
         ``output_names``, as arrays of the inputs' kind: NumPy arrays for
@@ -123,6 +125,15 @@ class Kernel:
         into those arrays, which are returned (``output_shapes`` and
         ``output_dtypes`` may then be left out). No copies, except NumPy
         arrays given to a GPU.
+
+        ``donate={"out": "inp"}`` makes output ``out`` input ``inp``'s own
+        buffer (an in-place kernel): checked to be the same shape and dtype
+        as ``output_shapes``/``output_dtypes`` say where given, nothing is
+        allocated, and the input array itself is returned in ``out``'s
+        place (torch: its version counter bumped). The other outputs, if
+        any, need ``out=`` (where the donated one's place holds the input
+        itself or ``None``). ``allow_overlap=True`` lets ``out=`` arrays
+        share memory with the inputs (refused otherwise).
 
         ``grid`` counts threads, as in MLX (Metal's ``dispatchThreads``);
         ``threadgroup`` is clamped to it. ``init_value`` fills the outputs
@@ -205,6 +216,26 @@ def _worker_command() -> Optional[List[str]]:
 
 def _compile_worker() -> int:
     """Serves CUDA compile jobs on stdin/stdout; run by worker processes."""
+
+class _JaxKernel:
+    """A kernel as ``kernelkit.jax`` holds it (see ``kernelkit/jax.py``)."""
+
+    identity: str
+    spec: str
+    name: str
+    input_names: List[str]
+    output_names: List[str]
+    def compile(self, template: str, input_dtypes: List[str], input_shapes: List[List[int]],
+                output_dtypes: List[str], platform: str) -> None:
+        """Compiles the variant of a traced call on ``platform``'s device."""
+
+def _jax_kernel(language: str, name: str, input_names: List[str], output_names: List[str],
+                source: str, header: str, ensure_row_contiguous: bool, atomic_outputs: bool,
+                math_mode: str, shared_memory: int, batched: bool) -> _JaxKernel:
+    """The kernel of ``kernelkit.jax.metal_kernel`` / ``cuda_kernel``."""
+
+def _jax_targets(major: int, minor: int) -> Dict[str, Dict[str, Any]]:
+    """Per platform, the XLA FFI handler's capsules to register."""
 
 #: The test hooks (``torch_shim``, ``torch_cdata_slot``, ``torch_layout``,
 #: ``cdata_slot_check``), for the package's tests and benchmarks:

@@ -15,8 +15,8 @@ def custom_op(
     kernel: Kernel,
     *,
     grid: Union[_Dims, Callable[..., _Dims]],
-    output_shapes: Union[Sequence[Sequence[int]], Callable[..., Sequence[Sequence[int]]]],
-    output_dtypes: Union[Sequence[torch.dtype], Callable[..., Sequence[torch.dtype]]],
+    output_shapes: Union[Sequence[Sequence[int]], Callable[..., Sequence[Sequence[int]]], None] = ...,
+    output_dtypes: Union[Sequence[torch.dtype], Callable[..., Sequence[torch.dtype]], None] = ...,
     template: Union[_Template, Callable[..., _Template]] = ...,
     threadgroup: Union[_Dims, Callable[..., _Dims]] = ...,
     init_value: Optional[float] = ...,
@@ -26,6 +26,7 @@ def custom_op(
             Sequence[Optional[_Tensor]],
         ]
     ] = ...,
+    donate: Optional[Mapping[str, str]] = ...,
 ) -> KernelOp: ...
 
 class KernelOp:

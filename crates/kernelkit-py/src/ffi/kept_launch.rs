@@ -17,6 +17,7 @@ use smallvec::SmallVec;
 
 use crate::args::Template;
 use crate::device::Place;
+use crate::donation::Aliasing;
 use crate::ffi::torch_shim::{Raw, Shim};
 use crate::rebound::{Entry, Key, Rebound};
 use crate::torch::Tensor;
@@ -31,6 +32,11 @@ pub(crate) struct Fitted<'t> {
 }
 
 impl Fitted<'_> {
+    /// The kept launch's output layouts.
+    pub(crate) fn output_layouts(&self) -> &[crate::rebound::Layout] {
+        self.entry.outputs()
+    }
+
     /// Launches on the kept launch's stream, the GIL released meanwhile.
     #[inline]
     pub(crate) fn run(&self, py: Python<'_>) -> kernelkit::Result<()> {
@@ -50,6 +56,9 @@ pub(crate) struct Shape<'a> {
     pub grid: [u64; 3],
     pub threadgroup: [u64; 3],
     pub template: &'a Template,
+    /// `stream=`'s handle, when given: it must be torch's current stream.
+    pub stream: Option<u64>,
+    pub aliasing: &'a Aliasing,
 }
 
 /// Each of `tensors` read in place into `raws` (its `TensorImpl` address
@@ -97,14 +106,19 @@ pub(crate) fn find_in_place<'t>(
     read(shim, inputs, &mut ordinal, &mut ins, &mut in_addrs)?;
     read(shim, outputs, &mut ordinal, &mut outs, &mut out_addrs)?;
     let ordinal = ordinal?;
+    let current = shim.current_stream(ordinal)?;
+    if shape.stream.is_some_and(|s| s != current) {
+        return None;
+    }
     let key = Key {
         ordinal,
-        stream: shim.current_stream(ordinal)?,
+        stream: current,
         grid: shape.grid,
         threadgroup: shape.threadgroup,
         template: shape.template,
         inputs: &ins,
         outputs: &outs,
+        aliasing: shape.aliasing,
     };
     let entry = rebound.find(&key)?;
     Some(Fitted {

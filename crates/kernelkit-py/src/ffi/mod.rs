@@ -18,6 +18,9 @@
 //!   once their layouts were found to fit.
 //! - [`numpy`]: NumPy arrays' fields and memory, spans checked.
 //! - [`dlpack`]: DLPack capsules taken from producers and handed out.
+//! - [`xla_ffi`]: XLA's FFI C ABI (`xla/ffi/api/c_api.h`): the call
+//!   frame, buffers, attributes, state and stream, and the `extern "C"`
+//!   handlers `kernelkit.jax` registers.
 //! - [`foreign`]: memory and streams another library declares through its
 //!   own protocol (torch's methods, `__cuda_array_interface__`), taken at
 //!   its word.
@@ -29,3 +32,4 @@ pub mod numpy;
 pub mod tensor_impl_slot;
 pub mod torch_shim;
 pub mod vectorcall;
+pub mod xla_ffi;

@@ -3,19 +3,22 @@
 //! path (`crate::torch::path`), else the general one (every kind of array,
 //! stream and device). `crate::torch` draws the order.
 
-use numpy::PyUntypedArray;
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use smallvec::SmallVec;
 
-use super::{Frame, Parts, Plan, PyKernel};
+use super::route::{self, Route};
+use super::{Frame, OutputSpec, Parts, Plan, PyKernel};
 use crate::args;
 use crate::array_args::Source;
 use crate::arrays;
 use crate::dlpack_outputs::PyArray;
+use crate::donation::{self, Aliasing, Names};
 use crate::errors::{self, IntoPy};
 use crate::torch;
+use kernelkit::Array;
 
 /// One call's arguments, as MLX names them (and `device=`, `out=`).
 pub(crate) struct CallArgs<'a, 'py> {
@@ -31,6 +34,9 @@ pub(crate) struct CallArgs<'a, 'py> {
     pub(crate) stream: Option<&'a Bound<'py, PyAny>>,
     pub(crate) device: Option<&'a Bound<'py, PyAny>>,
     pub(crate) out: Option<&'a Bound<'py, PyAny>>,
+    /// `donate=`: a dict of output names to input names, or absent.
+    pub(crate) donate: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) allow_overlap: bool,
 }
 
 /// MLX's required parameters, in the order [`PyKernel::required`] takes them.
@@ -94,6 +100,7 @@ impl PyKernel {
     pub(super) fn general<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         let py = a.py;
         let kernel = self.name();
+        route::note(Route::General);
         let items = args::items(a.inputs, kernel, &"inputs")?;
         let sources = self.sources(&items, "input")?;
         let out = a
@@ -101,10 +108,10 @@ impl PyKernel {
             .filter(|o| !o.is_none())
             .map(|o| args::items(o, kernel, &"out"))
             .transpose()?;
-        let plain = a.stream.is_none_or(|s| s.is_none())
-            && a.device.is_none_or(|d| d.is_none())
-            && a.init_value.is_none()
-            && !a.verbose;
+        let aliasing = self.aliasing(a.donate, a.allow_overlap)?;
+        let out = self.donated_outputs(out, &items, &aliasing)?;
+        self.check_donated(&sources, &aliasing)?;
+        let plain = a.device.is_none_or(|d| d.is_none()) && a.init_value.is_none() && !a.verbose;
         if plain {
             if let Some(list) = self.torch_call(
                 py,
@@ -115,6 +122,8 @@ impl PyKernel {
                 a.template,
                 a.grid,
                 a.threadgroup,
+                a.stream,
+                &aliasing,
             )? {
                 return Ok(list);
             }
@@ -131,8 +140,27 @@ impl PyKernel {
             .find(|s| s.place().is_some());
         let frame = first.and_then(Source::frame).unwrap_or(Frame::NumPy);
         let (stream, torch_stream) = self.stream(py, a.stream, a.device, first, &frame)?;
+        if stream.device().kind() == kernelkit::DeviceKind::Cuda {
+            for (o, i) in aliasing
+                .donated
+                .iter()
+                .map(|&(o, i)| (usize::from(o), usize::from(i)))
+            {
+                if matches!(sources[i], Source::NumPy(_)) {
+                    return Err(self.donation_refused(
+                        o,
+                        i,
+                        "it is a NumPy array and the call runs on a GPU, so kernelkit would \
+                         copy it there and write the copy",
+                    ));
+                }
+            }
+        }
         let inputs = self.arrays(&sources, "input", &stream, torch_stream.as_ref())?;
         let given = self.given_outputs(a.output_shapes, a.output_dtypes)?;
+        if let Some(specs) = &given {
+            self.check_donated_specs(specs, &inputs, &aliasing)?;
+        }
         // The first input that is a `torch.Tensor` itself (or an
         // `nn.Parameter`): outputs of its dtype and device are made with its
         // `new_empty`. (Only when outputs are made: not for `out=`.)
@@ -156,6 +184,7 @@ impl PyKernel {
             init_value: a.init_value,
             shared_memory: self.shared_memory,
             stream,
+            aliasing,
         };
         if a.verbose {
             let generated = parts
@@ -224,5 +253,182 @@ impl PyKernel {
                 Ok(results)
             }
         }
+    }
+
+    /// `donate=` and `allow_overlap=` as positions (the map remembered, see
+    /// `crate::donation`).
+    pub(crate) fn aliasing(
+        &self,
+        donate: Option<&Bound<'_, PyAny>>,
+        allow_overlap: bool,
+    ) -> PyResult<Aliasing> {
+        let spec = self.kernel.spec();
+        let names = Names {
+            kernel: self.name(),
+            inputs: spec.input_names(),
+            outputs: spec.output_names(),
+        };
+        let mut parsed = false;
+        let donated = self.donation.parse(donate, &names, &mut parsed)?;
+        if parsed {
+            route::note(Route::Parsed);
+        }
+        Ok(Aliasing {
+            allow_overlap,
+            donated,
+        })
+    }
+
+    /// A `DonationError` for donated output `o` and input `i`.
+    #[cold]
+    pub(crate) fn donation_refused(&self, o: usize, i: usize, reason: &str) -> PyErr {
+        let spec = self.kernel.spec();
+        donation::refused(
+            self.name(),
+            &spec.output_names()[o],
+            &spec.input_names()[i],
+            reason,
+        )
+    }
+
+    /// The arrays a call's outputs are written into once donations are
+    /// counted: each donated output is its input's own object (in `out=`,
+    /// its place must hold that object or `None`); the others come from
+    /// `out=`, which a call that donates only some outputs must give.
+    pub(crate) fn donated_outputs<'py>(
+        &self,
+        out: Option<SmallVec<[Bound<'py, PyAny>; 4]>>,
+        inputs: &[Bound<'py, PyAny>],
+        aliasing: &Aliasing,
+    ) -> PyResult<Option<SmallVec<[Bound<'py, PyAny>; 4]>>> {
+        if aliasing.donated.is_empty() {
+            return Ok(out);
+        }
+        let spec = self.kernel.spec();
+        let n = spec.output_names().len();
+        if let Some(&(o, i)) = aliasing
+            .donated
+            .iter()
+            .find(|(_, i)| usize::from(*i) >= inputs.len())
+        {
+            let _ = o;
+            return Err(errors::call(format!(
+                "kernel `{}`: input `{}` is donated, but the call gives {} input(s)",
+                self.name(),
+                spec.input_names()[usize::from(i)],
+                inputs.len()
+            )));
+        }
+        let mut out = match out {
+            Some(out) => out,
+            None if aliasing.donated.len() == n => SmallVec::new(),
+            None => {
+                let rest: Vec<String> = (0..n)
+                    .filter(|&o| aliasing.input_of(o).is_none())
+                    .map(|o| format!("`{}`", spec.output_names()[o]))
+                    .collect();
+                return Err(errors::call(format!(
+                    "kernel `{}`: output(s) {} are not donated: give out= for every output \
+                     (a donated output's place holding its input or None)",
+                    self.name(),
+                    rest.join(", ")
+                )));
+            }
+        };
+        if out.is_empty() {
+            for o in 0..n {
+                let i = aliasing.input_of(o).expect("every output is donated");
+                out.push(inputs[i].clone());
+            }
+            return Ok(Some(out));
+        }
+        if out.len() != n {
+            // The count's error is `plan`'s to word.
+            return Ok(Some(out));
+        }
+        for &(o, i) in &aliasing.donated {
+            let (o, i) = (usize::from(o), usize::from(i));
+            if !out[o].is_none() && !out[o].is(&inputs[i]) {
+                return Err(self.donation_refused(
+                    o,
+                    i,
+                    "out= holds another array in its place (give the input itself, or None)",
+                ));
+            }
+            out[o] = inputs[i].clone();
+        }
+        Ok(Some(out))
+    }
+
+    /// Refuses donated inputs kernelkit would not write in place: a
+    /// Python scalar, a read-only NumPy array, a NumPy array it would
+    /// copy first (byte-swapped, strides not whole elements, not
+    /// row-contiguous). The checks of every kind of array's layout and
+    /// writability follow in the library's own (`Call::donate`).
+    fn check_donated(&self, sources: &[Source<'_>], aliasing: &Aliasing) -> PyResult<()> {
+        for &(o, i) in &aliasing.donated {
+            let (o, i) = (usize::from(o), usize::from(i));
+            let reason = match &sources[i] {
+                Source::Scalar(..) => "it is a Python scalar, which has no buffer",
+                Source::NumPy(a) => {
+                    let size = a.dtype().itemsize() as isize;
+                    if !crate::ffi::numpy::is_writeable(a) {
+                        "it is read-only"
+                    } else if a.dtype().is_native_byteorder() == Some(false)
+                        || a.strides().iter().any(|&b| b % size != 0)
+                    {
+                        "kernelkit would copy it first (its byte order or strides are not the \
+                         machine's elements)"
+                    } else if !a.is_c_contiguous() {
+                        if self.kernel.spec().ensure_row_contiguous() {
+                            "it is not row-contiguous, so kernelkit would copy it first \
+                             (ensure_row_contiguous) and write the copy"
+                        } else {
+                            "it is not row-contiguous; a kernel writes an output as a dense array"
+                        }
+                    } else {
+                        continue;
+                    }
+                }
+                _ => continue,
+            };
+            return Err(self.donation_refused(o, i, reason));
+        }
+        Ok(())
+    }
+
+    /// Refuses `output_shapes`/`output_dtypes` that are not a donated
+    /// output's input's shape and dtype.
+    pub(crate) fn check_donated_specs(
+        &self,
+        specs: &[OutputSpec],
+        inputs: &[Array],
+        aliasing: &Aliasing,
+    ) -> PyResult<()> {
+        for &(o, i) in &aliasing.donated {
+            let (o, i) = (usize::from(o), usize::from(i));
+            let (Some((shape, dtype)), Some(input)) = (specs.get(o), inputs.get(i)) else {
+                continue;
+            };
+            let same_shape = shape.len() == input.ndim()
+                && shape
+                    .iter()
+                    .zip(input.shape())
+                    .all(|(&a, &b)| a == b as i64);
+            if !same_shape || *dtype != input.dtype() {
+                return Err(self.donation_refused(
+                    o,
+                    i,
+                    &format!(
+                        "the output is asked as {:?} {} but the input is {:?} {}",
+                        shape.as_slice(),
+                        dtype,
+                        input.shape(),
+                        input.dtype()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }

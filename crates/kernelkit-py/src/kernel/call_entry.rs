@@ -13,7 +13,8 @@
 //! few such tuples, which parameter each name is ([`NAMES`]): a call from
 //! a site seen before finds its parameters by one pointer comparison. Any
 //! call it does not take whole (positional arguments, a name it does not
-//! know, `init_value=` or `verbose=` given) goes to PyO3's `call` method
+//! know, `verbose=True`, an `init_value=` that is not a float or an int, an
+//! `allow_overlap=` that is not a bool) goes to PyO3's `call` method
 //! unchanged, which parses it and words any error exactly as before.
 //!
 //! PyO3's own entries count the thread as attached in PyO3's bookkeeping
@@ -28,14 +29,15 @@ use std::sync::Mutex;
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::call::CallArgs;
+use super::route::{self, Route};
 use super::PyKernel;
 use crate::ffi::vectorcall::{self, Args, Def, Handler};
 
 /// The parameters, in the order of `call`'s signature.
-const PARAMS: [&str; 11] = [
+const PARAMS: [&str; 13] = [
     "inputs",
     "grid",
     "threadgroup",
@@ -47,9 +49,13 @@ const PARAMS: [&str; 11] = [
     "stream",
     "device",
     "out",
+    "donate",
+    "allow_overlap",
 ];
 const INIT_VALUE: usize = 6;
 const VERBOSE: usize = 7;
+const DONATE: usize = 11;
+const ALLOW_OVERLAP: usize = 12;
 
 /// Keyword-name tuples remembered at most (a program's call sites of
 /// kernels; a site not remembered is still taken, its names matched anew).
@@ -135,28 +141,58 @@ fn enter<'py>(kernel: &Bound<'py, PyKernel>, call: &Args<'_, 'py>) -> PyResult<B
         Some(names) if positional == 0 => params_of(names),
         _ => None,
     };
-    let mut given: [Option<Borrowed<'_, 'py, PyAny>>; 11] = [None; 11];
+    let mut given: [Option<Borrowed<'_, 'py, PyAny>>; PARAMS.len()] = [None; PARAMS.len()];
     if let Some(params) = &params {
         for (p, i) in params.iter().zip(positional..call.len()) {
             given[p] = Some(call.get(i));
         }
     }
     // An optional parameter given as `None` is left out, as PyO3's
-    // `Option` takes it; `verbose` must be `False` itself (PyO3 extracts a
-    // `bool`, and refuses anything else), `init_value` absent or `None`.
+    // `Option` takes it; `verbose` must be `False` itself (a print is no
+    // fast call; PyO3's parsing takes `True` and refuses anything else),
+    // `allow_overlap` `True` or `False` itself, `init_value` a float or an
+    // int (anything else is `call`'s error to word).
     let optional = |p: usize| given[p].as_deref().filter(|v| !v.is_none());
-    let fill_or_print = optional(INIT_VALUE).is_some()
-        || given[VERBOSE].is_some_and(|v| !v.is(&*pyo3::types::PyBool::new(py, false)));
+    let (yes, no) = (
+        pyo3::types::PyBool::new(py, true),
+        pyo3::types::PyBool::new(py, false),
+    );
+    let print = given[VERBOSE].is_some_and(|v| !v.is(&*no));
+    let allow_overlap = match optional(ALLOW_OVERLAP) {
+        None => Some(false),
+        Some(v) if v.is(&*yes) => Some(true),
+        Some(v) if v.is(&*no) => Some(false),
+        Some(_) => None,
+    };
+    let init_value = match optional(INIT_VALUE) {
+        None => Some(None),
+        Some(v) if v.is_instance_of::<PyFloat>() || v.is_exact_instance_of::<PyInt>() => {
+            v.extract::<f64>().ok().map(Some)
+        }
+        Some(_) => None,
+    };
     // A required argument absent or `None` is `call`'s error to raise.
-    let (Some(_), Some(inputs), Some(grid), Some(threadgroup), false) = (
+    let (
+        Some(_),
+        Some(inputs),
+        Some(grid),
+        Some(threadgroup),
+        false,
+        Some(allow_overlap),
+        Some(init_value),
+    ) = (
         &params,
         optional(0),
         optional(1),
         optional(2),
-        fill_or_print,
-    ) else {
+        print,
+        allow_overlap,
+        init_value,
+    )
+    else {
         return by_method(kernel, call);
     };
+    route::note(Route::Entry);
     let args = CallArgs {
         py,
         inputs,
@@ -165,11 +201,13 @@ fn enter<'py>(kernel: &Bound<'py, PyKernel>, call: &Args<'_, 'py>) -> PyResult<B
         output_shapes: optional(3),
         output_dtypes: optional(4),
         template: optional(5),
-        init_value: None,
+        init_value,
         verbose: false,
         stream: optional(8),
         device: optional(9),
         out: optional(10),
+        donate: optional(DONATE),
+        allow_overlap,
     };
     let kernel = kernel.get();
     if let Some(done) = kernel.repeat(&args) {
@@ -214,7 +252,7 @@ impl Handler for KernelCall {
 
 static CALL: Def = Def::new::<KernelCall>(
     c"call",
-    c"call($self, /, *, inputs, grid, threadgroup, output_shapes=None, output_dtypes=None, template=None, init_value=None, verbose=False, stream=None, device=None, out=None)\n--\n\nThe same as calling the kernel, through vectorcall (the package's `Kernel` calls it).",
+    c"call($self, /, *, inputs, grid, threadgroup, output_shapes=None, output_dtypes=None, template=None, init_value=None, verbose=False, stream=None, device=None, out=None, donate=None, allow_overlap=False)\n--\n\nThe same as calling the kernel, through vectorcall (the package's `Kernel` calls it).",
 );
 
 /// `kernel`'s call as a function object that takes its keywords through

@@ -25,14 +25,17 @@ use crate::args::{self, DimsMemo, OutputSpec, OutputsMemo, Template, TemplateMem
 use crate::array_args::{Frame, Source};
 use crate::arrays::{self, Named};
 use crate::device::{place_of, Place, PyStream};
+use crate::donation::{Aliasing, DonationMemo};
 use crate::errors;
 use crate::rebound::Rebound;
 use crate::{streams, torch};
 use numpy::PyUntypedArrayMethods;
 use pyo3::intern;
+use route::Route;
 
 mod call;
 mod call_entry;
+pub(crate) mod route;
 
 pub(crate) use call::CallArgs;
 pub(crate) use call_entry::_call_entry;
@@ -54,6 +57,8 @@ pub(crate) struct PyKernel {
     pub(crate) threadgroup: DimsMemo,
     /// The last `output_shapes`/`output_dtypes` parsed.
     outputs: OutputsMemo,
+    /// The last `donate=` map parsed.
+    pub(crate) donation: DonationMemo,
     /// The device a call uses when it names none, opened on first use.
     default_device: OnceLock<Device>,
     /// Launches prepared for the last layouts of torch calls.
@@ -82,6 +87,8 @@ pub(crate) struct Parts {
     pub(crate) init_value: Option<f64>,
     pub(crate) shared_memory: u32,
     pub(crate) stream: Stream,
+    /// Donated outputs and `allow_overlap=`.
+    pub(crate) aliasing: Aliasing,
 }
 
 impl Parts {
@@ -97,8 +104,20 @@ impl Parts {
                 call = call.output(shape.iter().copied(), *dtype);
             }
         } else {
-            for target in &self.targets {
-                call = call.output_into(target);
+            let spec = kernel.spec();
+            for (i, target) in self.targets.iter().enumerate() {
+                call = match self.aliasing.input_of(i) {
+                    // The target is an array over the same input: the
+                    // donation names the input's own array.
+                    Some(j) => call.donate(
+                        spec.output_names()[i].as_str(),
+                        spec.input_names()[j].as_str(),
+                    ),
+                    None => call.output_into(target),
+                };
+            }
+            if self.aliasing.allow_overlap {
+                call = call.allow_overlap(true);
             }
         }
         for (name, value) in &self.template {
@@ -169,6 +188,7 @@ impl PyKernel {
             grid: DimsMemo::default(),
             threadgroup: DimsMemo::default(),
             outputs: OutputsMemo::default(),
+            donation: DonationMemo::default(),
             default_device: OnceLock::new(),
             rebound: Rebound::default(),
         }
@@ -360,6 +380,7 @@ impl PyKernel {
                 if let Some(specs) = self.outputs.find(s, d) {
                     return Ok(Some(specs));
                 }
+                route::note(Route::Parsed);
                 if s.len() != d.len() {
                     return Err(errors::call(format!(
                         "kernel `{kernel}`: {} output_shapes but {} output_dtypes",
@@ -554,7 +575,7 @@ impl PyKernel {
 
 /// A framework's stream object's raw handle: torch's `cuda_stream`, CuPy's
 /// `ptr` (an `int` either way); `None` for other objects.
-fn framework_stream(obj: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+pub(crate) fn framework_stream(obj: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
     let py = obj.py();
     for attr in [intern!(py, "cuda_stream"), intern!(py, "ptr")] {
         if let Ok(v) = obj.getattr(attr) {
@@ -577,8 +598,8 @@ impl PyKernel {
     ///
     /// The GIL is released while the kernel is compiled (once per variant),
     /// loaded and launched, and while outputs are read back.
-    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = None, stream = None, device = None, out = None))]
-    #[allow(clippy::too_many_arguments)] // MLX's signature, plus device= and out=.
+    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = None, stream = None, device = None, out = None, donate = None, allow_overlap = None))]
+    #[allow(clippy::too_many_arguments)] // MLX's signature, plus device=, out=, donate=, allow_overlap=.
     fn __call__<'py>(
         &self,
         py: Python<'py>,
@@ -593,9 +614,13 @@ impl PyKernel {
         stream: Option<&Bound<'py, PyAny>>,
         device: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
+        donate: Option<&Bound<'py, PyAny>>,
+        allow_overlap: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
+        route::note(Route::Method);
         let [inputs, grid, threadgroup] = self.required([inputs, grid, threadgroup])?;
         let (init_value, verbose) = self.scalars(init_value, verbose)?;
+        let allow_overlap = args::flag(allow_overlap, self.name(), "allow_overlap", false)?;
         self.run(CallArgs {
             py,
             inputs,
@@ -609,6 +634,8 @@ impl PyKernel {
             stream,
             device,
             out,
+            donate,
+            allow_overlap,
         })
     }
 
@@ -617,8 +644,8 @@ impl PyKernel {
     /// this type builds a dict of them first (PyO3 gives `__call__` only
     /// the tuple-and-dict slot): the `Kernel` the package returns on
     /// Python 3.12 and later (`kernelkit/_kernel.py`) calls this.
-    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = None, stream = None, device = None, out = None))]
-    #[allow(clippy::too_many_arguments)] // MLX's signature, plus device= and out=.
+    #[pyo3(signature = (*, inputs = None, grid = None, threadgroup = None, output_shapes = None, output_dtypes = None, template = None, init_value = None, verbose = None, stream = None, device = None, out = None, donate = None, allow_overlap = None))]
+    #[allow(clippy::too_many_arguments)] // MLX's signature, plus device=, out=, donate=, allow_overlap=.
     fn call<'py>(
         &self,
         py: Python<'py>,
@@ -633,9 +660,13 @@ impl PyKernel {
         stream: Option<&Bound<'py, PyAny>>,
         device: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
+        donate: Option<&Bound<'py, PyAny>>,
+        allow_overlap: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
+        route::note(Route::Method);
         let [inputs, grid, threadgroup] = self.required([inputs, grid, threadgroup])?;
         let (init_value, verbose) = self.scalars(init_value, verbose)?;
+        let allow_overlap = args::flag(allow_overlap, self.name(), "allow_overlap", false)?;
         self.run(CallArgs {
             py,
             inputs,
@@ -649,6 +680,8 @@ impl PyKernel {
             stream,
             device,
             out,
+            donate,
+            allow_overlap,
         })
     }
 

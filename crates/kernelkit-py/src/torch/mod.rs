@@ -6,20 +6,24 @@
 //!   │
 //!   ├─ the call entry (vectorcall, `crate::kernel` entry; Python 3.12+)
 //!   │    keywords matched by the identity of the call site's name tuple;
-//!   │    positional arguments, an unknown name, init_value= or verbose=
-//!   │    → PyO3's `call` method, which parses them (and then the same
-//!   │      routes below)
+//!   │    positional arguments, an unknown name, verbose=True, a value of
+//!   │    an unexpected type → PyO3's `call` method, which parses them
+//!   │    (and then the same routes below)
 //!   ▼
-//!  [repeat]  one pass: torch `out=` lists, every tensor a `torch.Tensor`
-//!   │        or `nn.Parameter` read in place on one GPU, a layout a launch
-//!   │        was kept for → launch, bump the outputs' versions, done
-//!   │  anything else (no shim, a new layout, stream=/device=/shapes
-//!   │  given, anything that could raise) → nothing done yet, next route
+//!  [repeat]  one pass: torch `out=` lists (or every output donated),
+//!   │        every tensor a `torch.Tensor` or `nn.Parameter` read in place
+//!   │        on one GPU, a layout (donations and allow_overlap included) a
+//!   │        launch was kept for, `output_shapes`/`output_dtypes` the kept
+//!   │        outputs' own, `stream=` torch's current stream → launch, bump
+//!   │        the outputs' versions, done
+//!   │  anything else (no shim, a new layout, device=/init_value= given,
+//!   │  anything that could raise) → nothing done yet, next route
 //!   ▼
 //!  [path]    the general call's torch route: its arguments converted (each
 //!   │        tensor read once, through the shim or its methods), all
-//!   │        tensors plain on one GPU, no stream=/device=/init_value=/
-//!   │        verbose= → the kept launch for the layout, or a new one
+//!   │        tensors plain on one GPU, no device=/init_value=/verbose=,
+//!   │        stream= torch's current one → the kept launch for the
+//!   │        layout, or a new one
 //!   │        prepared and kept ([`crate::rebound`])
 //!   │  another array, the CPU, a launch that cannot be kept → next route
 //!   ▼

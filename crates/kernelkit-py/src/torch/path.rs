@@ -10,8 +10,10 @@ use crate::args::OutputSpec;
 use crate::array_args::Source;
 use crate::arrays::Named;
 use crate::device::Place;
+use crate::donation::Aliasing;
 use crate::errors::IntoPy;
 use crate::ffi::kept_launch;
+use crate::kernel::route::{self, Route};
 use crate::kernel::{extents, specs_of, Made, Parts, PyKernel};
 use crate::rebound::{Entry, Key};
 use crate::{streams, torch};
@@ -61,6 +63,8 @@ impl PyKernel {
         template: Option<&Bound<'py, PyAny>>,
         grid: &Bound<'py, PyAny>,
         threadgroup: &Bound<'py, PyAny>,
+        stream: Option<&Bound<'py, PyAny>>,
+        aliasing: &Aliasing,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
         let kernel = self.name();
         let names = self.kernel.spec().output_names();
@@ -81,6 +85,17 @@ impl PyKernel {
         let Some(n) = ordinal else {
             return Ok(None);
         };
+        let current = torch::current_stream(py, n)?;
+        // `stream=` torch's current stream itself (`torch.cuda.
+        // current_stream()`, a stream object of another library with the
+        // same handle): the call this route makes anyway.
+        if let Some(s) = stream.filter(|s| !s.is_none()) {
+            if s.cast::<crate::device::PyStream>().is_ok()
+                || crate::kernel::framework_stream(s)? != Some(current)
+            {
+                return Ok(None);
+            }
+        }
         let here = Place::Cuda(n);
         let label = |index: usize| Named {
             kernel,
@@ -95,6 +110,29 @@ impl PyKernel {
             SmallVec<[Bound<'py, PyAny>; 2]>,
             SmallVec<[torch::Tensor; 2]>,
         ) = match (out, given) {
+            // `out=` with the shapes and dtypes MLX's signature asks for:
+            // when they are the tensors' own, the same call as without.
+            (Some(out), Some(specs)) => {
+                if specs.len() != out.len() {
+                    return Ok(None);
+                }
+                let mut read = SmallVec::new();
+                for (i, (o, (shape, dtype))) in out.iter().zip(&specs).enumerate() {
+                    if !torch::is_plain_tensor(o) {
+                        return Ok(None);
+                    }
+                    let (_, t) = torch::resolved(o, &label(i))?;
+                    let same = t.dtype == *dtype
+                        && t.shape.len() == shape.len()
+                        && t.shape.iter().zip(shape).all(|(&a, &b)| a as i64 == b);
+                    if t.place != here || !same {
+                        return Ok(None);
+                    }
+                    torch::check_writable(o, &label(i))?;
+                    read.push(t);
+                }
+                (out.iter().cloned().collect(), read)
+            }
             (Some(out), None) => {
                 if out.len() != names.len() {
                     return Ok(None);
@@ -134,16 +172,18 @@ impl PyKernel {
         let outputs: SmallVec<[&torch::Tensor; 2]> = made.iter().collect();
         let key = Key {
             ordinal: n,
-            stream: torch::current_stream(py, n)?,
+            stream: current,
             grid: self.grid.get(grid, kernel, "grid")?,
             threadgroup: self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
             template: &self.template.parse(template, kernel)?,
             inputs: &inputs,
             outputs: &outputs,
+            aliasing,
         };
         // The tensors were read (`get_device()` named their GPU) from
         // `sources` and `objects`, which hold them through the call.
         if let Some(fitted) = kept_launch::find_read(&self.rebound, &key, &(sources, &objects)) {
+            route::note(Route::TorchKept);
             fitted.run(py).py_err()?;
             if out.is_some() {
                 torch::bump_versions(py, &objects)?;
@@ -155,6 +195,7 @@ impl PyKernel {
         // A new layout: the general path's arrays, checks and variant;
         // its launch is kept, prepared, for the next call of this layout.
         tracing::debug!("kernel `{kernel}`: a new torch layout, prepared");
+        route::note(Route::TorchNew);
         let stream = streams::wrap(&here.open(py)?, key.stream)?;
         let out_sources: SmallVec<[Source<'py>; 4]> = objects
             .iter()
@@ -175,6 +216,7 @@ impl PyKernel {
             init_value: None,
             shared_memory: self.shared_memory,
             stream,
+            aliasing: aliasing.clone(),
         };
         let prepared = py
             .detach(|| {

@@ -20,6 +20,7 @@ use smallvec::SmallVec;
 
 use crate::errors::IntoPy;
 use crate::ffi::kept_launch::{find_in_place, Shape};
+use crate::kernel::route::{self, Route};
 use crate::kernel::{CallArgs, PyKernel};
 use crate::torch;
 
@@ -72,11 +73,14 @@ impl<'py> ListOrTuple<'_, 'py> {
 }
 
 impl PyKernel {
-    /// A torch `out=` call whose layout (GPU, torch's current stream there,
-    /// grid, threadgroup, template values, each tensor's dtype, shape and
-    /// strides) is one a launch was kept for: launched with its tensors'
-    /// addresses. `None`, having done nothing, for any other call, and
-    /// where anything would be an error: the general path takes it.
+    /// A torch `out=` call (or one whose every output is donated) whose
+    /// layout (GPU, torch's current stream there, grid, threadgroup,
+    /// template values, donations and `allow_overlap`, each tensor's
+    /// dtype, shape and strides) is one a launch was kept for: launched
+    /// with its tensors' addresses. `output_shapes`/`output_dtypes` beside
+    /// `out=` must be the kept outputs' own, `stream=` torch's current
+    /// stream. `None`, having done nothing, for any other call, and where
+    /// anything would be an error: the general path takes it.
     #[inline(never)]
     pub(crate) fn repeat<'py>(
         &self,
@@ -84,33 +88,65 @@ impl PyKernel {
     ) -> Option<PyResult<Bound<'py, PyList>>> {
         let py = a.py;
         let given = |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| !o.is_none());
-        if a.init_value.is_some()
-            || a.verbose
-            || given(a.stream)
-            || given(a.device)
-            || given(a.output_shapes)
-            || given(a.output_dtypes)
-        {
+        if a.init_value.is_some() || a.verbose || given(a.device) {
             return None;
         }
-        let out = items(a.out?)?;
         let shim = torch::shim(py)?;
         let kernel = self.name();
         let spec = self.kernel.spec();
+        let stream = match a.stream.filter(|s| !s.is_none()) {
+            None => None,
+            Some(s) if s.cast::<crate::device::PyStream>().is_ok() => return None,
+            Some(s) => Some(crate::kernel::framework_stream(s).ok()??),
+        };
+        let aliasing = self.aliasing(a.donate, a.allow_overlap).ok()?;
         let grid = self.grid.get(a.grid, kernel, "grid").ok()?;
         let threadgroup = self
             .threadgroup
             .get(a.threadgroup, kernel, "threadgroup")
             .ok()?;
         let template = self.template.parse(a.template, kernel).ok()?;
+        let specs = match (given(a.output_shapes), given(a.output_dtypes)) {
+            (false, false) => None,
+            (true, true) => Some(
+                self.given_outputs(a.output_shapes, a.output_dtypes)
+                    .ok()??,
+            ),
+            _ => return None,
+        };
         let inputs = items(a.inputs)?.tensors(spec.input_names().len())?;
-        let outputs = out.tensors(spec.output_names().len())?;
+        let n = spec.output_names().len();
+        // The outputs: `out=`'s tensors, or each donated output's input.
+        let (outputs, out): (
+            SmallVec<[Bound<'py, PyAny>; 4]>,
+            Option<ListOrTuple<'_, 'py>>,
+        ) = match a.out.filter(|o| !o.is_none()) {
+            Some(o) if aliasing.donated.is_empty() => {
+                let out = items(o)?;
+                (out.tensors(n)?, Some(out))
+            }
+            None if aliasing.donated.len() == n => (
+                (0..n)
+                    .map(|o| aliasing.input_of(o).map(|i| inputs[i].clone()))
+                    .collect::<Option<_>>()?,
+                None,
+            ),
+            _ => return None,
+        };
         let shape = Shape {
             grid,
             threadgroup,
             template: &template,
+            stream,
+            aliasing: &aliasing,
         };
         let fitted = find_in_place(shim, &self.rebound, &inputs, &outputs, shape)?;
+        if let Some(specs) = &specs {
+            let kept = fitted.output_layouts();
+            if specs.len() != kept.len() || !specs.iter().zip(kept).all(|((s, d), l)| l.is(s, *d)) {
+                return None;
+            }
+        }
         // An output autograd must not lose track of: the general path
         // words the refusal.
         for t in &outputs {
@@ -118,12 +154,16 @@ impl PyKernel {
                 return None;
             }
         }
+        route::note(Route::Repeat);
         let launched = fitted.run(py).py_err();
         if launched.is_ok() {
             for t in &outputs {
                 shim.bump_version(t);
             }
         }
-        Some(launched.and_then(|()| out.to_list()))
+        Some(launched.and_then(|()| match &out {
+            Some(out) => out.to_list(),
+            None => PyList::new(py, &outputs),
+        }))
     }
 }

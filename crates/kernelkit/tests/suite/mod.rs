@@ -29,7 +29,8 @@ pub use precompile::{
     precompiled_variants_are_compiled_once_and_calls_find_them,
 };
 pub use rebind::{
-    a_rebindable_launch_checks_its_addresses, a_rebindable_launch_runs_with_new_addresses,
+    a_donated_call_writes_its_input_in_place, a_rebindable_launch_checks_its_addresses,
+    a_rebindable_launch_runs_with_new_addresses,
     calls_that_need_more_than_a_launch_are_not_rebindable,
 };
 pub use soak::soak_random_kernels_on_many_threads;

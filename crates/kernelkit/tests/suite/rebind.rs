@@ -211,3 +211,49 @@ pub fn calls_that_need_more_than_a_launch_are_not_rebindable(device: Device) {
     // The call's own errors come first, as a launch's would.
     assert!(base().rebindable().is_err());
 }
+
+/// A donated output (`Call::donate`) is its input's buffer, launched and
+/// rebound: the kept launch lets that one pair share memory, and a launch
+/// prepared without the donation still refuses the same addresses.
+pub fn a_donated_call_writes_its_input_in_place(device: Device) {
+    let kernel = twice();
+    let z = zeros(&device);
+    let out = kernel
+        .call([&z])
+        .template("k", 1)
+        .donate("out", "inp")
+        .grid([8, 1, 1])
+        .launch()
+        .unwrap();
+    assert_eq!(addr(&out[0]), addr(&z), "the output is the input's buffer");
+    assert_output(&z, &[1.0f32; 8], "donated");
+    let rebound = kernel
+        .call([&z])
+        .template("k", 1)
+        .donate("out", "inp")
+        .grid([8, 1, 1])
+        .rebindable()
+        .unwrap()
+        .expect("a donated call is a launch alone");
+    let za = addr(&z);
+    // SAFETY: `z` is of the call's device and layout, alive until the
+    // synchronize, produced on the launch's stream.
+    unsafe { rebound.run(&[za], &[za]) }.unwrap();
+    rebound.stream().synchronize().unwrap();
+    assert_output(&z, &[3.0f32; 8], "donated, rebound");
+    let y = zeros(&device);
+    let plain = kernel
+        .call([&z])
+        .template("k", 1)
+        .output_into(&y)
+        .grid([8, 1, 1])
+        .rebindable()
+        .unwrap()
+        .unwrap();
+    // SAFETY: as above; the run is refused before anything is launched.
+    let err = unsafe { plain.run(&[za], &[za]) }.unwrap_err();
+    assert!(
+        matches!(err, Error::Call(CallError::OutputTarget { .. })),
+        "{err:?}"
+    );
+}

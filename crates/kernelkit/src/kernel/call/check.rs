@@ -72,6 +72,11 @@ impl<'a> Call<'a> {
     /// grid and threadgroup, the fill value, shared memory.
     #[inline(always)]
     pub(super) fn check(&self) -> Result<Checked<'a>> {
+        if let Some(targets) = self.targets.as_deref() {
+            if !targets.donations.is_empty() {
+                self.check_donations(targets)?;
+            }
+        }
         let device = self.device()?;
         self.check_counts()?;
         // Borrowed where possible, for the same reason as the device.
@@ -310,11 +315,100 @@ impl<'a> Call<'a> {
             if targets.allow_overlap {
                 continue;
             }
-            if let Some(j) = self.inputs.iter().position(|a| a.overlaps(target)) {
+            // A donated output is its input's buffer: that one overlap is
+            // the point.
+            let own = targets.donated_input(i);
+            if let Some(j) = (self.inputs.iter().enumerate())
+                .position(|(j, a)| Some(j) != own && a.overlaps(target))
+            {
                 return Err(bad(shares_with_input(spec, j)).into());
             }
             if let Some(&(j, _)) = targets.list[..k].iter().find(|(_, t)| t.overlaps(target)) {
                 return Err(bad(shares_with_output(spec, j)).into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the donations ([`Call::donate`]): names, one output per
+    /// input, an input the call can write in place, no fill.
+    #[cold]
+    #[inline(never)]
+    fn check_donations(&self, targets: &Targets<'a>) -> Result<()> {
+        let spec = self.spec();
+        for (k, d) in targets.donations.iter().enumerate() {
+            let bad = |reason: String| -> crate::Error {
+                CallError::Donation {
+                    kernel: self.err_kernel(),
+                    output: d.output.to_string(),
+                    input: d.input.to_string(),
+                    reason,
+                }
+                .into()
+            };
+            match spec.output_names.get(d.index) {
+                Some(name) if *name == *d.output => {}
+                Some(name) if spec.output_names.iter().any(|n| *n == *d.output) => {
+                    return Err(bad(format!(
+                        "the outputs are given in order, and this one is output `{name}` \
+                         (#{}); donate `{}` in its place",
+                        d.index, d.output
+                    )))
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "the kernel has no output `{}` (outputs: {})",
+                        d.output,
+                        KernelSpec::list(&spec.output_names)
+                    )))
+                }
+            }
+            let Some(j) = d.from else {
+                if spec.input_names.iter().any(|n| *n == *d.input) {
+                    // The kernel has it but the call gave fewer inputs:
+                    // the count's check words that.
+                    continue;
+                }
+                return Err(bad(format!(
+                    "the kernel has no input `{}` (inputs: {})",
+                    d.input,
+                    KernelSpec::list(&spec.input_names)
+                )));
+            };
+            if let Some(other) = targets.donations[..k].iter().find(|e| e.from == Some(j)) {
+                return Err(bad(format!(
+                    "input `{}` is donated to output `{}` already; an input's buffer can be \
+                     one output only",
+                    d.input, other.output
+                )));
+            }
+            let input = self.inputs[j];
+            if !input.is_row_contiguous() {
+                return Err(bad(if spec.ensure_row_contiguous {
+                    format!(
+                        "it is not row-contiguous (shape {:?}, strides {:?}), so the call would \
+                         copy it first (ensure_row_contiguous) and write the copy",
+                        input.shape(),
+                        input.strides()
+                    )
+                } else {
+                    format!(
+                        "it is not row-contiguous (shape {:?}, strides {:?}); a kernel writes \
+                         an output as a dense array",
+                        input.shape(),
+                        input.strides()
+                    )
+                }));
+            }
+            if !input.is_writable() {
+                return Err(bad("it is read-only (its owner lent it for reading)".into()));
+            }
+            if self.init_value.is_some() {
+                return Err(bad(
+                    "init_value would fill the output, overwriting the input before the kernel \
+                     reads it"
+                        .into(),
+                ));
             }
         }
         Ok(())
@@ -485,8 +579,9 @@ impl<'a> Call<'a> {
 /// call's check and a rebindable launch's word it alike).
 pub(super) fn shares_with_input(spec: &KernelSpec, j: usize) -> String {
     format!(
-        "it shares memory with input `{}` (allow it with `.allow_overlap(true)` for an in-place \
-         kernel)",
+        "it shares memory with input `{}` (for an in-place kernel, donate the input to the \
+         output, or allow the overlap: `.donate`/`.allow_overlap(true)` in Rust, \
+         `donate=`/`allow_overlap=True` in Python)",
         spec.input_names[j]
     )
 }

@@ -77,6 +77,28 @@ struct Targets<'a> {
     list: Vec<(usize, &'a Array)>,
     /// They may share memory with the inputs and each other.
     allow_overlap: bool,
+    /// Outputs that are inputs' own buffers ([`Call::donate`]).
+    donations: SmallVec<[Donation<'a>; 1]>,
+}
+
+/// One [`Call::donate`]: the output at `index` (named `output` by the
+/// caller) is the buffer of the input named `input`, at `from` when the
+/// kernel has an input of that name.
+struct Donation<'a> {
+    index: usize,
+    output: Cow<'a, str>,
+    input: Cow<'a, str>,
+    from: Option<usize>,
+}
+
+impl Targets<'_> {
+    /// The input whose buffer output `index` is, if it is donated.
+    fn donated_input(&self, index: usize) -> Option<usize> {
+        self.donations
+            .iter()
+            .find(|d| d.index == index)
+            .and_then(|d| d.from)
+    }
 }
 
 impl<'a> Call<'a> {
@@ -131,6 +153,57 @@ impl<'a> Call<'a> {
             .push((index, target));
         let extents = target.shape().iter().map(|&d| d as i64).collect();
         self.outputs.push((extents, target.dtype()));
+        self
+    }
+
+    /// Adds the output named `output` as the buffer of the input named
+    /// `input` (an in-place kernel, MLX's "donation"): the output's shape
+    /// and dtype are the input's, nothing is allocated, the body may read
+    /// the input and write the output element by element, and the call
+    /// returns the input's array (a clone sharing its memory) in the
+    /// output's place. Outputs are given in order, so `output` must be
+    /// the name of the output this adds.
+    ///
+    /// Checked when the call runs ([`CallError::Donation`](crate::CallError)
+    /// names the output and the input): both names the kernel's, one input
+    /// donated to one output at most, the input writable, row-contiguous
+    /// (an input the call would copy first cannot be written in place) and
+    /// not revoked, and no `init_value` (it would overwrite the input).
+    /// The donated output may share memory with its own input without
+    /// [`Call::allow_overlap`]; any other overlap still needs it. The
+    /// generated source is the same as an allocating call's (inputs are
+    /// read through plain `const` pointers, never `restrict`), so a
+    /// donated call shares its variant.
+    pub fn donate(
+        mut self,
+        output: impl Into<Cow<'a, str>>,
+        input: impl Into<Cow<'a, str>>,
+    ) -> Self {
+        let (output, input) = (output.into(), input.into());
+        let index = self.outputs.len();
+        let from = self
+            .spec()
+            .input_names
+            .iter()
+            .position(|n| *n == *input)
+            .filter(|&j| j < self.inputs.len());
+        let targets = self.targets.get_or_insert_default();
+        match from {
+            Some(j) => {
+                let array = self.inputs[j];
+                targets.list.push((index, array));
+                let extents = array.shape().iter().map(|&d| d as i64).collect();
+                self.outputs.push((extents, array.dtype()));
+            }
+            // Refused by the check, before the output is used.
+            None => self.outputs.push((SmallVec::new(), DType::F32)),
+        }
+        targets.donations.push(Donation {
+            index,
+            output,
+            input,
+            from,
+        });
         self
     }
 

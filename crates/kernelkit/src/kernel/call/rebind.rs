@@ -97,6 +97,9 @@ pub struct Rebindable {
     threadgroup: [u32; 3],
     shared_mem_bytes: u32,
     allow_overlap: bool,
+    /// Each donated output and the input whose buffer it is
+    /// ([`Call::donate`]): that pair may share memory.
+    donated: SmallVec<[(usize, usize); 1]>,
     /// What every argument's memory is to the backend: foreign memory
     /// owned by no one (the caller keeps it alive for a run).
     memory: Memory,
@@ -167,6 +170,9 @@ impl Call<'_> {
             threadgroup: checked.threadgroup,
             shared_mem_bytes: self.shared_mem_bytes,
             allow_overlap: targets.allow_overlap,
+            donated: (0..self.outputs.len())
+                .filter_map(|i| targets.donated_input(i).map(|j| (i, j)))
+                .collect(),
             memory: Memory {
                 addr: 0,
                 len: 0,
@@ -314,7 +320,11 @@ impl Rebindable {
         let ins = || self.inputs.iter().zip(inputs).map(|(l, &a)| l.bytes(a));
         let outs = || self.outputs.iter().zip(outputs).map(|(l, &a)| l.bytes(a));
         for (k, mine) in outs().enumerate() {
-            let reason = if let Some(j) = ins().position(|s| bytes_overlap(s, mine)) {
+            let own = self.donated.iter().find(|(o, _)| *o == k).map(|(_, j)| *j);
+            let reason = if let Some(j) = ins()
+                .enumerate()
+                .position(|(j, s)| Some(j) != own && bytes_overlap(s, mine))
+            {
                 shares_with_input(spec, j)
             } else if let Some(j) = outs().take(k).position(|s| bytes_overlap(s, mine)) {
                 shares_with_output(spec, j)
