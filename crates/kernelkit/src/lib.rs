@@ -161,6 +161,7 @@ pub mod dtype;
 pub mod error;
 pub mod interop;
 pub mod kernel;
+pub(crate) mod nvtx;
 pub mod spec_file;
 pub(crate) mod stats;
 pub(crate) mod sync;
@@ -188,7 +189,9 @@ pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
 pub use codegen::{BodyLanguage, Dialect, Generated};
-pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConfig, StartWorkers};
+pub use config::{
+    CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConfig, NvtxConfig, StartWorkers,
+};
 pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
@@ -198,6 +201,9 @@ pub use kernel::precompile::{
 };
 pub use kernel::variant::Variant;
 pub use kernel::{Kernel, KernelBuilder};
+/// NVTX ranges off and on again in one process (the benchmarks' A/B).
+#[cfg(feature = "bench")]
+pub use nvtx::set_on as set_nvtx;
 pub use stats::CacheStats;
 
 pub use half::{bf16, f16};

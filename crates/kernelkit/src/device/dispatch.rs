@@ -306,7 +306,7 @@ fn backend_launch(
     iters: u32,
 ) -> Result<()> {
     let stream = call.stream;
-    stream.device().backend().launch(&LaunchDesc {
+    stream.device().launch(&LaunchDesc {
         spec: call.spec,
         function: call.function,
         inputs,

@@ -91,7 +91,7 @@ pub(crate) struct CudaFunction {
     /// Raised by any thread, one raise at a time.
     pub(super) dynamic_shared: Arc<RaisedLimit>,
     /// The generated function's name, for messages.
-    pub(super) name: Box<str>,
+    pub(crate) name: Box<str>,
     /// Its module's [`CudaModule::state`].
     module_state: Arc<AtomicU8>,
 }

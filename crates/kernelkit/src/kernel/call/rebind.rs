@@ -275,7 +275,7 @@ impl Rebindable {
         inputs: &[ArgRef<'_>],
         outputs: &[ArgRef<'_>],
     ) -> Result<()> {
-        self.stream.device().backend().launch(&LaunchDesc {
+        self.stream.device().launch(&LaunchDesc {
             spec: self.kernel.spec(),
             function,
             inputs,

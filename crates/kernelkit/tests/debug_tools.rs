@@ -1,0 +1,187 @@
+//! The tools of debugging (docs/debugging.md): NVTX ranges seen by a tool
+//! (a small injection library, `tests/nvtx_tool/record.c`, built here with
+//! the C compiler, or given by `KERNELKIT_TEST_NVTX_TOOL`), `printf` in
+//! bodies, and compile errors that name the body's line. CPU tests run
+//! everywhere a C compiler is; the `cuda_` tests skip without a GPU.
+
+mod common;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kernelkit::{DType, Device, Kernel};
+
+/// The NVTX tool library: `KERNELKIT_TEST_NVTX_TOOL`, else built from
+/// `tests/nvtx_tool/record.c` with `cc`; `None` (printed) without a
+/// compiler.
+fn nvtx_tool(dir: &Path) -> Option<PathBuf> {
+    if let Some(given) = std::env::var_os("KERNELKIT_TEST_NVTX_TOOL") {
+        return Some(PathBuf::from(given));
+    }
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nvtx_tool/record.c");
+    let lib = dir.join("libkk_nvtx_record.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&lib)
+        .arg(&source)
+        .arg("-lpthread")
+        .status();
+    match built {
+        Ok(s) if s.success() => Some(lib),
+        other => {
+            println!("skipped: no NVTX tool ({cc} did not build it: {other:?})");
+            None
+        }
+    }
+}
+
+/// The device a child test runs on: `cpu`, or `cuda` (None, printed, when
+/// there is none).
+fn device(kind: &str) -> Option<Device> {
+    match kind {
+        "cpu" => Some(Device::new_cpu()),
+        _ => match Device::new_cuda(0) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                println!("skipped: {e}");
+                None
+            }
+        },
+    }
+}
+
+fn add_one() -> Kernel {
+    Kernel::builder("nvtx_add_one")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x;\nout[i] = inp[i] + 1.0f;")
+        .build()
+        .unwrap()
+}
+
+/// In the child: two calls of one kernel (a compile, a load, two launches).
+fn two_calls(kind: &str) {
+    let Some(device) = device(kind) else { return };
+    let stream = device.new_stream().unwrap();
+    let kernel = add_one();
+    let x = device.array_from_slice(&[1.0f32; 64], [64]).unwrap();
+    for _ in 0..2 {
+        let out = kernel
+            .call([&x])
+            .output([64], DType::F32)
+            .grid([64, 1, 1])
+            .threadgroup([32, 1, 1])
+            .on(&stream)
+            .launch()
+            .unwrap();
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.0f32; 64]);
+    }
+}
+
+/// Runs `test` in a child with NVTX `on` and the tool at `tool`, and
+/// returns what the tool recorded (empty when it was never loaded).
+fn recorded(test: &str, on: bool, tool: &Path, log: &Path) -> Vec<String> {
+    let mut env: Vec<(&str, OsString)> = vec![
+        ("NVTX_INJECTION64_PATH", tool.into()),
+        ("KK_NVTX_LOG", log.into()),
+    ];
+    env.push(("KERNELKIT_NVTX", if on { "1" } else { "0" }.into()));
+    assert!(!common::in_child(test, &env));
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Checks the ranges of [`two_calls`]: a compile, a load, two launches,
+/// each named by the kernel and the variant's function, each popped.
+fn check_ranges(lines: &[String]) {
+    assert_eq!(
+        lines.first().map(String::as_str),
+        Some("init"),
+        "{lines:#?}"
+    );
+    let pushes: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("push "))
+        .map(|l| l.split_once(' ').unwrap().1)
+        .collect();
+    let pops = lines.iter().filter(|l| l.starts_with("pop ")).count();
+    assert_eq!(pops, pushes.len(), "every range ends: {lines:#?}");
+    let named = |what: &str| {
+        pushes
+            .iter()
+            .filter(|m| {
+                m.starts_with(&format!(
+                    "{what} nvtx_add_one custom_kernel_nvtx_add_one_float32_float32_"
+                ))
+            })
+            .count()
+    };
+    assert_eq!(named("compile"), 1, "{pushes:#?}");
+    assert_eq!(named("load"), 1, "{pushes:#?}");
+    assert_eq!(named("launch"), 2, "{pushes:#?}");
+    // Nothing else, and every range closed before the next opened (none
+    // of them nests another on this path).
+    assert_eq!(pushes.len(), 4, "{pushes:#?}");
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("pop "))
+            .all(|l| l.ends_with(" 0")),
+        "{lines:#?}"
+    );
+}
+
+fn nvtx_case(test: &str, kind: &str) {
+    if common::is_child(test) {
+        two_calls(kind);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(tool) = nvtx_tool(dir.path()) else {
+        return;
+    };
+    let on = recorded(test, true, &tool, &dir.path().join("on.log"));
+    if kind == "cuda" && on.len() <= 1 {
+        println!("skipped: the child found no CUDA device");
+        return;
+    }
+    check_ranges(&on);
+    // Off: the tool is never loaded, nothing recorded.
+    let off = recorded(test, false, &tool, &dir.path().join("off.log"));
+    assert!(off.is_empty(), "{off:#?}");
+}
+
+#[test]
+fn nvtx_ranges_name_the_compile_load_and_launches_on_the_cpu() {
+    nvtx_case(
+        "nvtx_ranges_name_the_compile_load_and_launches_on_the_cpu",
+        "cpu",
+    );
+}
+
+#[test]
+fn cuda_nvtx_ranges_name_the_compile_load_and_launches() {
+    nvtx_case(
+        "cuda_nvtx_ranges_name_the_compile_load_and_launches",
+        "cuda",
+    );
+}
+
+/// A tool library that does not load is a warning, never a failed call.
+#[test]
+fn an_nvtx_tool_that_does_not_load_changes_nothing() {
+    const TEST: &str = "an_nvtx_tool_that_does_not_load_changes_nothing";
+    if common::is_child(TEST) {
+        two_calls("cpu");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-tool.so");
+    let lines = recorded(TEST, true, &missing, &dir.path().join("log"));
+    assert!(lines.is_empty());
+}
