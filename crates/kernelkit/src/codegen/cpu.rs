@@ -59,13 +59,23 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
         prefix.push(Cow::Borrowed(spec.math_mode.marker()));
     }
     prefix.extend([Cow::Borrowed(PRELUDE), Cow::Owned(rest)]);
-    SharedText::new(prefix, body, Vec::new())
+    SharedText::new(prefix, super::marked_body(&spec.name, body), Vec::new())
 }
+
+/// The file name a CPU source's generated lines go by (the compile's
+/// source file; the body's lines go by [`super::body_file`]).
+pub(crate) const FILE_NAME: &str = "kernel.cpp";
 
 /// What one CPU variant adds to its kernel's [`shared`] part: the template
 /// declaration and `kk_body`'s signature before the body; after it, the
-/// closing brace and the `extern "C"` entry point.
-pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> VariantText {
+/// `#line` directive that numbers the generated lines again, the closing
+/// brace and the `extern "C"` entry point.
+pub(crate) fn variant(
+    spec: &KernelSpec,
+    shared: &SharedText,
+    desc: &VariantDesc<'_>,
+    variant_id: u64,
+) -> VariantText {
     let name = portable_name(spec, desc, variant_id);
     let mut params: Vec<String> = Vec::new();
     let mut unpack = String::new();
@@ -142,7 +152,9 @@ pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64
     let _ = writeln!(before, "static inline void kk_body(");
     let _ = writeln!(before, "    {}) {{", params.join(",\n    "));
     let mut src = String::with_capacity(2048);
-    src.push_str("\n}\n\n");
+    src.push('\n');
+    src.push_str(&shared.line_after_body(&before, "\n", FILE_NAME));
+    src.push_str("}\n\n");
     let _ = writeln!(
         src,
         "extern \"C\" void {name}(void* const* kk_args, const kk_launch* kk_l) {{"
@@ -234,5 +246,5 @@ pub(crate) fn body_of(src: &str) -> &str {
     let Some(end) = src[body_start..].find("\n}\n\nextern \"C\"") else {
         return "";
     };
-    &src[body_start..body_start + end]
+    super::strip_line_marks(&src[body_start..body_start + end])
 }

@@ -85,6 +85,9 @@ pub const MAX_NDIM: usize = 10;
 /// precompiled header (`backend::cuda::pch`); what follows (the macros, the
 /// header, the kernel) is each kernel's own.
 pub(crate) const PRELUDE_END: &str = "// ---- end of prelude ----\n";
+/// The name NVRTC is given for a CUDA source: what its generated lines go
+/// by (the body's go by [`super::body_file`]).
+pub(crate) const FILE_NAME: &str = "kernel.cu";
 /// Marks the first line of the user's body in a generated source.
 pub(crate) const BODY_BEGIN: &str = "  // ---- body ----\n";
 /// Marks the line after the user's body.
@@ -257,7 +260,7 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
     prefix.push(Cow::Owned(rest));
     SharedText::new(
         prefix,
-        body,
+        super::marked_body(&spec.name, body),
         macros.into_iter().map(|(word, _)| word).collect(),
     )
 }
@@ -347,8 +350,9 @@ pub(crate) fn variant(
         let _ = writeln!(src, "  const {} {} = {expr};", a.ty, a.name);
     }
     src.push_str(BODY_BEGIN);
-    let mut after = String::with_capacity(BODY_END.len() + 4 + 16 * shared.macros.len());
+    let mut after = String::with_capacity(BODY_END.len() + 40 + 16 * shared.macros.len());
     after.push_str(BODY_END);
+    after.push_str(&shared.line_after_body(&src, BODY_END, FILE_NAME));
     after.push_str("}\n\n");
     for word in &shared.macros {
         let _ = writeln!(after, "#undef {word}");
@@ -384,7 +388,7 @@ pub(crate) fn body_of(source: &str) -> &str {
     };
     let start = signature + begin + BODY_BEGIN.len();
     match source.rfind(BODY_END) {
-        Some(end) if end >= start => &source[start..end],
+        Some(end) if end >= start => super::strip_line_marks(&source[start..end]),
         _ => "",
     }
 }

@@ -67,7 +67,7 @@ use nvrtc_job::{run_nvrtc, Failure, NvrtcJob};
 use worker::{Output, WarmUp, Workers};
 
 /// The file name NVRTC reports errors against.
-const PROGRAM_NAME: &str = "kernel.cu";
+const PROGRAM_NAME: &str = crate::codegen::cuda::FILE_NAME;
 
 /// A prepared NVRTC configuration for one device.
 pub(super) struct Nvrtc {
