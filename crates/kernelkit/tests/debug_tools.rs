@@ -185,3 +185,133 @@ fn an_nvtx_tool_that_does_not_load_changes_nothing() {
     let lines = recorded(TEST, true, &missing, &dir.path().join("log"));
     assert!(lines.is_empty());
 }
+
+/// In the child: a Metal-dialect body that prints one line per thread.
+fn printing(kind: &str) {
+    let Some(device) = device(kind) else { return };
+    let kernel = Kernel::builder("prints")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(
+            "uint i = thread_position_in_grid.x;\n\
+             printf(\"kk-printf %u %.1f\\n\", i, inp[i]);\n\
+             out[i] = inp[i];",
+        )
+        .build()
+        .unwrap();
+    let x = device
+        .array_from_slice(&[0.5f32, 1.5, 2.5, 3.5], [4])
+        .unwrap();
+    let out = kernel
+        .call([&x])
+        .output([4], DType::F32)
+        .grid([4, 1, 1])
+        .threadgroup([2, 1, 1])
+        .launch()
+        .unwrap();
+    // On a GPU the text comes out at the synchronization.
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![0.5, 1.5, 2.5, 3.5]);
+    println!("kk-printf-done");
+}
+
+fn printf_case(test: &str, kind: &str) {
+    if common::is_child(test) {
+        printing(kind);
+        return;
+    }
+    let out = common::child(test, &[]).output().unwrap();
+    common::check_child(test, &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout.contains("skipped:") {
+        println!("{stdout}");
+        return;
+    }
+    let mut printed: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.find("kk-printf ").map(|at| &l[at..]))
+        .collect();
+    printed.sort();
+    assert_eq!(
+        printed,
+        [
+            "kk-printf 0 0.5",
+            "kk-printf 1 1.5",
+            "kk-printf 2 2.5",
+            "kk-printf 3 3.5"
+        ],
+        "{stdout}"
+    );
+    // Flushed by the launch, before the host's own line after it.
+    let last_kernel_line = stdout.rfind("kk-printf ").unwrap();
+    assert!(
+        stdout.find("kk-printf-done").unwrap() > last_kernel_line,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn printf_in_a_metal_body_prints_on_the_cpu() {
+    printf_case("printf_in_a_metal_body_prints_on_the_cpu", "cpu");
+}
+
+#[test]
+fn cuda_printf_in_a_metal_body_prints() {
+    printf_case("cuda_printf_in_a_metal_body_prints", "cuda");
+}
+
+/// A compile error names the line of the body it is on: the compiler's own
+/// message (`NAME.body:3`, from the generated `#line` directives) and
+/// kernelkit's `[body line 3]`.
+fn compile_error_case(kind: &str) {
+    let Some(device) = (match kind {
+        "cpu" => Some(
+            Device::builder()
+                .cache_mode(kernelkit::CacheMode::Memory)
+                .cpu()
+                .unwrap(),
+        ),
+        _ => device(kind),
+    }) else {
+        return;
+    };
+    let kernel = Kernel::builder("line_three")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(
+            "uint i = thread_position_in_grid.x;\nfloat v = inp[i];\nout[i] = v + not_declared;\n",
+        )
+        .build()
+        .unwrap();
+    let x = device.array_from_slice(&[1.0f32; 8], [8]).unwrap();
+    let err = kernel
+        .call([&x])
+        .output([8], DType::F32)
+        .grid([8, 1, 1])
+        .launch()
+        .unwrap_err();
+    let kernelkit::Error::Compile(kernelkit::CompileError::Rejected { log, .. }) = &err else {
+        panic!("expected a rejected compile, got {err}");
+    };
+    let at = match kind {
+        "cpu" => "line_three.body:3:",
+        _ => "line_three.body(3)",
+    };
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("not_declared")).collect();
+    assert!(!lines.is_empty(), "{log}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(at) && l.contains("[body line 3]")),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_compile_error_names_the_body_line_on_the_cpu() {
+    compile_error_case("cpu");
+}
+
+#[test]
+fn cuda_a_compile_error_names_the_body_line() {
+    compile_error_case("cuda");
+}

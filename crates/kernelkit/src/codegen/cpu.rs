@@ -200,8 +200,9 @@ pub(crate) fn variant(
             "    };\n",
             "    kk::rt::run_group(kk_thread, kk_lids, kk_n, kk_l->stacks, kk_l->stack_stride, kk_l->stack_guard);\n",
             "  }\n",
-            "}\n",
         ));
+        src.push_str(flush_printf(spec));
+        src.push_str("}\n");
         return VariantText {
             name,
             before,
@@ -223,11 +224,30 @@ pub(crate) fn variant(
         "          (void)kk_local; (void)kk_lid;\n",
     ));
     let _ = writeln!(src, "          {call}");
-    src.push_str("        }\n      }\n    }\n  }\n}\n");
+    src.push_str("        }\n      }\n    }\n  }\n");
+    src.push_str(flush_printf(spec));
+    src.push_str("}\n");
     VariantText {
         name,
         before,
         after: src,
+    }
+}
+
+/// A body that prints (`printf`) has its output flushed when its groups
+/// have run, as a GPU's is at the launch's end: the launch returns with
+/// the text written, in order with the host's own output.
+fn flush_printf(spec: &KernelSpec) -> &'static str {
+    let prints = |text: &str| {
+        text.match_indices("printf").any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    if prints(&spec.source) || prints(&spec.header) {
+        "  fflush(stdout);\n"
+    } else {
+        ""
     }
 }
 
