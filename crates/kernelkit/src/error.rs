@@ -140,8 +140,13 @@ pub enum CallError {
         /// Why it is refused.
         reason: String,
     },
-    /// A grid or threadgroup extent is zero or over the device's limit.
-    #[error("kernel `{kernel}`: {what} {dims:?} on {device}: {reason}")]
+    /// A grid or threadgroup extent is zero or over the device's limit, or
+    /// shared memory over it (or, on CUDA, over the compiled function's
+    /// own): refused before anything is launched.
+    #[error(
+        "kernel `{kernel}`: {what} {dims:?} on {device}: {reason}{}",
+        .limit.map(|l| format!(" (limit: {l})")).unwrap_or_default()
+    )]
     Dims {
         /// The kernel's name.
         kernel: String,
@@ -151,7 +156,14 @@ pub enum CallError {
         dims: [u64; 3],
         /// The device label.
         device: String,
-        /// What limit is broken.
+        /// Which limit is broken: a field of the device's
+        /// [`Limits`](crate::Limits) (`max_threads_per_group`,
+        /// `max_group_dims`, `max_groups`, `max_shared_bytes`) or a limit of
+        /// the compiled function (CUDA: `max_threads_per_block of the
+        /// compiled function`, where its registers lower it); `None` for a
+        /// value no device takes (a zero extent, an overflow).
+        limit: Option<&'static str>,
+        /// What limit is broken, in words, with its value.
         reason: String,
     },
     /// The backend has no such element type.

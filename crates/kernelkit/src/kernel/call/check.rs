@@ -112,6 +112,7 @@ impl<'a> Call<'a> {
                 what: "shared memory",
                 dims: [self.shared_mem_bytes as u64, 0, 0],
                 device: device.label().to_string(),
+                limit: Some("max_shared_bytes"),
                 reason: if limits.max_shared_bytes == 0 {
                     "this device has no dynamic shared memory".to_string()
                 } else {
@@ -399,20 +400,22 @@ impl<'a> Call<'a> {
             kernel: self.err_kernel(),
         })?;
         let limits = device.limits();
-        let bad = |what, dims, reason: String| CallError::Dims {
+        let bad = |what, dims, limit, reason: String| CallError::Dims {
             kernel: self.err_kernel(),
             what,
             dims,
             device: device.label().to_string(),
+            limit,
             reason,
         };
         if grid.contains(&0) {
-            return Err(bad("grid", grid, "every extent must be at least 1".into()).into());
+            return Err(bad("grid", grid, None, "every extent must be at least 1".into()).into());
         }
         if grid.iter().any(|&g| g > u32::MAX as u64) {
             return Err(bad(
                 "grid",
                 grid,
+                None,
                 format!("each extent must be at most {}", u32::MAX),
             )
             .into());
@@ -422,6 +425,7 @@ impl<'a> Call<'a> {
             return Err(bad(
                 "grid",
                 grid,
+                None,
                 format!(
                     "the thread count overflows 32 bits (at most {} threads)",
                     u32::MAX
@@ -434,6 +438,7 @@ impl<'a> Call<'a> {
             return Err(bad(
                 "threadgroup",
                 requested,
+                None,
                 "every extent must be at least 1".into(),
             )
             .into());
@@ -449,6 +454,7 @@ impl<'a> Call<'a> {
                 return Err(bad(
                     "threadgroup",
                     requested,
+                    Some("max_threads_per_group"),
                     format!(
                         "at most {} threads per threadgroup",
                         limits.max_threads_per_group
@@ -461,6 +467,7 @@ impl<'a> Call<'a> {
                     return Err(bad(
                         "threadgroup",
                         requested,
+                        Some("max_group_dims"),
                         format!("extents are limited to {:?}", limits.max_group_dims),
                     )
                     .into());
@@ -472,6 +479,7 @@ impl<'a> Call<'a> {
                 return Err(bad(
                     "grid",
                     grid,
+                    Some("max_groups"),
                     format!("at most {:?} threadgroups per axis", limits.max_groups),
                 )
                 .into());
