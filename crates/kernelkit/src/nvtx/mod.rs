@@ -127,9 +127,10 @@ fn push(what: What, kernel: &str, function: &str) -> Option<Range> {
         m.clear();
         m.extend_from_slice(what.word().as_bytes());
         m.push(b' ');
-        m.extend(kernel.bytes().filter(|&b| b != 0));
+        // Kernel and function names are C identifiers: no NUL inside.
+        m.extend_from_slice(kernel.as_bytes());
         m.push(b' ');
-        m.extend(function.bytes().filter(|&b| b != 0));
+        m.extend_from_slice(function.as_bytes());
         m.push(0);
         tool.push(&m);
     });

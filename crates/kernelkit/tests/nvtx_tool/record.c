@@ -3,6 +3,8 @@
  * appends each to the file named by KK_NVTX_LOG, one line per event:
  *   push <thread> <message>
  *   pop <thread> <depth after the pop>
+ * Without KK_NVTX_LOG it only counts (the benchmark's trivial tool:
+ * crates/kernelkit-bench/examples/nvtx_overhead.rs).
  * Written from the protocol's published types (nvtxDetail/nvtxTypes.h):
  * InitializeInjectionNvtx2 receives the client's export-table function,
  * asks it for the callbacks table, and writes its own functions into the
@@ -56,10 +58,12 @@ static int pop(void) {
 
 int InitializeInjectionNvtx2(get_export_table_fn get_export_table) {
   const char *path = getenv("KK_NVTX_LOG");
-  out = path ? fopen(path, "a") : NULL;
-  if (!out) return 0;
-  fprintf(out, "init\n");
-  fflush(out);
+  if (path) {
+    out = fopen(path, "a");
+    if (!out) return 0;
+    fprintf(out, "init\n");
+    fflush(out);
+  }
   const callbacks_table *callbacks =
       (const callbacks_table *)get_export_table(ETID_CALLBACKS);
   if (!callbacks || callbacks->struct_size < sizeof(callbacks_table)) return 0;
