@@ -260,7 +260,7 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
     prefix.push(Cow::Owned(rest));
     SharedText::new(
         prefix,
-        super::marked_body(&spec.name, body),
+        body,
         macros.into_iter().map(|(word, _)| word).collect(),
     )
 }
@@ -350,9 +350,8 @@ pub(crate) fn variant(
         let _ = writeln!(src, "  const {} {} = {expr};", a.ty, a.name);
     }
     src.push_str(BODY_BEGIN);
-    let mut after = String::with_capacity(BODY_END.len() + 40 + 16 * shared.macros.len());
+    let mut after = String::with_capacity(BODY_END.len() + 4 + 16 * shared.macros.len());
     after.push_str(BODY_END);
-    after.push_str(&shared.line_after_body(&src, BODY_END, FILE_NAME));
     after.push_str("}\n\n");
     for word in &shared.macros {
         let _ = writeln!(after, "#undef {word}");
@@ -375,6 +374,31 @@ fn identifiers<'a>(texts: &[&'a str]) -> std::collections::HashSet<&'a str> {
         }
     }
     out
+}
+
+/// `source` with `#line` directives around the body, as the CUDA backend
+/// compiles it when line information is asked for (`-lineinfo`): the
+/// body's lines go by `KERNEL.body` and their own numbers, the generated
+/// lines after it by their numbers in `source`. Not in the generated
+/// source itself: a `#line` anywhere turns off NVRTC's precompiled header,
+/// which every other compile uses. `None` for a source without the body's
+/// markers.
+pub(crate) fn with_line_marks(source: &str, kernel: &str) -> Option<String> {
+    let signature = source.find("extern \"C\" __global__ void ")?;
+    let begin = signature + source[signature..].find(BODY_BEGIN)? + BODY_BEGIN.len();
+    let end = source.rfind(BODY_END)? + BODY_END.len();
+    if end < begin {
+        return None;
+    }
+    let mut out = String::with_capacity(source.len() + kernel.len() + 48);
+    out.push_str(&source[..begin]);
+    let _ = writeln!(out, "#line 1 \"{}\"", super::body_file(kernel));
+    out.push_str(&source[begin..end]);
+    // The next line's number in `source`.
+    let next = source[..end].bytes().filter(|&b| b == b'\n').count() + 1;
+    let _ = writeln!(out, "#line {next} \"{FILE_NAME}\"");
+    out.push_str(&source[end..]);
+    Some(out)
 }
 
 /// The user's body inside a generated CUDA source, found by its markers.

@@ -420,10 +420,12 @@ mod tests {
         ));
     }
 
-    /// In the CPU and CUDA sources the body's lines go by the body's own
-    /// file and numbers, and the generated lines after it by their real
-    /// numbers again (with templates, which lengthen the text before the
-    /// body); Metal's source (MLX's, byte for byte) has no directive.
+    /// In the CPU source the body's lines go by the body's own file and
+    /// numbers, and the generated lines after it by their real numbers
+    /// again (with templates, which lengthen the text before the body); a
+    /// CUDA source gets the same directives only when compiled with line
+    /// information (`cuda::with_line_marks`); Metal's (MLX's, byte for
+    /// byte) never.
     #[test]
     fn line_directives_number_the_body_and_then_the_generated_lines() {
         use crate::codegen::template::TemplateParam;
@@ -453,7 +455,17 @@ mod tests {
                     outputs: &[crate::DType::F32],
                     template,
                 };
-                let source = generate(dialect, &spec, &desc, 7).source;
+                let generated = generate(dialect, &spec, &desc, 7).source;
+                let (source, file) = match dialect {
+                    Dialect::Cpu => (generated.clone(), cpu::FILE_NAME),
+                    _ => {
+                        assert!(!generated.contains("#line"));
+                        (
+                            cuda::with_line_marks(&generated, "lined").unwrap(),
+                            cuda::FILE_NAME,
+                        )
+                    }
+                };
                 let lines: Vec<&str> = source.lines().collect();
                 let opening = lines
                     .iter()
@@ -461,25 +473,33 @@ mod tests {
                     .expect("the body's directive");
                 assert_eq!(lines[opening + 1], "uint i = thread_position_in_grid.x;");
                 assert_eq!(lines[opening + 3], "out[i] = v + OFFSET;");
-                let file = match dialect {
-                    Dialect::Cpu => cpu::FILE_NAME,
-                    _ => cuda::FILE_NAME,
-                };
                 let (at, restore) = lines
                     .iter()
                     .enumerate()
                     .skip(opening + 1)
                     .find(|(_, l)| l.starts_with("#line "))
                     .expect("the directive after the body");
-                assert_eq!(
-                    *restore,
-                    format!("#line {} \"{file}\"", at + 2),
-                    "{dialect:?}: the line after the directive is line {} of the file",
-                    at + 2
-                );
+                let number: usize = restore
+                    .strip_prefix("#line ")
+                    .and_then(|r| r.split(' ').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap();
+                assert!(restore.ends_with(&format!(" \"{file}\"")), "{restore}");
+                match dialect {
+                    // The CPU source is compiled as generated: the next line
+                    // is that line of the file.
+                    Dialect::Cpu => assert_eq!(number, at + 2, "{restore}"),
+                    // The CUDA lines keep their numbers in the generated
+                    // source (the one users see and logs are mapped on).
+                    _ => assert_eq!(
+                        generated.lines().nth(number - 1),
+                        lines.get(at + 1).copied(),
+                        "{restore}"
+                    ),
+                }
                 let found = match dialect {
                     Dialect::Cpu => cpu::body_of(&source),
-                    _ => cuda::body_of(&source),
+                    _ => cuda::body_of(&generated),
                 };
                 assert_eq!(found, body, "{dialect:?}");
             }

@@ -36,10 +36,8 @@ extern "C" __global__ void custom_kernel_add_offset_float32_float32_aeb1a2ad091f
   const uint3 kk_local = threadIdx;
   const uint3 thread_position_in_grid = uint3{kk_group.x * kk_tg.x + kk_local.x, kk_group.y * kk_tg.y + kk_local.y, kk_group.z * kk_tg.z + kk_local.z};
   // ---- body ----
-#line 1 "add_offset.body"
 uint i = thread_position_in_grid.x; out[i] = inp[i] + OFFSET;
   // ---- end of body ----
-#line 494 "kernel.cu"
 }
 
 #undef inf

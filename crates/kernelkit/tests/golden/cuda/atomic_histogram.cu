@@ -37,7 +37,6 @@ extern "C" __global__ void custom_kernel_histogram_uint32_uint32_float32_08c085a
   const uint3 kk_local = threadIdx;
   const uint3 thread_position_in_grid = uint3{kk_group.x * kk_tg.x + kk_local.x, kk_group.y * kk_tg.y + kk_local.y, kk_group.z * kk_tg.z + kk_local.z};
   // ---- body ----
-#line 1 "histogram.body"
 uint i = thread_position_in_grid.x;
 atomic_fetch_add_explicit(&counts[values[i] % 16], 1u, memory_order_relaxed);
 atomic_fetch_add_explicit(&total[0], 1.0f, memory_order_relaxed);
@@ -48,7 +47,6 @@ atomic_compare_exchange_weak_explicit(&counts[17], &expected, 1u, memory_order_r
 atomic_exchange_explicit(&total[2], 3.0f, memory_order_relaxed);
 atomic_fetch_or_explicit(&counts[18], 1u << (values[i] % 32), memory_order_relaxed);
   // ---- end of body ----
-#line 721 "kernel.cu"
 }
 
 #undef inf

@@ -39,13 +39,11 @@ extern "C" __global__ void custom_kernel_mixed_complex64_bfloat16_float32_bfloat
   const uint3 kk_local = threadIdx;
   const uint3 thread_position_in_grid = uint3{kk_group.x * kk_tg.x + kk_local.x, kk_group.y * kk_tg.y + kk_local.y, kk_group.z * kk_tg.z + kk_local.z};
   // ---- body ----
-#line 1 "mixed.body"
 uint i = thread_position_in_grid.x;
 complex64_t c = z[i] * z[i];
 re[i] = scale(c.real);
 out[i] = bfloat16_t(float(w[i]) + 1.0f);
   // ---- end of body ----
-#line 500 "kernel.cu"
 }
 
 #undef inf

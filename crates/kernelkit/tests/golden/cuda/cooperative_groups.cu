@@ -22,7 +22,6 @@ extern "C" __global__ void custom_kernel_cg_sum_float32_float32_dbf32a6a0f360c14
     const kk_cuda_uint3 kk_grid,
     const unsigned kk_partial) {
   // ---- body ----
-#line 1 "cg_sum.body"
 auto block = cg::this_thread_block();
 auto warp = cg::tiled_partition<32>(block);
 uint i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -30,7 +29,6 @@ float v = i < kk_grid.x ? inp[i] : 0.0f;
 for (int o = 16; o > 0; o /= 2) v += warp.shfl_down(v, o);
 if (warp.thread_rank() == 0) atomicAdd(out, v);
   // ---- end of body ----
-#line 668 "kernel.cu"
 }
 
 #undef inf

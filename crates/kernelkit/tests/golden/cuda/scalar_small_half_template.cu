@@ -45,12 +45,10 @@ extern "C" __global__ void custom_kernel_myexp_float32_int32s_float32c_float16_c
   const uint3 kk_local = threadIdx;
   const uint3 thread_position_in_grid = uint3{kk_group.x * kk_tg.x + kk_local.x, kk_group.y * kk_tg.y + kk_local.y, kk_group.z * kk_tg.z + kk_local.z};
   // ---- body ----
-#line 1 "myexp.body"
 uint i = thread_position_in_grid.x;
 T v = static_cast<T>(float(inp[i]) * x + float(bias[i % 4]));
 out[i] = B ? kk::tc<decltype(v), decltype(T(N))>(v) : kk::tc<decltype(T(N)), decltype(v)>(T(N));
   // ---- end of body ----
-#line 746 "kernel.cu"
 }
 
 #undef inf

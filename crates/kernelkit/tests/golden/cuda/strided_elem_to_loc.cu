@@ -40,12 +40,10 @@ extern "C" __global__ void custom_kernel_strided_copy_int32_int32_40c16f8936200e
   const uint3 kk_local = threadIdx;
   const uint3 thread_position_in_grid = uint3{kk_group.x * kk_tg.x + kk_local.x, kk_group.y * kk_tg.y + kk_local.y, kk_group.z * kk_tg.z + kk_local.z};
   // ---- body ----
-#line 1 "strided_copy.body"
 uint elem = thread_position_in_grid.x;
 int64_t loc = elem_to_loc(elem, inp_shape, inp_strides, inp_ndim);
 out[elem] = inp[loc];
   // ---- end of body ----
-#line 856 "kernel.cu"
 }
 
 #undef inf

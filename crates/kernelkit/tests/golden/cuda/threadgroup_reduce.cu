@@ -50,7 +50,6 @@ extern "C" __global__ void custom_kernel_block_sum_float32_float32_532440bf64924
   const uint3 threadgroup_position_in_grid = kk_group;
   const uint3 threads_per_grid = kk_grid;
   // ---- body ----
-#line 1 "block_sum.body"
 __shared__ float partial[32];
 uint gid = thread_position_in_grid.x;
 float v = gid < threads_per_grid.x ? inp[gid] : 0.0f;
@@ -63,7 +62,6 @@ if (thread_index_in_threadgroup == 0) {
   out[threadgroup_position_in_grid.x] = s;
 }
   // ---- end of body ----
-#line 1328 "kernel.cu"
 }
 
 #undef inf
