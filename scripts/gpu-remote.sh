@@ -384,7 +384,8 @@ i45_sanitizer() {
   local cs="$CUDA_HOME/bin/compute-sanitizer" tool target log n rc=0 t0
   [ -x "$cs" ] || cs=$(command -v compute-sanitizer || true)
   [ -n "$cs" ] && [ -x "$cs" ] || { echo "i45_sanitizer: skipped: no compute-sanitizer in $CUDA_HOME/bin or on the PATH"; return 0; }
-  export KERNELKIT_CUDA_ALLOC=exact KERNELKIT_COMPILE_WORKERS=0
+  # Line information: reports name the body's file and line (NAME.body:N).
+  export KERNELKIT_CUDA_ALLOC=exact KERNELKIT_COMPILE_WORKERS=0 KERNELKIT_NVRTC_FLAGS=-lineinfo
   log="$LOGS/sanitizer_probe.log"
   timeout 120 "$cs" --tool memcheck "$G/kernelkit" run --device cuda examples/specs/basic.json >"$log" 2>&1
   if ! grep -q "ERROR SUMMARY" "$log"; then
