@@ -78,6 +78,42 @@ pub enum BuildError {
     },
 }
 
+/// A launch limit a call broke ([`CallError::Dims`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaunchLimit {
+    /// The device's most threads in one threadgroup
+    /// ([`Limits::max_threads_per_group`](crate::Limits::max_threads_per_group)).
+    ThreadsPerGroup,
+    /// The device's most threads along each axis of a threadgroup
+    /// ([`Limits::max_group_dims`](crate::Limits::max_group_dims)).
+    GroupDims,
+    /// The device's most threadgroups along each axis
+    /// ([`Limits::max_groups`](crate::Limits::max_groups)).
+    Groups,
+    /// Shared memory per threadgroup
+    /// ([`Limits::max_shared_bytes`](crate::Limits::max_shared_bytes)): on
+    /// CUDA, the function's static and the call's dynamic bytes together.
+    SharedBytes,
+    /// CUDA: the most threads per block the compiled function allows (its
+    /// registers can make it fewer than the device's).
+    FunctionThreads,
+}
+
+impl LaunchLimit {
+    /// The limit's name, as in [`Limits`](crate::Limits) (and, for the
+    /// function's, as the driver's attribute).
+    pub fn name(self) -> &'static str {
+        match self {
+            LaunchLimit::ThreadsPerGroup => "max_threads_per_group",
+            LaunchLimit::GroupDims => "max_group_dims",
+            LaunchLimit::Groups => "max_groups",
+            LaunchLimit::SharedBytes => "max_shared_bytes",
+            LaunchLimit::FunctionThreads => "the compiled function's max_threads_per_block",
+        }
+    }
+}
+
 /// A call whose arguments do not fit its kernel, its device or the backend.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -145,7 +181,7 @@ pub enum CallError {
     /// own): refused before anything is launched.
     #[error(
         "kernel `{kernel}`: {what} {dims:?} on {device}: {reason}{}",
-        .limit.map(|l| format!(" (limit: {l})")).unwrap_or_default()
+        .limit.map(|l| format!(" (limit: {})", l.name())).unwrap_or_default()
     )]
     Dims {
         /// The kernel's name.
@@ -156,13 +192,9 @@ pub enum CallError {
         dims: [u64; 3],
         /// The device label.
         device: String,
-        /// Which limit is broken: a field of the device's
-        /// [`Limits`](crate::Limits) (`max_threads_per_group`,
-        /// `max_group_dims`, `max_groups`, `max_shared_bytes`) or a limit of
-        /// the compiled function (CUDA: `max_threads_per_block of the
-        /// compiled function`, where its registers lower it); `None` for a
-        /// value no device takes (a zero extent, an overflow).
-        limit: Option<&'static str>,
+        /// Which limit is broken; `None` for a value no device takes (a
+        /// zero extent, an overflow).
+        limit: Option<LaunchLimit>,
         /// What limit is broken, in words, with its value.
         reason: String,
     },

@@ -194,7 +194,9 @@ pub use config::{
 };
 pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
-pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
+pub use error::{
+    ArrayError, BuildError, CallError, CompileError, DeviceError, Error, LaunchLimit, Result,
+};
 pub use kernel::call::{Call, Launch, Rebindable};
 pub use kernel::precompile::{
     Precompile, PrecompileBuilder, PrecompileReport, PrecompileResult, Progress,

@@ -349,7 +349,9 @@ fn cuda_a_compile_error_with_line_information_names_the_body_file() {
 /// names give them their limits (`tools/fakecuda`); on a GPU the shared
 /// memory case is real (48,000 static bytes beside the dynamic ones).
 mod standin {
-    use kernelkit::{BodyLanguage, CacheMode, CallError, DType, Device, Error, Kernel};
+    use kernelkit::{
+        BodyLanguage, CacheMode, CallError, DType, Device, Error, Kernel, LaunchLimit,
+    };
 
     fn cuda() -> Option<Device> {
         match Device::builder().cache_mode(CacheMode::Memory).cuda(0) {
@@ -392,7 +394,7 @@ mod standin {
                 &err,
                 Error::Call(CallError::Dims {
                     what: "shared memory",
-                    limit: Some("max_shared_bytes"),
+                    limit: Some(LaunchLimit::SharedBytes),
                     ..
                 })
             ),
@@ -441,7 +443,7 @@ mod standin {
                 &err,
                 Error::Call(CallError::Dims {
                     what: "threadgroup",
-                    limit: Some("max_threads_per_block of the compiled function"),
+                    limit: Some(LaunchLimit::FunctionThreads),
                     ..
                 })
             ),

@@ -87,6 +87,7 @@ pub const MAX_NDIM: usize = 10;
 pub(crate) const PRELUDE_END: &str = "// ---- end of prelude ----\n";
 /// The name NVRTC is given for a CUDA source: what its generated lines go
 /// by (the body's go by [`super::body_file`]).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) const FILE_NAME: &str = "kernel.cu";
 /// Marks the first line of the user's body in a generated source.
 pub(crate) const BODY_BEGIN: &str = "  // ---- body ----\n";
@@ -383,6 +384,7 @@ fn identifiers<'a>(texts: &[&'a str]) -> std::collections::HashSet<&'a str> {
 /// source itself: a `#line` anywhere turns off NVRTC's precompiled header,
 /// which every other compile uses. `None` for a source without the body's
 /// markers.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn with_line_marks(source: &str, kernel: &str) -> Option<String> {
     let signature = source.find("extern \"C\" __global__ void ")?;
     let begin = signature + source[signature..].find(BODY_BEGIN)? + BODY_BEGIN.len();

@@ -119,7 +119,7 @@ fn over_function_limits(
             what: "threadgroup",
             dims: job.threadgroup.map(u64::from),
             device: ctx.label.clone(),
-            limit: Some("max_threads_per_block of the compiled function"),
+            limit: Some(crate::error::LaunchLimit::FunctionThreads),
             reason: format!(
                 "the compiled function `{}` runs at most {} threads per threadgroup                  (it uses {} registers per thread; the device's own limit is higher): use a                  smaller threadgroup",
                 function.name, limits.max_threads, limits.registers
@@ -132,7 +132,7 @@ fn over_function_limits(
         what: "shared memory",
         dims: [job.shared_mem_bytes as u64, 0, 0],
         device: ctx.label.clone(),
-        limit: Some("max_shared_bytes"),
+        limit: Some(crate::error::LaunchLimit::SharedBytes),
         reason: format!(
             "the compiled function `{}` declares {} bytes of static shared memory; with {}              dynamic bytes a threadgroup would need {}, more than the {max_shared} bytes the              device gives one",
             function.name,

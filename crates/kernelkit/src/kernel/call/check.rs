@@ -17,7 +17,7 @@ use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
 use crate::codegen::{BodyLanguage, Dialect};
 use crate::device::{Device, Stream};
 use crate::dtype::DType;
-use crate::error::{shown, CallError, Result};
+use crate::error::{shown, CallError, LaunchLimit, Result};
 use crate::kernel::Kernel;
 
 /// Why a backend cannot run a body in its language, if it cannot: a CUDA
@@ -112,7 +112,7 @@ impl<'a> Call<'a> {
                 what: "shared memory",
                 dims: [self.shared_mem_bytes as u64, 0, 0],
                 device: device.label().to_string(),
-                limit: Some("max_shared_bytes"),
+                limit: Some(LaunchLimit::SharedBytes),
                 reason: if limits.max_shared_bytes == 0 {
                     "this device has no dynamic shared memory".to_string()
                 } else {
@@ -454,7 +454,7 @@ impl<'a> Call<'a> {
                 return Err(bad(
                     "threadgroup",
                     requested,
-                    Some("max_threads_per_group"),
+                    Some(LaunchLimit::ThreadsPerGroup),
                     format!(
                         "at most {} threads per threadgroup",
                         limits.max_threads_per_group
@@ -467,7 +467,7 @@ impl<'a> Call<'a> {
                     return Err(bad(
                         "threadgroup",
                         requested,
-                        Some("max_group_dims"),
+                        Some(LaunchLimit::GroupDims),
                         format!("extents are limited to {:?}", limits.max_group_dims),
                     )
                     .into());
@@ -479,7 +479,7 @@ impl<'a> Call<'a> {
                 return Err(bad(
                     "grid",
                     grid,
-                    Some("max_groups"),
+                    Some(LaunchLimit::Groups),
                     format!("at most {:?} threadgroups per axis", limits.max_groups),
                 )
                 .into());
