@@ -35,7 +35,7 @@ const MODULE_SIZES: [(c_int, usize); 6] = [
     (5, 16), // core 2 (domains)
     (6, 7),  // sync
 ];
-/// The largest table (plus its unused slot 0 and a spare).
+/// The largest table's entries: its ids 1..16, and null entries 0 and 16.
 const MAX_SLOTS: usize = 17;
 /// Core callback ids kernelkit calls.
 const CORE_RANGE_PUSH_EX: usize = 8;
@@ -128,8 +128,14 @@ unsafe extern "C" fn get_module_function_table(
     }
     let size = MODULE_SIZES[index].1;
     let pointers = &TABLES.pointers[index];
-    for (pointer, slot) in pointers.iter().zip(&TABLES.slots[index]).take(size + 1) {
-        pointer.store((slot as *const Slot).cast_mut(), Ordering::Relaxed);
+    // As NVTX's own tables: entry 0 and entry `size` are null, entries
+    // 1..size point to the slots of the callback ids 1..size.
+    for (id, (pointer, slot)) in pointers.iter().zip(&TABLES.slots[index]).enumerate() {
+        let to = match id {
+            1.. if id < size => (slot as *const Slot).cast_mut(),
+            _ => ptr::null_mut(),
+        };
+        pointer.store(to, Ordering::Relaxed);
     }
     // SAFETY: both pointers are non-null (checked) and, per the protocol,
     // point to the tool's writable locals of these types.

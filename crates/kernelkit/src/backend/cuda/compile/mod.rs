@@ -134,14 +134,17 @@ impl Nvrtc {
             words.push(format!("-I{}", dir.display()));
         }
         words.extend(config.option_words());
-        // Line information asked for (`-lineinfo`, for compute-sanitizer,
-        // cuda-gdb, Nsight): compiles mark the body's lines with `#line`
+        // Line information asked for (`-lineinfo`, or `-G`'s full device
+        // debugging, for compute-sanitizer, cuda-gdb, Nsight): compiles mark the body's lines with `#line`
         // (`codegen::cuda::with_line_marks`), so those tools name the
         // user's body and its lines. A `#line` turns off NVRTC's
         // precompiled headers, so such compiles parse the whole prelude.
-        let line_info = words
-            .iter()
-            .any(|w| matches!(w.as_str(), "-lineinfo" | "--generate-line-info"));
+        let line_info = words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "-lineinfo" | "--generate-line-info" | "-G" | "--device-debug"
+            )
+        });
         let search = SearchPath::from_options(&words, &toolkit);
         let identity = store_identity((major, minor), &target, &words);
         // After the identity: turning NVRTC's own cache off changes no
