@@ -223,6 +223,26 @@ fn printing(kind: &str) {
         .unwrap();
     // On a GPU the text comes out at the synchronization.
     assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![0.5, 1.5, 2.5, 3.5]);
+    // A body with a barrier (on the CPU its threads run as fibers).
+    let grouped = Kernel::builder("prints_in_groups")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(
+            "uint i = thread_position_in_grid.x;\n\
+             threadgroup_barrier(mem_flags::mem_threadgroup);\n\
+             if (i == 0) printf(\"kk-printf-barrier %.1f\\n\", inp[3]);\n\
+             out[i] = inp[i];",
+        )
+        .build()
+        .unwrap();
+    let out = grouped
+        .call([&x])
+        .output([4], DType::F32)
+        .grid([4, 1, 1])
+        .threadgroup([4, 1, 1])
+        .launch()
+        .unwrap();
+    out[0].to_vec::<f32>().unwrap();
     println!("kk-printf-done");
 }
 
@@ -241,6 +261,7 @@ fn printf_case(test: &str, kind: &str) {
     let mut printed: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.find("kk-printf ").map(|at| &l[at..]))
+        .filter(|l| !l.starts_with("kk-printf-"))
         .collect();
     printed.sort();
     assert_eq!(
@@ -253,6 +274,7 @@ fn printf_case(test: &str, kind: &str) {
         ],
         "{stdout}"
     );
+    assert!(stdout.contains("kk-printf-barrier 3.5"), "{stdout}");
     // Flushed by the launch, before the host's own line after it.
     let last_kernel_line = stdout.rfind("kk-printf ").unwrap();
     assert!(
