@@ -83,7 +83,7 @@
 //!
 //! The library is built in floors that only look down: the base (`dtype`,
 //! `error`, `config`, `stats`: the cache counters, `sync`: lock
-//! primitives) → `codegen` (pure generators, owning their vocabulary) →
+//! primitives, `nvtx`: ranges for profilers) → `codegen` (pure generators, owning their vocabulary) →
 //! `backend` (compile, load, memory, launch, on borrowed descriptions) →
 //! `cache` (the module resolver and its tiers) → `device`, `array` →
 //! `kernel` → `spec_file`, `interop`, `compile_worker` (the entry point of
