@@ -59,7 +59,8 @@ MAIN=$(dirname "$DEST")
 
 cargo build --release -p kernelkit-cli --features cuda
 cargo build --release -p kernelkit-bench --features cuda --bin kernelkit-bench \
-  --example cuda_perf --example dispatch_loop --example launch_probe --example multi_gpu
+  --example cuda_perf --example dispatch_loop --example launch_probe --example multi_gpu \
+  --example nvtx_overhead
 tests_json=$(cargo test --release -p kernelkit-rs --features cuda --no-run \
   --message-format=json 2>/dev/null)
 exe() { # $1: target kind, $2: target name
@@ -91,6 +92,7 @@ compat_tests=$(exe test compat)
 multi_gpu_tests=$(exe test multi_gpu)
 planted_tests=$(exe test bounds_planted)
 golden_checked_tests=$(exe test bounds_golden)
+debug_tests=$(exe test debug_tools)
 # candle's CUDA tensors: its own target directory and RUSTFLAGS (see
 # scripts/candle-cuda.sh); the first build compiles candle's kernels.
 candle_tests=
@@ -106,7 +108,8 @@ else
 fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
          "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests" \
-         "$capture_tests" "$unload_tests" "$multi_gpu_tests" "$planted_tests" "$golden_checked_tests"; do
+         "$capture_tests" "$unload_tests" "$multi_gpu_tests" "$planted_tests" "$golden_checked_tests" \
+         "$debug_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -128,6 +131,7 @@ strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
 strip --strip-debug -o "$DEST/dispatch_loop" target/release/examples/dispatch_loop
 strip --strip-debug -o "$DEST/launch_probe" target/release/examples/launch_probe
 strip --strip-debug -o "$DEST/multi_gpu" target/release/examples/multi_gpu
+strip --strip-debug -o "$DEST/nvtx_overhead" target/release/examples/nvtx_overhead
 strip --strip-debug -o "$DEST/multi-gpu-tests" "$multi_gpu_tests"
 strip --strip-debug -o "$DEST/cuda-tests" "$cuda_tests"
 strip --strip-debug -o "$DEST/kernelkit-lib-tests" "$lib_tests"
@@ -144,6 +148,10 @@ strip --strip-debug -o "$DEST/planted-tests" "$planted_tests"
 strip --strip-debug -o "$DEST/golden-checked-tests" "$golden_checked_tests"
 strip --strip-debug -o "$DEST/compat-tests" "$compat_tests"
 strip --strip-debug -o "$DEST/timeout-tests" "$timeout_tests"
+strip --strip-debug -o "$DEST/debug-tests" "$debug_tests"
+# The NVTX tool of the NVTX tests and of nvtx_overhead (issue 45), built
+# here: the GPU machine may have no C compiler.
+cc -shared -fPIC -O2 -o "$DEST/libkk_nvtx_record.so" crates/kernelkit/tests/nvtx_tool/record.c -lpthread
 if [ -n "$candle_tests" ]; then
   # One xz archive: the two binaries share most of their bytes (candle's
   # kernels, kernelkit), which xz's window finds (about 6 MB for both,

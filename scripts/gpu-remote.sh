@@ -395,6 +395,75 @@ if [ -x "$G/kernelkit-bench" ]; then
   fi
 fi
 
+# Issue 45: the debugging tools on the GPU. NVTX ranges recorded by the
+# test tool (libkk_nvtx_record.so, built by gpu-check.sh), printf from a
+# Metal body, compile errors at the body's line (NVRTC), the compiled
+# function's own launch limits; then NVTX's added time per launch.
+i45_nvtx() {
+  local rc=0
+  KERNELKIT_TEST_NVTX_TOOL="$PWD/$G/libkk_nvtx_record.so" KERNELKIT_CACHE=memory \
+    "$G/debug-tests" cuda_ standin:: --test-threads=1 --nocapture || rc=1
+  KERNELKIT_NVTX=1 NVTX_INJECTION64_PATH="$PWD/$G/libkk_nvtx_record.so" KERNELKIT_CACHE=memory \
+    "$G/nvtx_overhead" cuda 200000 7 || rc=1
+  return $rc
+}
+step i45_nvtx i45_nvtx
+# compute-sanitizer's memcheck, racecheck, synccheck and initcheck over a
+# subset of the behavioural suite (the CUDA tests that check results), the
+# real-kernel corpus (every `kernelkit run` child followed; the store the
+# corpus_cuda step warmed spares the compiles) and a short demo. Exact-size
+# allocations (KERNELKIT_CUDA_ALLOC=exact) so that an overrun leaves its
+# block; compiles in-process (no worker process to follow). Prints each
+# run's error count; initcheck's are reported, not required (MLX lets a
+# kernel leave parts of an output unwritten). Skips, saying why, where the
+# tool is missing or refuses the device.
+i45_sanitizer() {
+  local cs="$CUDA_HOME/bin/compute-sanitizer" tool target log n rc=0 t0
+  [ -x "$cs" ] || cs=$(command -v compute-sanitizer || true)
+  [ -n "$cs" ] && [ -x "$cs" ] || { echo "i45_sanitizer: skipped: no compute-sanitizer in $CUDA_HOME/bin or on the PATH"; return 0; }
+  # Line information: reports name the body's file and line (NAME.body:N).
+  export KERNELKIT_CUDA_ALLOC=exact KERNELKIT_COMPILE_WORKERS=0 KERNELKIT_NVRTC_FLAGS=-lineinfo
+  log="$LOGS/sanitizer_probe.log"
+  timeout 120 "$cs" --tool memcheck "$G/kernelkit" run --device cuda examples/specs/basic.json >"$log" 2>&1
+  if ! grep -q "ERROR SUMMARY" "$log"; then
+    echo "i45_sanitizer: skipped: compute-sanitizer refuses this device or process:"
+    head -n 20 "$log"
+    return 0
+  fi
+  local suite=(cuda::strided_views cuda::every_dtype cuda::uneven_3d_grid cuda::init_value_with_atomic
+               cuda::scalar_and_small_inputs cuda::a_rebindable_launch_runs cuda::concurrent_distinct)
+  for tool in memcheck racecheck synccheck initcheck; do
+    for target in suite corpus demo; do
+      log="$LOGS/sanitizer_${tool}_$target.log"
+      t0=$SECONDS
+      case $target in
+        suite) KERNELKIT_CACHE=memory timeout 50 "$cs" --tool "$tool" --print-limit 20 \
+                 "$G/behaviour-tests" "${suite[@]}" --test-threads=1 >"$log" 2>&1 ;;
+        corpus) KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda \
+                 KERNELKIT_CORPUS_TEXTS="$G/corpus-texts" KERNELKIT_CORPUS_TIMEOUT=60 KERNELKIT_CORPUS_JOBS=8 \
+                 KERNELKIT_CORPUS_RECORD="$LOGS/sanitizer_${tool}_corpus_seen.txt" \
+                 timeout 70 "$cs" --tool "$tool" --target-processes all --print-limit 20 \
+                 "$G/corpus-tests" real_kernels --nocapture >"$log" 2>&1 ;;
+        demo) timeout 30 "$cs" --tool "$tool" --print-limit 20 \
+                 "$G/kernelkit" demo --device cuda --threads 4 --rounds 2 >"$log" 2>&1 ;;
+      esac
+      local status=$?
+      # One summary per sanitized process: the sum of their errors.
+      n=$(grep -hoE "ERROR SUMMARY: [0-9]+ error" "$log" | awk '{s += $3} END {print s + 0}')
+      local note=""
+      [ "$status" = 124 ] && note=" (timed out)"
+      grep -q "ERROR SUMMARY" "$log" || note="$note (no summary: see $(basename "$log"))"
+      echo "sanitizer.$tool.$target = $n errors, $((SECONDS - t0)) s, rc $status$note"
+      if [ "$tool" != initcheck ] && [ "$n" != 0 ]; then
+        rc=1
+        grep -m 12 -E "^========= (Invalid|Race|Barrier|Uninitialized|Program hit|    at |Error)" "$log"
+      fi
+    done
+  done
+  return $rc
+}
+step i45_sanitizer i45_sanitizer
+
 echo
 echo "===== SUMMARY ====="
 printf '%s\n' "${status[@]}"
@@ -418,6 +487,8 @@ grep -h "^test result" "$LOGS/behaviour.log" "$LOGS/fault.log" "$LOGS/fault_defa
   "$LOGS/run_cuda.log" "$LOGS/views_cuda.log" "$LOGS/compat.log" "$LOGS/timeout_lib.log" "$LOGS/timeout_cuda.log" "$LOGS/capture.log" 2>/dev/null
 grep -h "^corpus totals" "$LOGS/corpus_cuda.log" 2>/dev/null
 grep -h "^golden_cuda" "$LOGS/golden_cuda.log" 2>/dev/null
+grep -h "^nvtx\.\|^test result" "$LOGS/i45_nvtx.log" 2>/dev/null
+grep -h "^sanitizer\.\|^i45_sanitizer" "$LOGS/i45_sanitizer.log" 2>/dev/null
 grep -hE "^test result|us, candle unfused|max \|fused" "$LOGS/candle.log" 2>/dev/null
 grep -h "^cache:" "$LOGS/soak.log" 2>/dev/null
 # (-o: libtest prints a test's first line after its name, on one line.)

@@ -651,6 +651,27 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
   pthread_mutex_unlock(&mod->lock);
   return r;
 }
+/* A function's own limits: a kernel named `fakecuda_regs` "uses" 255
+ * registers and runs at most 256 threads per block; one named
+ * `fakecuda_static_shared` declares 40 KiB of static shared memory. */
+CUresult cuFuncGetAttribute(int *v, int attr, void *f) {
+  NEED_CTX();
+  const char *name = ((fake_function *)f)->name;
+  switch (attr) {
+  case 0: /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
+    *v = strstr(name, "fakecuda_regs") ? 256 : 1024;
+    break;
+  case 1: /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
+    *v = strstr(name, "fakecuda_static_shared") ? 40960 : 0;
+    break;
+  case 4: /* CU_FUNC_ATTRIBUTE_NUM_REGS */
+    *v = strstr(name, "fakecuda_regs") ? 255 : 32;
+    break;
+  default:
+    *v = 0;
+  }
+  return OK;
+}
 CUresult cuFuncSetAttribute(void *f, int attr, int v) {
   NEED_CTX();
   if (attr == 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */) {

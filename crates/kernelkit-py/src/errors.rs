@@ -138,7 +138,7 @@ pub(crate) fn from_kernelkit(err: kernelkit::Error) -> PyErr {
             let _ = value.setattr("kernel", kernel.as_str());
             let _ = value.setattr("role", *role);
             let _ = value.setattr("argument", argument.as_str());
-            match access {
+            match &**access {
                 kernelkit::OutOfBounds::View {
                     index,
                     span,

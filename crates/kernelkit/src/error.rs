@@ -137,6 +137,42 @@ impl std::fmt::Display for OutOfBounds {
     }
 }
 
+/// A launch limit a call broke ([`CallError::Dims`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaunchLimit {
+    /// The device's most threads in one threadgroup
+    /// ([`Limits::max_threads_per_group`](crate::Limits::max_threads_per_group)).
+    ThreadsPerGroup,
+    /// The device's most threads along each axis of a threadgroup
+    /// ([`Limits::max_group_dims`](crate::Limits::max_group_dims)).
+    GroupDims,
+    /// The device's most threadgroups along each axis
+    /// ([`Limits::max_groups`](crate::Limits::max_groups)).
+    Groups,
+    /// Shared memory per threadgroup
+    /// ([`Limits::max_shared_bytes`](crate::Limits::max_shared_bytes)): on
+    /// CUDA, the function's static and the call's dynamic bytes together.
+    SharedBytes,
+    /// CUDA: the most threads per block the compiled function allows (its
+    /// registers can make it fewer than the device's).
+    FunctionThreads,
+}
+
+impl LaunchLimit {
+    /// The limit's name, as in [`Limits`](crate::Limits) (and, for the
+    /// function's, as the driver's attribute).
+    pub fn name(self) -> &'static str {
+        match self {
+            LaunchLimit::ThreadsPerGroup => "max_threads_per_group",
+            LaunchLimit::GroupDims => "max_group_dims",
+            LaunchLimit::Groups => "max_groups",
+            LaunchLimit::SharedBytes => "max_shared_bytes",
+            LaunchLimit::FunctionThreads => "the compiled function's max_threads_per_block",
+        }
+    }
+}
+
 /// A call whose arguments do not fit its kernel, its device or the backend.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -199,8 +235,13 @@ pub enum CallError {
         /// Why it is refused.
         reason: String,
     },
-    /// A grid or threadgroup extent is zero or over the device's limit.
-    #[error("kernel `{kernel}`: {what} {dims:?} on {device}: {reason}")]
+    /// A grid or threadgroup extent is zero or over the device's limit, or
+    /// shared memory over it (or, on CUDA, over the compiled function's
+    /// own): refused before anything is launched.
+    #[error(
+        "kernel `{kernel}`: {what} {dims:?} on {device}: {reason}{}",
+        .limit.map(|l| format!(" (limit: {})", l.name())).unwrap_or_default()
+    )]
     Dims {
         /// The kernel's name.
         kernel: String,
@@ -210,7 +251,10 @@ pub enum CallError {
         dims: [u64; 3],
         /// The device label.
         device: String,
-        /// What limit is broken.
+        /// Which limit is broken; `None` for a value no device takes (a
+        /// zero extent, an overflow).
+        limit: Option<LaunchLimit>,
+        /// What limit is broken, in words, with its value.
         reason: String,
     },
     /// The backend has no such element type.
@@ -255,8 +299,9 @@ pub enum CallError {
         role: &'static str,
         /// The argument's name.
         argument: String,
-        /// What was accessed, and by which thread.
-        access: OutOfBounds,
+        /// What was accessed, and by which thread (boxed: it is the
+        /// largest field of any error, and errors travel in `Result`s).
+        access: Box<OutOfBounds>,
     },
     /// The body needs something this backend cannot provide.
     #[error("kernel `{kernel}`: the {backend} backend cannot run this body: {reason}")]

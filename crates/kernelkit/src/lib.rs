@@ -83,7 +83,7 @@
 //!
 //! The library is built in floors that only look down: the base (`dtype`,
 //! `error`, `config`, `stats`: the cache counters, `sync`: lock
-//! primitives) → `codegen` (pure generators, owning their vocabulary) →
+//! primitives, `nvtx`: ranges for profilers) → `codegen` (pure generators, owning their vocabulary) →
 //! `backend` (compile, load, memory, launch, on borrowed descriptions) →
 //! `cache` (the module resolver and its tiers) → `device`, `array` →
 //! `kernel` → `spec_file`, `interop`, `compile_worker` (the entry point of
@@ -161,6 +161,7 @@ pub mod dtype;
 pub mod error;
 pub mod interop;
 pub mod kernel;
+pub(crate) mod nvtx;
 pub mod spec_file;
 pub(crate) mod stats;
 pub(crate) mod sync;
@@ -188,11 +189,14 @@ pub use codegen::spec::{KernelSpec, ShapeInfo};
 pub use codegen::template::{TemplateArg, TemplateParam};
 pub use codegen::variant::{InputDesc, PassMode, VariantDesc};
 pub use codegen::{BodyLanguage, Dialect, Generated};
-pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConfig, StartWorkers};
+pub use config::{
+    CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConfig, NvtxConfig, StartWorkers,
+};
 pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
 pub use error::{
-    ArrayError, BuildError, CallError, CompileError, DeviceError, Error, OutOfBounds, Result,
+    ArrayError, BuildError, CallError, CompileError, DeviceError, Error, LaunchLimit, OutOfBounds,
+    Result,
 };
 pub use kernel::call::{Call, Launch, Rebindable};
 pub use kernel::precompile::{
@@ -200,6 +204,9 @@ pub use kernel::precompile::{
 };
 pub use kernel::variant::Variant;
 pub use kernel::{Kernel, KernelBuilder};
+/// NVTX ranges off and on again in one process (the benchmarks' A/B).
+#[cfg(feature = "bench")]
+pub use nvtx::set_on as set_nvtx;
 pub use stats::CacheStats;
 
 pub use half::{bf16, f16};

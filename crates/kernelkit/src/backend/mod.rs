@@ -80,6 +80,17 @@ pub(crate) enum Function {
 }
 
 impl Function {
+    /// The generated function's name (the kernel's and the variant's), for
+    /// profilers' ranges.
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Function::Cpu(f) => &f.name,
+            #[cfg(feature = "cuda")]
+            Function::Cuda(f) => &f.name,
+            Function::Null(f) => &f.name,
+        }
+    }
+
     /// The CPU entry point, if this is one.
     pub(crate) fn cpu(&self) -> Option<&cpu::CpuFunction> {
         match self {

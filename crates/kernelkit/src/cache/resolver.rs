@@ -33,6 +33,7 @@ use crate::cache::kernel_cache::{KernelCache, Outcome, Shared};
 use crate::cache::key::{IdentityDigest, ModuleKey};
 use crate::cache::tier::{Artifact, ArtifactTier, Claimed, Found, Lookup};
 use crate::error::CompileError;
+use crate::nvtx;
 use crate::stats::CacheStats;
 
 /// Where a variant's module is already compiled (see `Call::cache_state`):
@@ -134,7 +135,7 @@ impl ModuleResolver {
                 None => self.build(backend, &job, &key, false).map(|(m, _)| m),
                 Some(pool) => pool.module(
                     &key,
-                    |bytes| backend.load(&job, bytes),
+                    |bytes| traced_load(backend, &job, bytes),
                     || {
                         let (module, bytes) = self.build(backend, &job, &key, true)?;
                         Ok((module, bytes.unwrap_or_default()))
@@ -250,7 +251,7 @@ impl ModuleResolver {
         // Released last: the waiters find the artifact in every tier.
         drop(claims);
         let started = Instant::now();
-        let module = backend.load(job, &compiled.artifact)?;
+        let module = traced_load(backend, job, &compiled.artifact)?;
         tracing::debug!(
             "kernel `{}`: loaded in {:.3} ms",
             job.kernel,
@@ -277,7 +278,9 @@ impl ModuleResolver {
     ) -> Result<Compiled, CompileError> {
         self.memory.compiles.incr();
         let started = Instant::now();
+        let range = nvtx::range(nvtx::What::Compile, job.kernel, job.function);
         let compiled = backend.compile(job);
+        drop(range);
         let took = started.elapsed();
         self.memory.compile_ns.add(took.as_nanos() as u64);
         tracing::debug!(
@@ -314,6 +317,16 @@ impl ModuleResolver {
     }
 }
 
+/// `backend.load`, inside an NVTX range when they are on.
+fn traced_load(
+    backend: &dyn Backend,
+    job: &CompileJob<'_>,
+    artifact: &[u8],
+) -> Result<Module, CompileError> {
+    let _range = nvtx::range(nvtx::What::Load, job.kernel, job.function);
+    backend.load(job, artifact)
+}
+
 /// The module from `tier`'s artifact for `key`, if it has a good one that
 /// loads.
 fn load_stored(
@@ -327,7 +340,7 @@ fn load_stored(
         Lookup::Missing => return Stored::Missing,
         Lookup::Unusable { seen } => return Stored::Unusable(seen),
     };
-    match backend.load(job, &found.payload) {
+    match traced_load(backend, job, &found.payload) {
         Ok(module) => {
             tier.record_hit();
             Stored::Loaded(module, found)

@@ -76,13 +76,23 @@ pub(crate) fn shared(spec: &KernelSpec, small: bool) -> SharedText {
         prefix.push(Cow::Borrowed(super::bounds::VIEWS));
     }
     prefix.push(Cow::Owned(rest));
-    SharedText::new(prefix, body, Vec::new())
+    SharedText::new(prefix, super::marked_body(&spec.name, body), Vec::new())
 }
+
+/// The file name a CPU source's generated lines go by (the compile's
+/// source file; the body's lines go by [`super::body_file`]).
+pub(crate) const FILE_NAME: &str = "kernel.cpp";
 
 /// What one CPU variant adds to its kernel's [`shared`] part: the template
 /// declaration and `kk_body`'s signature before the body; after it, the
-/// closing brace and the `extern "C"` entry point.
-pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64) -> VariantText {
+/// `#line` directive that numbers the generated lines again, the closing
+/// brace and the `extern "C"` entry point.
+pub(crate) fn variant(
+    spec: &KernelSpec,
+    shared: &SharedText,
+    desc: &VariantDesc<'_>,
+    variant_id: u64,
+) -> VariantText {
     let name = portable_name(spec, desc, variant_id);
     let mut params: Vec<String> = Vec::new();
     let mut unpack = String::new();
@@ -190,7 +200,9 @@ pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64
     let _ = writeln!(before, "static inline void kk_body(");
     let _ = writeln!(before, "    {}) {{", params.join(",\n    "));
     let mut src = String::with_capacity(2048);
-    src.push_str("\n}\n\n");
+    src.push('\n');
+    src.push_str(&shared.line_after_body(&before, "\n", FILE_NAME));
+    src.push_str("}\n\n");
     let _ = writeln!(
         src,
         "extern \"C\" void {name}(void* const* kk_args, const kk_launch* kk_l) {{"
@@ -242,8 +254,9 @@ pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64
             "    };\n",
             "    kk::rt::run_group(kk_thread, kk_lids, kk_n, kk_l->stacks, kk_l->stack_stride, kk_l->stack_guard);\n",
             "  }\n",
-            "}\n",
         ));
+        src.push_str(flush_printf(spec));
+        src.push_str("}\n");
         return VariantText {
             name,
             before,
@@ -265,11 +278,30 @@ pub(crate) fn variant(spec: &KernelSpec, desc: &VariantDesc<'_>, variant_id: u64
         "          (void)kk_local; (void)kk_lid;\n",
     ));
     let _ = writeln!(src, "          {call}");
-    src.push_str("        }\n      }\n    }\n  }\n}\n");
+    src.push_str("        }\n      }\n    }\n  }\n");
+    src.push_str(flush_printf(spec));
+    src.push_str("}\n");
     VariantText {
         name,
         before,
         after: src,
+    }
+}
+
+/// A body that prints (`printf`) has its output flushed when its groups
+/// have run, as a GPU's is at the launch's end: the launch returns with
+/// the text written, in order with the host's own output.
+fn flush_printf(spec: &KernelSpec) -> &'static str {
+    let prints = |text: &str| {
+        text.match_indices("printf").any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    if prints(&spec.source) || prints(&spec.header) {
+        "  fflush(stdout);\n"
+    } else {
+        ""
     }
 }
 
@@ -288,5 +320,5 @@ pub(crate) fn body_of(src: &str) -> &str {
     let Some(end) = src[body_start..].find("\n}\n\nextern \"C\"") else {
         return "";
     };
-    &src[body_start..body_start + end]
+    super::strip_line_marks(&src[body_start..body_start + end])
 }

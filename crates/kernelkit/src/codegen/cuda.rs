@@ -85,6 +85,10 @@ pub const MAX_NDIM: usize = 10;
 /// precompiled header (`backend::cuda::pch`); what follows (the macros, the
 /// header, the kernel) is each kernel's own.
 pub(crate) const PRELUDE_END: &str = "// ---- end of prelude ----\n";
+/// The name NVRTC is given for a CUDA source: what its generated lines go
+/// by (the body's go by [`super::body_file`]).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) const FILE_NAME: &str = "kernel.cu";
 /// Marks the first line of the user's body in a generated source.
 pub(crate) const BODY_BEGIN: &str = "  // ---- body ----\n";
 /// Marks the line after the user's body.
@@ -425,6 +429,32 @@ fn identifiers<'a>(texts: &[&'a str]) -> std::collections::HashSet<&'a str> {
     out
 }
 
+/// `source` with `#line` directives around the body, as the CUDA backend
+/// compiles it when line information is asked for (`-lineinfo`): the
+/// body's lines go by `KERNEL.body` and their own numbers, the generated
+/// lines after it by their numbers in `source`. Not in the generated
+/// source itself: a `#line` anywhere turns off NVRTC's precompiled header,
+/// which every other compile uses. `None` for a source without the body's
+/// markers.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn with_line_marks(source: &str, kernel: &str) -> Option<String> {
+    let signature = source.find("extern \"C\" __global__ void ")?;
+    let begin = signature + source[signature..].find(BODY_BEGIN)? + BODY_BEGIN.len();
+    let end = source.rfind(BODY_END)? + BODY_END.len();
+    if end < begin {
+        return None;
+    }
+    let mut out = String::with_capacity(source.len() + kernel.len() + 48);
+    out.push_str(&source[..begin]);
+    let _ = writeln!(out, "#line 1 \"{}\"", super::body_file(kernel));
+    out.push_str(&source[begin..end]);
+    // The next line's number in `source`.
+    let next = source[..end].bytes().filter(|&b| b == b'\n').count() + 1;
+    let _ = writeln!(out, "#line {next} \"{FILE_NAME}\"");
+    out.push_str(&source[end..]);
+    Some(out)
+}
+
 /// The user's body inside a generated CUDA source, found by its markers.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn body_of(source: &str) -> &str {
@@ -436,7 +466,7 @@ pub(crate) fn body_of(source: &str) -> &str {
     };
     let start = signature + begin + BODY_BEGIN.len();
     match source.rfind(BODY_END) {
-        Some(end) if end >= start => &source[start..end],
+        Some(end) if end >= start => super::strip_line_marks(&source[start..end]),
         _ => "",
     }
 }

@@ -194,7 +194,7 @@ pub(crate) fn variant(
     match dialect {
         Dialect::Metal => metal::variant(spec, desc),
         Dialect::Cuda => cuda::variant(spec, shared, desc, variant_id),
-        Dialect::Cpu => cpu::variant(spec, desc, variant_id),
+        Dialect::Cpu => cpu::variant(spec, shared, desc, variant_id),
     }
 }
 
@@ -320,6 +320,38 @@ pub(crate) fn portable_header(header: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The name a body's lines go by in compilers' messages, debuggers and
+/// compute-sanitizer: `#line` directives around the body in the CPU and
+/// CUDA sources ([`marked_body`]) give its lines their own numbers in a
+/// file of this name.
+pub(crate) fn body_file(kernel: &str) -> String {
+    format!("{kernel}.body")
+}
+
+/// The body as a generated CPU or CUDA source holds it: after a `#line`
+/// directive that numbers its first line 1, in [`body_file`].
+pub(crate) fn marked_body(kernel: &str, body: String) -> String {
+    let mut out = String::with_capacity(body.len() + kernel.len() + 20);
+    let _ = writeln!(out, "#line 1 \"{}\"", body_file(kernel));
+    out.push_str(&body);
+    out
+}
+
+/// The user's body without the `#line` directives a generator placed
+/// around it (the first line, and a last line, when they are directives).
+pub(crate) fn strip_line_marks(body: &str) -> &str {
+    let mut body = body;
+    if body.starts_with("#line ") {
+        body = body.split_once('\n').map_or("", |(_, rest)| rest);
+    }
+    if let Some(at) = body.rfind("\n#line ") {
+        if !body[at + 1..].contains('\n') {
+            body = &body[..at];
+        }
+    }
+    body
+}
+
 /// The number of lines before the body in a generated source: compilers
 /// report lines of the whole file, users think in lines of their body.
 pub(crate) fn body_first_line(source: &str, body: &str) -> Option<usize> {
@@ -330,17 +362,19 @@ pub(crate) fn body_first_line(source: &str, body: &str) -> Option<usize> {
     Some(source[..at].matches('\n').count() + 1)
 }
 
-/// Rewrites `file:LINE:` references in a compiler log so that lines inside
-/// the body read `body line N` (and keeps the generated line number too).
+/// Rewrites compiler log lines that point into the body so that they read
+/// `body line N` too: references to the body's own file (`NAME.body:N:`,
+/// `NAME.body(N)`, from the `#line` directives) and `file:LINE:`
+/// references to generated lines inside the body (sources without them).
 pub(crate) fn map_log_lines(log: &str, source: &str, body: &str, file_marker: &str) -> String {
-    let Some(first) = body_first_line(source, body) else {
-        return log.to_string();
-    };
+    let first = body_first_line(source, body);
     let body_lines = body.matches('\n').count() + 1;
     let mut out = String::with_capacity(log.len() + 64);
     for line in log.lines() {
         out.push_str(line);
-        if let Some(pos) = line.find(file_marker) {
+        if let Some(n) = body_file_line(line) {
+            let _ = write!(out, "    [body line {n}]");
+        } else if let (Some(pos), Some(first)) = (line.find(file_marker), first) {
             let rest = &line[pos + file_marker.len()..];
             let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
             if let Ok(n) = digits.parse::<usize>() {
@@ -352,6 +386,16 @@ pub(crate) fn map_log_lines(log: &str, source: &str, body: &str, file_marker: &s
         out.push('\n');
     }
     out
+}
+
+/// The body line a log line points to through the body's own file name
+/// (`NAME.body:N` from C++ compilers, `NAME.body(N)` from NVRTC).
+fn body_file_line(line: &str) -> Option<usize> {
+    let at = line.find(".body")?;
+    let rest = &line[at + ".body".len()..];
+    let rest = rest.strip_prefix(':').or_else(|| rest.strip_prefix('('))?;
+    let digits: &str = &rest[..rest.bytes().take_while(u8::is_ascii_digit).count()];
+    digits.parse().ok()
 }
 
 #[cfg(test)]
@@ -375,6 +419,111 @@ mod tests {
             portable_header("int x;"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    /// In the CPU source the body's lines go by the body's own file and
+    /// numbers, and the generated lines after it by their real numbers
+    /// again (with templates, which lengthen the text before the body); a
+    /// CUDA source gets the same directives only when compiled with line
+    /// information (`cuda::with_line_marks`); Metal's (MLX's, byte for
+    /// byte) never.
+    #[test]
+    fn line_directives_number_the_body_and_then_the_generated_lines() {
+        use crate::codegen::template::TemplateParam;
+        use crate::codegen::variant::InputDesc;
+        let body = "uint i = thread_position_in_grid.x;\nfloat v = inp[i];\nout[i] = v + OFFSET;";
+        let spec = KernelSpec::scanned(
+            "lined".into(),
+            vec!["inp".into()],
+            vec!["out".into()],
+            body.into(),
+            "// a header\n".into(),
+            true,
+            false,
+        );
+        let inputs = [InputDesc {
+            dtype: crate::DType::F32,
+            mode: PassMode::Device,
+        }];
+        let template = [TemplateParam {
+            name: "OFFSET".into(),
+            value: TemplateArg::Int(3),
+        }];
+        for dialect in [Dialect::Cpu, Dialect::Cuda] {
+            for template in [&template[..], &[]] {
+                let desc = VariantDesc {
+                    inputs: &inputs,
+                    outputs: &[crate::DType::F32],
+                    template,
+                };
+                let generated = generate(dialect, &spec, &desc, 7).source;
+                let (source, file) = match dialect {
+                    Dialect::Cpu => (generated.clone(), cpu::FILE_NAME),
+                    _ => {
+                        assert!(!generated.contains("#line"));
+                        (
+                            cuda::with_line_marks(&generated, "lined").unwrap(),
+                            cuda::FILE_NAME,
+                        )
+                    }
+                };
+                let lines: Vec<&str> = source.lines().collect();
+                let opening = lines
+                    .iter()
+                    .position(|l| *l == "#line 1 \"lined.body\"")
+                    .expect("the body's directive");
+                assert_eq!(lines[opening + 1], "uint i = thread_position_in_grid.x;");
+                assert_eq!(lines[opening + 3], "out[i] = v + OFFSET;");
+                let (at, restore) = lines
+                    .iter()
+                    .enumerate()
+                    .skip(opening + 1)
+                    .find(|(_, l)| l.starts_with("#line "))
+                    .expect("the directive after the body");
+                let number: usize = restore
+                    .strip_prefix("#line ")
+                    .and_then(|r| r.split(' ').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap();
+                assert!(restore.ends_with(&format!(" \"{file}\"")), "{restore}");
+                match dialect {
+                    // The CPU source is compiled as generated: the next line
+                    // is that line of the file.
+                    Dialect::Cpu => assert_eq!(number, at + 2, "{restore}"),
+                    // The CUDA lines keep their numbers in the generated
+                    // source (the one users see and logs are mapped on).
+                    _ => assert_eq!(
+                        generated.lines().nth(number - 1),
+                        lines.get(at + 1).copied(),
+                        "{restore}"
+                    ),
+                }
+                let found = match dialect {
+                    Dialect::Cpu => cpu::body_of(&source),
+                    _ => cuda::body_of(&generated),
+                };
+                assert_eq!(found, body, "{dialect:?}");
+            }
+        }
+        let desc = VariantDesc {
+            inputs: &inputs,
+            outputs: &[crate::DType::F32],
+            template: &template,
+        };
+        assert!(!generate(Dialect::Metal, &spec, &desc, 7)
+            .source
+            .contains("#line"));
+    }
+
+    #[test]
+    fn log_lines_name_the_body_file_lines() {
+        let log = "lined.body:3:9: error: 'x' was not declared\nlined.body(2): error: bad\n\
+                   kernel.cpp:400:1: note: here";
+        let mapped = map_log_lines(log, "", "", "kernel.cpp:");
+        let lines: Vec<&str> = mapped.lines().collect();
+        assert!(lines[0].ends_with("[body line 3]"), "{mapped}");
+        assert!(lines[1].ends_with("[body line 2]"), "{mapped}");
+        assert!(!lines[2].contains("body line"), "{mapped}");
     }
 
     #[test]

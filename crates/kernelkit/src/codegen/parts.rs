@@ -33,6 +33,9 @@ pub(crate) struct SharedText {
     /// The hash state after the prefix, computed by the first variant that
     /// needs it (a text only joined, [`super::generate`], never does).
     state: std::sync::OnceLock<Xxh3>,
+    /// Newlines in the prefix, counted by the first variant that places a
+    /// `#line` directive after the body ([`SharedText::line_after_body`]).
+    prefix_newlines: std::sync::OnceLock<usize>,
     /// CUDA: the macro words each variant `#undef`s after its kernel.
     pub(crate) macros: Vec<String>,
 }
@@ -57,6 +60,7 @@ impl SharedText {
             prefix,
             body,
             state: std::sync::OnceLock::new(),
+            prefix_newlines: std::sync::OnceLock::new(),
             macros,
         }
     }
@@ -84,6 +88,26 @@ impl SharedText {
         out.push_str(&self.body);
         out.push_str(after);
         out
+    }
+
+    /// The `#line` directive (with its newline) that gives the generated
+    /// lines after the body their own numbers in `file` again, for a
+    /// variant whose text before the body is `before` and whose text after
+    /// it starts with `preceding` and then this directive. The body names
+    /// its own lines (`super::marked_body`); without this, a compiler
+    /// would number the generated lines after it as lines of the body.
+    pub(crate) fn line_after_body(&self, before: &str, preceding: &str, file: &str) -> String {
+        let prefix = *self.prefix_newlines.get_or_init(|| {
+            self.prefix
+                .iter()
+                .map(|p| p.bytes().filter(|&b| b == b'\n').count())
+                .sum()
+        });
+        let newlines = |t: &str| t.bytes().filter(|&b| b == b'\n').count();
+        // The directive's own line is the one after every newline so far;
+        // the number it sets is that of the line after it.
+        let line = prefix + newlines(before) + newlines(&self.body) + newlines(preceding) + 2;
+        format!("#line {line} \"{file}\"\n")
     }
 
     /// Bytes of the prefix text.

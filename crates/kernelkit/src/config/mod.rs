@@ -42,6 +42,8 @@
 //! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
 //! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
 //! | `KERNELKIT_CHECK_BOUNDS` | [`Config::check_bounds`]: `1` (or `true`, `on`, `yes`) checks the bounds of kernels built without saying | off |
+//! | `KERNELKIT_NVTX` | [`NvtxConfig::enabled`]: NVTX ranges around compiles, loads and launches (`1` on, `0` off) | off |
+//! | `NVTX_INJECTION64_PATH` | [`NvtxConfig::injection`]: the NVTX tool's injection library (set by the tool) | none (then `libnvToolsExt.so.1`, if found) |
 //!
 //! The memo's settings belong to kernels, not devices: a kernel built
 //! without its own ([`KernelBuilder::memo`](crate::KernelBuilder::memo))
@@ -57,6 +59,7 @@ mod cache;
 mod cpu;
 mod cuda;
 mod memo;
+mod nvtx;
 mod remote;
 
 use std::ffi::OsString;
@@ -70,6 +73,7 @@ pub use cache::{
 pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
 pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig, StartWorkers};
 pub use memo::{MemoConfig, DEFAULT_MEMO_BYTES, DEFAULT_MEMO_ENTRIES};
+pub use nvtx::NvtxConfig;
 pub use remote::{
     parse_remote_urls, RemoteAddressError, RemoteConfig, DEFAULT_BREAKER_COOLDOWN,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_LEASE, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_OP_TIMEOUT,
@@ -98,6 +102,10 @@ pub struct Config {
     /// [`KernelBuilder::check_bounds`](crate::KernelBuilder::check_bounds)).
     /// Read by kernels, not devices, as the memo's settings.
     pub check_bounds: bool,
+    /// NVTX ranges for profilers (`KERNELKIT_NVTX`): a device opened with
+    /// them on turns them on for the process (the tool's library is one
+    /// per process).
+    pub nvtx: NvtxConfig,
 }
 
 impl Config {
@@ -117,6 +125,7 @@ impl Config {
             cuda: CudaConfig::from_vars(vars),
             memo: MemoConfig::from_vars(vars),
             check_bounds: check_bounds_from_vars(vars),
+            nvtx: NvtxConfig::from_vars(vars),
         }
     }
 
@@ -212,6 +221,12 @@ impl Config {
     /// Turns the CUDA per-stream block cache on or off.
     pub fn block_cache(mut self, on: bool) -> Config {
         self.cuda.block_cache = on;
+        self
+    }
+
+    /// Turns NVTX ranges on or off (`KERNELKIT_NVTX`); see [`NvtxConfig`].
+    pub fn nvtx(mut self, on: bool) -> Config {
+        self.nvtx.enabled = on;
         self
     }
 
@@ -351,6 +366,7 @@ pub(crate) mod tests {
         assert_eq!(c.memo, MemoConfig::default());
         assert_eq!(c.memo.max_bytes, DEFAULT_MEMO_BYTES);
         assert_eq!(c.memo.max_entries, DEFAULT_MEMO_ENTRIES);
+        assert_eq!(c.nvtx, NvtxConfig::default());
     }
 
     #[test]
@@ -375,7 +391,14 @@ pub(crate) mod tests {
             ("KERNELKIT_MEMO_BYTES", "16M"),
             ("KERNELKIT_MEMO_ENTRIES", " 64 "),
             ("KERNELKIT_MAX_LOADED_MODULES", " 64 "),
+            ("KERNELKIT_NVTX", " 1 "),
+            ("NVTX_INJECTION64_PATH", "/opt/tool/libinject.so"),
         ]);
+        assert!(c.nvtx.enabled);
+        assert_eq!(
+            c.nvtx.injection,
+            Some(PathBuf::from("/opt/tool/libinject.so"))
+        );
         assert_eq!(c.cache.mode, CacheMode::Memory);
         assert_eq!(c.cache.max_loaded_modules, 64);
         assert_eq!(

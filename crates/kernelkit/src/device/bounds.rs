@@ -95,12 +95,12 @@ pub(crate) fn run(
             kernel: spec.name.clone(),
             role,
             argument,
-            access: OutOfBounds::View {
+            access: Box::new(OutOfBounds::View {
                 index: v.index,
                 span: v.span,
                 thread: v.thread,
                 group: v.group,
-            },
+            }),
         }
         .into());
     }
@@ -117,10 +117,10 @@ pub(crate) fn run(
                 kernel: spec.name.clone(),
                 role: g.role,
                 argument: names[g.arg].clone(),
-                access: OutOfBounds::Guard {
+                access: Box::new(OutOfBounds::Guard {
                     byte_offset: (g.len + at) as u64,
                     bytes: g.len as u64,
-                },
+                }),
             }
             .into());
         }

@@ -71,8 +71,16 @@ impl DeviceBuilder {
         Ok(Device::open_cpu(&self.config))
     }
 
+    /// NVTX ranges around compiles, loads and launches (`KERNELKIT_NVTX`):
+    /// on for the whole process once a device is opened with them.
+    pub fn nvtx(mut self, on: bool) -> DeviceBuilder {
+        self.config = self.config.nvtx(on);
+        self
+    }
+
     /// Opens a new null device (see [`Device::new_null`]) with `options`.
     pub fn null(self, options: crate::NullOptions) -> Device {
+        crate::nvtx::configure(&self.config.nvtx);
         Device::open_null(options, &self.config.cache)
     }
 

@@ -349,7 +349,7 @@ fn backend_launch(
     iters: u32,
 ) -> Result<()> {
     let stream = call.stream;
-    stream.device().backend().launch(&LaunchDesc {
+    stream.device().launch(&LaunchDesc {
         spec: call.spec,
         function: call.function,
         inputs,
@@ -406,7 +406,7 @@ fn launch_checked(
         }
     }
     bounds::run(stream, call.spec, &ins, &outs, &guarded, |block| {
-        stream.device().backend().launch(&LaunchDesc {
+        stream.device().launch(&LaunchDesc {
             spec: call.spec,
             function: call.function,
             inputs: &ins,

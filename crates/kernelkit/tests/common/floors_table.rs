@@ -3,10 +3,11 @@
 
 /// The floors, bottom first, and the modules on each.
 const FLOORS: &[(&str, &[&str])] = &[
-    // Element types, errors, configuration, counters, lock primitives.
+    // Element types, errors, configuration, counters, lock primitives,
+    // NVTX ranges.
     (
         "base",
-        &["dtype", "error", "config", "stats", "sync"],
+        &["dtype", "error", "config", "stats", "sync", "nvtx"],
     ),
     // Pure source generation, with its own vocabulary.
     ("codegen", &["codegen"]),

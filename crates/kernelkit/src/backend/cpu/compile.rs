@@ -109,7 +109,7 @@ impl Compiler {
         };
         let dir = scratch::private_dir("kernelkit-cc-")
             .map_err(|e| fail(format!("cannot create a temporary directory: {e}")))?;
-        let src = dir.path().join("kernel.cpp");
+        let src = dir.path().join(crate::codegen::cpu::FILE_NAME);
         let lib = dir.path().join("kernel.so");
         let (program, timeout) = (self.program.clone(), self.timeout);
         let input = self.pch().input_for(job.source, move |header, gch| {

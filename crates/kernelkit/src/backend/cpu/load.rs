@@ -36,6 +36,8 @@ pub(super) struct CpuModule {
 /// A resolved entry point and the library that holds its code.
 pub(crate) struct CpuFunction {
     pub(super) entry: Entry,
+    /// The generated function's name.
+    pub(crate) name: Box<str>,
     _module: Module,
 }
 
@@ -86,6 +88,7 @@ pub(super) fn function(
     };
     Ok(Function::Cpu(Arc::new(CpuFunction {
         entry,
+        name: name.into(),
         _module: module.clone(),
     })))
 }

@@ -63,12 +63,27 @@ impl<T> Slots<T> for Vec<T> {
 /// Launches `job` `job.iters` times on `stream`, the job's stream
 /// (arguments marshalled once).
 #[inline(always)]
-pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStream>) -> Result<()> {
+pub(super) fn launch(
+    ctx: &Context,
+    job: &LaunchDesc<'_>,
+    stream: &Arc<CudaStream>,
+    max_shared: u64,
+) -> Result<()> {
     let iters = job.iters;
     let function = job
         .function
         .cuda()
         .expect("CUDA launches get CUDA functions");
+    // The call checked the device's limits; the compiled function's own
+    // are known once it is loaded. (Each extent is at most the device's
+    // per-axis limit here: the product fits.)
+    let [x, y, z] = job.threadgroup;
+    let limits = &function.limits;
+    if x * y * z > limits.max_threads
+        || job.shared_mem_bytes as u64 + limits.static_shared as u64 > max_shared
+    {
+        return Err(over_function_limits(ctx, job, function, max_shared));
+    }
     ctx.bind()?;
     // A launch captured into a graph runs whenever the graph replays: its
     // module must stay loaded (one word read on kernelkit's own streams).
@@ -83,6 +98,50 @@ pub(super) fn launch(ctx: &Context, job: &LaunchDesc<'_>, stream: &Arc<CudaStrea
     let mut params = ArrayVec::<*mut c_void, STACK_PARAMS>::new();
     point(&mut words, &offsets, &mut params);
     enqueue(ctx, job, function, stream, &mut params, iters)
+}
+
+/// The error of a launch over its compiled function's own limits: too many
+/// threads per block for its registers, or more shared memory, static and
+/// dynamic together, than the device gives a block.
+#[cold]
+#[inline(never)]
+fn over_function_limits(
+    ctx: &Context,
+    job: &LaunchDesc<'_>,
+    function: &CudaFunction,
+    max_shared: u64,
+) -> crate::Error {
+    let limits = &function.limits;
+    let [x, y, z] = job.threadgroup;
+    if x * y * z > limits.max_threads {
+        return CallError::Dims {
+            kernel: job.spec.name.clone(),
+            what: "threadgroup",
+            dims: job.threadgroup.map(u64::from),
+            device: ctx.label.clone(),
+            limit: Some(crate::error::LaunchLimit::FunctionThreads),
+            reason: format!(
+                "the compiled function `{}` runs at most {} threads per threadgroup                  (it uses {} registers per thread; the device's own limit is higher): use a                  smaller threadgroup",
+                function.name, limits.max_threads, limits.registers
+            ),
+        }
+        .into();
+    }
+    CallError::Dims {
+        kernel: job.spec.name.clone(),
+        what: "shared memory",
+        dims: [job.shared_mem_bytes as u64, 0, 0],
+        device: ctx.label.clone(),
+        limit: Some(crate::error::LaunchLimit::SharedBytes),
+        reason: format!(
+            "the compiled function `{}` declares {} bytes of static shared memory; with {}              dynamic bytes a threadgroup would need {}, more than the {max_shared} bytes the              device gives one",
+            function.name,
+            limits.static_shared,
+            job.shared_mem_bytes,
+            job.shared_mem_bytes as u64 + limits.static_shared as u64
+        ),
+    }
+    .into()
 }
 
 /// Pins `function`'s module when `stream` is being captured; refuses the
@@ -432,6 +491,7 @@ fn check_unguarded(ctx: &Context, job: &LaunchDesc<'_>) -> Result<()> {
                 what: "grid",
                 dims: job.grid.map(u64::from),
                 device: ctx.label.clone(),
+                limit: None,
                 reason: format!(
                     "the body uses CUDA's own block or warp collectives (`{}`), so every \
                      thread of the last threadgroup runs it; with \

@@ -91,7 +91,10 @@ pub(crate) struct CudaFunction {
     /// Raised by any thread, one raise at a time.
     pub(super) dynamic_shared: Arc<RaisedLimit>,
     /// The generated function's name, for messages.
-    pub(super) name: Box<str>,
+    pub(crate) name: Box<str>,
+    /// What the compiled function allows a launch (its registers can make
+    /// its most threads per block fewer than the device's).
+    pub(super) limits: driver::FunctionLimits,
     /// Its module's [`CudaModule::state`].
     module_state: Arc<AtomicU8>,
 }
@@ -160,10 +163,12 @@ pub(super) fn function(
         .downcast_ref::<CudaModule>()
         .ok_or_else(|| fail("the module is not a CUDA module".into()))?;
     let raw = resolve(ctx, cuda, name).map_err(fail)?.0;
+    let limits = driver::function_limits(raw, &ctx.label).map_err(|e| fail(e.to_string()))?;
     Ok(Function::Cuda(Arc::new(CudaFunction {
         raw,
         dynamic_shared: cuda.limit_of(raw),
         name: name.into(),
+        limits,
         module_state: cuda.state.clone(),
     })))
 }

@@ -436,7 +436,14 @@ impl Backend for CudaBackend {
         self.guarded(|| gather.run(self.stream(stream), src, dst))
     }
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()> {
-        self.guarded(|| launch::launch(&self.ctx, launch, self.stream(launch.stream)))
+        self.guarded(|| {
+            launch::launch(
+                &self.ctx,
+                launch,
+                self.stream(launch.stream),
+                self.limits.max_shared_bytes,
+            )
+        })
     }
     fn wrap_stream(&self, stream: ForeignStream) -> Result<StreamHandle> {
         let (raw, origin) = match stream {

@@ -62,6 +62,7 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuModuleUnload",
     "cuModuleGetFunction",
     "cuFuncSetAttribute",
+    "cuFuncGetAttribute",
     "cuLaunchKernel",
     "cuGetErrorName",
     "cuGetErrorString",

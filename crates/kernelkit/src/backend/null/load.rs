@@ -26,7 +26,7 @@ impl Drop for NullModule {
 /// keep its module: a launch of it after the module was unloaded is an
 /// error (what the null device checks of the unload protocol).
 pub(crate) struct NullFunction {
-    pub(super) name: Arc<str>,
+    pub(crate) name: Arc<str>,
     loaded: Arc<AtomicBool>,
 }
 

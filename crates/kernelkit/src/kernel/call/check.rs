@@ -17,7 +17,7 @@ use crate::codegen::variant::{InputDesc, PassMode, VariantDesc};
 use crate::codegen::{BodyLanguage, Dialect};
 use crate::device::{Device, Stream};
 use crate::dtype::DType;
-use crate::error::{shown, CallError, Result};
+use crate::error::{shown, CallError, LaunchLimit, Result};
 use crate::kernel::Kernel;
 
 /// Why a backend cannot run a body in its language, if it cannot: a CUDA
@@ -117,6 +117,7 @@ impl<'a> Call<'a> {
                 what: "shared memory",
                 dims: [self.shared_mem_bytes as u64, 0, 0],
                 device: device.label().to_string(),
+                limit: Some(LaunchLimit::SharedBytes),
                 reason: if limits.max_shared_bytes == 0 {
                     "this device has no dynamic shared memory".to_string()
                 } else {
@@ -493,20 +494,22 @@ impl<'a> Call<'a> {
             kernel: self.err_kernel(),
         })?;
         let limits = device.limits();
-        let bad = |what, dims, reason: String| CallError::Dims {
+        let bad = |what, dims, limit, reason: String| CallError::Dims {
             kernel: self.err_kernel(),
             what,
             dims,
             device: device.label().to_string(),
+            limit,
             reason,
         };
         if grid.contains(&0) {
-            return Err(bad("grid", grid, "every extent must be at least 1".into()).into());
+            return Err(bad("grid", grid, None, "every extent must be at least 1".into()).into());
         }
         if grid.iter().any(|&g| g > u32::MAX as u64) {
             return Err(bad(
                 "grid",
                 grid,
+                None,
                 format!("each extent must be at most {}", u32::MAX),
             )
             .into());
@@ -516,6 +519,7 @@ impl<'a> Call<'a> {
             return Err(bad(
                 "grid",
                 grid,
+                None,
                 format!(
                     "the thread count overflows 32 bits (at most {} threads)",
                     u32::MAX
@@ -528,6 +532,7 @@ impl<'a> Call<'a> {
             return Err(bad(
                 "threadgroup",
                 requested,
+                None,
                 "every extent must be at least 1".into(),
             )
             .into());
@@ -543,6 +548,7 @@ impl<'a> Call<'a> {
                 return Err(bad(
                     "threadgroup",
                     requested,
+                    Some(LaunchLimit::ThreadsPerGroup),
                     format!(
                         "at most {} threads per threadgroup",
                         limits.max_threads_per_group
@@ -555,6 +561,7 @@ impl<'a> Call<'a> {
                     return Err(bad(
                         "threadgroup",
                         requested,
+                        Some(LaunchLimit::GroupDims),
                         format!("extents are limited to {:?}", limits.max_group_dims),
                     )
                     .into());
@@ -566,6 +573,7 @@ impl<'a> Call<'a> {
                 return Err(bad(
                     "grid",
                     grid,
+                    Some(LaunchLimit::Groups),
                     format!("at most {:?} threadgroups per axis", limits.max_groups),
                 )
                 .into());

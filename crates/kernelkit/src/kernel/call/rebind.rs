@@ -294,7 +294,7 @@ impl Rebindable {
             iters: 1,
             bounds,
         };
-        let backend = self.stream.device().backend();
+        let device = self.stream.device();
         if spec.check_bounds {
             if self.stream.capturing()? {
                 return Err(crate::error::CallError::Capturing {
@@ -307,10 +307,10 @@ impl Rebindable {
             }
             // The caller's arrays: views checked, no guard regions.
             return crate::device::bounds::run(&self.stream, spec, inputs, outputs, &[], |b| {
-                backend.launch(&desc(b))
+                device.launch(&desc(b))
             });
         }
-        backend.launch(&desc(0))
+        device.launch(&desc(0))
     }
 
     /// Refuses outputs that share memory with an input or an earlier

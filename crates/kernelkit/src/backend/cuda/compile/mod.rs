@@ -59,7 +59,8 @@ use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 use crate::backend::{CompileJob, Compiled};
-use crate::codegen::{cuda::body_of, map_log_lines};
+use crate::codegen::cuda::{body_of, with_line_marks};
+use crate::codegen::map_log_lines;
 use crate::config::CudaConfig;
 use crate::error::CompileError;
 use includes::SearchPath;
@@ -67,7 +68,7 @@ use nvrtc_job::{run_nvrtc, Failure, NvrtcJob};
 use worker::{Output, WarmUp, Workers};
 
 /// The file name NVRTC reports errors against.
-const PROGRAM_NAME: &str = "kernel.cu";
+const PROGRAM_NAME: &str = crate::codegen::cuda::FILE_NAME;
 
 /// A prepared NVRTC configuration for one device.
 pub(super) struct Nvrtc {
@@ -88,6 +89,9 @@ pub(super) struct Nvrtc {
     /// A worker's options for a compile through the prelude's precompiled
     /// headers (see `pch`), when this NVRTC and the options allow them.
     pch: Option<Vec<String>>,
+    /// `-lineinfo` is among the options: sources are compiled with their
+    /// body's lines marked (see [`Nvrtc::new`]).
+    line_info: bool,
 }
 
 /// NVRTC's version, after checking that the library and its symbols load
@@ -130,6 +134,17 @@ impl Nvrtc {
             words.push(format!("-I{}", dir.display()));
         }
         words.extend(config.option_words());
+        // Line information asked for (`-lineinfo`, or `-G`'s full device
+        // debugging, for compute-sanitizer, cuda-gdb, Nsight): compiles mark the body's lines with `#line`
+        // (`codegen::cuda::with_line_marks`), so those tools name the
+        // user's body and its lines. A `#line` turns off NVRTC's
+        // precompiled headers, so such compiles parse the whole prelude.
+        let line_info = words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "-lineinfo" | "--generate-line-info" | "-G" | "--device-debug"
+            )
+        });
         let search = SearchPath::from_options(&words, &toolkit);
         let identity = store_identity((major, minor), &target, &words);
         // After the identity: turning NVRTC's own cache off changes no
@@ -146,6 +161,7 @@ impl Nvrtc {
         // with `--pre-include` files: NVRTC reads them before the prelude,
         // so a header would keep their text as it was when written.
         let pch = (pch::supported((major, minor))
+            && !line_info
             && config.max_workers > 0
             && !search.pre_includes_any())
         .then(|| pch::words(&words));
@@ -167,6 +183,7 @@ impl Nvrtc {
             search,
             workers,
             pch,
+            line_info,
         })
     }
 
@@ -218,7 +235,11 @@ impl Nvrtc {
         let cwd = std::env::current_dir().ok();
         let includes = includes::resolve(source, &self.search, cwd.as_deref()).map_err(other)?;
         let headers = &includes.headers;
-        let outcome = self.run(source, headers);
+        let marked = match self.line_info {
+            true => with_line_marks(source, kernel),
+            false => None,
+        };
+        let outcome = self.run(marked.as_deref().unwrap_or(source), headers);
         let artifact = outcome.map_err(|failure| match failure {
             Failure::Rejected(log) => CompileError::Rejected {
                 kernel: kernel.to_string(),

@@ -56,6 +56,38 @@ pub(in crate::backend::cuda) fn module_function(
     .map(RawFunction)
 }
 
+/// What the compiled function itself allows a launch, whatever the device
+/// does: its most threads per block (fewer than the device's when it uses
+/// many registers), its static shared memory, its registers per thread.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::backend::cuda) struct FunctionLimits {
+    pub(in crate::backend::cuda) max_threads: u32,
+    pub(in crate::backend::cuda) static_shared: u32,
+    pub(in crate::backend::cuda) registers: u32,
+}
+
+/// `cuFuncGetAttribute` of the attributes of [`FunctionLimits`].
+pub(in crate::backend::cuda) fn function_limits(
+    function: RawFunction,
+    label: &str,
+) -> Result<FunctionLimits, DeviceError> {
+    use sys::CUfunction_attribute as A;
+    let get = |attribute: A| {
+        // SAFETY: writes one int, an attribute of the driver's function.
+        unsafe {
+            out(label, "cuFuncGetAttribute", |v| {
+                sys::cuFuncGetAttribute(v, attribute, function.0)
+            })
+        }
+        .map(|v: i32| v.max(0) as u32)
+    };
+    Ok(FunctionLimits {
+        max_threads: get(A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        static_shared: get(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+        registers: get(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+    })
+}
+
 /// `cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`.
 pub(in crate::backend::cuda) fn set_max_dynamic_shared(
     function: RawFunction,
