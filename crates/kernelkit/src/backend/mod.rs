@@ -422,6 +422,29 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()>;
     /// Launches (on a GPU: enqueues) one call whose outputs exist.
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()>;
+    /// How long the work `run` queues on `stream` takes: GPU backends time
+    /// it on the stream itself (events recorded around it); the default,
+    /// for backends whose launches finish before they return (the CPU),
+    /// is the wall clock between two waits for the stream. Autotuning
+    /// compares configurations with it.
+    fn time_on(
+        &self,
+        stream: &StreamHandle,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<std::time::Duration> {
+        self.synchronize(stream)?;
+        let started = std::time::Instant::now();
+        run()?;
+        self.synchronize(stream)?;
+        Ok(started.elapsed())
+    }
+    /// What a tuning measured on this device depends on (the model, its
+    /// compute capability and driver on a GPU; the compiler identity and
+    /// CPU features on the CPU): a tuning record made where this differs
+    /// is not used.
+    fn tuning_target(&self) -> String {
+        format!("{} {}", self.name(), self.identity())
+    }
     /// A stream of this device that another library made: never destroyed
     /// by kernelkit. Only GPU backends have such streams.
     fn wrap_stream(&self, stream: ForeignStream) -> Result<StreamHandle> {

@@ -38,6 +38,7 @@ use crate::cache::resolver::ModuleRequest;
 use crate::cache::resolver::ModuleResolver;
 use crate::cache::store::ArtifactStore;
 use crate::cache::tier::ArtifactTier;
+use crate::cache::tuning::Records;
 use crate::cache::CacheState;
 use crate::codegen::Dialect;
 use crate::config::{CacheConfig, Config, CudaCompileOptions};
@@ -104,6 +105,11 @@ pub(crate) struct DeviceShared {
     limits: Limits,
     /// Memory → artifact tiers → compile.
     modules: ModuleResolver,
+    /// Autotuning's records (memory → tiers) and counters.
+    records: Records,
+    /// What a tuning record must have been measured on to be used here
+    /// (`Backend::tuning_target`, asked once).
+    tuning_target: String,
     /// The default stream's number (see [`Stream`]'s `Debug`).
     default_id: u64,
     /// The default stream as a [`Stream`] to lend: `Link::Default` of
@@ -174,8 +180,10 @@ impl Device {
             },
             dialect: backend.dialect(),
             limits: *backend.limits(),
+            tuning_target: backend.tuning_target(),
             backend,
             modules: ModuleResolver::new(tiers, pool, cache.max_loaded_modules),
+            records: Records::new(crate::cache::tuning::tiers_for_devices(cache)),
             default_id: next_stream_id(),
             default_stream: MaybeUninit::uninit(),
         });
@@ -466,7 +474,19 @@ impl Device {
     pub fn cache_stats(&self) -> CacheStats {
         let mut stats = self.0.modules.stats();
         stats.pending_unloads = self.backend().pending_unloads();
+        self.0.records.add_stats(&mut stats);
         stats
+    }
+
+    /// This device's tuning records and counters (`kernel::tune`).
+    pub(crate) fn records(&self) -> &Records {
+        &self.0.records
+    }
+
+    /// What tuning records used here must have been measured on: the GPU
+    /// model, architecture and driver, or the CPU's compiler identity.
+    pub fn tuning_target(&self) -> &str {
+        &self.0.tuning_target
     }
 
     /// The digest of this device's compiler configuration: what an
