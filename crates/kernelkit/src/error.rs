@@ -27,6 +27,40 @@ pub enum Error {
     /// A device could not be opened or failed while running work.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// Autotuning could not choose a launch configuration.
+    #[error(transparent)]
+    Tune(#[from] TuneError),
+}
+
+/// Why autotuning a call (`Call::tuned`) could not choose a launch
+/// configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TuneError {
+    /// The tuning lists no configuration.
+    #[error("kernel `{kernel}`: autotune needs at least one configuration")]
+    NoConfigs {
+        /// The kernel's name.
+        kernel: String,
+    },
+    /// A configuration cannot be applied to the call.
+    #[error("kernel `{kernel}`: configuration `{config}` is not usable: {reason}")]
+    BadConfig {
+        /// The kernel's name.
+        kernel: String,
+        /// The configuration (its canonical text).
+        config: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Every configuration failed to compile or launch.
+    #[error("kernel `{kernel}`: every autotune configuration failed: {errors}")]
+    AllFailed {
+        /// The kernel's name.
+        kernel: String,
+        /// Each configuration and its error, `; `-separated.
+        errors: String,
+    },
 }
 
 /// Shorthand for results in this crate.

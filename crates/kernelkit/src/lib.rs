@@ -191,12 +191,15 @@ pub use codegen::{BodyLanguage, Dialect, Generated};
 pub use config::{CacheMode, CompileWorkers, Config, CudaCompileOptions, MemoConfig, StartWorkers};
 pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice};
 pub use dtype::{DType, Element};
-pub use error::{ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result};
+pub use error::{
+    ArrayError, BuildError, CallError, CompileError, DeviceError, Error, Result, TuneError,
+};
 pub use kernel::call::{Call, Launch, Rebindable};
 pub use kernel::precompile::{
     Precompile, PrecompileBuilder, PrecompileReport, PrecompileResult, Progress,
 };
 pub use kernel::variant::Variant;
+pub use kernel::tune::{TuneConfig, TuneOptions, Tuning};
 pub use kernel::{Kernel, KernelBuilder};
 pub use stats::CacheStats;
 

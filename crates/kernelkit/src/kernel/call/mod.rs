@@ -25,6 +25,7 @@ mod capture;
 pub(crate) mod check;
 mod launch;
 mod rebind;
+mod tuned;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -44,10 +45,12 @@ use crate::error::Result;
 use crate::kernel::variant::Variant;
 use crate::kernel::variants::key::{encode_key_parts, pack_key, KeyBytes};
 use crate::kernel::variants::{VariantKey, VariantRef};
+use crate::kernel::tune::Tuning;
 use crate::kernel::Kernel;
 use check::Checked;
 pub use launch::Launch;
 pub use rebind::Rebindable;
+pub(crate) use tuned::Swap;
 
 /// Per input descriptors and per output dtypes of one call.
 type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);
@@ -68,6 +71,8 @@ pub struct Call<'a> {
     /// Outputs written into arrays the caller gave (`output_into`): `None`
     /// for most calls (one word to set and to test).
     targets: Option<Box<Targets<'a>>>,
+    /// The launch configurations to choose from (`Call::tuned`).
+    tuning: Option<&'a Tuning>,
 }
 
 /// A call's outputs written into the caller's arrays.
@@ -94,6 +99,7 @@ impl<'a> Call<'a> {
             shared_mem_bytes: 0,
             verbose: false,
             targets: None,
+            tuning: None,
         }
     }
 
@@ -203,12 +209,27 @@ impl<'a> Call<'a> {
         self
     }
 
+    /// Lets `tuning` choose this call's template values, threadgroup and
+    /// grid among its configurations: the first call of a tuning key times
+    /// them (on the call's stream, into scratch outputs) and keeps the
+    /// fastest in every cache tier; later calls launch the choice. The
+    /// caller's arrays are written once, by the final run. See
+    /// [`Tuning`] and `docs/autotune.md`.
+    #[inline]
+    pub fn tuned(mut self, tuning: &'a Tuning) -> Self {
+        self.tuning = Some(tuning);
+        self
+    }
+
     /// Prepares and runs the call; returns the outputs (on a GPU, the work
     /// is queued and the outputs are ready when their stream is).
     ///
     /// This runs the call straight from its borrowed arguments (no
     /// [`Launch`] is built), the cheapest way to dispatch.
     pub fn launch(&self) -> Result<Outputs> {
+        if let Some(tuning) = self.tuning {
+            return tuning.launch(self);
+        }
         let checked = self.check()?;
         let variant = self.variant(&checked)?;
         let function = capture::function_for(
@@ -240,6 +261,9 @@ impl<'a> Call<'a> {
 
     /// Checks everything and returns a launch that owns its arguments.
     pub fn prepare(&self) -> Result<Launch> {
+        if let Some(tuning) = self.tuning {
+            return tuning.prepare(self);
+        }
         let checked = self.check()?;
         let variant = self.variant(&checked)?;
         Ok(self.launch_of(variant.into_arc(), checked))
