@@ -198,8 +198,8 @@ pub use kernel::call::{Call, Launch, Rebindable};
 pub use kernel::precompile::{
     Precompile, PrecompileBuilder, PrecompileReport, PrecompileResult, Progress,
 };
-pub use kernel::variant::Variant;
 pub use kernel::tune::{TuneConfig, TuneOptions, Tuning};
+pub use kernel::variant::Variant;
 pub use kernel::{Kernel, KernelBuilder};
 pub use stats::CacheStats;
 

@@ -91,10 +91,7 @@ impl Stream {
     /// How long the work `run` queues on this stream takes, timed on the
     /// stream (CUDA events; the wall clock on the CPU): what autotuning
     /// compares.
-    pub(crate) fn time(
-        &self,
-        run: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<std::time::Duration> {
+    pub(crate) fn time(&self, run: &mut dyn FnMut() -> Result<()>) -> Result<std::time::Duration> {
         self.device().backend().time_on(self.handle(), run)
     }
     #[inline]

@@ -273,10 +273,7 @@ impl CudaStream {
 
     /// The GPU time of the work `run` queues on this stream, measured by
     /// two timing events recorded around it (what autotuning compares).
-    pub(super) fn time(
-        &self,
-        run: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<std::time::Duration> {
+    pub(super) fn time(&self, run: &mut dyn FnMut() -> Result<()>) -> Result<std::time::Duration> {
         self.ctx.bind()?;
         let label = &self.ctx.label;
         let start = driver::timing_event_create(label)?;
@@ -298,7 +295,9 @@ impl CudaStream {
         driver::event_destroy(start);
         driver::event_destroy(end);
         let ms: f32 = timed?;
-        Ok(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+        Ok(std::time::Duration::from_secs_f64(
+            f64::from(ms.max(0.0)) / 1e3,
+        ))
     }
 
     /// The device's allocator (graph allocations ask its pool).

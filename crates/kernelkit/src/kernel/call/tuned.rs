@@ -97,17 +97,20 @@ impl<'a> Call<'a> {
                 h.update(&(d as u64).to_le_bytes());
             }
         }
-        self.hash_outputs_and_template(h);
+        self.hash_outputs_and_template(h, true);
     }
 
-    /// Hashes the outputs' shapes and dtypes and the call's own template
-    /// arguments (part of every tuning key: they change the variant).
+    /// Hashes the outputs' dtypes (and, with `shapes`, their shapes) and
+    /// the call's own template arguments (part of every tuning key: they
+    /// change the variant).
     #[inline]
-    pub(crate) fn hash_outputs_and_template(&self, h: &mut Xxh3) {
+    pub(crate) fn hash_outputs_and_template(&self, h: &mut Xxh3, shapes: bool) {
         for (shape, dtype) in &self.outputs {
             h.update(&[*dtype as u8, shape.len() as u8]);
-            for &d in shape {
-                h.update(&d.to_le_bytes());
+            if shapes {
+                for &d in shape {
+                    h.update(&d.to_le_bytes());
+                }
             }
         }
         for t in &self.template {
@@ -133,7 +136,8 @@ impl<'a> Call<'a> {
         grid: Option<[u64; 3]>,
         swap: Option<Swap<'s>>,
     ) -> Call<'s> {
-        let mut template: SmallVec<[TemplateParam<'s>; 4]> = self.template.iter().cloned().collect();
+        let mut template: SmallVec<[TemplateParam<'s>; 4]> =
+            self.template.iter().cloned().collect();
         for (name, value) in config.template_values() {
             template.push(TemplateParam {
                 name: Cow::Borrowed(name),

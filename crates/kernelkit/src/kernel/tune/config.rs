@@ -167,7 +167,12 @@ impl Tuning {
     /// A tuning over `configs`, in order (the first is the one run when
     /// nothing may be timed).
     pub fn new(configs: impl IntoIterator<Item = TuneConfig>) -> Tuning {
-        Tuning::from_parts(configs.into_iter().collect(), None, None, TuneOptions::default())
+        Tuning::from_parts(
+            configs.into_iter().collect(),
+            None,
+            None,
+            TuneOptions::default(),
+        )
     }
 
     fn from_parts(
@@ -191,7 +196,10 @@ impl Tuning {
         }
     }
 
-    fn rebuilt(&self, f: impl FnOnce(&mut (Option<Arc<GridFn>>, Option<Arc<KeyFn>>, TuneOptions))) -> Tuning {
+    fn rebuilt(
+        &self,
+        f: impl FnOnce(&mut (Option<Arc<GridFn>>, Option<Arc<KeyFn>>, TuneOptions)),
+    ) -> Tuning {
         let i = &self.inner;
         let mut parts = (i.grid.clone(), i.key.clone(), i.options);
         f(&mut parts);
@@ -292,8 +300,12 @@ mod tests {
 
     #[test]
     fn ids_are_canonical() {
-        let a = TuneConfig::new([128, 1, 1]).template("TILE", 4).template("A", true);
-        let b = TuneConfig::new([128, 1, 1]).template("A", true).template("TILE", 4);
+        let a = TuneConfig::new([128, 1, 1])
+            .template("TILE", 4)
+            .template("A", true);
+        let b = TuneConfig::new([128, 1, 1])
+            .template("A", true)
+            .template("TILE", 4);
         assert_eq!(a.id(), b.id());
         assert_eq!(a.id(), "threadgroup=128,1,1 A=true TILE=4");
         assert_ne!(a.id(), a.clone().grid([4, 1, 1]).id());

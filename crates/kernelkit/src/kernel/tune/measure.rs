@@ -176,7 +176,10 @@ pub(super) fn time_configs(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Some("the compile panicked".into())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Some("the compile panicked".into()))
+            })
             .collect()
     });
     for (c, error) in candidates.iter_mut().zip(compiled) {
@@ -240,10 +243,7 @@ pub(super) fn time_configs(
             .into_iter()
             .filter(|&i| candidates[i].failed.is_none())
             .collect();
-        let Some(&best) = alive
-            .iter()
-            .min_by_key(|&&i| candidates[i].quantile(0.5))
-        else {
+        let Some(&best) = alive.iter().min_by_key(|&&i| candidates[i].quantile(0.5)) else {
             break;
         };
         let best_q3 = candidates[best].quantile(0.75);

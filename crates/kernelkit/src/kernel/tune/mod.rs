@@ -3,8 +3,8 @@
 //! tier; later calls launch the choice with no timing.
 //!
 //! The tuning key is the kernel (its spec's fingerprint), the dialect,
-//! the call's outputs and own template values, and either the inputs'
-//! shapes and dtypes or the user's key ([`Tuning::key_fn`]); the record of
+//! the outputs' dtypes and the call's own template values, and either the
+//! inputs' and outputs' shapes and the inputs' dtypes or the user's key ([`Tuning::key_fn`]); the record of
 //! a key is named together with the device's tuning target (model,
 //! architecture, driver), so a record made on another GPU or driver is
 //! never used. Records are per configuration: a tuning whose
@@ -118,7 +118,7 @@ impl Tuning {
         match &self.inner.key {
             Some(key) => {
                 h.update(key(call.input_arrays()).as_bytes());
-                call.hash_outputs_and_template(&mut h);
+                call.hash_outputs_and_template(&mut h, false);
             }
             None => call.hash_signature(&mut h),
         }
@@ -149,7 +149,11 @@ impl Tuning {
         }
         text.push_str(" out=");
         for (shape, dtype) in call.output_specs() {
-            text.push_str(&format!("{}{:?};", dtype.name(), shape));
+            text.push_str(dtype.name());
+            if self.inner.key.is_none() {
+                text.push_str(&format!("{shape:?}"));
+            }
+            text.push(';');
         }
         for t in call.own_template() {
             text.push_str(&format!(" {}={:?}", t.name, t.value));
@@ -198,7 +202,12 @@ impl Tuning {
     /// (whether or not the record covers them all).
     fn recorded_choice(&self, record: &TuningRecord, target: &str) -> Option<usize> {
         (record.target == target)
-            .then(|| self.inner.configs.iter().position(|c| c.id() == record.choice))
+            .then(|| {
+                self.inner
+                    .configs
+                    .iter()
+                    .position(|c| c.id() == record.choice)
+            })
             .flatten()
     }
 
@@ -220,7 +229,10 @@ impl Tuning {
             return Ok(index);
         }
         if stream.capturing()? {
-            if let Some(index) = found.as_deref().and_then(|r| self.recorded_choice(r, &target)) {
+            if let Some(index) = found
+                .as_deref()
+                .and_then(|r| self.recorded_choice(r, &target))
+            {
                 records.count_hit();
                 self.remember(sig, index);
                 return Ok(index);
