@@ -9,6 +9,11 @@
 //! every spec compiled, 1 when any failed, 2 when no device could be
 //! opened.
 //!
+//! With `--tune`, each spec whose configurations file is given
+//! (`--configs`) or lies beside it (`SPEC.configs.json`) is then tuned
+//! over them on the device (`kernelkit tune` for one spec): its record is
+//! kept in every cache tier, and `kernelkit cache export` ships it.
+//!
 //! A spec file needs no data here: the variant depends on the inputs'
 //! dtypes and shapes only (`SpecFile::placeholder_inputs`).
 //!
@@ -39,6 +44,15 @@ pub struct Args {
     /// Compiles at once (default: the core count, at most 16).
     #[arg(long)]
     workers: Option<usize>,
+    /// Also tune each spec's call over launch configurations (timing them
+    /// on the device), keeping the records in the caches (`cache export`
+    /// ships them): from `--configs`, else from `SPEC.configs.json` beside
+    /// each spec (specs without one are only compiled).
+    #[arg(long)]
+    tune: bool,
+    /// The configurations file for `--tune` (every spec).
+    #[arg(long, value_name = "CONFIGS.json", requires = "tune")]
+    configs: Option<PathBuf>,
 }
 
 /// One spec, read and ready to add (or why not).
@@ -68,8 +82,18 @@ pub fn main(args: Args) -> ExitCode {
     if let Some(n) = args.workers {
         builder = builder.workers(n);
     }
-    for l in loaded.iter().flatten() {
-        builder = builder.call(&l.spec.call(&l.kernel, &l.inputs));
+    // Specs tuned below are compiled there, one variant per
+    // configuration (in parallel); their own call may lack the tuned
+    // template values.
+    let tuned: Vec<bool> = args
+        .specs
+        .iter()
+        .map(|path| args.tune && configs_of(&args, path).is_some())
+        .collect();
+    for (l, _) in loaded.iter().zip(&tuned).filter(|(_, t)| !**t) {
+        if let Ok(l) = l {
+            builder = builder.call(&l.spec.call(&l.kernel, &l.inputs));
+        }
     }
     let handle = builder.start();
     let terminal = std::io::stderr().is_terminal();
@@ -98,12 +122,13 @@ pub fn main(args: Args) -> ExitCode {
     let mut results = report.results.iter();
     let mut failed = 0;
     let mut slowest = Duration::ZERO;
-    for (path, l) in args.specs.iter().zip(&loaded) {
+    for ((path, l), tuned) in args.specs.iter().zip(&loaded).zip(&tuned) {
         let line = match l {
             Err(why) => {
                 failed += 1;
                 format!("FAILED: {why}")
             }
+            Ok(_) if *tuned => "compiled while tuning (below)".to_string(),
             Ok(_) => match results.next() {
                 Some(r) => {
                     slowest = slowest.max(r.time);
@@ -128,11 +153,72 @@ pub fn main(args: Args) -> ExitCode {
         report.elapsed.as_secs_f64(),
         slowest.as_secs_f64()
     );
+    if args.tune {
+        failed += tune_all(&args, &loaded, &device);
+        println!("cache: {}", device.cache_stats().summary());
+    }
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The configurations file of `spec` under `--tune`: `--configs`, else
+/// `SPEC.configs.json` if it exists.
+fn configs_of(args: &Args, spec: &std::path::Path) -> Option<PathBuf> {
+    match &args.configs {
+        Some(c) => Some(c.clone()),
+        None => Some(spec.with_extension("configs.json")).filter(|p| p.exists()),
+    }
+}
+
+/// `--tune`: tunes each loaded spec that has configurations; prints one
+/// line per spec; returns how many failed.
+fn tune_all(args: &Args, loaded: &[Result<Loaded, String>], device: &Device) -> usize {
+    let mut failed = 0;
+    for (path, l) in args.specs.iter().zip(loaded) {
+        let Ok(l) = l else { continue };
+        let Some(configs) = configs_of(args, path) else {
+            println!(
+                "{}: not tuned (no {})",
+                path.display(),
+                path.with_extension("configs.json").display()
+            );
+            continue;
+        };
+        let tuning = match crate::tune::read_configs(&configs) {
+            Ok(t) => t,
+            Err(e) => {
+                failed += 1;
+                println!("{}: tune FAILED: {e}", path.display());
+                continue;
+            }
+        };
+        let mut call = l
+            .spec
+            .call(&l.kernel, &l.inputs)
+            .on(device.default_stream());
+        if let Some(grid) = l.spec.grid {
+            call = call.grid(grid);
+        }
+        if let Some(v) = l.spec.init_value {
+            call = call.init_value(v);
+        }
+        match tuning.record(&call) {
+            Ok(record) => println!(
+                "{}: tuned, chose {} among {} configurations",
+                path.display(),
+                record.choice,
+                record.configs.len()
+            ),
+            Err(e) => {
+                failed += 1;
+                println!("{}: tune FAILED: {}", path.display(), one_line(&e));
+            }
+        }
+    }
+    failed
 }
 
 /// Reads a spec and builds its kernel (no device needed).

@@ -443,7 +443,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// CPU features on the CPU): a tuning record made where this differs
     /// is not used.
     fn tuning_target(&self) -> String {
-        format!("{} {}", self.name(), self.identity())
+        format!(
+            "{} (compiler identity {:016x})",
+            self.name(),
+            xxhash_rust::xxh3::xxh3_64(self.identity().as_bytes())
+        )
     }
     /// A stream of this device that another library made: never destroyed
     /// by kernelkit. Only GPU backends have such streams.

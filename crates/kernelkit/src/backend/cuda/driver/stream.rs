@@ -211,8 +211,9 @@ pub(in crate::backend::cuda) fn event_synchronize(
     )
 }
 
-/// `cuEventElapsedTime` between two timing events, both complete, in
-/// milliseconds.
+/// `cuEventElapsedTime_v2` (CUDA 12.8+ drivers; see
+/// [`event_timing_available`]) between two timing events, both complete,
+/// in milliseconds.
 pub(in crate::backend::cuda) fn event_elapsed_ms(
     start: RawEvent,
     end: RawEvent,
@@ -222,9 +223,16 @@ pub(in crate::backend::cuda) fn event_elapsed_ms(
     // SAFETY: writes one float; both events are live handles of this
     // context.
     check(
-        unsafe { sys::cuEventElapsedTime(&mut ms, start.0, end.0) },
+        unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.0, end.0) },
         label,
-        "cuEventElapsedTime",
+        "cuEventElapsedTime_v2",
     )?;
     Ok(ms)
+}
+
+/// Whether the driver has `cuEventElapsedTime_v2` (asked once): without
+/// it, tuning times with the host's clock around a stream synchronize.
+pub(in crate::backend::cuda) fn event_timing_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| super::missing_symbol(&["cuEventElapsedTime_v2"]).is_none())
 }
