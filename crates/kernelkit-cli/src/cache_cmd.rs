@@ -152,7 +152,11 @@ pub fn main(args: Args) -> ExitCode {
             kernels,
             backends,
         } => {
-            let filter = ExportFilter { kernels, backends };
+            let filter = ExportFilter {
+                kernels,
+                backends,
+                kinds: Vec::new(),
+            };
             return export(&store, &filter, config.home.as_deref(), &signing_key, &out);
         }
         Action::Keygen { .. } | Action::Import { .. } => unreachable!("handled above"),

@@ -349,6 +349,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// must not collide across compilers, flags or targets for as long as
     /// artifacts live on disk. Found once per process.
     fn identity(&self) -> &str;
+    /// What its artifacts are for, as entries name it (part of
+    /// [`Backend::identity`] already): `sm_90a` (code for that chip),
+    /// `compute_90` (PTX, finished by the driver), `x86-64-v2`, `native`.
+    fn target(&self) -> &str;
     /// SIMD (warp) width reported to bodies.
     fn simd_width(&self) -> u32;
     /// Compiles a source into an artifact (shared library bytes, cubin),

@@ -29,6 +29,7 @@ use std::time::Instant;
 
 use crate::backend::{Backend, CompileJob, Compiled, Module};
 use crate::cache::artifact_pool::ArtifactPool;
+use crate::cache::entry::EntryKind;
 use crate::cache::kernel_cache::{KernelCache, Outcome, Shared};
 use crate::cache::key::{IdentityDigest, ModuleKey};
 use crate::cache::tier::{Artifact, ArtifactTier, Claimed, Found, Lookup};
@@ -168,6 +169,32 @@ impl ModuleResolver {
         }
     }
 
+    /// The entry of kind `kind` stored under `key` in the first tier that
+    /// holds one (the disk store, then the fleet's Redis), kept in the
+    /// tiers before it as a module would be; `None` when no tier holds
+    /// one. Nothing is loaded or counted: this is how non-module entries
+    /// (tuning records) are read through the same tiers.
+    pub(crate) fn stored_entry(&self, key: &ModuleKey, kind: EntryKind) -> Option<Box<Found>> {
+        for (i, tier) in self.tiers.iter().enumerate() {
+            if let Lookup::Hit(found) = tier.get(key) {
+                if found.kind == kind {
+                    self.backfill(i, key, &found);
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+
+    /// Writes `artifact` under `key` into every tier (a failed write is
+    /// counted by its tier, never fatal): how non-module entries (tuning
+    /// records) are kept.
+    pub(crate) fn put_entry(&self, key: &ModuleKey, artifact: &Artifact<'_>) {
+        for tier in &self.tiers {
+            tier.put(key, artifact);
+        }
+    }
+
     /// Counts a hit answered without asking the resolver (a variant that
     /// kept its function: see `kernel::variant`).
     #[inline]
@@ -231,6 +258,8 @@ impl ModuleResolver {
         match &compiled.dependencies {
             Ok(dependencies) => {
                 let artifact = Artifact {
+                    kind: kind_of_target(backend.target()),
+                    target: backend.target(),
                     kernel: job.kernel,
                     backend: backend.name(),
                     function: job.function,
@@ -323,6 +352,9 @@ fn load_stored(
     job: &CompileJob<'_>,
 ) -> Stored {
     let found = match tier.get(key) {
+        // A tuning record is never loaded as a module (its key is the
+        // tuner's own, so only a forged entry puts one here).
+        Lookup::Hit(found) if !found.kind.is_loadable() => return Stored::Missing,
         Lookup::Hit(found) => found,
         Lookup::Missing => return Stored::Missing,
         Lookup::Unusable { seen } => return Stored::Unusable(seen),
@@ -336,5 +368,15 @@ fn load_stored(
             tier.record_bad_load(key, &e);
             Stored::NotLoaded
         }
+    }
+}
+
+/// The kind of a compiled artifact for `target`: PTX for a virtual
+/// architecture (`compute_90`), code for anything else.
+pub(crate) fn kind_of_target(target: &str) -> EntryKind {
+    if target.starts_with("compute_") {
+        EntryKind::Ptx
+    } else {
+        EntryKind::Code
     }
 }

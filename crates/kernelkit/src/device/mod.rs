@@ -31,7 +31,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use crate::array::Array;
 use crate::backend::{Backend, Limits, StreamHandle};
 use crate::cache::artifact_pool::ArtifactPool;
-use crate::cache::key::IdentityDigest;
+use crate::cache::entry::{Contents, Dependencies, EntryKind};
+use crate::cache::key::{IdentityDigest, ModuleKey};
 use crate::cache::loaded::{Bound, FunctionRef, FunctionSlots};
 use crate::cache::remote::RemoteTier;
 use crate::cache::resolver::ModuleRequest;
@@ -497,6 +498,46 @@ impl Device {
         IdentityDigest::of(backend.name(), backend.identity())
     }
 
+    /// The payload of the tuning record stored under `key` in this device's
+    /// tiers (disk store, then fleet Redis; a fleet hit is written to the
+    /// disk), with the target it names (device model and driver); `None`
+    /// when no tier holds one. The key and the payload's encoding are the
+    /// tuner's own (see [`crate::cache::entry::EntryKind::TuningRecord`]).
+    pub(crate) fn tuning_record(&self, key: &ModuleKey) -> Option<(String, Vec<u8>)> {
+        self.0
+            .modules
+            .stored_entry(key, EntryKind::TuningRecord)
+            .map(|found| (found.target, found.payload))
+    }
+
+    /// Keeps a tuning record under `key` in every tier of this device:
+    /// `kernel` and `function` name the tuned kernel (identifiers, for
+    /// listings), `target` the device model and driver it was measured on.
+    pub(crate) fn put_tuning_record(
+        &self,
+        key: &ModuleKey,
+        kernel: &str,
+        function: &str,
+        target: &str,
+        payload: &[u8],
+    ) {
+        let backend = self.backend();
+        let none = Dependencies::default();
+        self.0.modules.put_entry(
+            key,
+            &Contents {
+                kind: EntryKind::TuningRecord,
+                kernel,
+                backend: backend.name(),
+                function,
+                target,
+                identity: IdentityDigest::of(backend.name(), backend.identity()),
+                dependencies: &none,
+                payload,
+            },
+        );
+    }
+
     /// Where the module of `function` (its source hashed to `source_hash`)
     /// is compiled already (see
     /// [`CacheState`]); compiles, loads and counts nothing.
@@ -581,6 +622,36 @@ mod tests {
         let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
         // SAFETY: sysconf only reads a system constant.
         pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
+    }
+
+    /// A tuning record goes into a device's disk store and comes back to
+    /// another device on the same store; a module key finds no record and
+    /// a record key no module.
+    #[test]
+    fn tuning_records_round_trip_through_the_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("store");
+        let key = ModuleKey::from_bytes([3; 16]);
+        let one = Device::builder().cache_dir(&dir).cpu().unwrap();
+        assert!(one.tuning_record(&key).is_none());
+        one.put_tuning_record(
+            &key,
+            "gemm",
+            "custom_kernel_gemm",
+            "cpu model x",
+            b"BLOCK=64",
+        );
+        let two = Device::builder().cache_dir(&dir).cpu().unwrap();
+        assert_eq!(
+            two.tuning_record(&key),
+            Some(("cpu model x".to_string(), b"BLOCK=64".to_vec()))
+        );
+        let store = ArtifactStore::open(&dir).unwrap();
+        let bytes = store.entry_bytes(&key).unwrap().unwrap();
+        let entry = crate::cache::entry::parse(&bytes).unwrap();
+        assert_eq!(entry.header.kind, EntryKind::TuningRecord);
+        assert_eq!(entry.header.kernel, "gemm");
+        assert_eq!(two.cache_stats().compiles, 0);
     }
 
     /// Opens, uses and drops one CPU device: arrays on its default stream

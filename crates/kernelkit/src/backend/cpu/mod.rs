@@ -87,6 +87,9 @@ impl Backend for CpuBackend {
     fn identity(&self) -> &str {
         self.compiler.artifact_identity()
     }
+    fn target(&self) -> &str {
+        "native"
+    }
     fn simd_width(&self) -> u32 {
         32
     }

@@ -353,6 +353,9 @@ impl Backend for CudaBackend {
     fn identity(&self) -> &str {
         self.nvrtc.identity()
     }
+    fn target(&self) -> &str {
+        self.nvrtc.target()
+    }
     fn simd_width(&self) -> u32 {
         self.warp
     }

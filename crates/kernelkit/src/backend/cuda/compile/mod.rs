@@ -182,6 +182,11 @@ impl Nvrtc {
         &self.identity
     }
 
+    /// `sm_90a`, or `compute_XX` when this NVRTC emits PTX for the chip.
+    pub(super) fn target(&self) -> &str {
+        &self.target
+    }
+
     /// `NVRTC 13.0 -> sm_90a`.
     pub(super) fn describe(&self) -> String {
         format!(
