@@ -32,7 +32,7 @@ use crate::cache::artifact_pool::ArtifactPool;
 use crate::cache::entry::EntryKind;
 use crate::cache::kernel_cache::{KernelCache, Outcome, Shared};
 use crate::cache::key::{IdentityDigest, ModuleKey};
-use crate::cache::tier::{Artifact, ArtifactTier, Claimed, Found, Lookup};
+use crate::cache::tier::{Artifact, ArtifactTier, Claim, Claimed, Found, Lookup};
 use crate::error::CompileError;
 use crate::stats::CacheStats;
 
@@ -193,6 +193,43 @@ impl ModuleResolver {
         for tier in &self.tiers {
             tier.put(key, artifact);
         }
+    }
+
+    /// Claims `key` in every tier, in order (the disk store's file lock,
+    /// the fleet's lease), waiting while another process holds it: the
+    /// claims held (dropped to release), an entry of `kind` another
+    /// process published meanwhile, and whether a tier that others share
+    /// gave no claim (its wait ran out, or it is away). How one node of a
+    /// fleet tunes a key while the others wait for its record.
+    pub(crate) fn claim_entry(
+        &self,
+        key: &ModuleKey,
+        kind: EntryKind,
+    ) -> (Vec<Claim>, Option<Box<Found>>, bool) {
+        let mut claims = Vec::new();
+        let mut unclaimed_shared = false;
+        for (i, tier) in self.tiers.iter().enumerate() {
+            let look_again = match tier.claim(key, None) {
+                Claimed::Held(claim) => {
+                    claims.push(claim);
+                    true
+                }
+                Claimed::Published => true,
+                Claimed::Unclaimed => {
+                    unclaimed_shared |= tier.shared();
+                    false
+                }
+            };
+            if look_again {
+                if let Lookup::Hit(found) = tier.get(key) {
+                    if found.kind == kind {
+                        self.backfill(i, key, &found);
+                        return (claims, Some(found), false);
+                    }
+                }
+            }
+        }
+        (claims, None, unclaimed_shared)
     }
 
     /// Counts a hit answered without asking the resolver (a variant that

@@ -39,7 +39,8 @@ use crate::cache::resolver::ModuleRequest;
 use crate::cache::resolver::ModuleResolver;
 use crate::cache::store::ArtifactStore;
 use crate::cache::tier::ArtifactTier;
-use crate::cache::tuning::Records;
+use crate::cache::tier::Claim;
+use crate::cache::tuning::{RecordKey, Records, TuningRecord};
 use crate::cache::CacheState;
 use crate::codegen::Dialect;
 use crate::config::{CacheConfig, Config, CudaCompileOptions};
@@ -184,7 +185,7 @@ impl Device {
             tuning_target: backend.tuning_target(),
             backend,
             modules: ModuleResolver::new(tiers, pool, cache.max_loaded_modules),
-            records: Records::new(crate::cache::tuning::tiers_for_devices(cache)),
+            records: Records::default(),
             default_id: next_stream_id(),
             default_stream: MaybeUninit::uninit(),
         });
@@ -536,6 +537,65 @@ impl Device {
                 payload,
             },
         );
+    }
+
+    /// The tuning record `key` in memory, or in a tier (then kept in
+    /// memory), if it was measured on this device's tuning target.
+    pub(crate) fn find_tuning_record(&self, key: &RecordKey) -> Option<Arc<TuningRecord>> {
+        if let Some(found) = self.0.records.in_memory(key) {
+            return Some(found);
+        }
+        let (target, payload) = self.tuning_record(&ModuleKey::from_bytes(key.0))?;
+        self.adopt_record(key, &target, &payload)
+    }
+
+    /// A record read from a tier, kept in memory if it is good and of this
+    /// device's target.
+    fn adopt_record(
+        &self,
+        key: &RecordKey,
+        target: &str,
+        payload: &[u8],
+    ) -> Option<Arc<TuningRecord>> {
+        let record = TuningRecord::decode(payload)?;
+        (target == self.tuning_target() && record.target == target)
+            .then(|| self.0.records.keep(key, record))
+    }
+
+    /// Keeps `record` in memory and in every tier of this device (the disk
+    /// store, the fleet tier), as an entry of kind `TuningRecord` naming
+    /// `kernel`.
+    pub(crate) fn keep_tuning_record(
+        &self,
+        key: &RecordKey,
+        kernel: &str,
+        record: TuningRecord,
+    ) -> Arc<TuningRecord> {
+        self.put_tuning_record(
+            &ModuleKey::from_bytes(key.0),
+            kernel,
+            &format!("tuned_{kernel}"),
+            &record.target,
+            &record.encode(),
+        );
+        self.0.records.keep(key, record)
+    }
+
+    /// Claims the tuning of `key` in this device's tiers (the disk store's
+    /// lock, the fleet's lease), waiting while another process tunes it:
+    /// the claims (held until dropped), the record another process
+    /// published meanwhile, and whether a shared tier gave no claim (its
+    /// wait ran out).
+    pub(crate) fn claim_tuning(
+        &self,
+        key: &RecordKey,
+    ) -> (Vec<Claim>, Option<Arc<TuningRecord>>, bool) {
+        let (claims, found, timed_out) = self
+            .0
+            .modules
+            .claim_entry(&ModuleKey::from_bytes(key.0), EntryKind::TuningRecord);
+        let found = found.and_then(|f| self.adopt_record(key, &f.target, &f.payload));
+        (claims, found, timed_out)
     }
 
     /// Where the module of `function` (its source hashed to `source_hash`)

@@ -80,8 +80,7 @@ impl Tuning {
         let (device, _) = call.device_and_stream()?;
         let key = RecordKey::of(&self.key_text(call, &device), device.tuning_target());
         device
-            .records()
-            .find(&key)
+            .find_tuning_record(&key)
             .ok_or_else(|| TuneError::NoConfigs {
                 kernel: call.kernel().name().to_string(),
             })
@@ -222,7 +221,7 @@ impl Tuning {
         let key = RecordKey::of(&key_text, &target);
         let records = device.records();
 
-        let found = records.find(&key);
+        let found = device.find_tuning_record(&key);
         if let Some(index) = found.as_deref().and_then(|r| self.usable(r, &target)) {
             records.count_hit();
             self.remember(sig, index);
@@ -270,9 +269,38 @@ impl Tuning {
         // and then find its record.
         let lock = records.tuning_lock(&key);
         let _tuning = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let previous = records.find(&key);
+        let mut previous = device.find_tuning_record(&key);
         if let Some(index) = previous.as_deref().and_then(|r| self.usable(r, &target)) {
             records.count_hit();
+            self.remember(sig, index);
+            return Ok(index);
+        }
+        // One process of a machine (the disk store's lock) and one node
+        // of a fleet (the lease) tunes a key; the others wait for its
+        // record.
+        let (_claims, published, timed_out) = device.claim_tuning(&key);
+        if let Some(record) = published {
+            if let Some(index) = self.usable(&record, &target) {
+                records.count_hit();
+                self.remember(sig, index);
+                return Ok(index);
+            }
+            previous = Some(record);
+        }
+        if timed_out {
+            // Another node holds the lease past the wait (or the fleet is
+            // away): run the recorded choice or the first configuration,
+            // untimed, rather than stall.
+            let index = previous
+                .as_deref()
+                .and_then(|r| self.recorded_choice(r, &target))
+                .unwrap_or(0);
+            tracing::warn!(
+                kernel = %call.kernel().name(),
+                "tuning key `{key_text}`: no record and no lease from the fleet tier; running \
+                 configuration `{}` untimed in this process",
+                self.inner.configs[index]
+            );
             self.remember(sig, index);
             return Ok(index);
         }
@@ -308,7 +336,7 @@ impl Tuning {
             record.choice,
             timed.len()
         );
-        records.put(&key, record);
+        device.keep_tuning_record(&key, call.kernel().name(), record);
         self.remember(sig, index);
         Ok(index)
     }
