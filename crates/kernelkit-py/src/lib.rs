@@ -75,6 +75,7 @@ pub mod streams;
 pub mod strided_copy;
 pub mod testing;
 pub mod torch;
+pub mod tune;
 pub mod worker;
 
 use device::{Place, PyDevice, PyStream};
@@ -107,6 +108,7 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStream>()?;
     m.add_class::<kernel::PyKernel>()?;
     m.add_class::<dlpack_outputs::PyArray>()?;
+    m.add_class::<tune::PyTuner>()?;
     m.add_function(wrap_pyfunction!(constructors::metal_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(constructors::cuda_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(device::new_stream, m)?)?;

@@ -46,6 +46,7 @@ from ._kernelkit import (
     new_stream,
 )
 from ._kernel import Kernel, cuda_kernel, metal_kernel
+from ._autotune import Autotuned, autotune
 from . import fast
 from ._site import export_site_dirs as _export_site_dirs
 
@@ -77,6 +78,8 @@ def eval(*arrays: object) -> None:
 
 
 __all__ = [
+    "autotune",
+    "Autotuned",
     "metal_kernel",
     "cuda_kernel",
     "Kernel",
