@@ -50,7 +50,7 @@ use crate::kernel::Kernel;
 use check::Checked;
 pub use launch::Launch;
 pub use rebind::Rebindable;
-pub(crate) use tuned::Swap;
+pub(crate) use tuned::{SigBytes, Swap};
 
 /// Per input descriptors and per output dtypes of one call.
 type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);

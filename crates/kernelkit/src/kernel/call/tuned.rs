@@ -8,7 +8,6 @@
 use std::borrow::Cow;
 
 use smallvec::SmallVec;
-use xxhash_rust::xxh3::Xxh3;
 
 use super::{Call, Targets};
 use crate::array::Array;
@@ -17,6 +16,10 @@ use crate::device::{Device, Stream};
 use crate::error::Result;
 use crate::kernel::tune::TuneConfig;
 use crate::kernel::Kernel;
+
+/// The bytes a call's tuning signature is hashed from (on the stack for
+/// most calls).
+pub(crate) type SigBytes = SmallVec<[u8; 128]>;
 
 /// Arrays a timing run uses instead of the caller's: inputs by position
 /// and outputs written into scratch arrays (`output_into`).
@@ -86,42 +89,42 @@ impl<'a> Call<'a> {
         &self.template
     }
 
-    /// Hashes what makes this call a different tuning key on its device
+    /// Writes what makes this call a different tuning key on its device
     /// when the key is the default one: the inputs' dtypes and shapes, the
     /// outputs' shapes and dtypes and the call's own template arguments.
     #[inline]
-    pub(crate) fn hash_signature(&self, h: &mut Xxh3) {
+    pub(crate) fn hash_signature(&self, h: &mut SigBytes) {
         for a in &self.inputs {
-            h.update(&[a.dtype() as u8, a.ndim() as u8]);
+            h.extend_from_slice(&[a.dtype() as u8, a.ndim() as u8]);
             for &d in a.shape() {
-                h.update(&(d as u64).to_le_bytes());
+                h.extend_from_slice(&(d as u64).to_le_bytes());
             }
         }
         self.hash_outputs_and_template(h, true);
     }
 
-    /// Hashes the outputs' dtypes (and, with `shapes`, their shapes) and
+    /// Writes the outputs' dtypes (and, with `shapes`, their shapes) and
     /// the call's own template arguments (part of every tuning key: they
     /// change the variant).
     #[inline]
-    pub(crate) fn hash_outputs_and_template(&self, h: &mut Xxh3, shapes: bool) {
+    pub(crate) fn hash_outputs_and_template(&self, h: &mut SigBytes, shapes: bool) {
         for (shape, dtype) in &self.outputs {
-            h.update(&[*dtype as u8, shape.len() as u8]);
+            h.extend_from_slice(&[*dtype as u8, shape.len() as u8]);
             if shapes {
                 for &d in shape {
-                    h.update(&d.to_le_bytes());
+                    h.extend_from_slice(&d.to_le_bytes());
                 }
             }
         }
         for t in &self.template {
-            h.update(t.name.as_bytes());
+            h.extend_from_slice(t.name.as_bytes());
             match t.value {
                 TemplateArg::Int(v) => {
-                    h.update(&[0]);
-                    h.update(&v.to_le_bytes());
+                    h.extend_from_slice(&[0]);
+                    h.extend_from_slice(&v.to_le_bytes());
                 }
-                TemplateArg::Bool(v) => h.update(&[1, v as u8]),
-                TemplateArg::DType(d) => h.update(&[2, d as u8]),
+                TemplateArg::Bool(v) => h.extend_from_slice(&[1, v as u8]),
+                TemplateArg::DType(d) => h.extend_from_slice(&[2, d as u8]),
             }
         }
     }

@@ -25,11 +25,10 @@
 mod config;
 mod measure;
 
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::xxh3_64;
 
 pub use config::{GridFn, KeyFn, TuneConfig, TuneOptions, Tuning};
 
@@ -37,7 +36,7 @@ use crate::array::outputs::Outputs;
 use crate::cache::tuning::{ConfigResult, RecordKey, TuningRecord, RECORD_FORMAT_VERSION};
 use crate::device::Device;
 use crate::error::{CallError, Result, TuneError};
-use crate::kernel::call::{Call, Launch};
+use crate::kernel::call::{Call, Launch, SigBytes};
 
 /// Whether this process may not compile kernels, so that tuning must not
 /// time (each configuration would be compiled). The hook for the no-JIT
@@ -112,16 +111,19 @@ impl Tuning {
     /// hash of the device and the key's parts.
     #[inline]
     fn signature(&self, call: &Call<'_>) -> Result<u64> {
-        let mut h = Xxh3::new();
-        call.device_id()?.hash(&mut h);
+        let mut bytes = SigBytes::new();
+        let id = call.device_id()?;
+        bytes.extend_from_slice(&id.instance.to_le_bytes());
         match &self.inner.key {
             Some(key) => {
-                h.update(key(call.input_arrays()).as_bytes());
-                call.hash_outputs_and_template(&mut h, false);
+                let key = key(call.input_arrays());
+                bytes.extend_from_slice(&(key.len() as u64).to_le_bytes());
+                bytes.extend_from_slice(key.as_bytes());
+                call.hash_outputs_and_template(&mut bytes, false);
             }
-            None => call.hash_signature(&mut h),
+            None => call.hash_signature(&mut bytes),
         }
-        Ok(h.digest())
+        Ok(xxh3_64(&bytes))
     }
 
     /// The tuning key's text: what a record is kept under (with the
