@@ -20,6 +20,7 @@
 #   lifecycle-tests    tests/cuda_lifecycle.rs (devices, contexts, limits; alone in a process)
 #   timeout-lib-tests  tests/cuda_timeout.rs (a kernel that outlives a wait; its own process)
 #   capture-tests      tests/cuda_capture.rs (calls under a raw CUDA graph capture, replays)
+#   tune-tests         tests/cuda_tune.rs (autotuning: event timing, out= once, under capture)
 #   unload-tests       tests/cuda_unload.rs (unloads wait for fences, not the context;
 #                      a global capture on another thread stays valid)
 #   compat-tests       tests/compat.rs (the Metal compatibility layer, run for cuda::)
@@ -89,6 +90,7 @@ capture_tests=$(exe test cuda_capture)
 unload_tests=$(exe test cuda_unload)
 compat_tests=$(exe test compat)
 multi_gpu_tests=$(exe test multi_gpu)
+tune_tests=$(exe test cuda_tune)
 # candle's CUDA tensors: its own target directory and RUSTFLAGS (see
 # scripts/candle-cuda.sh); the first build compiles candle's kernels.
 candle_tests=
@@ -104,7 +106,7 @@ else
 fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
          "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests" \
-         "$capture_tests" "$unload_tests" "$multi_gpu_tests"; do
+         "$capture_tests" "$unload_tests" "$multi_gpu_tests" "$tune_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -140,6 +142,7 @@ strip --strip-debug -o "$DEST/capture-tests" "$capture_tests"
 strip --strip-debug -o "$DEST/unload-tests" "$unload_tests"
 strip --strip-debug -o "$DEST/compat-tests" "$compat_tests"
 strip --strip-debug -o "$DEST/timeout-tests" "$timeout_tests"
+strip --strip-debug -o "$DEST/tune-tests" "$tune_tests"
 if [ -n "$candle_tests" ]; then
   # One xz archive: the two binaries share most of their bytes (candle's
   # kernels, kernelkit), which xz's window finds (about 6 MB for both,
