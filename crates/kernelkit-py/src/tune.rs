@@ -41,6 +41,14 @@ thread_local! {
     static CALL: RefCell<CallSlot> = RefCell::new(CallSlot::default());
 }
 
+/// One configuration as Python gives it: threadgroup, template pairs,
+/// fixed grid.
+type ConfigArg<'py> = (
+    Bound<'py, PyAny>,
+    Vec<(String, Bound<'py, PyAny>)>,
+    Option<Bound<'py, PyAny>>,
+);
+
 /// Configurations to choose from for one kernel, and what the choice of
 /// one call depends on.
 #[pyclass(frozen, module = "kernelkit", name = "_Tuner")]
@@ -72,14 +80,7 @@ impl PyTuner {
     /// `configs`: a list of `(threadgroup, [(name, value), ...], grid or
     /// None)`; `keyed`: whether calls give their own key.
     #[new]
-    fn new(
-        configs: Vec<(
-            Bound<'_, PyAny>,
-            Vec<(String, Bound<'_, PyAny>)>,
-            Option<Bound<'_, PyAny>>,
-        )>,
-        keyed: bool,
-    ) -> PyResult<PyTuner> {
+    fn new(configs: Vec<ConfigArg<'_>>, keyed: bool) -> PyResult<PyTuner> {
         let mut list = Vec::with_capacity(configs.len());
         for (threadgroup, template, grid) in &configs {
             let mut config = TuneConfig::new(args::dims3(threadgroup, "autotune", "threadgroup")?);

@@ -59,11 +59,25 @@ mod standin {
             assert!(s.tune_launches >= 3 * 5, "{}", s.summary());
             if real {
                 let want: Vec<f32> = start.iter().map(|v| v + 4.0).collect();
-                assert_eq!(out.to_vec::<f32>().unwrap(), want, "two real runs, no timing run");
+                assert_eq!(
+                    out.to_vec::<f32>().unwrap(),
+                    want,
+                    "two real runs, no timing run"
+                );
                 let record = t
-                    .record(&k.call([&x]).output([N as i64], DType::F32).grid([N as u64, 1, 1]))
+                    .record(
+                        &k.call([&x])
+                            .output([N as i64], DType::F32)
+                            .grid([N as u64, 1, 1]),
+                    )
                     .unwrap();
-                assert!(record.configs.iter().all(|c| c.time_ns.is_some_and(|t| t > 0)), "{record:?}");
+                assert!(
+                    record
+                        .configs
+                        .iter()
+                        .all(|c| c.time_ns.is_some_and(|t| t > 0)),
+                    "{record:?}"
+                );
                 assert!(record.target.contains("driver"), "{}", record.target);
             }
         });

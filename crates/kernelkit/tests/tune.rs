@@ -285,7 +285,7 @@ fn an_added_configuration_is_timed_beside_the_recorded_best_only() {
     assert!(second.contains(&recorded.choice.as_str()));
     assert!(second.contains(&wider.configs()[3].id()));
     assert_eq!(record.configs.len(), 4);
-    assert!(launches >= 2 * 5 && launches <= 2 * (100 + 2), "{launches}");
+    assert!((2 * 5..=2 * (100 + 2)).contains(&launches), "{launches}");
 
     // The same four again: the record covers them, nothing is timed.
     let mid = device.cache_stats();
