@@ -684,6 +684,53 @@ mod tests {
         pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
     }
 
+    /// A tuning record kept through one device is found by another on the
+    /// same store; one measured on another target (another GPU model or
+    /// driver), or whose payload is not a record, is never used.
+    #[test]
+    fn tuning_records_of_another_target_are_not_used() {
+        use crate::cache::tuning::{ConfigResult, RECORD_FORMAT_VERSION};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("store");
+        let one = Device::builder().cache_dir(&dir).cpu().unwrap();
+        let record = |target: &str| TuningRecord {
+            format: RECORD_FORMAT_VERSION,
+            key: "k".into(),
+            target: target.into(),
+            version: "v".into(),
+            choice: "a".into(),
+            configs: vec![ConfigResult {
+                config: "a".into(),
+                time_ns: Some(5),
+                error: None,
+                round: 0,
+            }],
+        };
+        let ours = RecordKey::of("ours", one.tuning_target());
+        one.keep_tuning_record(&ours, "k", record(one.tuning_target()));
+        let theirs = RecordKey::of("theirs", one.tuning_target());
+        let other = record("NVIDIA B200 sm_100 driver 13.0");
+        one.put_tuning_record(
+            &ModuleKey::from_bytes(theirs.0),
+            "k",
+            "tuned_k",
+            &other.target,
+            &other.encode(),
+        );
+        let junk = RecordKey::of("junk", one.tuning_target());
+        one.put_tuning_record(
+            &ModuleKey::from_bytes(junk.0),
+            "k",
+            "tuned_k",
+            one.tuning_target(),
+            b"not a record",
+        );
+        let two = Device::builder().cache_dir(&dir).cpu().unwrap();
+        assert_eq!(two.find_tuning_record(&ours).unwrap().choice, "a");
+        assert!(two.find_tuning_record(&theirs).is_none());
+        assert!(two.find_tuning_record(&junk).is_none());
+    }
+
     /// A tuning record goes into a device's disk store and comes back to
     /// another device on the same store; a module key finds no record and
     /// a record key no module.
