@@ -53,6 +53,16 @@ pub enum TuneError {
         /// What is wrong with it.
         reason: String,
     },
+    /// No record exists for the call's tuning key although a choice was
+    /// made (the choice was the untimed fallback: compiling forbidden, or
+    /// the fleet's lease not granted in time).
+    #[error("kernel `{kernel}`: tuning key `{key}` has no record (its configuration was chosen untimed)")]
+    NoRecord {
+        /// The kernel's name.
+        kernel: String,
+        /// The tuning key's text.
+        key: String,
+    },
     /// Every configuration failed to compile or launch.
     #[error("kernel `{kernel}`: every autotune configuration failed: {errors}")]
     AllFailed {

@@ -77,13 +77,15 @@ impl Tuning {
     pub fn record(&self, call: &Call<'_>) -> Result<Arc<TuningRecord>> {
         self.choose(call)?;
         let (device, _) = call.device_and_stream()?;
-        let key = RecordKey::of(&self.key_text(call, &device), device.tuning_target());
-        device
-            .find_tuning_record(&key)
-            .ok_or_else(|| TuneError::NoConfigs {
+        let text = self.key_text(call, &device);
+        let key = RecordKey::of(&text, device.tuning_target());
+        device.find_tuning_record(&key).ok_or_else(|| {
+            TuneError::NoRecord {
                 kernel: call.kernel().name().to_string(),
-            })
-            .map_err(Into::into)
+                key: text,
+            }
+            .into()
+        })
     }
 
     /// The grid of `config` for `call`: its own, the grid function's, or
