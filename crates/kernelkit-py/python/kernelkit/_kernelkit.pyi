@@ -203,3 +203,26 @@ def _compile_worker() -> int:
 #: ``cdata_slot_check``), for the package's tests and benchmarks:
 #: ``kernelkit._testing`` re-exports them.
 _testing: ModuleType
+
+class _Tuner:
+    """The native part of ``kernelkit.autotune``: configurations as the
+    library's ``Tuning``; ``choose`` returns the index of the configuration
+    chosen for a call (tuning its key first if no cache tier has a record)."""
+
+    def __init__(self, configs: List[Tuple[Any, List[Tuple[str, Any]], Optional[Any]]], keyed: bool) -> None: ...
+    def choose(
+        self,
+        kernel: Kernel,
+        *,
+        inputs: Sequence[Any],
+        grids: List[Optional[Tuple[int, int, int]]],
+        grid: Optional[Tuple[int, int, int]] = None,
+        output_shapes: Optional[Sequence[Any]] = None,
+        output_dtypes: Optional[Sequence[Any]] = None,
+        template: Optional[Any] = None,
+        init_value: Optional[float] = None,
+        stream: Optional[Any] = None,
+        device: Optional[Any] = None,
+        key: Optional[str] = None,
+    ) -> int: ...
+    def config_ids(self) -> List[str]: ...
