@@ -483,7 +483,7 @@ impl Device {
     /// disk), with the target it names (device model and driver); `None`
     /// when no tier holds one. The key and the payload's encoding are the
     /// tuner's own (see [`crate::cache::entry::EntryKind::TuningRecord`]).
-    pub(crate) fn tuning_record(&self, key: &ModuleKey) -> Option<(String, Vec<u8>)> {
+    pub fn tuning_record(&self, key: &ModuleKey) -> Option<(String, Vec<u8>)> {
         self.0
             .modules
             .stored_entry(key, EntryKind::TuningRecord)
@@ -493,7 +493,7 @@ impl Device {
     /// Keeps a tuning record under `key` in every tier of this device:
     /// `kernel` and `function` name the tuned kernel (identifiers, for
     /// listings), `target` the device model and driver it was measured on.
-    pub(crate) fn put_tuning_record(
+    pub fn put_tuning_record(
         &self,
         key: &ModuleKey,
         kernel: &str,
