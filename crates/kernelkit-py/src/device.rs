@@ -364,6 +364,7 @@ fn stats_dict<'py>(py: Python<'py>, device: &Device) -> PyResult<Bound<'py, PyDi
         ("unloaded", s.unloaded),
         ("reloads", s.reloads),
         ("pending_unloads", s.pending_unloads),
+        ("ptx_loads", s.ptx_loads),
     ] {
         dict.set_item(key, value)?;
     }

@@ -136,3 +136,82 @@ fn recording_writes_each_variant_once_from_many_threads_without_paths() {
         4
     );
 }
+
+/// The CPU half of the recipe: record, precompile for `x86-64-v2` into a
+/// bundle, import into a fresh store, replay with no compiler and JIT
+/// forbidden: every variant loads, none compiles, every result is right.
+#[test]
+fn a_portable_cpu_bundle_replays_with_no_compiler_and_jit_forbidden() {
+    use kernelkit::cache::bundle::{self, SecretKey, TrustedKeys};
+    use kernelkit::cache::entry::EntryKind;
+    use kernelkit::cache::store::ArtifactStore;
+    use kernelkit::manifest::{precompile_to_bundle, BundleTargets};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("manifest.jsonl");
+    jit::set_policy(JitPolicy::Allow);
+    let staging = Device::builder()
+        .cache_mode(kernelkit::CacheMode::Memory)
+        .cpu()
+        .unwrap();
+    let k = kernel();
+    record::start(&manifest).unwrap();
+    for v in 0..4 {
+        run(&k, &staging, v).unwrap();
+    }
+    record::stop();
+
+    let key = SecretKey::from_seed([7; 32]);
+    let out = tmp.path().join("kernels.kkb");
+    let targets = BundleTargets {
+        cpu: vec!["x86-64-v2".into()],
+        workers: Some(2),
+        ..BundleTargets::default()
+    };
+    let report = precompile_to_bundle(&manifest, &targets, &out, &key).unwrap();
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    assert_eq!((report.variants, report.entries), (4, 4));
+    let bytes = std::fs::read(&out).unwrap();
+    let listed = bundle::inspect(&bytes).unwrap();
+    for e in &listed.entries {
+        assert_eq!(e.header.kind, EntryKind::Code);
+        assert_eq!(e.header.target, "x86-64-v2");
+        assert_eq!(e.header.backend, "cpu");
+    }
+
+    // The node: a fresh store, the bundle imported for its devices.
+    let store_dir = tmp.path().join("node-store");
+    let store = ArtifactStore::create(&store_dir).unwrap();
+    let node = Device::builder()
+        .cache_dir(&store_dir)
+        .compiler("/nonexistent/c++")
+        .cpu()
+        .unwrap();
+    let trusted = TrustedKeys::new([key.public()]);
+    let started = std::time::Instant::now();
+    let imported = bundle::import(&bytes, &trusted, &node.artifact_identities(), &store).unwrap();
+    println!(
+        "import of {} entries: {:?}",
+        imported.imported,
+        started.elapsed()
+    );
+    assert_eq!(imported.imported, 4, "{imported:?}");
+
+    jit::set_policy(JitPolicy::Forbid);
+    for v in 0..4 {
+        assert_eq!(run(&k, &node, v).unwrap(), vec![1.0 + v as f32; 8]);
+    }
+    let stats = node.cache_stats();
+    assert_eq!(
+        (stats.compiles, stats.disk_hits),
+        (0, 4),
+        "{}",
+        stats.summary()
+    );
+    // A variant not in the bundle: refused, not compiled.
+    assert!(matches!(
+        run(&k, &node, 99),
+        Err(Error::Call(CallError::JitForbidden { .. }))
+    ));
+    jit::set_policy(JitPolicy::Allow);
+}

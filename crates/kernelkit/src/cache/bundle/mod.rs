@@ -347,6 +347,18 @@ pub fn verify<'a>(
     })
 }
 
+/// What a bundle says it holds, read without checking its signature (for
+/// listing: `kernelkit cache inspect`); [`verify`] before trusting any
+/// of it. Malformed contents are refused as by [`verify`].
+pub fn inspect(bundle: &[u8]) -> Result<VerifiedBundle<'_>, BundleError> {
+    let decoded = format::decode_unverified(bundle)?;
+    Ok(VerifiedBundle {
+        signer: decoded.signer,
+        producer: decoded.producer,
+        entries: decoded.entries,
+    })
+}
+
 /// Verifies `bundle` ([`verify`]) and writes into `store` each entry built
 /// by one of `identities` (this machine's backends: see
 /// `Device::artifact_identity`) whose dependency list holds here, and
