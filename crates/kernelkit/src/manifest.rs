@@ -299,3 +299,53 @@ fn cuda_devices(
     }
     Ok((out, version))
 }
+
+/// The compiler configurations of this machine's devices whose artifacts
+/// a bundle import takes: the CPU's (and the portable levels it runs),
+/// each CUDA GPU's that opens (and the PTX it loads).
+pub fn local_identities(config: &Config) -> Vec<crate::cache::key::IdentityDigest> {
+    let mut out = Device::builder()
+        .config(config.clone())
+        .cpu()
+        .map(|d| d.artifact_identities())
+        .unwrap_or_default();
+    for ordinal in 0..64 {
+        let Ok(d) = Device::builder().config(config.clone()).cuda(ordinal) else {
+            break;
+        };
+        for id in d.artifact_identities() {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+    }
+    out
+}
+
+/// Imports the bundle at `path`, signed by one of `trusted`, into the
+/// artifact store `config` names, for this machine's devices
+/// ([`local_identities`]); what Python's `kk.import_bundle` runs.
+pub fn import_bundle(
+    path: &Path,
+    trusted: &bundle::TrustedKeys,
+    config: &Config,
+) -> Result<bundle::ImportReport, ManifestError> {
+    let dir = config
+        .cache
+        .dir
+        .clone()
+        .ok_or_else(|| ManifestError::Target {
+            target: "the artifact store".into(),
+            reason: "no store directory (set KERNELKIT_CACHE_DIR)".into(),
+        })?;
+    let bytes = bundle::read(path, config.cache.bundle_max_bytes)?;
+    let store = ArtifactStore::create(&dir)
+        .map_err(BundleError::from)?
+        .with_max_bytes(config.cache.max_bytes);
+    Ok(bundle::import(
+        &bytes,
+        trusted,
+        &local_identities(config),
+        &store,
+    )?)
+}
