@@ -375,6 +375,7 @@ pub fn import(
         signer: Some(verified.signer),
         ..ImportReport::default()
     };
+    let mut accepted = Vec::with_capacity(verified.entries.len());
     for e in &verified.entries {
         let key = e.header.key;
         let skipped = |reason: String| Skipped {
@@ -397,9 +398,11 @@ pub fn import(
             report.present += 1;
             continue;
         }
-        store.write(&key, &e.contents())?;
-        report.imported += 1;
+        accepted.push((key, e.contents()));
     }
+    // One batch through the store's write path (see
+    // `ArtifactStore::write_batch`).
+    report.imported = store.write_batch(&accepted)?;
     Ok(report)
 }
 
