@@ -146,9 +146,10 @@ fn main() {
         }
         Some("replay") => {
             let bundle_path = PathBuf::from(arg(&args, "--bundle").expect("--bundle B"));
-            let trusted =
-                TrustedKeys::read(&PathBuf::from(arg(&args, "--trusted").expect("--trusted K")))
-                    .unwrap();
+            let trusted = TrustedKeys::read(&PathBuf::from(
+                arg(&args, "--trusted").expect("--trusted K"),
+            ))
+            .unwrap();
             let exclude = arg(&args, "--exclude-target");
             let tmp = tempfile::tempdir().unwrap();
             let dir = tmp.path().join("store");

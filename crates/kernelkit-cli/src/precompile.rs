@@ -240,28 +240,6 @@ fn draw_bar(done: usize, total: usize, failed: usize, elapsed: Duration) {
     let _ = err.flush();
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_workers_fit_the_number_of_compiles() {
-        let one = config_for(1);
-        assert_eq!(
-            one.cuda.max_workers, 0,
-            "a lone compile runs in this process"
-        );
-        let many = config_for(1000);
-        assert_eq!(many.cuda.max_workers, Config::from_env().cuda.max_workers);
-        assert_eq!(
-            many.cuda.start_workers,
-            Config::from_env().cuda.start_workers,
-            "when workers start is the environment's (the library's default: on demand)"
-        );
-        assert!(config_for(3).cuda.max_workers <= 2);
-    }
-}
-
 /// `--manifest`: every recorded variant, for every target, into a bundle.
 fn from_manifest(manifest: &std::path::Path, args: &Args) -> ExitCode {
     use kernelkit::cache::bundle::SecretKey;
@@ -327,5 +305,27 @@ fn from_manifest(manifest: &std::path::Path, args: &Args) -> ExitCode {
             eprintln!("kernelkit precompile: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workers_fit_the_number_of_compiles() {
+        let one = config_for(1);
+        assert_eq!(
+            one.cuda.max_workers, 0,
+            "a lone compile runs in this process"
+        );
+        let many = config_for(1000);
+        assert_eq!(many.cuda.max_workers, Config::from_env().cuda.max_workers);
+        assert_eq!(
+            many.cuda.start_workers,
+            Config::from_env().cuda.start_workers,
+            "when workers start is the environment's (the library's default: on demand)"
+        );
+        assert!(config_for(3).cuda.max_workers <= 2);
     }
 }

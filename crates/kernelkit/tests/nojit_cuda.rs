@@ -46,9 +46,7 @@ fn standin_nvrtc_a_bundle_precompiled_without_a_gpu_loads_with_jit_forbidden() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let gpu_probe = Device::builder()
-        .cache_mode(CacheMode::Memory)
-        .cuda(0);
+    let gpu_probe = Device::builder().cache_mode(CacheMode::Memory).cuda(0);
     let Ok(probe) = gpu_probe else {
         println!("skipped: no CUDA device (the stand-in driver or a GPU)");
         return;
@@ -64,7 +62,10 @@ fn standin_nvrtc_a_bundle_precompiled_without_a_gpu_loads_with_jit_forbidden() {
 
     // A manifest recorded on the CPU.
     let manifest = tmp.path().join("m.jsonl");
-    let cpu = Device::builder().cache_mode(CacheMode::Memory).cpu().unwrap();
+    let cpu = Device::builder()
+        .cache_mode(CacheMode::Memory)
+        .cpu()
+        .unwrap();
     let k = kernel();
     record::start(&manifest).unwrap();
     for v in 0..3 {
@@ -112,6 +113,15 @@ fn standin_nvrtc_a_bundle_precompiled_without_a_gpu_loads_with_jit_forbidden() {
         for v in 0..3 {
             call(&k, &device, v).unwrap();
         }
+        // A variant not in the bundle: the typed error, nothing queued,
+        // and the device goes on.
+        match call(&k, &device, 99) {
+            Err(kernelkit::Error::Call(kernelkit::CallError::JitForbidden { arch: a, .. })) => {
+                assert_eq!(a, arch)
+            }
+            other => panic!("expected JitForbidden, got {other:?}"),
+        }
+        call(&k, &device, 1).unwrap();
         let s = device.cache_stats();
         jit::set_policy(JitPolicy::Allow);
         assert_eq!(s.compiles, 0, "{}", s.summary());

@@ -200,8 +200,7 @@ impl Shared {
                     variant,
                 } => variant
                     .function_on(device, kernel)
-                    .map(|_| ())
-                    .map_err(Error::from),
+                    .map(|_| ()),
                 Item::Failed { error, .. } => Err(error.clone()),
             };
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
