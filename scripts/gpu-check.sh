@@ -33,6 +33,9 @@
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
 #   wheels/            the Python package's cp312-abi3 wheel (scripts/wheels.sh);
 #   nvrtc-cu12.tar.xz  NVIDIA's NVRTC 12.8 (libnvrtc.so.12, builtins), for the nvrtc12 step
+#   nojit-bundle/      issue 43: the nojit harness's 100 variants recorded and precompiled
+#                      here (NVRTC 12.8, no GPU) for sm_80,sm_90a + PTX, signed; the
+#                      public key (the i43_nojit steps; `nojit` travels in rust.tar.xz)
 #   wheels-per-version/ a wheel per CPython of KK_PER_VERSION_PYTHONS (default 3.12; no abi3) and
 #   wheels-abi3-py312/ an abi3 wheel for 3.12+, for python_bench's second
 #                      and third runs (KK_PER_VERSION_WHEELS=0: none); and
@@ -60,7 +63,8 @@ MAIN=$(dirname "$DEST")
 
 cargo build --release -p kernelkit-cli --features cuda
 cargo build --release -p kernelkit-bench --features cuda --bin kernelkit-bench \
-  --example cuda_perf --example dispatch_loop --example launch_probe --example multi_gpu
+  --example cuda_perf --example dispatch_loop --example launch_probe --example multi_gpu \
+  --example nojit
 tests_json=$(cargo test --release -p kernelkit-rs --features cuda --no-run \
   --message-format=json 2>/dev/null)
 exe() { # $1: target kind, $2: target name
@@ -128,6 +132,7 @@ strip --strip-debug -o "$DEST/cuda_perf" target/release/examples/cuda_perf
 strip --strip-debug -o "$DEST/dispatch_loop" target/release/examples/dispatch_loop
 strip --strip-debug -o "$DEST/launch_probe" target/release/examples/launch_probe
 strip --strip-debug -o "$DEST/multi_gpu" target/release/examples/multi_gpu
+strip --strip-debug -o "$DEST/nojit" target/release/examples/nojit
 strip --strip-debug -o "$DEST/multi-gpu-tests" "$multi_gpu_tests"
 strip --strip-debug -o "$DEST/cuda-tests" "$cuda_tests"
 strip --strip-debug -o "$DEST/kernelkit-lib-tests" "$lib_tests"
@@ -219,6 +224,22 @@ if [ "${KK_NVRTC12:-1}" != 0 ]; then
   cp "$nv/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" "$nv/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.8" "$nv/"
   tar cf - -C "$nv" libnvrtc.so.12 libnvrtc-builtins.so.12.8 site |
     xz -6 -T2 >"$DEST/nvrtc-cu12.tar.xz"
+  # Issue 43 (the i43_nojit steps): the 100-variant workload of
+  # crates/kernelkit-bench/examples/nojit.rs recorded HERE (on the CPU),
+  # precompiled HERE with that NVRTC 12.8 and its headers, no GPU, for
+  # sm_80,sm_90a with PTX, into a bundle signed by a key made here (the
+  # private key stays in target/); the GPU imports and replays it.
+  rm -rf "$DEST/nojit-bundle" && mkdir -p "$DEST/nojit-bundle"
+  rm -f target/nojit-ci.key target/nojit-ci.key.pub
+  target/release/kernelkit cache keygen --out target/nojit-ci.key --comment gpu-check >/dev/null
+  cp target/nojit-ci.key.pub "$DEST/nojit-bundle/ci.key.pub"
+  KERNELKIT_CACHE=memory target/release/examples/nojit record --manifest "$DEST/nojit-bundle/manifest.jsonl"
+  KERNELKIT_NVRTC_PATH="$PWD/$nv/libnvrtc.so.12" KERNELKIT_PYTHON_SITE="$PWD/$nv/site" \
+    CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent \
+    target/release/kernelkit precompile --manifest "$DEST/nojit-bundle/manifest.jsonl" \
+      --arch sm_80,sm_90a --ptx --out "$DEST/nojit-bundle/nojit.kkb" \
+      --signing-key target/nojit-ci.key | tee "$DEST/nojit-bundle/precompile.txt"
+  target/release/kernelkit cache inspect "$DEST/nojit-bundle/nojit.kkb" | tail -n1
 fi
 # Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for
 # the python_bench step's second run beside the abi3 wheel: one for each

@@ -122,6 +122,25 @@ nvrtc12() {
   return $rc
 }
 step nvrtc12 nvrtc12
+# Issue 43: the bundle gpu-check.sh precompiled on the CPU machine (NVRTC
+# 12.8 from NVIDIA's wheel, no GPU) for sm_80,sm_90a + PTX, imported into a
+# fresh store and replayed with KERNELKIT_JIT=forbid with the same NVRTC
+# (the identity holds its version): 0 compiles, every result right, first
+# calls beside warm-disk first calls, the import time. Then without the
+# sm_90a code: every variant from PTX (ptx_loads 100), 0 compiles. Then the
+# warm call with recording off and on.
+nojit_replay() {
+  local dir=/tmp/kernelkit-nvrtc-cu12-nojit
+  [ -f "$G/nojit-bundle/nojit.kkb" ] || { echo "no $G/nojit-bundle/nojit.kkb (gpu-check.sh)"; return 1; }
+  rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$G/nvrtc-cu12.tar.xz"
+  cat "$G/nojit-bundle/precompile.txt" 2>/dev/null | tail -n1
+  KERNELKIT_NVRTC_PATH="$dir/libnvrtc.so.12" KERNELKIT_PYTHON_SITE="$dir/site" \
+    timeout 120 "$G/nojit" replay --backend cuda --bundle "$G/nojit-bundle/nojit.kkb" \
+      --trusted "$G/nojit-bundle/ci.key.pub" "$@"
+}
+step i43_nojit nojit_replay
+step i43_nojit_ptx nojit_replay --exclude-target sm_90a
+step i43_nojit_warm timeout 120 "$G/nojit" warm --backend cuda
 # The Python package (wheel built here by gpu-check.sh) on the CPU and CUDA:
 # MLX's interface, arrays, errors, and the seed's reproduction, 100 rounds;
 # then the PyTorch example (crates/kernelkit/examples/python).

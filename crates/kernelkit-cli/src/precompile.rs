@@ -3,6 +3,13 @@
 //! running anything, into the device's caches (the artifact store keeps
 //! them for every later process; `kernelkit cache export` ships them).
 //!
+//! `kernelkit precompile --manifest FILE [--arch sm_80,sm_90a] [--ptx]
+//! [--device cpu --target x86-64-v2] --out BUNDLE --signing-key KEY`:
+//! compiles every variant a manifest recorded (`KERNELKIT_RECORD`) for
+//! each CUDA architecture named (NVRTC only: no GPU needed), their PTX,
+//! and the CPU targets named, in parallel, into one signed bundle
+//! (`kernelkit::manifest`).
+//!
 //! On a terminal, a progress bar on stderr; otherwise one line per spec as
 //! it finishes. Then one line per spec (`ok`, `FAILED: why`) and a summary
 //! with the wall time and the slowest single item. Exit status: 0 when
@@ -36,8 +43,30 @@ use kernelkit::{Array, Config, Device, Error, Kernel, Precompile};
 #[derive(clap::Args)]
 pub struct Args {
     /// Spec files (the format of `kernelkit run`; data are not needed).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "manifest", conflicts_with = "manifest")]
     specs: Vec<PathBuf>,
+    /// A manifest recorded with KERNELKIT_RECORD: precompile every variant
+    /// in it into the bundle --out (with --arch, --ptx, --device cpu).
+    #[arg(long, requires_all = ["out", "signing_key"])]
+    manifest: Option<PathBuf>,
+    /// CUDA architectures to make code for, comma-separated (sm_80,sm_90a);
+    /// NVRTC only, no GPU needed.
+    #[arg(long, value_delimiter = ',')]
+    arch: Vec<String>,
+    /// Also make PTX for each --arch's plain virtual architecture
+    /// (compute_80, compute_90), which later GPUs load.
+    #[arg(long)]
+    ptx: bool,
+    /// CPU targets with --device cpu, comma-separated: native, x86-64-v2,
+    /// x86-64-v3, x86-64-v4 (default: x86-64-v2, which travels).
+    #[arg(long, value_delimiter = ',')]
+    target: Vec<String>,
+    /// The bundle to write (with --manifest).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The private key that signs the bundle (`kernelkit cache keygen`).
+    #[arg(long)]
+    signing_key: Option<PathBuf>,
     /// The device: cpu, cuda or cuda:N (default: CUDA if present, else cpu).
     #[arg(long)]
     device: Option<String>,
@@ -64,6 +93,9 @@ struct Loaded {
 
 /// Runs `kernelkit precompile`.
 pub fn main(args: Args) -> ExitCode {
+    if let Some(manifest) = &args.manifest {
+        return from_manifest(manifest, &args);
+    }
     let read: Vec<Result<(SpecFile, Kernel), String>> =
         args.specs.iter().map(|path| read(path)).collect();
     let compiles = read.iter().filter(|r| r.is_ok()).count();
@@ -292,6 +324,74 @@ fn draw_bar(done: usize, total: usize, failed: usize, elapsed: Duration) {
         elapsed.as_secs_f64()
     );
     let _ = err.flush();
+}
+
+/// `--manifest`: every recorded variant, for every target, into a bundle.
+fn from_manifest(manifest: &std::path::Path, args: &Args) -> ExitCode {
+    use kernelkit::cache::bundle::SecretKey;
+    use kernelkit::manifest::{precompile_to_bundle, BundleTargets};
+    let (Some(out), Some(key_path)) = (&args.out, &args.signing_key) else {
+        eprintln!("kernelkit precompile: --manifest needs --out and --signing-key");
+        return ExitCode::from(2);
+    };
+    let key = match SecretKey::read(key_path) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("kernelkit precompile: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cpu = match args.device.as_deref() {
+        Some("cpu") if args.target.is_empty() => vec!["x86-64-v2".to_string()],
+        Some("cpu") => args.target.clone(),
+        None | Some("cuda") => Vec::new(),
+        Some(other) => {
+            eprintln!(
+                "kernelkit precompile: with --manifest, --device is cpu or cuda, not {other}"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if cpu.is_empty() && args.arch.is_empty() {
+        eprintln!(
+            "kernelkit precompile: name what to build: --arch sm_90a,... and/or --device cpu"
+        );
+        return ExitCode::from(2);
+    }
+    let targets = BundleTargets {
+        cpu,
+        cuda_archs: args.arch.clone(),
+        ptx: args.ptx,
+        workers: args.workers,
+    };
+    match precompile_to_bundle(manifest, &targets, out, &key) {
+        Ok(r) => {
+            for f in &r.failed {
+                println!("FAILED {} on {}: {}", f.kernel, f.target, f.reason);
+            }
+            println!(
+                "precompiled {} variants for {} into {}: {} entries, {} failed, in {:.3} s \
+                 ({}), signed by {}",
+                r.variants,
+                r.targets.join(", "),
+                out.display(),
+                r.entries,
+                r.failed.len(),
+                r.compile_time.as_secs_f64(),
+                r.producer,
+                key.public()
+            );
+            if r.failed.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("kernelkit precompile: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 #[cfg(test)]

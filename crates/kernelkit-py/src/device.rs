@@ -368,6 +368,7 @@ fn stats_dict<'py>(py: Python<'py>, device: &Device) -> PyResult<Bound<'py, PyDi
         ("tunes", s.tunes),
         ("tune_hits", s.tune_hits),
         ("tune_launches", s.tune_launches),
+        ("ptx_loads", s.ptx_loads),
     ] {
         dict.set_item(key, value)?;
     }

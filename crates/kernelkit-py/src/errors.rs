@@ -18,6 +18,7 @@ struct Classes {
     array: Py<PyType>,
     compile: Py<PyType>,
     device: Py<PyType>,
+    jit: Py<PyType>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
@@ -36,6 +37,7 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
             array: get("ArrayError")?,
             compile: get("CompileError")?,
             device: get("DeviceError")?,
+            jit: get("JitError")?,
         })
     })
 }
@@ -50,6 +52,7 @@ pub(crate) enum Kind {
     Array,
     Compile,
     Device,
+    Jit,
 }
 
 /// An exception of `kind` with `message`.
@@ -65,6 +68,7 @@ pub(crate) fn raise(kind: Kind, message: impl Into<String>) -> PyErr {
                 Kind::Array => &c.array,
                 Kind::Compile => &c.compile,
                 Kind::Device => &c.device,
+                Kind::Jit => &c.jit,
             };
             PyErr::from_type(class.bind(py).clone(), (message,))
         }
@@ -94,6 +98,7 @@ pub(crate) fn from_kernelkit(err: kernelkit::Error) -> PyErr {
     use kernelkit::Error;
     let kind = match &err {
         Error::Build(_) => Kind::Build,
+        Error::Call(kernelkit::CallError::JitForbidden { .. }) => Kind::Jit,
         Error::Call(_) => Kind::Call,
         Error::Compile(_) => Kind::Compile,
         Error::Array(_) => Kind::Array,

@@ -319,6 +319,25 @@ pub enum CallError {
         /// What is wrong.
         reason: String,
     },
+    /// The variant is in no cache tier (memory, artifact store, fleet)
+    /// and the process forbids compiles (`KERNELKIT_JIT=forbid`). Raised
+    /// before anything is allocated or queued.
+    #[error(
+        "kernel `{kernel}`: variant {variant} is not compiled for {arch} on {device}, and JIT is \
+         forbidden (KERNELKIT_JIT=forbid): record it, precompile it \
+         (`kernelkit precompile --manifest`) and import the bundle"
+    )]
+    JitForbidden {
+        /// The kernel's name.
+        kernel: String,
+        /// The variant: its template values, input dtypes and shapes, output
+        /// dtypes and shapes.
+        variant: String,
+        /// The architecture it would be compiled for (`sm_90a`, `native`).
+        arch: String,
+        /// The device (`cpu`, `cuda:0`).
+        device: String,
+    },
     /// No grid was given.
     #[error("kernel `{kernel}`: the call has no grid; set one with `.grid([x, y, z])`")]
     MissingGrid {

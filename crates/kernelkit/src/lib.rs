@@ -161,6 +161,7 @@ pub mod dtype;
 pub mod error;
 pub mod interop;
 pub mod kernel;
+pub mod manifest;
 pub mod spec_file;
 pub(crate) mod stats;
 pub(crate) mod sync;

@@ -339,3 +339,42 @@ fn a_user_key_shares_one_choice_across_shapes() {
     }
     assert_eq!(device.cache_stats().tunes - before.tunes, 1);
 }
+
+/// With compiling forbidden, a key without a record runs the first
+/// configuration (compiled before) and times nothing. In a process of its
+/// own: the JIT policy is the process's.
+#[test]
+fn with_the_jit_forbidden_an_untuned_key_runs_the_first_configuration_untimed() {
+    const TEST: &str = "with_the_jit_forbidden_an_untuned_key_runs_the_first_configuration_untimed";
+    if !common::in_child(TEST, &[]) {
+        return;
+    }
+    let device = device();
+    let kernel = tiled(&salt("forbid"));
+    let tuning = tiles(&[2, 4]);
+    let x = device.array_from_slice(&[1.0f32; 100], [100]).unwrap();
+    // The first configuration's variant, compiled while allowed.
+    kernel
+        .call([&x])
+        .output([100], DType::F32)
+        .template("TILE", 2)
+        .threadgroup([64, 1, 1])
+        .grid([50, 1, 1])
+        .compile()
+        .unwrap();
+    kernelkit::kernel::jit::set_policy(kernelkit::config::JitPolicy::Forbid);
+    let out = kernel
+        .call([&x])
+        .output([100], DType::F32)
+        .tuned(&tuning)
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.0f32; 100]);
+    let s = device.cache_stats();
+    assert_eq!(
+        (s.tunes, s.tune_launches, s.compiles),
+        (0, 0, 1),
+        "{}",
+        s.summary()
+    );
+}

@@ -32,6 +32,7 @@ from ._errors import (
     CallError,
     CompileError,
     DeviceError,
+    JitError,
     KernelError,
 )
 from ._kernelkit import (
@@ -48,6 +49,7 @@ from ._kernelkit import (
 from ._kernel import Kernel, cuda_kernel, metal_kernel
 from ._autotune import Autotuned, autotune
 from . import fast
+from ._production import import_bundle, jit_policy, keygen, precompile, record, set_jit
 from ._site import export_site_dirs as _export_site_dirs
 
 # Before any device opens: NVRTC from NVIDIA's wheels is found (see _site).
@@ -100,5 +102,12 @@ __all__ = [
     "ArrayError",
     "CompileError",
     "DeviceError",
+    "JitError",
+    "record",
+    "precompile",
+    "import_bundle",
+    "keygen",
+    "set_jit",
+    "jit_policy",
     "__version__",
 ]

@@ -54,6 +54,14 @@ class DeviceError(KernelError, RuntimeError):
     while running work."""
 
 
+class JitError(KernelError, RuntimeError):
+    """A variant that no cache tier holds was called while the process
+    forbids compiles (``KERNELKIT_JIT=forbid`` or ``kk.set_jit("forbid")``).
+    The message names the kernel, the variant (template values, shapes) and
+    the architecture, and contains "JIT is forbidden". Raised before
+    anything is queued: the device stays usable."""
+
+
 __all__ = [
     "KernelError",
     "BuildError",
@@ -62,9 +70,19 @@ __all__ = [
     "ArrayError",
     "CompileError",
     "DeviceError",
+    "JitError",
 ]
 
 # Shown as `kernelkit.CallError`, where users import them from.
-for _class in (KernelError, BuildError, CallError, ArgumentTypeError, ArrayError, CompileError, DeviceError):
+for _class in (
+    KernelError,
+    BuildError,
+    CallError,
+    ArgumentTypeError,
+    ArrayError,
+    CompileError,
+    DeviceError,
+    JitError,
+):
     _class.__module__ = "kernelkit"
 del _class

@@ -353,6 +353,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// [`Backend::identity`] already): `sm_90a` (code for that chip),
     /// `compute_90` (PTX, finished by the driver), `x86-64-v2`, `native`.
     fn target(&self) -> &str;
+    /// Other (target, identity) pairs whose artifacts this backend loads,
+    /// best first, asked when no tier holds the artifact of
+    /// [`Backend::identity`]: PTX of an older virtual architecture on CUDA
+    /// (`compute_90`), portable levels the CPU runs (`x86-64-v3`).
+    fn fallback_identities(&self) -> &[(String, String)] {
+        &[]
+    }
     /// SIMD (warp) width reported to bodies.
     fn simd_width(&self) -> u32;
     /// Compiles a source into an artifact (shared library bytes, cubin),

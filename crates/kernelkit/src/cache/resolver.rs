@@ -34,7 +34,7 @@ use crate::cache::kernel_cache::{KernelCache, Outcome, Shared};
 use crate::cache::key::{IdentityDigest, ModuleKey};
 use crate::cache::tier::{Artifact, ArtifactTier, Claim, Claimed, Found, Lookup};
 use crate::error::CompileError;
-use crate::stats::CacheStats;
+use crate::stats::{CacheStats, Counter};
 
 /// Where a variant's module is already compiled (see `Call::cache_state`):
 /// a call that finds it in memory costs no compile and no load; one that
@@ -79,6 +79,8 @@ pub(crate) struct ModuleResolver {
     /// Artifacts shared with the other devices of this process (see
     /// `cache::artifact_pool`), asked before the tiers.
     pool: Option<Arc<ArtifactPool>>,
+    /// Modules loaded from PTX entries (see [`CacheStats::ptx_loads`]).
+    ptx_loads: Counter,
 }
 
 /// What one tier gave for a key.
@@ -106,6 +108,7 @@ impl ModuleResolver {
             memory: KernelCache::new(max_loaded),
             tiers,
             pool,
+            ptx_loads: Counter::default(),
         }
     }
 
@@ -132,12 +135,15 @@ impl ModuleResolver {
                 shared_source: &source,
             };
             match &self.pool {
-                None => self.build(backend, &job, &key, false).map(|(m, _)| m),
+                None => self
+                    .build(backend, &job, &key, request.source_hash, false)
+                    .map(|(m, _)| m),
                 Some(pool) => pool.module(
                     &key,
                     |bytes| backend.load(&job, bytes),
                     || {
-                        let (module, bytes) = self.build(backend, &job, &key, true)?;
+                        let (module, bytes) =
+                            self.build(backend, &job, &key, request.source_hash, true)?;
                         Ok((module, bytes.unwrap_or_default()))
                     },
                 ),
@@ -162,10 +168,22 @@ impl ModuleResolver {
     ) -> CacheState {
         let key =
             ModuleKey::derive_hashed(backend.name(), backend.identity(), function, source_hash);
+        // This backend's own artifact, else one it falls back to (PTX, a
+        // portable CPU level).
+        let keys: Vec<ModuleKey> = std::iter::once(key)
+            .chain(backend.fallback_identities().iter().map(|(_, identity)| {
+                ModuleKey::derive_hashed(backend.name(), identity, function, source_hash)
+            }))
+            .collect();
+        let held = |shared: bool| {
+            self.tiers
+                .iter()
+                .any(|t| t.shared() == shared && keys.iter().any(|k| t.holds(k)))
+        };
         CacheState {
             memory: self.memory.is_ready(&key),
-            disk: self.tiers.iter().any(|t| !t.shared() && t.holds(&key)),
-            remote: self.tiers.iter().any(|t| t.shared() && t.holds(&key)),
+            disk: held(false),
+            remote: held(true),
         }
     }
 
@@ -247,6 +265,7 @@ impl ModuleResolver {
         backend: &dyn Backend,
         job: &CompileJob<'_>,
         key: &ModuleKey,
+        source_hash: u128,
         keep_artifact: bool,
     ) -> Result<(Module, Option<Vec<u8>>), CompileError> {
         let keep = |bytes: &[u8]| keep_artifact.then(|| bytes.to_vec());
@@ -258,6 +277,27 @@ impl ModuleResolver {
                     return Ok((module, keep(&found.payload)));
                 }
                 stored => status.push(stored),
+            }
+        }
+        // No tier holds this backend's own artifact: one it also loads
+        // (PTX for an older virtual architecture, a portable CPU level its
+        // CPU runs), best first, before anything compiles.
+        for (target, identity) in backend.fallback_identities() {
+            let other =
+                ModuleKey::derive_hashed(backend.name(), identity, job.function, source_hash);
+            for (i, tier) in self.tiers.iter().enumerate() {
+                if let Stored::Loaded(module, found) = load_stored(backend, &**tier, &other, job) {
+                    tracing::debug!(
+                        "kernel `{}`: loaded the {} artifact for {target}",
+                        job.kernel,
+                        found.kind
+                    );
+                    if found.kind == EntryKind::Ptx {
+                        self.ptx_loads.incr();
+                    }
+                    self.backfill(i, &other, &found);
+                    return Ok((module, keep(&found.payload)));
+                }
             }
         }
         // Claims in tier order (the disk store's lock serializes the
@@ -366,6 +406,7 @@ impl ModuleResolver {
             loaded: c.loads.get(),
             unloaded: c.unloads.get(),
             reloads: c.reloads.get(),
+            ptx_loads: self.ptx_loads.get(),
             ..CacheStats::default()
         };
         for tier in &self.tiers {

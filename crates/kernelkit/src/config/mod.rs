@@ -41,6 +41,8 @@
 //! | `KERNELKIT_MAX_LOADED_MODULES` | [`CacheConfig::max_loaded_modules`]: modules one device keeps loaded; the least recently used is unloaded past it | 4096 |
 //! | `KERNELKIT_MEMO_BYTES` | [`MemoConfig::max_bytes`]: each kernel's variant memo, bytes or with a `K`, `M`, `G` suffix | 4 MiB |
 //! | `KERNELKIT_MEMO_ENTRIES` | [`MemoConfig::max_entries`]: variants per kernel | 4096 |
+//! | `KERNELKIT_JIT` | [`Config::jit`]: `allow`, `warn` (compile, log each variant once), `forbid` (a variant no tier holds is [`CallError::JitForbidden`](crate::CallError::JitForbidden)) | `allow` |
+//! | `KERNELKIT_RECORD` | [`Config::record`]: a manifest file each variant the process resolves is appended to (JSON lines) | none |
 //!
 //! The memo's settings belong to kernels, not devices: a kernel built
 //! without its own ([`KernelBuilder::memo`](crate::KernelBuilder::memo))
@@ -56,6 +58,7 @@ mod cache;
 mod cpu;
 mod cuda;
 mod memo;
+mod production;
 mod remote;
 
 use std::ffi::OsString;
@@ -69,6 +72,7 @@ pub use cache::{
 pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
 pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig, StartWorkers};
 pub use memo::{MemoConfig, DEFAULT_MEMO_BYTES, DEFAULT_MEMO_ENTRIES};
+pub use production::JitPolicy;
 pub use remote::{
     parse_remote_urls, RemoteAddressError, RemoteConfig, DEFAULT_BREAKER_COOLDOWN,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_LEASE, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_OP_TIMEOUT,
@@ -92,6 +96,12 @@ pub struct Config {
     /// Each kernel's variant memo (read by kernels, not devices: see the
     /// module documentation).
     pub memo: MemoConfig,
+    /// Whether the process may compile (the process's: see
+    /// `kernel::jit`).
+    pub jit: JitPolicy,
+    /// The manifest the process records its variants in (the process's:
+    /// see `kernel::record`).
+    pub record: Option<PathBuf>,
 }
 
 impl Config {
@@ -110,6 +120,8 @@ impl Config {
             cpu: CpuConfig::from_vars(vars),
             cuda: CudaConfig::from_vars(vars),
             memo: MemoConfig::from_vars(vars),
+            jit: production::jit_from_vars(vars),
+            record: production::record_from_vars(vars),
         }
     }
 

@@ -290,6 +290,67 @@ impl Device {
         )
     }
 
+    /// A new CPU device compiling for the portable level `target` (see
+    /// [`DeviceBuilder::cpu_target`]).
+    pub(crate) fn open_cpu_target(config: &Config, target: &str) -> Result<Device> {
+        let backend =
+            crate::backend::cpu::CpuBackend::for_target(&config.cpu, target).ok_or_else(|| {
+                DeviceError::Unavailable {
+                    device: format!("cpu ({target})"),
+                    reason: format!(
+                        "`{target}` is not a CPU target kernelkit knows (native, {})",
+                        crate::backend::cpu::portable::TARGETS.join(", ")
+                    ),
+                }
+            })?;
+        Ok(Device::from_parts(
+            DeviceKind::Cpu,
+            0,
+            Box::new(backend),
+            StreamHandle::Host,
+            &config.cache,
+            None,
+        ))
+    }
+
+    /// A compile-only CUDA device for the architecture `target` (`sm_90a`:
+    /// code, `compute_90`: PTX): NVRTC, no GPU; it compiles as a GPU of
+    /// that architecture would and runs nothing (for precompiling, see
+    /// `kernelkit::manifest`). Also returns NVRTC's version (`nvrtc 12.8`).
+    pub(crate) fn open_cuda_compile_only(
+        config: &Config,
+        target: &str,
+    ) -> Result<(Device, String)> {
+        #[cfg(feature = "cuda")]
+        {
+            let (backend, version) =
+                crate::backend::cuda::offline::CompileOnly::open(target, &config.cuda).map_err(
+                    |reason| DeviceError::Unavailable {
+                        device: format!("cuda ({target}, compile only)"),
+                        reason,
+                    },
+                )?;
+            let device = Device::from_parts(
+                DeviceKind::Cuda,
+                0,
+                Box::new(backend),
+                StreamHandle::Host,
+                &config.cache,
+                None,
+            );
+            Ok((device, version))
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = config;
+            Err(DeviceError::NotBuilt {
+                device: format!("cuda ({target}, compile only)"),
+                feature: "cuda",
+            }
+            .into())
+        }
+    }
+
     /// The process-wide device for CUDA GPU `ordinal`: every GPU the
     /// driver sees has one ([`Device::cuda_count`]).
     ///
@@ -499,12 +560,34 @@ impl Device {
         IdentityDigest::of(backend.name(), backend.identity())
     }
 
+    /// Every compiler configuration whose artifacts this device loads: its
+    /// own ([`Device::artifact_identity`]) first, then those it falls back
+    /// to (PTX for an older virtual architecture; the portable CPU levels
+    /// its CPU runs, best first). What a bundle import takes for it.
+    pub fn artifact_identities(&self) -> Vec<IdentityDigest> {
+        let backend = self.backend();
+        std::iter::once(self.artifact_identity())
+            .chain(
+                backend
+                    .fallback_identities()
+                    .iter()
+                    .map(|(_, identity)| IdentityDigest::of(backend.name(), identity)),
+            )
+            .collect()
+    }
+
+    /// What this device's compiles are for: `sm_90a`, `compute_90`,
+    /// `native`, `x86-64-v2`.
+    pub fn target(&self) -> &str {
+        self.backend().target()
+    }
+
     /// The payload of the tuning record stored under `key` in this device's
     /// tiers (disk store, then fleet Redis; a fleet hit is written to the
     /// disk), with the target it names (device model and driver); `None`
     /// when no tier holds one. The key and the payload's encoding are the
     /// tuner's own (see [`crate::cache::entry::EntryKind::TuningRecord`]).
-    pub(crate) fn tuning_record(&self, key: &ModuleKey) -> Option<(String, Vec<u8>)> {
+    pub fn tuning_record(&self, key: &ModuleKey) -> Option<(String, Vec<u8>)> {
         self.0
             .modules
             .stored_entry(key, EntryKind::TuningRecord)
@@ -514,7 +597,7 @@ impl Device {
     /// Keeps a tuning record under `key` in every tier of this device:
     /// `kernel` and `function` name the tuned kernel (identifiers, for
     /// listings), `target` the device model and driver it was measured on.
-    pub(crate) fn put_tuning_record(
+    pub fn put_tuning_record(
         &self,
         key: &ModuleKey,
         kernel: &str,
@@ -669,6 +752,14 @@ impl Device {
         loaded.bind(slots, index, bound.clone());
         Ok(FunctionRef::Owned(bound))
     }
+}
+
+/// The plain virtual architecture PTX is made for in bundles, for a real
+/// one: `sm_90a` -> `compute_90`, `sm_80` -> `compute_80`; `None` for a
+/// name that is not `sm_XX` or `sm_XXa`.
+pub(crate) fn ptx_target_of(target: &str) -> Option<String> {
+    let n = target.strip_prefix("sm_")?.trim_end_matches('a');
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| format!("compute_{n}"))
 }
 
 #[cfg(all(test, not(loom)))]

@@ -10,7 +10,9 @@
 //! `codegen`, the base); the top floor (spec files, interop) builds on it.
 
 pub mod call;
+pub mod jit;
 pub mod precompile;
+pub mod record;
 pub mod tune;
 pub mod variant;
 pub mod variants;

@@ -44,6 +44,7 @@ mod linked;
 mod load;
 mod memory;
 mod nvrtc_path;
+pub(crate) mod offline;
 mod probe;
 mod unload;
 
@@ -355,6 +356,9 @@ impl Backend for CudaBackend {
     }
     fn target(&self) -> &str {
         self.nvrtc.target()
+    }
+    fn fallback_identities(&self) -> &[(String, String)] {
+        self.nvrtc.ptx_fallback()
     }
     fn simd_width(&self) -> u32 {
         self.warp

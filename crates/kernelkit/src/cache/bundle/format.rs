@@ -147,6 +147,33 @@ pub(super) fn decode<'a>(
     })
 }
 
+/// The signer named, the producer and the entries of a bundle, without
+/// checking the signature: for listing what a bundle holds
+/// (`kernelkit cache inspect`), never for importing.
+pub(super) fn decode_unverified(bytes: &[u8]) -> Result<Decoded<'_>, BundleError> {
+    if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
+        return Err(BundleError::NotABundle);
+    }
+    if bytes.len() < HEADER + SIGNATURE {
+        return Err(BundleError::Truncated);
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
+    if version != BUNDLE_FORMAT_VERSION {
+        return Err(BundleError::Version {
+            found: version,
+            expected: BUNDLE_FORMAT_VERSION,
+        });
+    }
+    let mut signer = [0u8; 32];
+    signer.copy_from_slice(&bytes[12..44]);
+    let (producer, entries) = parse_entries(&bytes[..bytes.len() - SIGNATURE])?;
+    Ok(Decoded {
+        signer: PublicKey(signer),
+        producer,
+        entries,
+    })
+}
+
 /// The entries of a body whose signature passed. A trusted signer's
 /// kernelkit never writes a body that fails here; it is refused whole all
 /// the same.

@@ -347,6 +347,18 @@ pub fn verify<'a>(
     })
 }
 
+/// What a bundle says it holds, read without checking its signature (for
+/// listing: `kernelkit cache inspect`); [`verify`] before trusting any
+/// of it. Malformed contents are refused as by [`verify`].
+pub fn inspect(bundle: &[u8]) -> Result<VerifiedBundle<'_>, BundleError> {
+    let decoded = format::decode_unverified(bundle)?;
+    Ok(VerifiedBundle {
+        signer: decoded.signer,
+        producer: decoded.producer,
+        entries: decoded.entries,
+    })
+}
+
 /// Verifies `bundle` ([`verify`]) and writes into `store` each entry built
 /// by one of `identities` (this machine's backends: see
 /// `Device::artifact_identity`) whose dependency list holds here, and
@@ -363,6 +375,7 @@ pub fn import(
         signer: Some(verified.signer),
         ..ImportReport::default()
     };
+    let mut accepted = Vec::with_capacity(verified.entries.len());
     for e in &verified.entries {
         let key = e.header.key;
         let skipped = |reason: String| Skipped {
@@ -385,9 +398,11 @@ pub fn import(
             report.present += 1;
             continue;
         }
-        store.write(&key, &e.contents())?;
-        report.imported += 1;
+        accepted.push((key, e.contents()));
     }
+    // One batch through the store's write path (see
+    // `ArtifactStore::write_batch`).
+    report.imported = store.write_batch(&accepted)?;
     Ok(report)
 }
 

@@ -337,9 +337,7 @@ impl<'a> Call<'a> {
     /// The memoized variant this call runs on `device`.
     pub fn variant_on(&self, device: &Device) -> Result<Arc<Variant>> {
         self.check_counts()?;
-        Ok(self
-            .variant_in(device.dialect(), device.backend().name())?
-            .into_arc())
+        Ok(self.variant_in(device)?.into_arc())
     }
 
     /// The generated (name, source) of this call in any dialect, without a
@@ -377,16 +375,17 @@ impl<'a> Call<'a> {
     #[inline(always)]
     fn variant(&self, checked: &Checked<'_>) -> Result<VariantRef> {
         let device = &checked.device;
-        self.variant_in(device.dialect(), device.backend().name())
+        self.variant_in(device)
     }
 
-    /// The variant of this call in `dialect` for `backend` (its name, for
-    /// errors): the key straight from the arguments — packed in a word when
-    /// it can be (one comparison finds it), else encoded — then the
-    /// variant cache, which builds the variant on a miss (per-variant
-    /// checks included) from descriptors made only then.
+    /// The variant of this call for `device`'s dialect and backend: the
+    /// key straight from the arguments — packed in a word when it can be
+    /// (one comparison finds it), else encoded — then the variant cache,
+    /// which builds the variant on a miss (per-variant checks included)
+    /// from descriptors made only then, and records it (`kernel::record`).
     #[inline(always)]
-    fn variant_in(&self, dialect: Dialect, backend: &'static str) -> Result<VariantRef> {
+    fn variant_in(&self, device: &Device) -> Result<VariantRef> {
+        let (dialect, backend) = (device.dialect(), device.backend().name());
         let out_dtypes = || self.outputs.iter().map(|(_, d)| *d);
         let encode = |key: &mut KeyBytes| {
             encode_key_parts(
@@ -402,6 +401,7 @@ impl<'a> Call<'a> {
                 self.kernel.build_variant(dialect, desc, key)
             })?;
             self.log(&variant);
+            self.describe(&variant, device);
             Ok(variant)
         };
         let variants = self.kernel.variants();
@@ -417,6 +417,51 @@ impl<'a> Call<'a> {
             self.log(&found);
         }
         Ok(found)
+    }
+
+    /// Gives a variant just built its detail (template values and shapes,
+    /// for `KERNELKIT_JIT` messages) and records it when the process
+    /// records (`kernel::record`). A memo miss only.
+    #[cold]
+    fn describe(&self, variant: &Variant, device: &Device) {
+        let template: Vec<String> = self
+            .template
+            .iter()
+            .map(|t| match t.value {
+                TemplateArg::Int(i) => format!("{}={i}", t.name),
+                TemplateArg::Bool(b) => format!("{}={b}", t.name),
+                TemplateArg::DType(d) => format!("{}={}", t.name, d.name()),
+            })
+            .collect();
+        let spec = self.spec();
+        let inputs: Vec<String> = spec
+            .input_names
+            .iter()
+            .zip(&self.inputs)
+            .map(|(n, a)| format!("{n}: {}{:?}", a.dtype().name(), a.shape()))
+            .collect();
+        let outputs: Vec<String> = spec
+            .output_names
+            .iter()
+            .zip(&self.outputs)
+            .map(|(n, (shape, dtype))| format!("{n}: {}{:?}", dtype.name(), shape.as_slice()))
+            .collect();
+        variant.set_detail(format!(
+            "`{}` (template [{}], inputs [{}], outputs [{}])",
+            variant.name(),
+            template.join(", "),
+            inputs.join(", "),
+            outputs.join(", ")
+        ));
+        crate::kernel::record::note(&crate::kernel::record::Observed {
+            kernel: self.kernel,
+            inputs: &self.inputs,
+            outputs: &self.outputs,
+            template: &self.template,
+            backend: device.backend().name(),
+            arch: device.backend().target(),
+            function: variant.name(),
+        });
     }
 
     /// Logs the generated name and source when the call asked for it.

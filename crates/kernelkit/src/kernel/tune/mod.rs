@@ -16,8 +16,9 @@
 //! (`Tuning::choose_cold`) asks the device's records (memory, then its
 //! tiers) and times only when none answers, one thread per key at a time.
 //! Under a CUDA graph capture only a recorded choice runs (an untuned key
-//! is [`CallError::Capturing`]); when the JIT is forbidden, an untuned key
-//! runs the first configuration, logged once, and times nothing.
+//! is [`CallError::Capturing`]); when the JIT is forbidden
+//! (`KERNELKIT_JIT=forbid`), an untuned key runs the first configuration,
+//! logged once, and times nothing.
 //!
 //! Files: `config` (configurations, options, the [`Tuning`] and its
 //! remembered choices), `measure` (timing with scratch arrays).
@@ -38,12 +39,14 @@ use crate::device::Device;
 use crate::error::{CallError, Result, TuneError};
 use crate::kernel::call::{Call, Launch, SigBytes};
 
-/// Whether this process may not compile kernels, so that tuning must not
-/// time (each configuration would be compiled). The hook for the no-JIT
-/// setting (`Config::jit`, `KERNELKIT_JIT=forbid`): until that setting
-/// exists, compiling is always allowed.
+/// Whether this process may not compile kernels (`KERNELKIT_JIT=forbid`,
+/// `kernel::jit`), so that tuning must not time (each configuration would
+/// be compiled).
 fn jit_forbids_tuning(_device: &Device) -> bool {
-    false
+    matches!(
+        crate::kernel::jit::policy(),
+        crate::config::JitPolicy::Forbid
+    )
 }
 
 impl Tuning {
