@@ -20,6 +20,7 @@
 #   lifecycle-tests    tests/cuda_lifecycle.rs (devices, contexts, limits; alone in a process)
 #   timeout-lib-tests  tests/cuda_timeout.rs (a kernel that outlives a wait; its own process)
 #   capture-tests      tests/cuda_capture.rs (calls under a raw CUDA graph capture, replays)
+#   tune-tests         tests/cuda_tune.rs (autotuning: event timing, out= once, under capture)
 #   unload-tests       tests/cuda_unload.rs (unloads wait for fences, not the context;
 #                      a global capture on another thread stays valid)
 #   compat-tests       tests/compat.rs (the Metal compatibility layer, run for cuda::)
@@ -32,6 +33,9 @@
 #   kernelkit-lib-tests the library's unit tests (NVRTC compiles among them)
 #   wheels/            the Python package's cp312-abi3 wheel (scripts/wheels.sh);
 #   nvrtc-cu12.tar.xz  NVIDIA's NVRTC 12.8 (libnvrtc.so.12, builtins), for the nvrtc12 step
+#   nojit-bundle/      issue 43: the nojit harness's 100 variants recorded and precompiled
+#                      here (NVRTC 12.8, no GPU) for sm_80,sm_90a + PTX, signed; the
+#                      public key (the i43_nojit steps; `nojit` travels in rust.tar.xz)
 #   wheels-per-version/ a wheel per CPython of KK_PER_VERSION_PYTHONS (default 3.12; no abi3) and
 #   wheels-abi3-py312/ an abi3 wheel for 3.12+, for python_bench's second
 #                      and third runs (KK_PER_VERSION_WHEELS=0: none); and
@@ -60,7 +64,7 @@ MAIN=$(dirname "$DEST")
 cargo build --release -p kernelkit-cli --features cuda
 cargo build --release -p kernelkit-bench --features cuda --bin kernelkit-bench \
   --example cuda_perf --example dispatch_loop --example launch_probe --example multi_gpu \
-  --example nvtx_overhead
+  --example nvtx_overhead --example nojit
 tests_json=$(cargo test --release -p kernelkit-rs --features cuda --no-run \
   --message-format=json 2>/dev/null)
 exe() { # $1: target kind, $2: target name
@@ -93,6 +97,7 @@ multi_gpu_tests=$(exe test multi_gpu)
 planted_tests=$(exe test bounds_planted)
 golden_checked_tests=$(exe test bounds_golden)
 debug_tests=$(exe test debug_tools)
+tune_tests=$(exe test cuda_tune)
 # candle's CUDA tensors: its own target directory and RUSTFLAGS (see
 # scripts/candle-cuda.sh); the first build compiles candle's kernels.
 candle_tests=
@@ -109,7 +114,7 @@ fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
          "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests" \
          "$capture_tests" "$unload_tests" "$multi_gpu_tests" "$planted_tests" "$golden_checked_tests" \
-         "$debug_tests"; do
+         "$debug_tests" "$tune_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -132,6 +137,7 @@ strip --strip-debug -o "$DEST/dispatch_loop" target/release/examples/dispatch_lo
 strip --strip-debug -o "$DEST/launch_probe" target/release/examples/launch_probe
 strip --strip-debug -o "$DEST/multi_gpu" target/release/examples/multi_gpu
 strip --strip-debug -o "$DEST/nvtx_overhead" target/release/examples/nvtx_overhead
+strip --strip-debug -o "$DEST/nojit" target/release/examples/nojit
 strip --strip-debug -o "$DEST/multi-gpu-tests" "$multi_gpu_tests"
 strip --strip-debug -o "$DEST/cuda-tests" "$cuda_tests"
 strip --strip-debug -o "$DEST/kernelkit-lib-tests" "$lib_tests"
@@ -152,6 +158,7 @@ strip --strip-debug -o "$DEST/debug-tests" "$debug_tests"
 # The NVTX tool of the NVTX tests and of nvtx_overhead (issue 45), built
 # here: the GPU machine may have no C compiler.
 cc -shared -fPIC -O2 -o "$DEST/libkk_nvtx_record.so" crates/kernelkit/tests/nvtx_tool/record.c -lpthread
+strip --strip-debug -o "$DEST/tune-tests" "$tune_tests"
 if [ -n "$candle_tests" ]; then
   # One xz archive: the two binaries share most of their bytes (candle's
   # kernels, kernelkit), which xz's window finds (about 6 MB for both,
@@ -228,6 +235,22 @@ if [ "${KK_NVRTC12:-1}" != 0 ]; then
   cp "$nv/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" "$nv/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.8" "$nv/"
   tar cf - -C "$nv" libnvrtc.so.12 libnvrtc-builtins.so.12.8 site |
     xz -6 -T2 >"$DEST/nvrtc-cu12.tar.xz"
+  # Issue 43 (the i43_nojit steps): the 100-variant workload of
+  # crates/kernelkit-bench/examples/nojit.rs recorded HERE (on the CPU),
+  # precompiled HERE with that NVRTC 12.8 and its headers, no GPU, for
+  # sm_80,sm_90a with PTX, into a bundle signed by a key made here (the
+  # private key stays in target/); the GPU imports and replays it.
+  rm -rf "$DEST/nojit-bundle" && mkdir -p "$DEST/nojit-bundle"
+  rm -f target/nojit-ci.key target/nojit-ci.key.pub
+  target/release/kernelkit cache keygen --out target/nojit-ci.key --comment gpu-check >/dev/null
+  cp target/nojit-ci.key.pub "$DEST/nojit-bundle/ci.key.pub"
+  KERNELKIT_CACHE=memory target/release/examples/nojit record --manifest "$DEST/nojit-bundle/manifest.jsonl"
+  KERNELKIT_NVRTC_PATH="$PWD/$nv/libnvrtc.so.12" KERNELKIT_PYTHON_SITE="$PWD/$nv/site" \
+    CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent \
+    target/release/kernelkit precompile --manifest "$DEST/nojit-bundle/manifest.jsonl" \
+      --arch sm_80,sm_90a --ptx --out "$DEST/nojit-bundle/nojit.kkb" \
+      --signing-key target/nojit-ci.key | tee "$DEST/nojit-bundle/precompile.txt"
+  target/release/kernelkit cache inspect "$DEST/nojit-bundle/nojit.kkb" | tail -n1
 fi
 # Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for
 # the python_bench step's second run beside the abi3 wheel: one for each

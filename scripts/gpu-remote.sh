@@ -133,6 +133,25 @@ nvrtc12() {
   return $rc
 }
 step nvrtc12 nvrtc12
+# Issue 43: the bundle gpu-check.sh precompiled on the CPU machine (NVRTC
+# 12.8 from NVIDIA's wheel, no GPU) for sm_80,sm_90a + PTX, imported into a
+# fresh store and replayed with KERNELKIT_JIT=forbid with the same NVRTC
+# (the identity holds its version): 0 compiles, every result right, first
+# calls beside warm-disk first calls, the import time. Then without the
+# sm_90a code: every variant from PTX (ptx_loads 100), 0 compiles. Then the
+# warm call with recording off and on.
+nojit_replay() {
+  local dir=/tmp/kernelkit-nvrtc-cu12-nojit
+  [ -f "$G/nojit-bundle/nojit.kkb" ] || { echo "no $G/nojit-bundle/nojit.kkb (gpu-check.sh)"; return 1; }
+  rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$G/nvrtc-cu12.tar.xz"
+  cat "$G/nojit-bundle/precompile.txt" 2>/dev/null | tail -n1
+  KERNELKIT_NVRTC_PATH="$dir/libnvrtc.so.12" KERNELKIT_PYTHON_SITE="$dir/site" \
+    timeout 120 "$G/nojit" replay --backend cuda --bundle "$G/nojit-bundle/nojit.kkb" \
+      --trusted "$G/nojit-bundle/ci.key.pub" "$@"
+}
+step i43_nojit nojit_replay
+step i43_nojit_ptx nojit_replay --exclude-target sm_90a
+step i43_nojit_warm timeout 120 "$G/nojit" warm --backend cuda
 # The Python package (wheel built here by gpu-check.sh) on the CPU and CUDA:
 # MLX's interface, arrays, errors, and the seed's reproduction, 100 rounds;
 # then the PyTorch example (crates/kernelkit/examples/python).
@@ -463,6 +482,39 @@ i45_sanitizer() {
   return $rc
 }
 step i45_sanitizer i45_sanitizer
+# Autotuning (issue 44): the CUDA tests (event timing, out= written once,
+# a tuned key under capture), the bench figures (a warm tuned call beside
+# the same call untuned; 16 configurations of a ~10 us kernel tuned,
+# compiles excluded), `kernelkit tune` / `precompile --tune` on CUDA, and
+# the quality suite (8 kernels x 3 shapes against exhaustive timing, beside
+# Triton's @autotune).
+if [ -x "$G/tune-tests" ]; then
+  step i44_tune_tests "$G/tune-tests" --test-threads=1 --nocapture
+fi
+if [ -x "$G/kernelkit-bench" ]; then
+  step i44_tune_bench timeout 120 "$G/kernelkit-bench" --only-tune --backend cuda --json "$OUT/tune.json"
+fi
+i44_cli() {
+  local d
+  d=$(mktemp -d)
+  printf '{"name": "tiled_scale", "inputs": [["inp", "float32", [4194304]]], "outputs": [["out", "float32", [4194304]]], "source": "uint base = thread_position_in_grid.x * TILE; for (int k = 0; k < TILE; k++) { uint i = base + k; if (i < inp_shape[0]) out[i] = inp[i] * 3.0f; }", "grid": [4194304, 1, 1]}\n' > "$d/spec.json"
+  printf '[{"threadgroup": [128], "template": {"TILE": 1}}, {"threadgroup": [256], "template": {"TILE": 1}}, {"threadgroup": [256], "template": {"TILE": 4}, "grid": [1048576]}, {"threadgroup": [512], "template": {"TILE": 2}, "grid": [2097152]}]\n' > "$d/spec.configs.json"
+  KERNELKIT_CACHE=disk KERNELKIT_CACHE_DIR="$d/store" "$G/kernelkit" precompile --tune --device cuda "$d/spec.json" &&
+    KERNELKIT_CACHE=disk KERNELKIT_CACHE_DIR="$d/store" "$G/kernelkit" tune "$d/spec.json" --configs "$d/spec.configs.json" --device cuda
+  local rc=$?
+  rm -rf "$d"
+  return $rc
+}
+if "$G/kernelkit" --help 2>/dev/null | grep -q "^  tune"; then
+  step i44_cli i44_cli
+fi
+i44_quality() {
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_CACHE=memory timeout 170 python3 "$G/autotune_quality.py" --json "$OUT/autotune_quality.json"
+}
+if [ -f "$G/autotune_quality.py" ]; then
+  step i44_quality i44_quality
+fi
 
 echo
 echo "===== SUMMARY ====="
@@ -498,4 +550,8 @@ grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|paralle
 grep -hE "^(torch_native\.|guards\.|target torch_native)" "$LOGS/torch_native.log" 2>/dev/null
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
+grep -h "^test result" "$LOGS/i44_tune_tests.log" 2>/dev/null
+grep -hE "^(warm call|tuning )" "$LOGS/i44_tune_bench.log" 2>/dev/null
+grep -hE "^(chosen:|cache:)" "$LOGS/i44_cli.log" 2>/dev/null
+grep -h "^autotune_quality\." "$LOGS/i44_quality.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

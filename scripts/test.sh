@@ -52,6 +52,12 @@ for lib in "$nv"/12.8.93/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nv"/13.0.88/nvid
   KK_TEST_NVRTC="$PWD/$lib" KK_TEST_OLD_NVRTC="$PWD/$nv/12.6.85/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" \
     LD_LIBRARY_PATH="$PWD/target/fakecuda/driver" KERNELKIT_COMPILE_WORKERS=0 \
     cargo nextest run -p kernelkit-rs --all-features --test nvrtc_setting
+  # Issue 43: a bundle precompiled by a compile-only device (NVRTC, no GPU)
+  # for the stand-in's sm_90a, with PTX, is found by the device with JIT
+  # forbidden: its code, else its compute_90 PTX (ptx_loads).
+  KERNELKIT_NVRTC_PATH="$PWD/$lib" LD_LIBRARY_PATH="$PWD/target/fakecuda/driver" \
+    KERNELKIT_COMPILE_WORKERS=0 CUDA_HOME=/nonexistent \
+    cargo nextest run -p kernelkit-rs --all-features --test nojit_cuda
 done
 # (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \

@@ -454,6 +454,7 @@ CUresult cuEventQuery(void *e) {
   return OK;
 }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return OK; }
+CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return OK; }
 static CUresult host_alloc(CUdeviceptr *p, size_t n);
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   FORBIDDEN_WHILE_CAPTURING("cuMemAlloc");

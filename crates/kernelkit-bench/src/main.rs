@@ -31,6 +31,9 @@
 //!    and into one of 100,000 (generated, not compiled), and `kernelkit
 //!    cache stats` on the large one (`--only-store` runs this step alone).
 //!
+//! `--only-tune` measures autotuning alone (`tune`): a warm tuned call
+//! beside the same call untuned, and the cost of one tuning run.
+//!
 //! The compile figures need nothing cached: the process opens its devices
 //! without a disk tier (`CacheMode::Memory`, whatever `KERNELKIT_CACHE`
 //! says), and uses fresh devices and never-seen bodies. The start figures
@@ -52,6 +55,7 @@ mod sched;
 mod startup;
 mod store;
 mod table;
+mod tune;
 mod workload;
 
 use std::path::PathBuf;
@@ -106,6 +110,11 @@ struct Args {
     /// they are compared with).
     #[arg(long, conflicts_with_all = ["only_store", "only_starts", "only_bundles"])]
     only_memo: bool,
+    /// Measure autotuning only: a warm tuned call beside the same call
+    /// untuned, and one tuning run of 16 configurations (compiles
+    /// excluded).
+    #[arg(long, conflicts_with_all = ["only_store", "only_starts", "only_bundles", "only_memo"])]
+    only_tune: bool,
     /// Measure a cold compile and the process starts only (cold, warm, and
     /// from the fleet tier: `remote_hit_ms`).
     #[arg(long, conflicts_with = "only_store")]
@@ -255,6 +264,15 @@ fn main() -> ExitCode {
             });
         match report {
             Ok(r) => (r.table(), serde_json::to_string_pretty(&r)),
+            Err(e) => {
+                eprintln!("kernelkit-bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else if args.only_tune {
+        let backend = args.backend.unwrap_or_else(BackendName::detect);
+        match tune::measure(backend, effort.host, args.quick) {
+            Ok(f) => (f.table(), serde_json::to_string_pretty(&f)),
             Err(e) => {
                 eprintln!("kernelkit-bench: {e}");
                 return ExitCode::FAILURE;

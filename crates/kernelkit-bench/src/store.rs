@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use kernelkit::cache::entry::{self, Contents, Dependencies};
+use kernelkit::cache::entry::{self, Contents, Dependencies, EntryKind};
 use kernelkit::cache::key::{IdentityDigest, ModuleKey};
 use kernelkit::cache::store::ArtifactStore;
 use serde::Serialize;
@@ -142,6 +142,8 @@ impl Store {
             .write(
                 &key,
                 &Contents {
+                    kind: EntryKind::Code,
+                    target: "native",
                     kernel: self.tag,
                     backend: "cpu",
                     function: &function,
@@ -159,6 +161,8 @@ fn encode(key: &ModuleKey, tag: &str, n: u64, payload: &[u8]) -> Result<Vec<u8>,
     entry::encode(
         key,
         &Contents {
+            kind: EntryKind::Code,
+            target: "native",
             kernel: tag,
             backend: "cpu",
             function: &function,

@@ -78,6 +78,16 @@ enum Action {
         #[arg(long = "backend")]
         backends: Vec<String>,
     },
+    /// Lists a bundle's entries (kernel, function, backend, target, kind:
+    /// code, PTX or tuning record) and its producer, without importing
+    /// anything; with --trusted-keys, also checks its signature.
+    Inspect {
+        /// The bundle file.
+        file: PathBuf,
+        /// Check the signature against these public keys.
+        #[arg(long)]
+        trusted_keys: Option<PathBuf>,
+    },
     /// Verifies a signed bundle and adds its entries for this machine's
     /// compilers to the store.
     Import {
@@ -101,7 +111,10 @@ pub fn main(args: Args) -> ExitCode {
             Action::List => RemoteAction::List,
             Action::Verify => RemoteAction::Verify,
             Action::Clear => RemoteAction::Clear,
-            Action::Keygen { .. } | Action::Export { .. } | Action::Import { .. } => {
+            Action::Keygen { .. }
+            | Action::Export { .. }
+            | Action::Import { .. }
+            | Action::Inspect { .. } => {
                 eprintln!(
                     "kernelkit cache: keygen, export and import work on bundles and the disk store, not on the fleet tier; drop --remote"
                 );
@@ -114,6 +127,9 @@ pub fn main(args: Args) -> ExitCode {
         eprintln!("kernelkit cache: no home directory; pass --dir or set KERNELKIT_CACHE_DIR");
         return ExitCode::from(2);
     };
+    if let Action::Inspect { file, trusted_keys } = &args.action {
+        return inspect(file, trusted_keys.as_deref(), config.bundle_max_bytes);
+    }
     let action = match args.action {
         Action::Keygen { out, comment } => return keygen(&out, &comment),
         Action::Import {
@@ -152,10 +168,16 @@ pub fn main(args: Args) -> ExitCode {
             kernels,
             backends,
         } => {
-            let filter = ExportFilter { kernels, backends };
+            let filter = ExportFilter {
+                kernels,
+                backends,
+                kinds: Vec::new(),
+            };
             return export(&store, &filter, config.home.as_deref(), &signing_key, &out);
         }
-        Action::Keygen { .. } | Action::Import { .. } => unreachable!("handled above"),
+        Action::Keygen { .. } | Action::Import { .. } | Action::Inspect { .. } => {
+            unreachable!("handled above")
+        }
     };
     result.unwrap_or_else(fail)
 }
@@ -361,6 +383,58 @@ fn export(
     ExitCode::SUCCESS
 }
 
+/// `kernelkit cache inspect`: one line per entry, then a summary.
+fn inspect(file: &Path, trusted_keys: Option<&Path>, max_bytes: u64) -> ExitCode {
+    let fail = |why: String| {
+        eprintln!("kernelkit cache inspect: {}: {why}", file.display());
+        ExitCode::from(2)
+    };
+    let bytes = match bundle::read(file, max_bytes) {
+        Ok(b) => b,
+        Err(e) => return fail(e.to_string()),
+    };
+    let signature = match trusted_keys {
+        None => "signature not checked (pass --trusted-keys)".to_string(),
+        Some(path) => match TrustedKeys::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|k| {
+                bundle::verify(&bytes, &k)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }) {
+            Ok(()) => "signature good".to_string(),
+            Err(e) => {
+                eprintln!("kernelkit cache inspect: {}: {e}", file.display());
+                return ExitCode::from(1);
+            }
+        },
+    };
+    let b = match bundle::inspect(&bytes) {
+        Ok(b) => b,
+        Err(e) => return fail(e.to_string()),
+    };
+    println!("kind\tbackend\ttarget\tkernel\tfunction\tkey\tbytes");
+    let mut counts = std::collections::BTreeMap::new();
+    for e in &b.entries {
+        let h = &e.header;
+        *counts.entry(h.kind.as_str()).or_insert(0usize) += 1;
+        println!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            h.kind, h.backend, h.target, h.kernel, h.function, h.key, h.payload_len
+        );
+    }
+    let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    println!(
+        "{}: {} entries ({}), made by {:?}, signed by {}; {signature}",
+        file.display(),
+        b.entries.len(),
+        counts.join(", "),
+        b.producer,
+        b.signer
+    );
+    ExitCode::SUCCESS
+}
+
 fn import(
     dir: &Path,
     max_bytes: u64,
@@ -427,15 +501,17 @@ fn import(
 }
 
 /// The compiler identities of this machine's devices: the CPU's, and each
-/// CUDA device's that opens.
-fn local_identities() -> Vec<kernelkit::cache::key::IdentityDigest> {
-    let mut out = vec![Device::cpu().artifact_identity()];
+/// CUDA device's that opens, each with those it falls back to (portable
+/// CPU levels, PTX).
+pub(crate) fn local_identities() -> Vec<kernelkit::cache::key::IdentityDigest> {
+    let mut out = Device::cpu().artifact_identities();
     for ordinal in 0..64 {
         match Device::cuda(ordinal) {
             Ok(d) => {
-                let id = d.artifact_identity();
-                if !out.contains(&id) {
-                    out.push(id);
+                for id in d.artifact_identities() {
+                    if !out.contains(&id) {
+                        out.push(id);
+                    }
                 }
             }
             Err(_) => break,

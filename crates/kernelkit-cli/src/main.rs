@@ -7,7 +7,10 @@
 //! - `cache`: inspects and maintains the artifact store (`--remote`: the
 //!   fleet tier on Redis); exports and imports signed bundles of compiled
 //!   kernels.
-//! - `precompile`: compiles spec files' calls ahead of time, in parallel.
+//! - `precompile`: compiles spec files' calls ahead of time, in parallel
+//!   (`--tune`: and tunes them over launch configurations).
+//! - `tune`: tunes one spec file's call over launch configurations and
+//!   prints the ranking.
 //! - `compile-worker` (hidden, `cuda` feature): serves CUDA compile jobs on
 //!   stdin/stdout for another process's kernelkit (see
 //!   `kernelkit::CompileWorkers`).
@@ -26,6 +29,7 @@ mod precompile;
 mod run;
 mod source;
 mod spec_help;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -54,6 +58,8 @@ enum Command {
     Cache(cache_cmd::Args),
     /// Compiles the calls of spec files in parallel without running them.
     Precompile(precompile::Args),
+    /// Tunes one call of a spec file over launch configurations; prints the ranking.
+    Tune(tune::Args),
     /// Serves CUDA compile jobs on stdin/stdout (started by kernelkit itself).
     #[cfg(feature = "cuda")]
     #[command(name = "compile-worker", hide = true)]
@@ -75,6 +81,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::main(a),
         Command::Cache(a) => cache_cmd::main(a),
         Command::Precompile(a) => precompile::main(a),
+        Command::Tune(a) => tune::main(a),
         #[cfg(feature = "cuda")]
         Command::CompileWorker => match kernelkit::compile_worker::serve_stdio() {
             Ok(()) => ExitCode::SUCCESS,

@@ -327,7 +327,8 @@ pub(crate) fn clear_streams(py: Python<'_>) -> PyResult<()> {
 /// `remote_rejected`, `remote_wait_ns`, `loaded_modules` (loaded now),
 /// the bounded module cache's `loaded`, `unloaded` and `reloads`, and
 /// `pending_unloads` (CUDA modules let go that wait, still loaded, for
-/// the work queued before them).
+/// the work queued before them), and autotuning's `tunes`, `tune_hits`
+/// and `tune_launches`.
 #[pyfunction]
 pub(crate) fn cache_stats<'py>(
     py: Python<'py>,
@@ -364,6 +365,10 @@ fn stats_dict<'py>(py: Python<'py>, device: &Device) -> PyResult<Bound<'py, PyDi
         ("unloaded", s.unloaded),
         ("reloads", s.reloads),
         ("pending_unloads", s.pending_unloads),
+        ("tunes", s.tunes),
+        ("tune_hits", s.tune_hits),
+        ("tune_launches", s.tune_launches),
+        ("ptx_loads", s.ptx_loads),
     ] {
         dict.set_item(key, value)?;
     }

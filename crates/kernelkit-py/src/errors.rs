@@ -20,6 +20,7 @@ struct Classes {
     compile: Py<PyType>,
     device: Py<PyType>,
     out_of_bounds: Py<PyType>,
+    jit: Py<PyType>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
@@ -40,6 +41,7 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
             compile: get("CompileError")?,
             device: get("DeviceError")?,
             out_of_bounds: get("OutOfBoundsError")?,
+            jit: get("JitError")?,
         })
     })
 }
@@ -56,6 +58,7 @@ pub(crate) enum Kind {
     Compile,
     Device,
     OutOfBounds,
+    Jit,
 }
 
 /// An exception of `kind` with `message`.
@@ -73,6 +76,7 @@ pub(crate) fn raise(kind: Kind, message: impl Into<String>) -> PyErr {
                 Kind::Compile => &c.compile,
                 Kind::Device => &c.device,
                 Kind::OutOfBounds => &c.out_of_bounds,
+                Kind::Jit => &c.jit,
             };
             PyErr::from_type(class.bind(py).clone(), (message,))
         }
@@ -109,6 +113,7 @@ pub(crate) fn from_kernelkit(err: kernelkit::Error) -> PyErr {
         Error::Call(kernelkit::CallError::OutOfBounds { .. }) => Kind::OutOfBounds,
         Error::Build(_) => Kind::Build,
         Error::Call(kernelkit::CallError::Donation { .. }) => Kind::Donation,
+        Error::Call(kernelkit::CallError::JitForbidden { .. }) => Kind::Jit,
         Error::Call(_) => Kind::Call,
         Error::Compile(_) => Kind::Compile,
         Error::Array(_) => Kind::Array,

@@ -74,11 +74,13 @@ pub mod errors;
 pub mod ffi;
 pub mod jax;
 pub mod kernel;
+pub mod production;
 pub mod rebound;
 pub mod streams;
 pub mod strided_copy;
 pub mod testing;
 pub mod torch;
+pub mod tune;
 pub mod worker;
 
 use device::{Place, PyDevice, PyStream};
@@ -111,6 +113,7 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStream>()?;
     m.add_class::<kernel::PyKernel>()?;
     m.add_class::<dlpack_outputs::PyArray>()?;
+    m.add_class::<tune::PyTuner>()?;
     m.add_function(wrap_pyfunction!(constructors::metal_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(constructors::cuda_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(device::new_stream, m)?)?;
@@ -122,6 +125,13 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<jax::PyJaxKernel>()?;
     m.add_function(wrap_pyfunction!(jax::_jax_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(jax::_jax_targets, m)?)?;
+    m.add_function(wrap_pyfunction!(production::_record_start, m)?)?;
+    m.add_function(wrap_pyfunction!(production::_record_stop, m)?)?;
+    m.add_function(wrap_pyfunction!(production::set_jit, m)?)?;
+    m.add_function(wrap_pyfunction!(production::jit_policy, m)?)?;
+    m.add_function(wrap_pyfunction!(production::precompile, m)?)?;
+    m.add_function(wrap_pyfunction!(production::import_bundle, m)?)?;
+    m.add_function(wrap_pyfunction!(production::keygen, m)?)?;
     m.add_submodule(&testing::module(m.py())?)?;
     m.add("cpu", PyDevice::at(Place::Cpu))?;
     m.add("gpu", PyDevice::at(Place::Cuda(0)))?;

@@ -278,3 +278,21 @@ def test_opcheck_passes(device):
     torch.library.opcheck(sample.op, (x, g))
     cot = torch.randn(1, 3, 3, 2, dtype=torch.float64, device=device)
     torch.library.opcheck(vjp.op, (x.detach(), g.detach(), cot))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_tuned_kernel_is_a_custom_op_that_compiles_without_a_graph_break(device):
+    tuned = kk.autotune(SCALE, configs=[{"threadgroup": (tg, 1, 1)} for tg in (32, 128, 256)])
+    op = kkt.custom_op(
+        fresh("tuned_scale"),
+        tuned,
+        template=lambda x: {"T": x.dtype, "S": 5},
+        grid=lambda x: (x.numel(), 1, 1),
+        output_shapes=lambda x: [x.shape],
+        output_dtypes=lambda x: [x.dtype],
+    )
+    x = torch.arange(1000, dtype=torch.float32, device=device)
+    assert torch.equal(op(x), x * 5)
+    compiled = torch.compile(lambda t: op(t) + 1, fullgraph=True)
+    assert torch.equal(compiled(x), x * 5 + 1)
+    assert kk.cache_stats(device)["tunes"] >= 1

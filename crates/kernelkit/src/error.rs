@@ -27,6 +27,50 @@ pub enum Error {
     /// A device could not be opened or failed while running work.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// Autotuning could not choose a launch configuration.
+    #[error(transparent)]
+    Tune(#[from] TuneError),
+}
+
+/// Why autotuning a call (`Call::tuned`) could not choose a launch
+/// configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TuneError {
+    /// The tuning lists no configuration.
+    #[error("kernel `{kernel}`: autotune needs at least one configuration")]
+    NoConfigs {
+        /// The kernel's name.
+        kernel: String,
+    },
+    /// A configuration cannot be applied to the call.
+    #[error("kernel `{kernel}`: configuration `{config}` is not usable: {reason}")]
+    BadConfig {
+        /// The kernel's name.
+        kernel: String,
+        /// The configuration (its canonical text).
+        config: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No record exists for the call's tuning key although a choice was
+    /// made (the choice was the untimed fallback: compiling forbidden, or
+    /// the fleet's lease not granted in time).
+    #[error("kernel `{kernel}`: tuning key `{key}` has no record (its configuration was chosen untimed)")]
+    NoRecord {
+        /// The kernel's name.
+        kernel: String,
+        /// The tuning key's text.
+        key: String,
+    },
+    /// Every configuration failed to compile or launch.
+    #[error("kernel `{kernel}`: every autotune configuration failed: {errors}")]
+    AllFailed {
+        /// The kernel's name.
+        kernel: String,
+        /// Each configuration and its error, `; `-separated.
+        errors: String,
+    },
 }
 
 /// Shorthand for results in this crate.
@@ -411,6 +455,25 @@ pub enum CallError {
         arg: String,
         /// What is wrong.
         reason: String,
+    },
+    /// The variant is in no cache tier (memory, artifact store, fleet)
+    /// and the process forbids compiles (`KERNELKIT_JIT=forbid`). Raised
+    /// before anything is allocated or queued.
+    #[error(
+        "kernel `{kernel}`: variant {variant} is not compiled for {arch} on {device}, and JIT is \
+         forbidden (KERNELKIT_JIT=forbid): record it, precompile it \
+         (`kernelkit precompile --manifest`) and import the bundle"
+    )]
+    JitForbidden {
+        /// The kernel's name.
+        kernel: String,
+        /// The variant: its template values, input dtypes and shapes, output
+        /// dtypes and shapes.
+        variant: String,
+        /// The architecture it would be compiled for (`sm_90a`, `native`).
+        arch: String,
+        /// The device (`cpu`, `cuda:0`).
+        device: String,
     },
     /// No grid was given.
     #[error("kernel `{kernel}`: the call has no grid; set one with `.grid([x, y, z])`")]

@@ -162,6 +162,7 @@ pub mod error;
 pub mod interop;
 pub mod kernel;
 pub(crate) mod nvtx;
+pub mod manifest;
 pub mod spec_file;
 pub(crate) mod stats;
 pub(crate) mod sync;
@@ -196,12 +197,13 @@ pub use device::{Device, DeviceBuilder, DeviceId, DeviceKind, Stream, WeakDevice
 pub use dtype::{DType, Element};
 pub use error::{
     ArrayError, BuildError, CallError, CompileError, DeviceError, Error, LaunchLimit, OutOfBounds,
-    Result,
+    Result, TuneError,
 };
 pub use kernel::call::{Call, Launch, Rebindable};
 pub use kernel::precompile::{
     Precompile, PrecompileBuilder, PrecompileReport, PrecompileResult, Progress,
 };
+pub use kernel::tune::{TuneConfig, TuneOptions, Tuning};
 pub use kernel::variant::Variant;
 pub use kernel::{Kernel, KernelBuilder};
 /// NVTX ranges off and on again in one process (the benchmarks' A/B).

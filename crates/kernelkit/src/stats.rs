@@ -203,6 +203,18 @@ pub struct CacheStats {
     /// after their launches pass; checked without waiting on later cold
     /// paths). 0 on the CPU, whose launches finish before they return.
     pub pending_unloads: u64,
+    /// Modules loaded from PTX (a bundle's `compute_XX` entry, when no
+    /// tier held this GPU's own code): the driver compiled them at load.
+    pub ptx_loads: u64,
+    /// Autotuning runs made by this process on this device (each times
+    /// the configurations of one tuning key).
+    pub tunes: u64,
+    /// Tuned calls whose choice was found in a tier (memory of another
+    /// thread's run, the disk store, the fleet tier, a bundle) instead of
+    /// timed here; counted once per key.
+    pub tune_hits: u64,
+    /// Launches made to time configurations (warm-ups included).
+    pub tune_launches: u64,
 }
 
 impl CacheStats {
@@ -210,7 +222,7 @@ impl CacheStats {
     /// `cache:` line that `kernelkit demo` prints.
     pub fn summary(&self) -> String {
         format!(
-            "hits={} misses={} compiles={} failures={} compile_ms={:.1} disk_hits={} disk_misses={} disk_writes={} disk_errors={} remote_hits={} remote_misses={} remote_writes={} remote_errors={} remote_rejected={} remote_wait_ms={:.1} loaded={} unloaded={} reloads={} pending_unloads={}",
+            "hits={} misses={} compiles={} failures={} compile_ms={:.1} disk_hits={} disk_misses={} disk_writes={} disk_errors={} remote_hits={} remote_misses={} remote_writes={} remote_errors={} remote_rejected={} remote_wait_ms={:.1} loaded={} unloaded={} reloads={} pending_unloads={} ptx_loads={} tunes={} tune_hits={} tune_launches={}",
             self.hits,
             self.misses,
             self.compiles,
@@ -229,7 +241,11 @@ impl CacheStats {
             self.loaded,
             self.unloaded,
             self.reloads,
-            self.pending_unloads
+            self.pending_unloads,
+            self.ptx_loads,
+            self.tunes,
+            self.tune_hits,
+            self.tune_launches
         )
     }
 }

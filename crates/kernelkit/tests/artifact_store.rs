@@ -116,7 +116,7 @@ fn a_transient_load_failure_keeps_the_entry() {
 
 /// What the writers of the next test share.
 mod writers {
-    use kernelkit::cache::entry::{Contents, Dependencies};
+    use kernelkit::cache::entry::{Contents, Dependencies, EntryKind};
     use kernelkit::cache::key::{IdentityDigest, ModuleKey};
     use kernelkit::cache::store::ArtifactStore;
 
@@ -142,6 +142,8 @@ mod writers {
             .write(
                 &key(writer, n),
                 &Contents {
+                    kind: EntryKind::Code,
+                    target: "native",
                     kernel: "writers",
                     backend: "cpu",
                     function: &f,

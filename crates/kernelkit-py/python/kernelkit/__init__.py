@@ -33,6 +33,7 @@ from ._errors import (
     DonationError,
     CompileError,
     DeviceError,
+    JitError,
     KernelError,
     OutOfBoundsError,
 )
@@ -48,7 +49,9 @@ from ._kernelkit import (
     new_stream,
 )
 from ._kernel import Kernel, cuda_kernel, metal_kernel
+from ._autotune import Autotuned, autotune
 from . import fast
+from ._production import import_bundle, jit_policy, keygen, precompile, record, set_jit
 from ._site import export_site_dirs as _export_site_dirs
 
 # Before any device opens: NVRTC from NVIDIA's wheels is found (see _site).
@@ -79,6 +82,8 @@ def eval(*arrays: object) -> None:
 
 
 __all__ = [
+    "autotune",
+    "Autotuned",
     "metal_kernel",
     "cuda_kernel",
     "Kernel",
@@ -101,5 +106,12 @@ __all__ = [
     "CompileError",
     "DeviceError",
     "OutOfBoundsError",
+    "JitError",
+    "record",
+    "precompile",
+    "import_bundle",
+    "keygen",
+    "set_jit",
+    "jit_policy",
     "__version__",
 ]

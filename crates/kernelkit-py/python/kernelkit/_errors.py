@@ -93,6 +93,12 @@ class OutOfBoundsError(KernelError, IndexError):
     threadgroup = None
     byte_offset = None
     buffer_bytes = None
+class JitError(KernelError, RuntimeError):
+    """A variant that no cache tier holds was called while the process
+    forbids compiles (``KERNELKIT_JIT=forbid`` or ``kk.set_jit("forbid")``).
+    The message names the kernel, the variant (template values, shapes) and
+    the architecture, and contains "JIT is forbidden". Raised before
+    anything is queued: the device stays usable."""
 
 
 __all__ = [
@@ -105,6 +111,7 @@ __all__ = [
     "CompileError",
     "DeviceError",
     "OutOfBoundsError",
+    "JitError",
 ]
 
 # Shown as `kernelkit.CallError`, where users import them from.
@@ -118,6 +125,7 @@ for _class in (
     CompileError,
     DeviceError,
     OutOfBoundsError,
+    JitError,
 ):
     _class.__module__ = "kernelkit"
 del _class

@@ -1,6 +1,7 @@
 """Type stubs of the extension module `kernelkit._kernelkit` (re-exported by
 `kernelkit`)."""
 
+import os
 from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -241,3 +242,54 @@ def _jax_targets(major: int, minor: int) -> Dict[str, Dict[str, Any]]:
 #: ``cdata_slot_check``), for the package's tests and benchmarks:
 #: ``kernelkit._testing`` re-exports them.
 _testing: ModuleType
+
+def _record_start(path: str) -> None: ...
+def _record_stop() -> Optional[str]: ...
+def set_jit(policy: str) -> None:
+    """Sets the process's JIT policy: "allow", "warn" or "forbid"."""
+def jit_policy() -> str:
+    """The process's JIT policy: "allow", "warn" or "forbid"."""
+def precompile(
+    manifest: Union[str, "os.PathLike[str]"],
+    out: Union[str, "os.PathLike[str]"],
+    signing_key: Union[str, "os.PathLike[str]"],
+    arch: List[str] = ...,
+    ptx: bool = True,
+    cpu: List[str] = ...,
+    workers: Optional[int] = None,
+) -> Dict[str, Any]:
+    """Compiles every variant of a recorded manifest for the CUDA
+    architectures `arch` (NVRTC only, no GPU), their PTX, and the CPU levels
+    `cpu`, into one signed bundle `out`."""
+def import_bundle(
+    path: Union[str, "os.PathLike[str]"],
+    trusted_keys: Optional[Union[str, "os.PathLike[str]"]] = None,
+) -> Dict[str, int]:
+    """Imports a signed bundle into this process's artifact store for this
+    machine's devices."""
+def keygen(out: Union[str, "os.PathLike[str]"], comment: str = "") -> str:
+    """Makes an Ed25519 key pair for signing bundles (`out`, `out.pub`);
+    returns the public key's line."""
+
+class _Tuner:
+    """The native part of ``kernelkit.autotune``: configurations as the
+    library's ``Tuning``; ``choose`` returns the index of the configuration
+    chosen for a call (tuning its key first if no cache tier has a record)."""
+
+    def __init__(self, configs: List[Tuple[Any, List[Tuple[str, Any]], Optional[Any]]], keyed: bool) -> None: ...
+    def choose(
+        self,
+        kernel: Kernel,
+        *,
+        inputs: Sequence[Any],
+        grids: List[Optional[Tuple[int, int, int]]],
+        grid: Optional[Tuple[int, int, int]] = None,
+        output_shapes: Optional[Sequence[Any]] = None,
+        output_dtypes: Optional[Sequence[Any]] = None,
+        template: Optional[Any] = None,
+        init_value: Optional[float] = None,
+        stream: Optional[Any] = None,
+        device: Optional[Any] = None,
+        key: Optional[str] = None,
+    ) -> int: ...
+    def config_ids(self) -> List[str]: ...

@@ -364,6 +364,17 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// must not collide across compilers, flags or targets for as long as
     /// artifacts live on disk. Found once per process.
     fn identity(&self) -> &str;
+    /// What its artifacts are for, as entries name it (part of
+    /// [`Backend::identity`] already): `sm_90a` (code for that chip),
+    /// `compute_90` (PTX, finished by the driver), `x86-64-v2`, `native`.
+    fn target(&self) -> &str;
+    /// Other (target, identity) pairs whose artifacts this backend loads,
+    /// best first, asked when no tier holds the artifact of
+    /// [`Backend::identity`]: PTX of an older virtual architecture on CUDA
+    /// (`compute_90`), portable levels the CPU runs (`x86-64-v3`).
+    fn fallback_identities(&self) -> &[(String, String)] {
+        &[]
+    }
     /// SIMD (warp) width reported to bodies.
     fn simd_width(&self) -> u32;
     /// Compiles a source into an artifact (shared library bytes, cubin),
@@ -437,6 +448,33 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()>;
     /// Launches (on a GPU: enqueues) one call whose outputs exist.
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()>;
+    /// How long the work `run` queues on `stream` takes: GPU backends time
+    /// it on the stream itself (events recorded around it); the default,
+    /// for backends whose launches finish before they return (the CPU),
+    /// is the wall clock between two waits for the stream. Autotuning
+    /// compares configurations with it.
+    fn time_on(
+        &self,
+        stream: &StreamHandle,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<std::time::Duration> {
+        self.synchronize(stream)?;
+        let started = std::time::Instant::now();
+        run()?;
+        self.synchronize(stream)?;
+        Ok(started.elapsed())
+    }
+    /// What a tuning measured on this device depends on (the model, its
+    /// compute capability and driver on a GPU; the compiler identity and
+    /// CPU features on the CPU): a tuning record made where this differs
+    /// is not used.
+    fn tuning_target(&self) -> String {
+        format!(
+            "{} (compiler identity {:016x})",
+            self.name(),
+            xxhash_rust::xxh3::xxh3_64(self.identity().as_bytes())
+        )
+    }
     /// A stream of this device that another library made: never destroyed
     /// by kernelkit. Only GPU backends have such streams.
     fn wrap_stream(&self, stream: ForeignStream) -> Result<StreamHandle> {

@@ -8,10 +8,12 @@
 //!     28    16  compiler identity digest ([`IdentityDigest`])
 //!     44     8  payload length (u64 LE)
 //!     52     4  dependency list length (u32 LE)
-//!     56     2  kernel name length (u16 LE)
-//!     58     2  backend name length (u16 LE)
-//!     60     2  function name length (u16 LE)
-//!     62     …  kernel name, backend name, function name (UTF-8)
+//!     56     1  entry kind ([`EntryKind`]: 0 code, 1 PTX, 2 tuning record)
+//!     57     2  kernel name length (u16 LE)
+//!     59     2  backend name length (u16 LE)
+//!     61     2  function name length (u16 LE)
+//!     63     2  target length (u16 LE)
+//!     65     …  kernel name, backend name, function name, target (UTF-8)
 //!      …     …  dependency list (below)
 //!      …     …  payload (the compiled artifact)
 //!      …    16  checksum: xxh3-128 of every byte before it (u128 LE)
@@ -41,8 +43,14 @@
 //! bundles ([`crate::cache::bundle`]) and any other tier that moves
 //! entries as bytes use [`encode`] and [`parse`].
 //!
-//! Format version 1 had no dependency list, version 2 no identity digest;
-//! their entries (and those of any other version) are refused with
+//! The kind says what the payload is: code for one target (a cubin, a
+//! shared library), PTX the driver finishes at load, or a tuning record
+//! (the autotuner's, opaque here). The target names what the payload is
+//! for: `sm_90a`, `compute_90`, `x86-64-v2`, `native`; for a tuning
+//! record, the device model and driver it was measured on.
+//!
+//! Format version 1 had no dependency list, version 2 no identity digest,
+//! version 3 and 4 no kind or target; their entries (and those of any other version) are refused with
 //! [`EntryError::Version`], which the store treats as a miss.
 
 use std::ffi::OsStr;
@@ -66,12 +74,76 @@ pub const MAX_NAME_BYTES: usize = 1024;
 pub const MAX_DEPENDENCY_BYTES: usize = 16 << 20;
 
 /// Bytes before the names.
-const FIXED_HEADER: usize = 62;
+const FIXED_HEADER: usize = 65;
+/// Where the kind byte is.
+const KIND_AT: usize = 56;
 /// Bytes of the trailing checksum.
 const CHECKSUM: usize = 16;
 
-/// The bytes [`parse_header`] may need: the fixed header and three names.
-pub const MAX_HEADER_BYTES: usize = FIXED_HEADER + 3 * MAX_NAME_BYTES;
+/// The bytes [`parse_header`] may need: the fixed header and four names.
+pub const MAX_HEADER_BYTES: usize = FIXED_HEADER + 4 * MAX_NAME_BYTES;
+
+/// What an entry's payload is. The kind is written in every entry, so a
+/// listing (`kernelkit cache inspect`) tells code from PTX from tuning
+/// records without reading payloads, and a tier never hands a record to
+/// a loader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    /// Machine code for exactly one target (a cubin for `sm_90a`, a shared
+    /// library for `x86-64-v2`).
+    Code,
+    /// PTX for a virtual architecture (`compute_90`), which the driver
+    /// compiles when it loads it on any GPU of that architecture or later.
+    Ptx,
+    /// A tuning record: the configuration an autotuner chose for one kernel
+    /// on one device model (its payload's encoding is the tuner's own).
+    TuningRecord,
+}
+
+impl EntryKind {
+    /// Every kind, in the order of their codes.
+    pub const ALL: [EntryKind; 3] = [EntryKind::Code, EntryKind::Ptx, EntryKind::TuningRecord];
+
+    /// The byte written in the file.
+    pub fn code(self) -> u8 {
+        match self {
+            EntryKind::Code => 0,
+            EntryKind::Ptx => 1,
+            EntryKind::TuningRecord => 2,
+        }
+    }
+
+    /// The kind of a byte written by [`EntryKind::code`].
+    pub fn from_code(code: u8) -> Option<EntryKind> {
+        EntryKind::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// `code`, `ptx`, `tuning-record` (for listings and filters).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Code => "code",
+            EntryKind::Ptx => "ptx",
+            EntryKind::TuningRecord => "tuning-record",
+        }
+    }
+
+    /// The kind [`EntryKind::as_str`] names.
+    pub fn parse(name: &str) -> Option<EntryKind> {
+        EntryKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// Whether a backend loads this payload (code or PTX), rather than a
+    /// tuner reading it.
+    pub fn is_loadable(self) -> bool {
+        matches!(self, EntryKind::Code | EntryKind::Ptx)
+    }
+}
+
+impl std::fmt::Display for EntryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// What an entry says about itself, apart from its payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,12 +158,17 @@ pub struct Header {
     pub payload_len: u64,
     /// Length of the dependency list in bytes.
     pub dependencies_len: u32,
+    /// What the payload is.
+    pub kind: EntryKind,
     /// The kernel's name.
     pub kernel: String,
     /// The backend that compiled it (`cpu`, `cuda`).
     pub backend: String,
     /// The generated function's name.
     pub function: String,
+    /// What the payload is for: `sm_90a`, `compute_90`, `x86-64-v2`, or a
+    /// tuning record's device model and driver.
+    pub target: String,
 }
 
 /// A parsed, checksum-verified entry; the payload borrows the file's bytes.
@@ -137,8 +214,14 @@ pub enum EntryError {
     /// A name is over [`MAX_NAME_BYTES`] or not UTF-8.
     #[error("the {field} name is malformed")]
     Name {
-        /// `kernel`, `backend` or `function`.
+        /// `kernel`, `backend`, `function` or `target`.
         field: &'static str,
+    },
+    /// The kind byte is none of [`EntryKind`]'s.
+    #[error("unknown entry kind {found}")]
+    Kind {
+        /// The byte in the file.
+        found: u8,
     },
     /// The checksum does not match the contents.
     #[error("checksum mismatch")]
@@ -163,12 +246,16 @@ pub enum EntryError {
 /// what [`encode`] writes.
 #[derive(Clone, Copy, Debug)]
 pub struct Contents<'a> {
+    /// What the payload is.
+    pub kind: EntryKind,
     /// The kernel's name (kept for `kernelkit cache list`).
     pub kernel: &'a str,
     /// `cpu` or `cuda`.
     pub backend: &'a str,
     /// The generated function's name.
     pub function: &'a str,
+    /// What the payload is for (see [`Header::target`]).
+    pub target: &'a str,
     /// The compiler configuration that built the payload.
     pub identity: IdentityDigest,
     /// The files the compile read, checked on every later load.
@@ -181,9 +268,11 @@ impl Entry<'_> {
     /// What this entry holds, to write it again (into a store, a bundle).
     pub fn contents(&self) -> Contents<'_> {
         Contents {
+            kind: self.header.kind,
             kernel: &self.header.kernel,
             backend: &self.header.backend,
             function: &self.header.function,
+            target: &self.header.target,
             identity: self.header.identity,
             dependencies: &self.dependencies,
             payload: self.payload,
@@ -196,7 +285,13 @@ impl Entry<'_> {
 /// then not written: a later process could not check it).
 pub fn encode(key: &ModuleKey, contents: &Contents<'_>) -> Result<Vec<u8>, EntryError> {
     let payload = contents.payload;
-    let names = [contents.kernel, contents.backend, contents.function].map(cut_name);
+    let names = [
+        contents.kernel,
+        contents.backend,
+        contents.function,
+        contents.target,
+    ]
+    .map(cut_name);
     let names_len: usize = names.iter().map(|n| n.len()).sum();
     let deps = encode_dependencies(contents.dependencies)?;
     let mut out =
@@ -208,6 +303,7 @@ pub fn encode(key: &ModuleKey, contents: &Contents<'_>) -> Result<Vec<u8>, Entry
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     // `encode_dependencies` keeps the list within u32 range.
     out.extend_from_slice(&(deps.len() as u32).to_le_bytes());
+    out.push(contents.kind.code());
     for n in &names {
         // `cut_name` keeps every name within u16 range.
         out.extend_from_slice(&(n.len() as u16).to_le_bytes());
@@ -367,12 +463,15 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Header, usize), EntryError> {
     if dependencies_len as usize > MAX_DEPENDENCY_BYTES {
         return Err(EntryError::Dependencies);
     }
-    let mut lens = [0usize; 3];
+    debug_assert_eq!(r.at, KIND_AT);
+    let [kind] = r.array::<1>().ok_or_else(|| truncated(FIXED_HEADER))?;
+    let kind = EntryKind::from_code(kind).ok_or(EntryError::Kind { found: kind })?;
+    let mut lens = [0usize; 4];
     for len in &mut lens {
         *len = u16::from_le_bytes(r.array().ok_or_else(|| truncated(FIXED_HEADER))?) as usize;
     }
-    let fields = ["kernel", "backend", "function"];
-    let mut names: [String; 3] = Default::default();
+    let fields = ["kernel", "backend", "function", "target"];
+    let mut names: [String; 4] = Default::default();
     for ((name, len), field) in names.iter_mut().zip(lens).zip(fields) {
         if len > MAX_NAME_BYTES {
             return Err(EntryError::Name { field });
@@ -384,7 +483,7 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Header, usize), EntryError> {
             .map_err(|_| EntryError::Name { field })?
             .to_string();
     }
-    let [kernel, backend, function] = names;
+    let [kernel, backend, function, target] = names;
     Ok((
         Header {
             version,
@@ -392,9 +491,11 @@ fn parse_prefix(bytes: &[u8]) -> Result<(Header, usize), EntryError> {
             identity,
             payload_len,
             dependencies_len,
+            kind,
             kernel,
             backend,
             function,
+            target,
         },
         r.at,
     ))
@@ -469,9 +570,11 @@ mod tests {
         payload: &'a [u8],
     ) -> Contents<'a> {
         Contents {
+            kind: EntryKind::Code,
             kernel,
             backend: "cpu",
             function,
+            target: "x86-64-v2",
             identity: identity(),
             dependencies: deps,
             payload,
@@ -502,6 +605,8 @@ mod tests {
         assert_eq!(e.header.kernel, "add_offset");
         assert_eq!(e.header.backend, "cpu");
         assert_eq!(e.header.function, "custom_kernel_add_offset");
+        assert_eq!(e.header.kind, EntryKind::Code);
+        assert_eq!(e.header.target, "x86-64-v2");
         assert_eq!(e.dependencies, deps());
         // The header alone (no dependencies, payload or checksum) is enough
         // for a listing.
@@ -584,6 +689,39 @@ mod tests {
         let e = parse(&bytes).unwrap();
         assert_eq!(e.header.kernel.len(), MAX_NAME_BYTES);
         assert!(long.starts_with(&e.header.kernel));
+    }
+
+    #[test]
+    fn every_kind_and_target_round_trips() {
+        let none = Dependencies::default();
+        for (kind, target) in [
+            (EntryKind::Code, "sm_90a"),
+            (EntryKind::Ptx, "compute_90"),
+            (EntryKind::TuningRecord, "NVIDIA H200 / driver 12080"),
+        ] {
+            let c = Contents {
+                kind,
+                target,
+                backend: "cuda",
+                ..contents("gemm", "custom_kernel_gemm", &none, b"{\"tile\":64}")
+            };
+            let bytes = encode(&key(), &c).unwrap();
+            let e = parse(&bytes).unwrap();
+            assert_eq!((e.header.kind, e.header.target.as_str()), (kind, target));
+            assert_eq!(e.header.backend, "cuda");
+            assert_eq!(e.payload, b"{\"tile\":64}");
+            assert_eq!(EntryKind::parse(kind.as_str()), Some(kind));
+            assert_eq!(EntryKind::from_code(kind.code()), Some(kind));
+        }
+        assert!(EntryKind::Code.is_loadable() && EntryKind::Ptx.is_loadable());
+        assert!(!EntryKind::TuningRecord.is_loadable());
+    }
+
+    #[test]
+    fn an_unknown_kind_is_refused() {
+        let mut b = sample();
+        b[KIND_AT] = 9;
+        assert_eq!(parse_header(&b).unwrap_err(), EntryError::Kind { found: 9 });
     }
 
     #[test]

@@ -27,8 +27,10 @@ use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 /// out of the store by least-recent use. Version 2 added the dependency
 /// list, version 3 the compiler identity digest (see
 /// [`crate::cache::entry`]), version 4 derives the key from the source's
-/// hash instead of its text ([`ModuleKey::derive_hashed`]).
-pub const ARTIFACT_FORMAT_VERSION: u32 = 4;
+/// hash instead of its text ([`ModuleKey::derive_hashed`]), version 5
+/// adds each entry's kind and target (code, PTX or tuning record; `sm_90a`,
+/// `compute_90`, `x86-64-v2`).
+pub const ARTIFACT_FORMAT_VERSION: u32 = 5;
 
 /// The 128-bit content key of one artifact.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -185,7 +187,7 @@ mod tests {
     #[test]
     fn derivation_is_stable() {
         let key = ModuleKey::derive("cpu", "g++ 13", "f", "src");
-        assert_eq!(key.to_string(), "da10992b2d48a91f7afc700b20d38caa");
+        assert_eq!(key.to_string(), "a499b42d288a20d72aeef949952eb702");
     }
 
     #[test]

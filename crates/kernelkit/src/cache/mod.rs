@@ -31,3 +31,4 @@ pub mod store;
 mod tally;
 pub(crate) mod tier;
 mod trust;
+pub mod tuning;

@@ -29,12 +29,13 @@ use std::time::Instant;
 
 use crate::backend::{Backend, CompileJob, Compiled, Module};
 use crate::cache::artifact_pool::ArtifactPool;
+use crate::cache::entry::EntryKind;
 use crate::cache::kernel_cache::{KernelCache, Outcome, Shared};
 use crate::cache::key::{IdentityDigest, ModuleKey};
-use crate::cache::tier::{Artifact, ArtifactTier, Claimed, Found, Lookup};
+use crate::cache::tier::{Artifact, ArtifactTier, Claim, Claimed, Found, Lookup};
 use crate::error::CompileError;
 use crate::nvtx;
-use crate::stats::CacheStats;
+use crate::stats::{CacheStats, Counter};
 
 /// Where a variant's module is already compiled (see `Call::cache_state`):
 /// a call that finds it in memory costs no compile and no load; one that
@@ -79,6 +80,8 @@ pub(crate) struct ModuleResolver {
     /// Artifacts shared with the other devices of this process (see
     /// `cache::artifact_pool`), asked before the tiers.
     pool: Option<Arc<ArtifactPool>>,
+    /// Modules loaded from PTX entries (see [`CacheStats::ptx_loads`]).
+    ptx_loads: Counter,
 }
 
 /// What one tier gave for a key.
@@ -106,6 +109,7 @@ impl ModuleResolver {
             memory: KernelCache::new(max_loaded),
             tiers,
             pool,
+            ptx_loads: Counter::default(),
         }
     }
 
@@ -132,12 +136,15 @@ impl ModuleResolver {
                 shared_source: &source,
             };
             match &self.pool {
-                None => self.build(backend, &job, &key, false).map(|(m, _)| m),
+                None => self
+                    .build(backend, &job, &key, request.source_hash, false)
+                    .map(|(m, _)| m),
                 Some(pool) => pool.module(
                     &key,
                     |bytes| traced_load(backend, &job, bytes),
                     || {
-                        let (module, bytes) = self.build(backend, &job, &key, true)?;
+                        let (module, bytes) =
+                            self.build(backend, &job, &key, request.source_hash, true)?;
                         Ok((module, bytes.unwrap_or_default()))
                     },
                 ),
@@ -162,11 +169,86 @@ impl ModuleResolver {
     ) -> CacheState {
         let key =
             ModuleKey::derive_hashed(backend.name(), backend.identity(), function, source_hash);
+        // This backend's own artifact, else one it falls back to (PTX, a
+        // portable CPU level).
+        let keys: Vec<ModuleKey> = std::iter::once(key)
+            .chain(backend.fallback_identities().iter().map(|(_, identity)| {
+                ModuleKey::derive_hashed(backend.name(), identity, function, source_hash)
+            }))
+            .collect();
+        let held = |shared: bool| {
+            self.tiers
+                .iter()
+                .any(|t| t.shared() == shared && keys.iter().any(|k| t.holds(k)))
+        };
         CacheState {
             memory: self.memory.is_ready(&key),
-            disk: self.tiers.iter().any(|t| !t.shared() && t.holds(&key)),
-            remote: self.tiers.iter().any(|t| t.shared() && t.holds(&key)),
+            disk: held(false),
+            remote: held(true),
         }
+    }
+
+    /// The entry of kind `kind` stored under `key` in the first tier that
+    /// holds one (the disk store, then the fleet's Redis), kept in the
+    /// tiers before it as a module would be; `None` when no tier holds
+    /// one. Nothing is loaded or counted: this is how non-module entries
+    /// (tuning records) are read through the same tiers.
+    pub(crate) fn stored_entry(&self, key: &ModuleKey, kind: EntryKind) -> Option<Box<Found>> {
+        for (i, tier) in self.tiers.iter().enumerate() {
+            if let Lookup::Hit(found) = tier.get(key) {
+                if found.kind == kind {
+                    self.backfill(i, key, &found);
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+
+    /// Writes `artifact` under `key` into every tier (a failed write is
+    /// counted by its tier, never fatal): how non-module entries (tuning
+    /// records) are kept.
+    pub(crate) fn put_entry(&self, key: &ModuleKey, artifact: &Artifact<'_>) {
+        for tier in &self.tiers {
+            tier.put(key, artifact);
+        }
+    }
+
+    /// Claims `key` in every tier, in order (the disk store's file lock,
+    /// the fleet's lease), waiting while another process holds it: the
+    /// claims held (dropped to release), an entry of `kind` another
+    /// process published meanwhile, and whether a tier that others share
+    /// gave no claim (its wait ran out, or it is away). How one node of a
+    /// fleet tunes a key while the others wait for its record.
+    pub(crate) fn claim_entry(
+        &self,
+        key: &ModuleKey,
+        kind: EntryKind,
+    ) -> (Vec<Claim>, Option<Box<Found>>, bool) {
+        let mut claims = Vec::new();
+        let mut unclaimed_shared = false;
+        for (i, tier) in self.tiers.iter().enumerate() {
+            let look_again = match tier.claim(key, None) {
+                Claimed::Held(claim) => {
+                    claims.push(claim);
+                    true
+                }
+                Claimed::Published => true,
+                Claimed::Unclaimed => {
+                    unclaimed_shared |= tier.shared();
+                    false
+                }
+            };
+            if look_again {
+                if let Lookup::Hit(found) = tier.get(key) {
+                    if found.kind == kind {
+                        self.backfill(i, key, &found);
+                        return (claims, Some(found), false);
+                    }
+                }
+            }
+        }
+        (claims, None, unclaimed_shared)
     }
 
     /// Counts a hit answered without asking the resolver (a variant that
@@ -184,6 +266,7 @@ impl ModuleResolver {
         backend: &dyn Backend,
         job: &CompileJob<'_>,
         key: &ModuleKey,
+        source_hash: u128,
         keep_artifact: bool,
     ) -> Result<(Module, Option<Vec<u8>>), CompileError> {
         let keep = |bytes: &[u8]| keep_artifact.then(|| bytes.to_vec());
@@ -195,6 +278,27 @@ impl ModuleResolver {
                     return Ok((module, keep(&found.payload)));
                 }
                 stored => status.push(stored),
+            }
+        }
+        // No tier holds this backend's own artifact: one it also loads
+        // (PTX for an older virtual architecture, a portable CPU level its
+        // CPU runs), best first, before anything compiles.
+        for (target, identity) in backend.fallback_identities() {
+            let other =
+                ModuleKey::derive_hashed(backend.name(), identity, job.function, source_hash);
+            for (i, tier) in self.tiers.iter().enumerate() {
+                if let Stored::Loaded(module, found) = load_stored(backend, &**tier, &other, job) {
+                    tracing::debug!(
+                        "kernel `{}`: loaded the {} artifact for {target}",
+                        job.kernel,
+                        found.kind
+                    );
+                    if found.kind == EntryKind::Ptx {
+                        self.ptx_loads.incr();
+                    }
+                    self.backfill(i, &other, &found);
+                    return Ok((module, keep(&found.payload)));
+                }
             }
         }
         // Claims in tier order (the disk store's lock serializes the
@@ -232,6 +336,8 @@ impl ModuleResolver {
         match &compiled.dependencies {
             Ok(dependencies) => {
                 let artifact = Artifact {
+                    kind: kind_of_target(backend.target()),
+                    target: backend.target(),
                     kernel: job.kernel,
                     backend: backend.name(),
                     function: job.function,
@@ -303,6 +409,7 @@ impl ModuleResolver {
             loaded: c.loads.get(),
             unloaded: c.unloads.get(),
             reloads: c.reloads.get(),
+            ptx_loads: self.ptx_loads.get(),
             ..CacheStats::default()
         };
         for tier in &self.tiers {
@@ -336,6 +443,9 @@ fn load_stored(
     job: &CompileJob<'_>,
 ) -> Stored {
     let found = match tier.get(key) {
+        // A tuning record is never loaded as a module (its key is the
+        // tuner's own, so only a forged entry puts one here).
+        Lookup::Hit(found) if !found.kind.is_loadable() => return Stored::Missing,
         Lookup::Hit(found) => found,
         Lookup::Missing => return Stored::Missing,
         Lookup::Unusable { seen } => return Stored::Unusable(seen),
@@ -349,5 +459,15 @@ fn load_stored(
             tier.record_bad_load(key, &e);
             Stored::NotLoaded
         }
+    }
+}
+
+/// The kind of a compiled artifact for `target`: PTX for a virtual
+/// architecture (`compute_90`), code for anything else.
+pub(crate) fn kind_of_target(target: &str) -> EntryKind {
+    if target.starts_with("compute_") {
+        EntryKind::Ptx
+    } else {
+        EntryKind::Code
     }
 }

@@ -311,6 +311,8 @@ impl ArtifactStore {
                     // Last use for eviction; failing to record it is harmless.
                     let _ = good.file.set_modified(SystemTime::now());
                     Lookup::Hit(Box::new(Found {
+                        kind: good.header.kind,
+                        target: good.header.target,
                         kernel: good.header.kernel,
                         backend: good.header.backend,
                         function: good.header.function,

@@ -7,7 +7,7 @@
 //! the tier's own counters ([`ArtifactTier::add_stats`]), and the module is
 //! compiled instead.
 
-use crate::cache::entry::{Contents, Dependencies};
+use crate::cache::entry::{Contents, Dependencies, EntryKind};
 use crate::cache::key::{IdentityDigest, ModuleKey};
 use crate::error::CompileError;
 use crate::stats::CacheStats;
@@ -19,6 +19,10 @@ pub(crate) type Artifact<'a> = Contents<'a>;
 /// What a tier found: the artifact and what another tier needs to keep it
 /// too (a hit in a later tier is written into the earlier ones).
 pub(crate) struct Found {
+    /// What the payload is (code, PTX, a tuning record).
+    pub(crate) kind: EntryKind,
+    /// What it is for (`sm_90a`, `compute_90`, `x86-64-v2`, a device model).
+    pub(crate) target: String,
     /// The kernel's name.
     pub(crate) kernel: String,
     /// `cpu` or `cuda`.
@@ -34,9 +38,26 @@ pub(crate) struct Found {
 }
 
 impl Found {
+    /// What a tier parsed, owned.
+    pub(crate) fn from_entry(entry: crate::cache::entry::Entry<'_>) -> Found {
+        let h = entry.header;
+        Found {
+            kind: h.kind,
+            target: h.target,
+            kernel: h.kernel,
+            backend: h.backend,
+            function: h.function,
+            identity: h.identity,
+            dependencies: entry.dependencies,
+            payload: entry.payload.to_vec(),
+        }
+    }
+
     /// The same artifact, to [`ArtifactTier::put`] into another tier.
     pub(crate) fn artifact(&self) -> Artifact<'_> {
         Artifact {
+            kind: self.kind,
+            target: &self.target,
             kernel: &self.kernel,
             backend: &self.backend,
             function: &self.function,

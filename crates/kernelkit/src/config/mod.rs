@@ -44,6 +44,8 @@
 //! | `KERNELKIT_CHECK_BOUNDS` | [`Config::check_bounds`]: `1` (or `true`, `on`, `yes`) checks the bounds of kernels built without saying | off |
 //! | `KERNELKIT_NVTX` | [`NvtxConfig::enabled`]: NVTX ranges around compiles, loads and launches (`1` on, `0` off) | off |
 //! | `NVTX_INJECTION64_PATH` | [`NvtxConfig::injection`]: the NVTX tool's injection library (set by the tool) | none (then `libnvToolsExt.so.1`, if found) |
+//! | `KERNELKIT_JIT` | [`Config::jit`]: `allow`, `warn` (compile, log each variant once), `forbid` (a variant no tier holds is [`CallError::JitForbidden`](crate::CallError::JitForbidden)) | `allow` |
+//! | `KERNELKIT_RECORD` | [`Config::record`]: a manifest file each variant the process resolves is appended to (JSON lines) | none |
 //!
 //! The memo's settings belong to kernels, not devices: a kernel built
 //! without its own ([`KernelBuilder::memo`](crate::KernelBuilder::memo))
@@ -60,6 +62,7 @@ mod cpu;
 mod cuda;
 mod memo;
 mod nvtx;
+mod production;
 mod remote;
 
 use std::ffi::OsString;
@@ -74,6 +77,7 @@ pub use cpu::{CpuConfig, DEFAULT_COMPILE_TIMEOUT};
 pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig, StartWorkers};
 pub use memo::{MemoConfig, DEFAULT_MEMO_BYTES, DEFAULT_MEMO_ENTRIES};
 pub use nvtx::NvtxConfig;
+pub use production::JitPolicy;
 pub use remote::{
     parse_remote_urls, RemoteAddressError, RemoteConfig, DEFAULT_BREAKER_COOLDOWN,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_LEASE, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_OP_TIMEOUT,
@@ -106,6 +110,12 @@ pub struct Config {
     /// them on turns them on for the process (the tool's library is one
     /// per process).
     pub nvtx: NvtxConfig,
+    /// Whether the process may compile (the process's: see
+    /// `kernel::jit`).
+    pub jit: JitPolicy,
+    /// The manifest the process records its variants in (the process's:
+    /// see `kernel::record`).
+    pub record: Option<PathBuf>,
 }
 
 impl Config {
@@ -126,6 +136,8 @@ impl Config {
             memo: MemoConfig::from_vars(vars),
             check_bounds: check_bounds_from_vars(vars),
             nvtx: NvtxConfig::from_vars(vars),
+            jit: production::jit_from_vars(vars),
+            record: production::record_from_vars(vars),
         }
     }
 

@@ -78,6 +78,16 @@ impl DeviceBuilder {
         self
     }
 
+    /// Opens a new CPU device that compiles for the portable level `target`
+    /// (`x86-64-v2`, `x86-64-v3`, `x86-64-v4`, `x86-64`; `native` is
+    /// [`DeviceBuilder::cpu`]) instead of this machine's CPU: its
+    /// artifacts load on any CPU that runs the level (see
+    /// `kernelkit precompile --device cpu --target`). It runs kernels too,
+    /// when this CPU runs the level.
+    pub fn cpu_target(self, target: &str) -> Result<Device> {
+        Device::open_cpu_target(&self.config, target)
+    }
+
     /// Opens a new null device (see [`Device::new_null`]) with `options`.
     pub fn null(self, options: crate::NullOptions) -> Device {
         crate::nvtx::configure(&self.config.nvtx);

@@ -32,13 +32,16 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use crate::array::Array;
 use crate::backend::{Backend, LaunchDesc, Limits, StreamHandle};
 use crate::cache::artifact_pool::ArtifactPool;
-use crate::cache::key::IdentityDigest;
+use crate::cache::entry::{Contents, Dependencies, EntryKind};
+use crate::cache::key::{IdentityDigest, ModuleKey};
 use crate::cache::loaded::{Bound, FunctionRef, FunctionSlots};
 use crate::cache::remote::RemoteTier;
 use crate::cache::resolver::ModuleRequest;
 use crate::cache::resolver::ModuleResolver;
 use crate::cache::store::ArtifactStore;
 use crate::cache::tier::ArtifactTier;
+use crate::cache::tier::Claim;
+use crate::cache::tuning::{RecordKey, Records, TuningRecord};
 use crate::cache::CacheState;
 use crate::codegen::Dialect;
 use crate::config::{CacheConfig, Config, CudaCompileOptions};
@@ -105,6 +108,11 @@ pub(crate) struct DeviceShared {
     limits: Limits,
     /// Memory → artifact tiers → compile.
     modules: ModuleResolver,
+    /// Autotuning's records (memory → tiers) and counters.
+    records: Records,
+    /// What a tuning record must have been measured on to be used here
+    /// (`Backend::tuning_target`, asked once).
+    tuning_target: String,
     /// The default stream's number (see [`Stream`]'s `Debug`).
     default_id: u64,
     /// The default stream as a [`Stream`] to lend: `Link::Default` of
@@ -175,8 +183,10 @@ impl Device {
             },
             dialect: backend.dialect(),
             limits: *backend.limits(),
+            tuning_target: backend.tuning_target(),
             backend,
             modules: ModuleResolver::new(tiers, pool, cache.max_loaded_modules),
+            records: Records::default(),
             default_id: next_stream_id(),
             default_stream: MaybeUninit::uninit(),
         });
@@ -280,6 +290,67 @@ impl Device {
             &config.cache,
             None,
         )
+    }
+
+    /// A new CPU device compiling for the portable level `target` (see
+    /// [`DeviceBuilder::cpu_target`]).
+    pub(crate) fn open_cpu_target(config: &Config, target: &str) -> Result<Device> {
+        let backend =
+            crate::backend::cpu::CpuBackend::for_target(&config.cpu, target).ok_or_else(|| {
+                DeviceError::Unavailable {
+                    device: format!("cpu ({target})"),
+                    reason: format!(
+                        "`{target}` is not a CPU target kernelkit knows (native, {})",
+                        crate::backend::cpu::portable::TARGETS.join(", ")
+                    ),
+                }
+            })?;
+        Ok(Device::from_parts(
+            DeviceKind::Cpu,
+            0,
+            Box::new(backend),
+            StreamHandle::Host,
+            &config.cache,
+            None,
+        ))
+    }
+
+    /// A compile-only CUDA device for the architecture `target` (`sm_90a`:
+    /// code, `compute_90`: PTX): NVRTC, no GPU; it compiles as a GPU of
+    /// that architecture would and runs nothing (for precompiling, see
+    /// `kernelkit::manifest`). Also returns NVRTC's version (`nvrtc 12.8`).
+    pub(crate) fn open_cuda_compile_only(
+        config: &Config,
+        target: &str,
+    ) -> Result<(Device, String)> {
+        #[cfg(feature = "cuda")]
+        {
+            let (backend, version) =
+                crate::backend::cuda::offline::CompileOnly::open(target, &config.cuda).map_err(
+                    |reason| DeviceError::Unavailable {
+                        device: format!("cuda ({target}, compile only)"),
+                        reason,
+                    },
+                )?;
+            let device = Device::from_parts(
+                DeviceKind::Cuda,
+                0,
+                Box::new(backend),
+                StreamHandle::Host,
+                &config.cache,
+                None,
+            );
+            Ok((device, version))
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = config;
+            Err(DeviceError::NotBuilt {
+                device: format!("cuda ({target}, compile only)"),
+                feature: "cuda",
+            }
+            .into())
+        }
     }
 
     /// The process-wide device for CUDA GPU `ordinal`: every GPU the
@@ -491,7 +562,19 @@ impl Device {
     pub fn cache_stats(&self) -> CacheStats {
         let mut stats = self.0.modules.stats();
         stats.pending_unloads = self.backend().pending_unloads();
+        self.0.records.add_stats(&mut stats);
         stats
+    }
+
+    /// This device's tuning records and counters (`kernel::tune`).
+    pub(crate) fn records(&self) -> &Records {
+        &self.0.records
+    }
+
+    /// What tuning records used here must have been measured on: the GPU
+    /// model, architecture and driver, or the CPU's compiler identity.
+    pub fn tuning_target(&self) -> &str {
+        &self.0.tuning_target
     }
 
     /// The digest of this device's compiler configuration: what an
@@ -500,6 +583,127 @@ impl Device {
     pub fn artifact_identity(&self) -> IdentityDigest {
         let backend = self.backend();
         IdentityDigest::of(backend.name(), backend.identity())
+    }
+
+    /// Every compiler configuration whose artifacts this device loads: its
+    /// own ([`Device::artifact_identity`]) first, then those it falls back
+    /// to (PTX for an older virtual architecture; the portable CPU levels
+    /// its CPU runs, best first). What a bundle import takes for it.
+    pub fn artifact_identities(&self) -> Vec<IdentityDigest> {
+        let backend = self.backend();
+        std::iter::once(self.artifact_identity())
+            .chain(
+                backend
+                    .fallback_identities()
+                    .iter()
+                    .map(|(_, identity)| IdentityDigest::of(backend.name(), identity)),
+            )
+            .collect()
+    }
+
+    /// What this device's compiles are for: `sm_90a`, `compute_90`,
+    /// `native`, `x86-64-v2`.
+    pub fn target(&self) -> &str {
+        self.backend().target()
+    }
+
+    /// The payload of the tuning record stored under `key` in this device's
+    /// tiers (disk store, then fleet Redis; a fleet hit is written to the
+    /// disk), with the target it names (device model and driver); `None`
+    /// when no tier holds one. The key and the payload's encoding are the
+    /// tuner's own (see [`crate::cache::entry::EntryKind::TuningRecord`]).
+    pub fn tuning_record(&self, key: &ModuleKey) -> Option<(String, Vec<u8>)> {
+        self.0
+            .modules
+            .stored_entry(key, EntryKind::TuningRecord)
+            .map(|found| (found.target, found.payload))
+    }
+
+    /// Keeps a tuning record under `key` in every tier of this device:
+    /// `kernel` and `function` name the tuned kernel (identifiers, for
+    /// listings), `target` the device model and driver it was measured on.
+    pub fn put_tuning_record(
+        &self,
+        key: &ModuleKey,
+        kernel: &str,
+        function: &str,
+        target: &str,
+        payload: &[u8],
+    ) {
+        let backend = self.backend();
+        let none = Dependencies::default();
+        self.0.modules.put_entry(
+            key,
+            &Contents {
+                kind: EntryKind::TuningRecord,
+                kernel,
+                backend: backend.name(),
+                function,
+                target,
+                identity: IdentityDigest::of(backend.name(), backend.identity()),
+                dependencies: &none,
+                payload,
+            },
+        );
+    }
+
+    /// The tuning record `key` in memory, or in a tier (then kept in
+    /// memory), if it was measured on this device's tuning target.
+    pub(crate) fn find_tuning_record(&self, key: &RecordKey) -> Option<Arc<TuningRecord>> {
+        if let Some(found) = self.0.records.in_memory(key) {
+            return Some(found);
+        }
+        let (target, payload) = self.tuning_record(&ModuleKey::from_bytes(key.0))?;
+        self.adopt_record(key, &target, &payload)
+    }
+
+    /// A record read from a tier, kept in memory if it is good and of this
+    /// device's target.
+    fn adopt_record(
+        &self,
+        key: &RecordKey,
+        target: &str,
+        payload: &[u8],
+    ) -> Option<Arc<TuningRecord>> {
+        let record = TuningRecord::decode(payload)?;
+        (target == self.tuning_target() && record.target == target)
+            .then(|| self.0.records.keep(key, record))
+    }
+
+    /// Keeps `record` in memory and in every tier of this device (the disk
+    /// store, the fleet tier), as an entry of kind `TuningRecord` naming
+    /// `kernel`.
+    pub(crate) fn keep_tuning_record(
+        &self,
+        key: &RecordKey,
+        kernel: &str,
+        record: TuningRecord,
+    ) -> Arc<TuningRecord> {
+        self.put_tuning_record(
+            &ModuleKey::from_bytes(key.0),
+            kernel,
+            &format!("tuned_{kernel}"),
+            &record.target,
+            &record.encode(),
+        );
+        self.0.records.keep(key, record)
+    }
+
+    /// Claims the tuning of `key` in this device's tiers (the disk store's
+    /// lock, the fleet's lease), waiting while another process tunes it:
+    /// the claims (held until dropped), the record another process
+    /// published meanwhile, and whether a shared tier gave no claim (its
+    /// wait ran out).
+    pub(crate) fn claim_tuning(
+        &self,
+        key: &RecordKey,
+    ) -> (Vec<Claim>, Option<Arc<TuningRecord>>, bool) {
+        let (claims, found, timed_out) = self
+            .0
+            .modules
+            .claim_entry(&ModuleKey::from_bytes(key.0), EntryKind::TuningRecord);
+        let found = found.and_then(|f| self.adopt_record(key, &f.target, &f.payload));
+        (claims, found, timed_out)
     }
 
     /// Where the module of `function` (its source hashed to `source_hash`)
@@ -575,6 +779,14 @@ impl Device {
     }
 }
 
+/// The plain virtual architecture PTX is made for in bundles, for a real
+/// one: `sm_90a` -> `compute_90`, `sm_80` -> `compute_80`; `None` for a
+/// name that is not `sm_XX` or `sm_XXa`.
+pub(crate) fn ptx_target_of(target: &str) -> Option<String> {
+    let n = target.strip_prefix("sm_")?.trim_end_matches('a');
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| format!("compute_{n}"))
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -586,6 +798,83 @@ mod tests {
         let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
         // SAFETY: sysconf only reads a system constant.
         pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
+    }
+
+    /// A tuning record kept through one device is found by another on the
+    /// same store; one measured on another target (another GPU model or
+    /// driver), or whose payload is not a record, is never used.
+    #[test]
+    fn tuning_records_of_another_target_are_not_used() {
+        use crate::cache::tuning::{ConfigResult, RECORD_FORMAT_VERSION};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("store");
+        let one = Device::builder().cache_dir(&dir).cpu().unwrap();
+        let record = |target: &str| TuningRecord {
+            format: RECORD_FORMAT_VERSION,
+            key: "k".into(),
+            target: target.into(),
+            version: "v".into(),
+            choice: "a".into(),
+            configs: vec![ConfigResult {
+                config: "a".into(),
+                time_ns: Some(5),
+                error: None,
+                round: 0,
+            }],
+        };
+        let ours = RecordKey::of("ours", one.tuning_target());
+        one.keep_tuning_record(&ours, "k", record(one.tuning_target()));
+        let theirs = RecordKey::of("theirs", one.tuning_target());
+        let other = record("NVIDIA B200 sm_100 driver 13.0");
+        one.put_tuning_record(
+            &ModuleKey::from_bytes(theirs.0),
+            "k",
+            "tuned_k",
+            &other.target,
+            &other.encode(),
+        );
+        let junk = RecordKey::of("junk", one.tuning_target());
+        one.put_tuning_record(
+            &ModuleKey::from_bytes(junk.0),
+            "k",
+            "tuned_k",
+            one.tuning_target(),
+            b"not a record",
+        );
+        let two = Device::builder().cache_dir(&dir).cpu().unwrap();
+        assert_eq!(two.find_tuning_record(&ours).unwrap().choice, "a");
+        assert!(two.find_tuning_record(&theirs).is_none());
+        assert!(two.find_tuning_record(&junk).is_none());
+    }
+
+    /// A tuning record goes into a device's disk store and comes back to
+    /// another device on the same store; a module key finds no record and
+    /// a record key no module.
+    #[test]
+    fn tuning_records_round_trip_through_the_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("store");
+        let key = ModuleKey::from_bytes([3; 16]);
+        let one = Device::builder().cache_dir(&dir).cpu().unwrap();
+        assert!(one.tuning_record(&key).is_none());
+        one.put_tuning_record(
+            &key,
+            "gemm",
+            "custom_kernel_gemm",
+            "cpu model x",
+            b"BLOCK=64",
+        );
+        let two = Device::builder().cache_dir(&dir).cpu().unwrap();
+        assert_eq!(
+            two.tuning_record(&key),
+            Some(("cpu model x".to_string(), b"BLOCK=64".to_vec()))
+        );
+        let store = ArtifactStore::open(&dir).unwrap();
+        let bytes = store.entry_bytes(&key).unwrap().unwrap();
+        let entry = crate::cache::entry::parse(&bytes).unwrap();
+        assert_eq!(entry.header.kind, EntryKind::TuningRecord);
+        assert_eq!(entry.header.kernel, "gemm");
+        assert_eq!(two.cache_stats().compiles, 0);
     }
 
     /// Opens, uses and drops one CPU device: arrays on its default stream

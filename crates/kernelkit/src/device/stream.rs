@@ -88,6 +88,12 @@ impl Stream {
             .backend()
             .synchronize_timeout(self.handle(), timeout)
     }
+    /// How long the work `run` queues on this stream takes, timed on the
+    /// stream (CUDA events; the wall clock on the CPU): what autotuning
+    /// compares.
+    pub(crate) fn time(&self, run: &mut dyn FnMut() -> Result<()>) -> Result<std::time::Duration> {
+        self.device().backend().time_on(self.handle(), run)
+    }
     #[inline]
     pub(crate) fn handle(&self) -> &StreamHandle {
         match &self.0 {

@@ -10,7 +10,10 @@
 //! `codegen`, the base); the top floor (spec files, interop) builds on it.
 
 pub mod call;
+pub mod jit;
 pub mod precompile;
+pub mod record;
+pub mod tune;
 pub mod variant;
 pub mod variants;
 
@@ -358,6 +361,12 @@ impl Kernel {
 
     /// The kernel's variant cache (key → variant), shared by its clones.
     #[inline]
+    /// The hash of the spec's source-shaping parts: with a call's
+    /// signature, it names a tuning key across processes.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.0.fingerprint
+    }
+
     pub(crate) fn variants(&self) -> &VariantCache {
         &self.0.variants
     }

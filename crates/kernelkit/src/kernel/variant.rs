@@ -9,7 +9,8 @@ use crate::cache::resolver::ModuleRequest;
 use crate::codegen::parts::Source;
 use crate::codegen::Dialect;
 use crate::device::Device;
-use crate::error::CompileError;
+use crate::error::{CompileError, Error};
+use crate::kernel::jit;
 use crate::sync::AtomicBool;
 
 /// One kernel specialised for one call signature.
@@ -40,6 +41,9 @@ pub struct Variant {
     /// *referenced* bit, kept here so that a hit reads a line it reads
     /// anyway.
     referenced: AtomicBool,
+    /// The template values and the shapes of the call that made it, for
+    /// messages (`KERNELKIT_JIT`); set once when the call builds it.
+    detail: OnceLock<Box<str>>,
 }
 
 impl std::fmt::Debug for Variant {
@@ -68,6 +72,7 @@ impl Variant {
             text: OnceLock::new(),
             functions: Arc::default(),
             referenced: AtomicBool::new(false),
+            detail: OnceLock::new(),
         }
     }
 
@@ -85,6 +90,18 @@ impl Variant {
     /// clears the mark.
     pub(crate) fn take_reference(&self) -> bool {
         self.referenced.swap(false, Ordering::Relaxed)
+    }
+
+    /// Sets what the call that made this variant says of it (template
+    /// values, shapes): the first setting stays.
+    pub(crate) fn set_detail(&self, detail: String) {
+        let _ = self.detail.set(detail.into());
+    }
+
+    /// The template values and shapes of the call that made the variant
+    /// (its function name when no call said).
+    pub fn detail(&self) -> &str {
+        self.detail.get().map_or(&*self.name, |d| d)
     }
 
     /// The generated function name.
@@ -166,14 +183,33 @@ impl Variant {
     /// the device and kept. The source text is built only if the device
     /// has no module for it loaded. The result keeps the module loaded
     /// while it lives: hold it across the launch only.
+    ///
+    /// A variant the device has no function for yet passes the process's
+    /// JIT policy first ([`jit`]): under `forbid`, one that no tier holds
+    /// is [`CallError::JitForbidden`](crate::CallError::JitForbidden).
     #[inline(always)]
-    pub(crate) fn function_on(
-        &self,
-        device: &Device,
-        kernel: &str,
-    ) -> Result<FunctionRef, CompileError> {
+    pub(crate) fn function_on(&self, device: &Device, kernel: &str) -> Result<FunctionRef, Error> {
+        if let Some(f) = device.kept_function(&self.functions) {
+            return Ok(f);
+        }
+        self.resolve_on(device, kernel)
+    }
+
+    /// [`Variant::function_on`] past the kept function: the JIT policy,
+    /// then the device's resolver.
+    #[inline(never)]
+    fn resolve_on(&self, device: &Device, kernel: &str) -> Result<FunctionRef, Error> {
+        jit::check(
+            device,
+            &jit::Pending {
+                kernel,
+                function: &self.name,
+                source_hash: self.source.hash128(),
+                detail: self.detail(),
+            },
+        )?;
         let text = || self.text_for_compile();
-        device.function(
+        Ok(device.function(
             || ModuleRequest {
                 kernel,
                 function: &self.name,
@@ -181,14 +217,14 @@ impl Variant {
                 source: &text,
             },
             &self.functions,
-        )
+        )?)
     }
 
     /// Pins this variant's module on `device` (loading it if needed): it
     /// is never unloaded while the device lives, whatever
     /// `max_loaded_modules` says. For work that launches it without asking
     /// kernelkit again (a captured CUDA graph).
-    pub(crate) fn pin_on(&self, device: &Device, kernel: &str) -> Result<(), CompileError> {
+    pub(crate) fn pin_on(&self, device: &Device, kernel: &str) -> Result<(), Error> {
         // A module unloaded between the resolve and the pin is resolved
         // again (a reload: the newest module is never the one unloaded).
         for _ in 0..8 {
@@ -202,7 +238,8 @@ impl Variant {
             reason: "its module was unloaded each time it was about to be pinned (raise \
                      max_loaded_modules)"
                 .into(),
-        })
+        }
+        .into())
     }
 }
 

@@ -95,6 +95,7 @@ mod inputs;
 mod message;
 pub mod npy;
 mod read;
+pub mod tune_configs;
 mod write;
 
 pub use data::DataError;

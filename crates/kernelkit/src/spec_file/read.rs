@@ -286,7 +286,7 @@ fn dtype_of(v: &Value) -> Result<DType, String> {
     }
 }
 
-fn template(v: Option<&Value>) -> Result<Vec<(String, TemplateArg)>, SpecError> {
+pub(super) fn template(v: Option<&Value>) -> Result<Vec<(String, TemplateArg)>, SpecError> {
     let Some(v) = v else { return Ok(Vec::new()) };
     let Value::Array(items) = v else {
         return Err(bad(
@@ -347,7 +347,10 @@ fn template(v: Option<&Value>) -> Result<Vec<(String, TemplateArg)>, SpecError> 
     Ok(out)
 }
 
-fn dims(map: &Map<String, Value>, field: &'static str) -> Result<Option<[u64; 3]>, SpecError> {
+pub(super) fn dims(
+    map: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<[u64; 3]>, SpecError> {
     let Some(v) = map.get(field) else {
         return Ok(None);
     };

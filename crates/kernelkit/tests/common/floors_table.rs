@@ -22,5 +22,5 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("kernel", &["kernel"]),
     // What sits on top of kernels: spec files, interop adapters, the
     // compile worker's entry point.
-    ("api", &["spec_file", "interop", "compile_worker"]),
+    ("api", &["spec_file", "interop", "compile_worker", "manifest"]),
 ];

@@ -42,6 +42,8 @@ pub const FLAGS: &[&str] = &[
 
 pub(crate) struct Compiler {
     program: String,
+    /// `native`, or a portable level (`x86-64-v2`, see `portable`).
+    target: String,
     identity: OnceLock<Arc<str>>,
     artifact_identity: OnceLock<String>,
     timeout: Duration,
@@ -64,12 +66,36 @@ impl Compiler {
         });
         Compiler {
             program,
+            target: "native".to_string(),
             identity: OnceLock::new(),
             artifact_identity: OnceLock::new(),
             timeout: config.compile_timeout,
             pch_dir: config.pch_dir.clone(),
             pch: OnceLock::new(),
         }
+    }
+
+    /// The same compiler building for the portable level `target` (see
+    /// `portable`) instead of this machine's CPU; `None` for a level
+    /// kernelkit does not know.
+    pub(crate) fn for_target(config: &CpuConfig, target: &str) -> Option<Compiler> {
+        if target == "native" {
+            return Some(Compiler::new(config));
+        }
+        super::portable::is_known(target).then(|| Compiler {
+            target: target.to_string(),
+            ..Compiler::new(config)
+        })
+    }
+
+    /// `native` or the portable level it builds for.
+    pub(crate) fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The flags of its compiles.
+    fn flags(&self) -> Vec<String> {
+        super::portable::flags(&self.target)
     }
 
     /// The compiler's whole `--version` output (or why it could not run).
@@ -86,8 +112,14 @@ impl Compiler {
     /// The compiler command, its full version output, the flags and the
     /// CPU's features: what the artifact store's key needs besides the
     /// source.
+    ///
+    /// For a portable level, the level's identity alone (see `portable`):
+    /// nothing of this machine or its compiler.
     pub(crate) fn artifact_identity(&self) -> &str {
         self.artifact_identity.get_or_init(|| {
+            if self.target != "native" {
+                return super::portable::identity(&self.target);
+            }
             format!(
                 "compiler: {}\n{}\nflags: {}\ntarget: {}",
                 self.program,
@@ -112,11 +144,12 @@ impl Compiler {
         let src = dir.path().join(crate::codegen::cpu::FILE_NAME);
         let lib = dir.path().join("kernel.so");
         let (program, timeout) = (self.program.clone(), self.timeout);
+        let flags = self.flags();
         let input = self.pch().input_for(job.source, move |header, gch| {
             let dir = header.parent().unwrap_or(header);
-            let mut args: Vec<OsString> = FLAGS
+            let mut args: Vec<OsString> = flags
                 .iter()
-                .filter(|f| **f != "-shared")
+                .filter(|f| *f != "-shared")
                 .map(OsString::from)
                 .collect();
             args.extend([
@@ -129,7 +162,7 @@ impl Compiler {
             matches!(run(&program, &args, dir, timeout), Ok((true, _)))
         });
         let rule = dir.path().join("kernel.d");
-        let mut args: Vec<OsString> = FLAGS.iter().map(OsString::from).collect();
+        let mut args: Vec<OsString> = self.flags().iter().map(OsString::from).collect();
         // The math mode the source was generated for (its first line).
         let mode = MathMode::of_source(job.source);
         args.extend(mode.cxx_flags().iter().map(OsString::from));
@@ -175,8 +208,13 @@ impl Compiler {
             Pch::new(
                 super::pch::usable_dir(self.pch_dir.as_deref()),
                 xxhash_rust::xxh3::xxh3_64(
-                    format!("{}\0{}\0{}", self.program, self.identity(), FLAGS.join(" "))
-                        .as_bytes(),
+                    format!(
+                        "{}\0{}\0{}",
+                        self.program,
+                        self.identity(),
+                        self.flags().join(" ")
+                    )
+                    .as_bytes(),
                 ),
             )
         })

@@ -20,6 +20,7 @@ mod launch;
 mod load;
 pub(in crate::backend) mod memory;
 mod pch;
+pub(crate) mod portable;
 mod scratch;
 
 use crate::backend::{
@@ -49,6 +50,15 @@ impl CpuBackend {
             compiler: Compiler::new(config),
             limits: LIMITS,
         }
+    }
+
+    /// A backend that compiles for the portable level `target` (see
+    /// `portable`); `None` for a level kernelkit does not know.
+    pub(crate) fn for_target(config: &CpuConfig, target: &str) -> Option<CpuBackend> {
+        Some(CpuBackend {
+            compiler: Compiler::for_target(config, target)?,
+            limits: LIMITS,
+        })
     }
 }
 
@@ -86,6 +96,18 @@ impl Backend for CpuBackend {
     }
     fn identity(&self) -> &str {
         self.compiler.artifact_identity()
+    }
+    fn target(&self) -> &str {
+        self.compiler.target()
+    }
+    fn fallback_identities(&self) -> &[(String, String)] {
+        // A native device also takes bundled portable artifacts its CPU
+        // runs (best first); a portable one is what it is.
+        if self.compiler.target() == "native" {
+            portable::runnable()
+        } else {
+            &[]
+        }
     }
     fn simd_width(&self) -> u32 {
         32

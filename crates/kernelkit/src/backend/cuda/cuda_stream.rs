@@ -271,6 +271,42 @@ impl CudaStream {
         Ok(())
     }
 
+    /// The GPU time of the work `run` queues on this stream, measured by
+    /// two timing events recorded around it (what autotuning compares).
+    pub(super) fn time(&self, run: &mut dyn FnMut() -> Result<()>) -> Result<std::time::Duration> {
+        self.ctx.bind()?;
+        let label = &self.ctx.label;
+        if !driver::event_timing_available() {
+            self.synchronize()?;
+            let started = std::time::Instant::now();
+            run()?;
+            self.synchronize()?;
+            return Ok(started.elapsed());
+        }
+        let start = driver::timing_event_create(label)?;
+        let end = match driver::timing_event_create(label) {
+            Ok(end) => end,
+            Err(e) => {
+                driver::event_destroy(start);
+                return Err(e.into());
+            }
+        };
+        let timed = (|| -> Result<f32> {
+            driver::event_record(start, self.raw, label)?;
+            run()?;
+            self.ctx.bind()?;
+            driver::event_record(end, self.raw, label)?;
+            driver::event_synchronize(end, label)?;
+            Ok(driver::event_elapsed_ms(start, end, label)?)
+        })();
+        driver::event_destroy(start);
+        driver::event_destroy(end);
+        let ms: f32 = timed?;
+        Ok(std::time::Duration::from_secs_f64(
+            f64::from(ms.max(0.0)) / 1e3,
+        ))
+    }
+
     /// The device's allocator (graph allocations ask its pool).
     pub(super) fn allocator(&self) -> &Allocator {
         &self.allocator

@@ -44,6 +44,7 @@ mod linked;
 mod load;
 mod memory;
 mod nvrtc_path;
+pub(crate) mod offline;
 mod probe;
 mod unload;
 
@@ -170,6 +171,9 @@ pub(crate) struct CudaBackend {
     fault: OnceLock<String>,
     /// The GPU's ordinal (foreign memory is checked to be on it).
     ordinal: u32,
+    /// The GPU model, compute capability and driver: what a tuning record
+    /// was measured on (a record of another is not used).
+    tuning_target: String,
 }
 
 impl CudaBackend {
@@ -313,6 +317,13 @@ impl CudaBackend {
             warp,
             fault: OnceLock::new(),
             ordinal,
+            tuning_target: format!(
+                "{name} sm_{}{} driver {}.{}",
+                cc.0,
+                cc.1,
+                version / 1000,
+                (version % 1000) / 10
+            ),
         })
     }
 
@@ -342,6 +353,12 @@ impl Backend for CudaBackend {
     }
     fn identity(&self) -> &str {
         self.nvrtc.identity()
+    }
+    fn target(&self) -> &str {
+        self.nvrtc.target()
+    }
+    fn fallback_identities(&self) -> &[(String, String)] {
+        self.nvrtc.ptx_fallback()
     }
     fn simd_width(&self) -> u32 {
         self.warp
@@ -390,6 +407,17 @@ impl Backend for CudaBackend {
             }
             Ok(())
         })
+    }
+    fn time_on(
+        &self,
+        stream: &StreamHandle,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Duration> {
+        let stream = self.stream(stream).clone();
+        self.guarded(|| stream.time(run))
+    }
+    fn tuning_target(&self) -> String {
+        self.tuning_target.clone()
     }
     fn alloc(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
         self.guarded(|| memory::alloc(len, home))

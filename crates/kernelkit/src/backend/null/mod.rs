@@ -153,6 +153,9 @@ impl Backend for NullBackend {
     fn identity(&self) -> &str {
         &self.identity
     }
+    fn target(&self) -> &str {
+        "null"
+    }
     fn simd_width(&self) -> u32 {
         32
     }

@@ -6,7 +6,11 @@
 //!      8     4  bundle format version (u32 LE, BUNDLE_FORMAT_VERSION)
 //!     12    32  the signer's Ed25519 public key
 //!     44     4  entry count (u32 LE)
-//!     48     …  per entry: its length (u64 LE), then the entry in the
+//!     48     2  producer length (u16 LE, at most MAX_PRODUCER_BYTES)
+//!     50     …  producer: who made the bundle, printable ASCII
+//!               (`kernelkit 0.1.0; nvrtc 12.8`): which NVRTC made its
+//!               PTX, so a node's operator can check its driver takes it
+//!      …     …  per entry: its length (u64 LE), then the entry in the
 //!               store's file format (`cache::entry`, self-checking)
 //!      …    64  Ed25519 signature over SIGNING_CONTEXT followed by every
 //!               byte before the signature
@@ -17,6 +21,8 @@
 //! a bundle that passes all four is parsed, and a parse error anywhere
 //! refuses it whole. The bundle names no files: each entry's place in a
 //! store follows from its key alone.
+//!
+//! Version 1 had no producer, and its entries no kind or target.
 
 use crate::cache::entry::{self, Entry};
 use crate::cache::key::ModuleKey;
@@ -27,12 +33,15 @@ use super::BundleError;
 /// The first eight bytes of every bundle.
 pub const MAGIC: [u8; 8] = *b"KKBUNDLE";
 /// Version of the bundle layout (the entries carry their own).
-pub const BUNDLE_FORMAT_VERSION: u32 = 1;
+pub const BUNDLE_FORMAT_VERSION: u32 = 2;
+/// The longest producer note a bundle carries.
+pub const MAX_PRODUCER_BYTES: usize = 512;
 /// What the signature covers besides the bundle's bytes: a signature made
 /// for anything else (another file format, another version) never passes.
 const SIGNING_CONTEXT: &[u8] = b"kernelkit bundle signature v1\0";
 
-const HEADER: usize = 48;
+/// Bytes before the producer note.
+const HEADER: usize = 50;
 const SIGNATURE: usize = 64;
 
 /// The signed bytes' message: the context, then `body`.
@@ -43,15 +52,37 @@ fn message(body: &[u8]) -> Vec<u8> {
     m
 }
 
-/// A bundle of `entries` (each in the store's file format), signed by `key`.
-pub(super) fn encode(entries: &[Vec<u8>], key: &SecretKey) -> Vec<u8> {
-    let len = HEADER + entries.iter().map(|e| 8 + e.len()).sum::<usize>() + SIGNATURE;
+/// `producer` made printable ASCII (anything else becomes `?`) and cut to
+/// [`MAX_PRODUCER_BYTES`].
+pub(super) fn clean_producer(producer: &str) -> String {
+    producer
+        .chars()
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .take(MAX_PRODUCER_BYTES)
+        .collect()
+}
+
+/// A bundle of `entries` (each in the store's file format) made by
+/// `producer` (see the module documentation), signed by `key`.
+pub(super) fn encode(entries: &[Vec<u8>], producer: &str, key: &SecretKey) -> Vec<u8> {
+    let producer = clean_producer(producer);
+    let len =
+        HEADER + producer.len() + entries.iter().map(|e| 8 + e.len()).sum::<usize>() + SIGNATURE;
     let mut out = Vec::with_capacity(len);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&BUNDLE_FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(key.public().as_bytes());
     // `export` caps the count at u32::MAX.
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    // `clean_producer` keeps it within MAX_PRODUCER_BYTES.
+    out.extend_from_slice(&(producer.len() as u16).to_le_bytes());
+    out.extend_from_slice(producer.as_bytes());
     for e in entries {
         out.extend_from_slice(&(e.len() as u64).to_le_bytes());
         out.extend_from_slice(e);
@@ -64,6 +95,7 @@ pub(super) fn encode(entries: &[Vec<u8>], key: &SecretKey) -> Vec<u8> {
 /// The signer of a bundle whose signature is checked, and its entries.
 pub(super) struct Decoded<'a> {
     pub(super) signer: PublicKey,
+    pub(super) producer: String,
     pub(super) entries: Vec<Entry<'a>>,
 }
 
@@ -107,23 +139,62 @@ pub(super) fn decode<'a>(
     if !signer.verify(&message(body), &sig) {
         return Err(BundleError::BadSignature { signer });
     }
-    let entries = parse_entries(body)?;
-    Ok(Decoded { signer, entries })
+    let (producer, entries) = parse_entries(body)?;
+    Ok(Decoded {
+        signer,
+        producer,
+        entries,
+    })
+}
+
+/// The signer named, the producer and the entries of a bundle, without
+/// checking the signature: for listing what a bundle holds
+/// (`kernelkit cache inspect`), never for importing.
+pub(super) fn decode_unverified(bytes: &[u8]) -> Result<Decoded<'_>, BundleError> {
+    if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
+        return Err(BundleError::NotABundle);
+    }
+    if bytes.len() < HEADER + SIGNATURE {
+        return Err(BundleError::Truncated);
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
+    if version != BUNDLE_FORMAT_VERSION {
+        return Err(BundleError::Version {
+            found: version,
+            expected: BUNDLE_FORMAT_VERSION,
+        });
+    }
+    let mut signer = [0u8; 32];
+    signer.copy_from_slice(&bytes[12..44]);
+    let (producer, entries) = parse_entries(&bytes[..bytes.len() - SIGNATURE])?;
+    Ok(Decoded {
+        signer: PublicKey(signer),
+        producer,
+        entries,
+    })
 }
 
 /// The entries of a body whose signature passed. A trusted signer's
 /// kernelkit never writes a body that fails here; it is refused whole all
 /// the same.
-fn parse_entries(body: &[u8]) -> Result<Vec<Entry<'_>>, BundleError> {
+fn parse_entries(body: &[u8]) -> Result<(String, Vec<Entry<'_>>), BundleError> {
     let malformed = |index: usize, reason: String| BundleError::Malformed { index, reason };
     let count = u32::from_le_bytes(body[44..48].try_into().unwrap_or_default()) as usize;
+    let producer_len = u16::from_le_bytes(body[48..50].try_into().unwrap_or_default()) as usize;
+    let producer = body
+        .get(HEADER..HEADER + producer_len)
+        .filter(|p| p.len() <= MAX_PRODUCER_BYTES)
+        .and_then(|p| std::str::from_utf8(p).ok())
+        .filter(|p| clean_producer(p) == *p)
+        .ok_or_else(|| malformed(0, "the producer note is malformed".into()))?
+        .to_string();
+    let mut at = HEADER + producer_len;
     // Each entry takes at least its 8-byte length.
-    if count > (body.len() - HEADER) / 8 {
+    if count > (body.len() - at) / 8 {
         return Err(malformed(0, format!("{count} entries cannot fit")));
     }
     let mut entries: Vec<Entry<'_>> = Vec::with_capacity(count);
     let mut seen: Vec<ModuleKey> = Vec::with_capacity(count);
-    let mut at = HEADER;
     for index in 0..count {
         let len = body
             .get(at..at + 8)
@@ -153,7 +224,7 @@ fn parse_entries(body: &[u8]) -> Result<Vec<Entry<'_>>, BundleError> {
             format!("{} bytes after the last entry", body.len() - at),
         ));
     }
-    Ok(entries)
+    Ok((producer, entries))
 }
 
 /// The names kernelkit writes: identifiers for the kernel and the
@@ -173,6 +244,22 @@ fn check_names(entry: &Entry<'_>) -> Result<(), String> {
         return Err(format!(
             "its backend {:?} is not one kernelkit has",
             h.backend.chars().take(64).collect::<String>()
+        ));
+    }
+    // A compiled artifact's target is an architecture's name; a tuning
+    // record's names a device model and driver (words, no control bytes).
+    let target_ok = if h.kind.is_loadable() {
+        !h.target.is_empty()
+            && h.target
+                .chars()
+                .all(|c| c == '_' || c == '-' || c == '.' || c.is_ascii_alphanumeric())
+    } else {
+        h.target.chars().all(|c| !c.is_control())
+    };
+    if !target_ok {
+        return Err(format!(
+            "its target {:?} is not one kernelkit writes",
+            h.target.chars().take(64).collect::<String>()
         ));
     }
     Ok(())

@@ -49,7 +49,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::cache::entry::{self, Entry, Header};
+use crate::cache::entry::{self, Entry, EntryKind, Header};
 use crate::cache::key::{IdentityDigest, ModuleKey};
 use crate::cache::store::{ArtifactStore, EntryFault, StoreError};
 
@@ -58,7 +58,7 @@ pub mod keys;
 #[cfg(test)]
 mod tests;
 
-pub use format::{BUNDLE_FORMAT_VERSION, MAGIC};
+pub use format::{BUNDLE_FORMAT_VERSION, MAGIC, MAX_PRODUCER_BYTES};
 pub use keys::{KeyError, PublicKey, SecretKey, TrustedKeys};
 
 pub use crate::config::DEFAULT_BUNDLE_MAX_BYTES;
@@ -150,13 +150,25 @@ pub struct ExportFilter {
     pub kernels: Vec<String>,
     /// Only entries of these backends (`cpu`, `cuda`).
     pub backends: Vec<String>,
+    /// Only entries of these kinds (code, PTX, tuning records).
+    pub kinds: Vec<EntryKind>,
 }
 
 impl ExportFilter {
     fn takes(&self, header: &Header) -> bool {
         (self.kernels.is_empty() || self.kernels.contains(&header.kernel))
             && (self.backends.is_empty() || self.backends.contains(&header.backend))
+            && (self.kinds.is_empty() || self.kinds.contains(&header.kind))
     }
+
+    fn takes_all(&self) -> bool {
+        self.kernels.is_empty() && self.backends.is_empty() && self.kinds.is_empty()
+    }
+}
+
+/// The producer note [`export`] writes: this kernelkit's version.
+pub fn default_producer() -> String {
+    format!("kernelkit {}", env!("CARGO_PKG_VERSION"))
 }
 
 /// One entry left out of a bundle or an import, and why.
@@ -208,6 +220,9 @@ pub struct ImportReport {
 pub struct VerifiedBundle<'a> {
     /// The key that signed it (one of the trusted).
     pub signer: PublicKey,
+    /// Who made it (`kernelkit 0.1.0; nvrtc 12.8`): the NVRTC that made
+    /// its PTX, which the nodes' driver must be at least as new as.
+    pub producer: String,
     /// Its entries, each parsed and checksum-verified.
     pub entries: Vec<Entry<'a>>,
 }
@@ -215,11 +230,24 @@ pub struct VerifiedBundle<'a> {
 /// Makes a signed bundle of the entries of `store` that `filter` selects,
 /// leaving out those that are damaged or name paths local to this machine
 /// (`home`: the user's home directory, see the module documentation).
+/// The bundle's producer note is [`default_producer`].
 pub fn export(
     store: &ArtifactStore,
     filter: &ExportFilter,
     home: Option<&Path>,
     key: &SecretKey,
+) -> Result<ExportReport, BundleError> {
+    export_as(store, filter, home, key, &default_producer())
+}
+
+/// [`export`] with the producer note `producer` (printable ASCII, at most
+/// [`MAX_PRODUCER_BYTES`]; anything else is replaced or cut).
+pub fn export_as(
+    store: &ArtifactStore,
+    filter: &ExportFilter,
+    home: Option<&Path>,
+    key: &SecretKey,
+    producer: &str,
 ) -> Result<ExportReport, BundleError> {
     let mut entries = Vec::new();
     let mut local = Vec::new();
@@ -240,7 +268,7 @@ pub fn export(
             // A header that cannot be read says nothing of what it holds:
             // counted when no filter could have left it out.
             Err(fault) => {
-                if filter.kernels.is_empty() && filter.backends.is_empty() {
+                if filter.takes_all() {
                     unusable.push(skipped("?", fault.to_string()));
                 }
                 continue;
@@ -275,7 +303,7 @@ pub fn export(
         return Err(BundleError::TooMany(entries.len()));
     }
     Ok(ExportReport {
-        bundle: format::encode(&entries, key),
+        bundle: format::encode(&entries, producer, key),
         entries: entries.len(),
         local,
         unusable,
@@ -314,13 +342,28 @@ pub fn verify<'a>(
     let decoded = format::decode(bundle, trusted)?;
     Ok(VerifiedBundle {
         signer: decoded.signer,
+        producer: decoded.producer,
+        entries: decoded.entries,
+    })
+}
+
+/// What a bundle says it holds, read without checking its signature (for
+/// listing: `kernelkit cache inspect`); [`verify`] before trusting any
+/// of it. Malformed contents are refused as by [`verify`].
+pub fn inspect(bundle: &[u8]) -> Result<VerifiedBundle<'_>, BundleError> {
+    let decoded = format::decode_unverified(bundle)?;
+    Ok(VerifiedBundle {
+        signer: decoded.signer,
+        producer: decoded.producer,
         entries: decoded.entries,
     })
 }
 
 /// Verifies `bundle` ([`verify`]) and writes into `store` each entry built
 /// by one of `identities` (this machine's backends: see
-/// `Device::artifact_identity`) whose dependency list holds here.
+/// `Device::artifact_identity`) whose dependency list holds here, and
+/// every tuning record (no compiler made it: the tuner that reads it checks
+/// its target against the device).
 pub fn import(
     bundle: &[u8],
     trusted: &TrustedKeys,
@@ -332,6 +375,7 @@ pub fn import(
         signer: Some(verified.signer),
         ..ImportReport::default()
     };
+    let mut accepted = Vec::with_capacity(verified.entries.len());
     for e in &verified.entries {
         let key = e.header.key;
         let skipped = |reason: String| Skipped {
@@ -339,7 +383,7 @@ pub fn import(
             kernel: e.header.kernel.clone(),
             reason,
         };
-        if !identities.contains(&e.header.identity) {
+        if e.header.kind.is_loadable() && !identities.contains(&e.header.identity) {
             report.other_compiler.push(skipped(format!(
                 "built by another {} compiler configuration (identity {})",
                 e.header.backend, e.header.identity
@@ -354,9 +398,11 @@ pub fn import(
             report.present += 1;
             continue;
         }
-        store.write(&key, &e.contents())?;
-        report.imported += 1;
+        accepted.push((key, e.contents()));
     }
+    // One batch through the store's write path (see
+    // `ArtifactStore::write_batch`).
+    report.imported = store.write_batch(&accepted)?;
     Ok(report)
 }
 

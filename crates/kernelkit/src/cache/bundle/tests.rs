@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::backend::deps::{Dependencies, FileDigest};
-use crate::cache::entry::Contents;
+use crate::cache::entry::{Contents, EntryKind};
 
 fn identity() -> IdentityDigest {
     IdentityDigest::of("cpu", "test compiler")
@@ -32,6 +32,8 @@ fn put_with(store: &ArtifactStore, n: u32, kernel: &str, id: IdentityDigest, dep
         .write(
             &key(n),
             &Contents {
+                kind: EntryKind::Code,
+                target: "native",
                 kernel,
                 backend: "cpu",
                 function: &function,
@@ -112,6 +114,7 @@ fn filters_select_by_kernel_and_backend() {
         let filter = ExportFilter {
             kernels: kernels.iter().map(|s| s.to_string()).collect(),
             backends: backends.iter().map(|s| s.to_string()).collect(),
+            kinds: Vec::new(),
         };
         export(&store, &filter, None, &signer()).unwrap().entries
     };
@@ -328,12 +331,15 @@ fn unsigned_foreign_and_untrusted_bundles_are_refused_with_their_reason() {
         refused(b"#!/bin/sh\nrm -rf /\n", &trusted()),
         BundleError::NotABundle
     ));
-    let mut v2 = bundle.clone();
-    v2[8] = 2;
-    assert!(matches!(
-        refused(&v2, &trusted()),
-        BundleError::Version { found: 2, .. }
-    ));
+    // Version 1 (no producer, entries without kind or target) included.
+    for old in [1, BUNDLE_FORMAT_VERSION + 1] {
+        let mut other = bundle.clone();
+        other[8..12].copy_from_slice(&old.to_le_bytes());
+        assert!(
+            matches!(refused(&other, &trusted()), BundleError::Version { found, .. } if found == old),
+            "version {old}"
+        );
+    }
 }
 
 /// A bundle made by hand, signed by the trusted key, of entries with the
@@ -348,6 +354,8 @@ fn signed_with_names(names: &[(&str, &str, &str)]) -> Vec<u8> {
             entry::encode(
                 &key(n as u32),
                 &Contents {
+                    kind: EntryKind::Code,
+                    target: "native",
                     kernel,
                     backend,
                     function,
@@ -359,7 +367,7 @@ fn signed_with_names(names: &[(&str, &str, &str)]) -> Vec<u8> {
             .unwrap()
         })
         .collect();
-    format::encode(&entries, &signer())
+    format::encode(&entries, "test", &signer())
 }
 
 #[test]
@@ -401,7 +409,7 @@ fn a_key_twice_refuses_the_bundle() {
         &verified.entries[0].contents(),
     )
     .unwrap();
-    let twice = format::encode(&[bytes.clone(), bytes], &signer());
+    let twice = format::encode(&[bytes.clone(), bytes], "test", &signer());
     assert!(matches!(
         refused(&twice, &trusted()),
         BundleError::Malformed { index: 1, .. }
@@ -511,5 +519,102 @@ mod never_panics {
         let bundle = bundle_of(2);
         let body = &bundle[48..bundle.len() - 64];
         assert_eq!(signed_body(2, body), bundle);
+    }
+}
+
+/// A tuning record as the autotuner writes one: its own key, a device
+/// model for a target, a payload only it reads, and an identity no
+/// compiler of the importer has.
+fn put_record(store: &ArtifactStore, n: u32) -> ModuleKey {
+    let key = ModuleKey::from_bytes([n as u8; 16]);
+    store
+        .write(
+            &key,
+            &Contents {
+                kind: EntryKind::TuningRecord,
+                target: "NVIDIA H200 / driver 12080",
+                kernel: "gemm",
+                backend: "cuda",
+                function: "custom_kernel_gemm",
+                identity: IdentityDigest::of("tuning", "record"),
+                dependencies: &Dependencies::default(),
+                payload: b"{\"BLOCK\":128}",
+            },
+        )
+        .unwrap();
+    key
+}
+
+#[test]
+fn tuning_records_and_ptx_travel_with_their_kind_target_and_producer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = store_in(tmp.path());
+    put(&source, 0);
+    let record = put_record(&source, 7);
+    let report = export_as(
+        &source,
+        &ExportFilter::default(),
+        None,
+        &signer(),
+        "kernelkit 9; nvrtc 12.8\n",
+    )
+    .unwrap();
+    assert_eq!(report.entries, 2);
+    let verified = verify(&report.bundle, &trusted()).unwrap();
+    // Control bytes never reach a reader's terminal.
+    assert_eq!(verified.producer, "kernelkit 9; nvrtc 12.8?");
+    let kinds: Vec<_> = verified
+        .entries
+        .iter()
+        .map(|e| (e.header.kind, e.header.target.as_str()))
+        .collect();
+    assert!(kinds.contains(&(EntryKind::TuningRecord, "NVIDIA H200 / driver 12080")));
+    assert!(kinds.contains(&(EntryKind::Code, "native")));
+    // Imported whatever the importer's compilers: the record is the
+    // tuner's to check against its device.
+    let dest_dir = tempfile::tempdir().unwrap();
+    let dest = store_in(dest_dir.path());
+    let other = IdentityDigest::of("cpu", "another compiler");
+    let imported = import(&report.bundle, &trusted(), &[other], &dest).unwrap();
+    assert_eq!(imported.imported, 1);
+    assert_eq!(imported.other_compiler.len(), 1);
+    let bytes = dest.entry_bytes(&record).unwrap().unwrap();
+    let e = entry::parse(&bytes).unwrap();
+    assert_eq!(e.header.kind, EntryKind::TuningRecord);
+    assert_eq!(e.payload, b"{\"BLOCK\":128}");
+    // A filter by kind takes the records alone.
+    let only = ExportFilter {
+        kinds: vec![EntryKind::TuningRecord],
+        ..ExportFilter::default()
+    };
+    assert_eq!(export(&source, &only, None, &signer()).unwrap().entries, 1);
+}
+
+#[test]
+fn a_compiled_entry_with_a_foreign_target_refuses_the_bundle() {
+    let none = Dependencies::default();
+    for target in ["", "../sm_90", "sm 90", "sm_90\n"] {
+        let bytes = entry::encode(
+            &key(0),
+            &Contents {
+                kind: EntryKind::Ptx,
+                target,
+                kernel: "k",
+                backend: "cuda",
+                function: "f",
+                identity: identity(),
+                dependencies: &none,
+                payload: b"ptx",
+            },
+        )
+        .unwrap();
+        let bundle = format::encode(&[bytes], "test", &signer());
+        assert!(
+            matches!(
+                refused(&bundle, &trusted()),
+                BundleError::Malformed { index: 0, .. }
+            ),
+            "{target:?}"
+        );
     }
 }

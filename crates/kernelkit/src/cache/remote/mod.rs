@@ -227,14 +227,7 @@ impl RemoteTier {
                 "is out of date on this node ({stale})"
             )));
         }
-        Ok(Found {
-            kernel: parsed.header.kernel,
-            backend: parsed.header.backend,
-            function: parsed.header.function,
-            identity: parsed.header.identity,
-            dependencies: parsed.dependencies,
-            payload: parsed.payload.to_vec(),
-        })
+        Ok(Found::from_entry(parsed))
     }
 
     /// The entry and signature stored under `key` (`None` for the entry

@@ -6,7 +6,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, SystemTime};
 
 use super::*;
-use crate::cache::entry::Contents;
+use crate::cache::entry::{Contents, EntryKind};
 use crate::cache::key::{IdentityDigest, ARTIFACT_FORMAT_VERSION};
 use std::path::PathBuf;
 
@@ -30,6 +30,8 @@ fn put(store: &ArtifactStore, n: u32) {
         .write(
             &key(n),
             &Contents {
+                kind: EntryKind::Code,
+                target: "native",
                 kernel: "kern",
                 backend: "cpu",
                 function: &format!("f{n}"),
@@ -462,6 +464,8 @@ fn an_entry_whose_dependencies_changed_is_a_miss_and_is_rewritten() {
             .write(
                 &key(1),
                 &Contents {
+                    kind: EntryKind::Code,
+                    target: "native",
                     kernel: "kern",
                     backend: "cpu",
                     function: "f1",
@@ -494,6 +498,8 @@ fn plant(store: &ArtifactStore, n: u32, flat: bool, age: Duration) -> PathBuf {
     let bytes = entry::encode(
         &key(n),
         &Contents {
+            kind: EntryKind::Code,
+            target: "native",
             kernel: "kern",
             backend: "cpu",
             function: &format!("f{n}"),
@@ -635,6 +641,8 @@ fn the_running_total_follows_every_change_and_stats_does_not_list() {
         .write(
             &key(2),
             &Contents {
+                kind: EntryKind::Code,
+                target: "native",
                 kernel: "a longer kernel name",
                 backend: "cpu",
                 function: "f2",

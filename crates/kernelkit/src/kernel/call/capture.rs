@@ -86,7 +86,7 @@ pub(super) fn function_for(
         return Ok(f);
     }
     refuse_cold(variant, device, stream, kernel)?;
-    Ok(variant.function_on(device, kernel)?)
+    variant.function_on(device, kernel)
 }
 
 /// The error for a variant that is not loaded on `device` when `stream`

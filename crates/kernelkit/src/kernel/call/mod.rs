@@ -25,6 +25,7 @@ mod capture;
 pub(crate) mod check;
 mod launch;
 mod rebind;
+mod tuned;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ use crate::device::dispatch::{dispatch, Dispatch, OutputSpec};
 use crate::device::{Device, Stream};
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::kernel::tune::Tuning;
 use crate::kernel::variant::Variant;
 use crate::kernel::variants::key::{encode_key_parts, pack_key, KeyBytes};
 use crate::kernel::variants::{VariantKey, VariantRef};
@@ -48,6 +50,7 @@ use crate::kernel::Kernel;
 use check::Checked;
 pub use launch::Launch;
 pub use rebind::Rebindable;
+pub(crate) use tuned::{SigBytes, Swap};
 
 /// Per input descriptors and per output dtypes of one call.
 type Descs = (SmallVec<[InputDesc; 8]>, SmallVec<[DType; 4]>);
@@ -68,6 +71,8 @@ pub struct Call<'a> {
     /// Outputs written into arrays the caller gave (`output_into`): `None`
     /// for most calls (one word to set and to test).
     targets: Option<Box<Targets<'a>>>,
+    /// The launch configurations to choose from (`Call::tuned`).
+    tuning: Option<&'a Tuning>,
 }
 
 /// A call's outputs written into the caller's arrays.
@@ -116,6 +121,7 @@ impl<'a> Call<'a> {
             shared_mem_bytes: 0,
             verbose: false,
             targets: None,
+            tuning: None,
         }
     }
 
@@ -276,12 +282,27 @@ impl<'a> Call<'a> {
         self
     }
 
+    /// Lets `tuning` choose this call's template values, threadgroup and
+    /// grid among its configurations: the first call of a tuning key times
+    /// them (on the call's stream, into scratch outputs) and keeps the
+    /// fastest in every cache tier; later calls launch the choice. The
+    /// caller's arrays are written once, by the final run. See
+    /// [`Tuning`] and `docs/autotune.md`.
+    #[inline]
+    pub fn tuned(mut self, tuning: &'a Tuning) -> Self {
+        self.tuning = Some(tuning);
+        self
+    }
+
     /// Prepares and runs the call; returns the outputs (on a GPU, the work
     /// is queued and the outputs are ready when their stream is).
     ///
     /// This runs the call straight from its borrowed arguments (no
     /// [`Launch`] is built), the cheapest way to dispatch.
     pub fn launch(&self) -> Result<Outputs> {
+        if let Some(tuning) = self.tuning {
+            return tuning.launch(self);
+        }
         let checked = self.check()?;
         let variant = self.variant(&checked)?;
         let function = capture::function_for(
@@ -313,6 +334,9 @@ impl<'a> Call<'a> {
 
     /// Checks everything and returns a launch that owns its arguments.
     pub fn prepare(&self) -> Result<Launch> {
+        if let Some(tuning) = self.tuning {
+            return tuning.prepare(self);
+        }
         let checked = self.check()?;
         let variant = self.variant(&checked)?;
         Ok(self.launch_of(variant.into_arc(), checked))
@@ -386,9 +410,7 @@ impl<'a> Call<'a> {
     /// The memoized variant this call runs on `device`.
     pub fn variant_on(&self, device: &Device) -> Result<Arc<Variant>> {
         self.check_counts()?;
-        Ok(self
-            .variant_in(device.dialect(), device.backend().name())?
-            .into_arc())
+        Ok(self.variant_in(device)?.into_arc())
     }
 
     /// The generated (name, source) of this call in any dialect, without a
@@ -426,16 +448,17 @@ impl<'a> Call<'a> {
     #[inline(always)]
     fn variant(&self, checked: &Checked<'_>) -> Result<VariantRef> {
         let device = &checked.device;
-        self.variant_in(device.dialect(), device.backend().name())
+        self.variant_in(device)
     }
 
-    /// The variant of this call in `dialect` for `backend` (its name, for
-    /// errors): the key straight from the arguments — packed in a word when
-    /// it can be (one comparison finds it), else encoded — then the
-    /// variant cache, which builds the variant on a miss (per-variant
-    /// checks included) from descriptors made only then.
+    /// The variant of this call for `device`'s dialect and backend: the
+    /// key straight from the arguments — packed in a word when it can be
+    /// (one comparison finds it), else encoded — then the variant cache,
+    /// which builds the variant on a miss (per-variant checks included)
+    /// from descriptors made only then, and records it (`kernel::record`).
     #[inline(always)]
-    fn variant_in(&self, dialect: Dialect, backend: &'static str) -> Result<VariantRef> {
+    fn variant_in(&self, device: &Device) -> Result<VariantRef> {
+        let (dialect, backend) = (device.dialect(), device.backend().name());
         let out_dtypes = || self.outputs.iter().map(|(_, d)| *d);
         let encode = |key: &mut KeyBytes| {
             encode_key_parts(
@@ -451,6 +474,7 @@ impl<'a> Call<'a> {
                 self.kernel.build_variant(dialect, desc, key)
             })?;
             self.log(&variant);
+            self.describe(&variant, device);
             Ok(variant)
         };
         let variants = self.kernel.variants();
@@ -466,6 +490,51 @@ impl<'a> Call<'a> {
             self.log(&found);
         }
         Ok(found)
+    }
+
+    /// Gives a variant just built its detail (template values and shapes,
+    /// for `KERNELKIT_JIT` messages) and records it when the process
+    /// records (`kernel::record`). A memo miss only.
+    #[cold]
+    fn describe(&self, variant: &Variant, device: &Device) {
+        let template: Vec<String> = self
+            .template
+            .iter()
+            .map(|t| match t.value {
+                TemplateArg::Int(i) => format!("{}={i}", t.name),
+                TemplateArg::Bool(b) => format!("{}={b}", t.name),
+                TemplateArg::DType(d) => format!("{}={}", t.name, d.name()),
+            })
+            .collect();
+        let spec = self.spec();
+        let inputs: Vec<String> = spec
+            .input_names
+            .iter()
+            .zip(&self.inputs)
+            .map(|(n, a)| format!("{n}: {}{:?}", a.dtype().name(), a.shape()))
+            .collect();
+        let outputs: Vec<String> = spec
+            .output_names
+            .iter()
+            .zip(&self.outputs)
+            .map(|(n, (shape, dtype))| format!("{n}: {}{:?}", dtype.name(), shape.as_slice()))
+            .collect();
+        variant.set_detail(format!(
+            "`{}` (template [{}], inputs [{}], outputs [{}])",
+            variant.name(),
+            template.join(", "),
+            inputs.join(", "),
+            outputs.join(", ")
+        ));
+        crate::kernel::record::note(&crate::kernel::record::Observed {
+            kernel: self.kernel,
+            inputs: &self.inputs,
+            outputs: &self.outputs,
+            template: &self.template,
+            backend: device.backend().name(),
+            arch: device.backend().target(),
+            function: variant.name(),
+        });
     }
 
     /// Logs the generated name and source when the call asked for it.

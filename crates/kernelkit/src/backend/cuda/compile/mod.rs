@@ -75,6 +75,9 @@ pub(super) struct Nvrtc {
     version: (i32, i32),
     /// `sm_90a`, or `compute_XX` when NVRTC does not know the chip.
     target: String,
+    /// The (target, identity) of the PTX this chip also loads (see
+    /// `Backend::fallback_identities`).
+    ptx_fallback: Vec<(String, String)>,
     /// Cubin when the target is a real architecture, else PTX.
     output: Output,
     /// Every option, as given to NVRTC and sent to workers.
@@ -122,6 +125,52 @@ impl Nvrtc {
                 }
             }
         };
+        Nvrtc::with_target((major, minor), target, cubin, config)
+    }
+
+    /// A configuration for the named `target` (`sm_90a`: a cubin;
+    /// `compute_90`: PTX), with no GPU: what `kernelkit precompile --arch`
+    /// compiles with. The options and identity are those a device of that
+    /// architecture would have with the same NVRTC and configuration, so
+    /// its artifacts are found there.
+    pub(super) fn for_target(target: &str, config: &CudaConfig) -> Result<Nvrtc, String> {
+        let (major, minor) = nvrtc_version(config)?;
+        let archs = nvrtc::supported_archs().map_err(|e| e.to_string())?;
+        let (cubin, number) = if let Some(n) = target.strip_prefix("sm_") {
+            (true, n.trim_end_matches('a'))
+        } else if let Some(n) = target.strip_prefix("compute_") {
+            (false, n)
+        } else {
+            return Err(format!("`{target}` is not sm_XX, sm_XXa or compute_XX"));
+        };
+        let number: i32 = number
+            .parse()
+            .map_err(|_| format!("`{target}` is not sm_XX, sm_XXa or compute_XX"))?;
+        if !archs.contains(&number) {
+            return Err(format!(
+                "NVRTC {major}.{minor} does not know {target} (it knows {archs:?})"
+            ));
+        }
+        Nvrtc::with_target((major, minor), target.to_string(), cubin, config)
+    }
+
+    /// The (target, identity) of the PTX this configuration's chip loads
+    /// when no tier holds its own code.
+    pub(super) fn ptx_fallback(&self) -> &[(String, String)] {
+        &self.ptx_fallback
+    }
+
+    /// `NVRTC 12.8`, for a bundle's producer note.
+    pub(super) fn version_name(&self) -> String {
+        format!("nvrtc {}.{}", self.version.0, self.version.1)
+    }
+
+    fn with_target(
+        (major, minor): (i32, i32),
+        target: String,
+        cubin: bool,
+        config: &CudaConfig,
+    ) -> Result<Nvrtc, String> {
         // `-default-device`: functions and variables a header declares
         // without `__device__` (as every header written for Metal does) are
         // device code, as they would be in Metal.
@@ -146,7 +195,19 @@ impl Nvrtc {
             )
         });
         let search = SearchPath::from_options(&words, &toolkit);
-        let identity = store_identity((major, minor), &target, &words);
+        let identity = store_identity((major, minor), &target, &portable_words(&words, &toolkit));
+        // The PTX a bundle may carry for this chip's plain virtual
+        // architecture (`sm_90a` -> `compute_90`): what `for_target` of
+        // that architecture would name, with the same options.
+        let ptx_fallback = ptx_target_of(&target)
+            .filter(|_| cubin)
+            .map(|virt| {
+                let mut w = words.clone();
+                w[0] = format!("--gpu-architecture={virt}");
+                let id = store_identity((major, minor), &virt, &portable_words(&w, &toolkit));
+                vec![(virt, id)]
+            })
+            .unwrap_or_default();
         // After the identity: turning NVRTC's own cache off changes no
         // artifact (see `nvrtc_cache`).
         words.extend(nvrtc_cache::option((major, minor), &words));
@@ -175,6 +236,7 @@ impl Nvrtc {
         let pch = pch.filter(|_| workers.is_some());
         Ok(Nvrtc {
             version: (major, minor),
+            ptx_fallback,
             target,
             output,
             words,
@@ -197,6 +259,11 @@ impl Nvrtc {
     /// [`store_identity`]).
     pub(super) fn identity(&self) -> &str {
         &self.identity
+    }
+
+    /// `sm_90a`, or `compute_XX` when this NVRTC emits PTX for the chip.
+    pub(super) fn target(&self) -> &str {
+        &self.target
     }
 
     /// `NVRTC 13.0 -> sm_90a`.
@@ -301,6 +368,57 @@ impl Nvrtc {
             })
         })
     }
+}
+
+/// The plain virtual architecture of a real one: `sm_90a` -> `compute_90`,
+/// `sm_80` -> `compute_80`; `None` for anything else.
+pub(crate) fn ptx_target_of(target: &str) -> Option<String> {
+    let n = target.strip_prefix("sm_")?.trim_end_matches('a');
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| format!("compute_{n}"))
+}
+
+/// `words` with each toolkit include directory (`-I/usr/local/cuda/include`)
+/// named by the headers' CUDA version and its place in the list instead of
+/// its path, so that an identity made with NVRTC's wheel in CI matches a
+/// node whose toolkit lives in `/usr/local/cuda` (same version, same
+/// headers). User `-I` directories stay as given (the files they give are
+/// in each entry's dependency list, by content).
+fn portable_words(words: &[String], toolkit: &[PathBuf]) -> Vec<String> {
+    let version = toolkit
+        .iter()
+        .find_map(|dir| headers_version(dir))
+        .unwrap_or_else(|| "unknown".to_string());
+    words
+        .iter()
+        .map(|w| {
+            match toolkit
+                .iter()
+                .position(|dir| w.strip_prefix("-I") == Some(&*dir.to_string_lossy()))
+            {
+                Some(i) => format!("-I<cuda headers {version} #{i}>"),
+                None => w.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The CUDA version the headers in `dir` declare (`CUDA_VERSION` in
+/// `cuda.h`, else `CUDART_VERSION` in `cuda_runtime_api.h`).
+fn headers_version(dir: &Path) -> Option<String> {
+    [
+        ("cuda.h", "CUDA_VERSION"),
+        ("cuda_runtime_api.h", "CUDART_VERSION"),
+    ]
+    .iter()
+    .find_map(|(file, name)| {
+        let text = std::fs::read_to_string(dir.join(file)).ok()?;
+        text.lines().find_map(|l| {
+            let mut it = l.split_whitespace();
+            (it.next() == Some("#define") && it.next() == Some(name))
+                .then(|| it.next().map(str::to_string))
+                .flatten()
+        })
+    })
 }
 
 /// What the artifact store hashes besides the source: NVRTC's version, the

@@ -189,3 +189,50 @@ impl RawStream {
         RawStream(raw)
     }
 }
+
+/// `cuEventCreate` of an event that records a time (for
+/// `cuEventElapsedTime`: tuning times kernels on their own stream).
+pub(in crate::backend::cuda) fn timing_event_create(label: &str) -> Result<RawEvent, DeviceError> {
+    // SAFETY: writes one event handle.
+    unsafe { out(label, "cuEventCreate", |e| sys::cuEventCreate(e, 0)) }.map(RawEvent)
+}
+
+/// `cuEventSynchronize`: waits until the work recorded before `event` is
+/// done.
+pub(in crate::backend::cuda) fn event_synchronize(
+    event: RawEvent,
+    label: &str,
+) -> Result<(), DeviceError> {
+    // SAFETY: waits for an event; no memory is involved.
+    check(
+        unsafe { sys::cuEventSynchronize(event.0) },
+        label,
+        "cuEventSynchronize",
+    )
+}
+
+/// `cuEventElapsedTime_v2` (CUDA 12.8+ drivers; see
+/// [`event_timing_available`]) between two timing events, both complete,
+/// in milliseconds.
+pub(in crate::backend::cuda) fn event_elapsed_ms(
+    start: RawEvent,
+    end: RawEvent,
+    label: &str,
+) -> Result<f32, DeviceError> {
+    let mut ms = 0f32;
+    // SAFETY: writes one float; both events are live handles of this
+    // context.
+    check(
+        unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.0, end.0) },
+        label,
+        "cuEventElapsedTime_v2",
+    )?;
+    Ok(ms)
+}
+
+/// Whether the driver has `cuEventElapsedTime_v2` (asked once): without
+/// it, tuning times with the host's clock around a stream synchronize.
+pub(in crate::backend::cuda) fn event_timing_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| super::missing_symbol(&["cuEventElapsedTime_v2"]).is_none())
+}

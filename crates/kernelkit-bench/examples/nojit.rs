@@ -1,0 +1,270 @@
+//! The 100-variant workload of production without JIT (issue 43,
+//! docs/production.md): record it, replay it from a bundle with JIT
+//! forbidden, and measure what recording costs a warm call.
+//!
+//! ```text
+//! nojit record  --manifest M [--backend cpu|cuda]
+//! nojit replay  --bundle B --trusted K.pub [--backend cpu|cuda] [--exclude-target sm_90a]
+//! nojit warm    [--backend cpu|cuda]
+//! ```
+//!
+//! The workload: 100 distinct variants of three kernels, 40 of an
+//! offset kernel (one per template value), 40 of a cast kernel (two
+//! dtypes by 20 values), 20 of a kernel reading a transposed (strided)
+//! input through its strides; each call's result is checked.
+//!
+//! `replay` imports the bundle into a fresh store (timed; entries whose
+//! target is `--exclude-target` are left out, to make a GPU fall back to
+//! PTX), sets `KERNELKIT_JIT=forbid`, and calls every variant once on a
+//! fresh device: it prints compiles (0 expected), PTX loads, disk hits,
+//! and the first calls' times beside a warm-disk first call (a second fresh
+//! device on the same store, where every artifact was read once already).
+//! `warm` times warm calls of one variant with recording off and on, in
+//! turns, in one process.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use kernelkit::cache::bundle::{self, TrustedKeys};
+use kernelkit::cache::store::ArtifactStore;
+use kernelkit::kernel::jit::{self, JitPolicy};
+use kernelkit::kernel::record;
+use kernelkit::{CacheMode, DType, Device, Kernel};
+
+fn kernels() -> [Kernel; 3] {
+    let offset = Kernel::builder("nojit_offset")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[i] + float(S);")
+        .build()
+        .unwrap();
+    let cast = Kernel::builder("nojit_cast")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = float(T(inp[i])) + float(K);")
+        .build()
+        .unwrap();
+    let strided = Kernel::builder("nojit_strided")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(
+            "uint i = thread_position_in_grid.x; uint r = i / 8, c = i % 8;\n\
+             out[i] = inp[r * inp_strides[0] + c * inp_strides[1]] * float(M);",
+        )
+        .ensure_row_contiguous(false)
+        .build()
+        .unwrap();
+    [offset, cast, strided]
+}
+
+/// Runs variant `n` (0..100) on `device`; checks its result.
+fn run(ks: &[Kernel; 3], device: &Device, n: usize) -> kernelkit::Result<()> {
+    let data: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let x = device.array_from_slice(&data, [8, 8])?;
+    let (out, want): (Vec<f32>, Box<dyn Fn(usize) -> f32>) = if n < 40 {
+        let s = n as i32;
+        let out = ks[0]
+            .call([&x])
+            .template("S", s)
+            .output([64], DType::F32)
+            .grid([64, 1, 1])
+            .on(device.default_stream())
+            .launch()?;
+        (out[0].to_vec()?, Box::new(move |i| i as f32 + s as f32))
+    } else if n < 80 {
+        let k = (n - 40) as i32 % 20;
+        let t = if n - 40 < 20 { DType::F32 } else { DType::I32 };
+        let out = ks[1]
+            .call([&x])
+            .template("T", t)
+            .template("K", k)
+            .output([64], DType::F32)
+            .grid([64, 1, 1])
+            .on(device.default_stream())
+            .launch()?;
+        (out[0].to_vec()?, Box::new(move |i| i as f32 + k as f32))
+    } else {
+        let m = (n - 80) as i32;
+        let xt = x.transpose();
+        let out = ks[2]
+            .call([&xt])
+            .template("M", m)
+            .output([64], DType::F32)
+            .grid([64, 1, 1])
+            .on(device.default_stream())
+            .launch()?;
+        (
+            out[0].to_vec()?,
+            Box::new(move |i| ((i % 8) * 8 + i / 8) as f32 * m as f32),
+        )
+    };
+    for (i, v) in out.iter().enumerate() {
+        if *v != want(i) {
+            panic!("variant {n}: element {i} is {v}, expected {}", want(i));
+        }
+    }
+    Ok(())
+}
+
+fn open(backend: &str, store: Option<&std::path::Path>) -> Device {
+    let b = Device::builder();
+    let b = match store {
+        Some(dir) => b.cache_dir(dir),
+        None => b.cache_mode(CacheMode::Memory),
+    };
+    match backend {
+        "cuda" => b.cuda(0).expect("a CUDA device"),
+        _ => b.cpu().unwrap(),
+    }
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let backend = arg(&args, "--backend").unwrap_or_else(|| "cpu".into());
+    let ks = kernels();
+    match args.get(1).map(String::as_str) {
+        Some("record") => {
+            let manifest = PathBuf::from(arg(&args, "--manifest").expect("--manifest M"));
+            let device = open(&backend, None);
+            record::start(&manifest).unwrap();
+            for n in 0..100 {
+                run(&ks, &device, n).unwrap();
+            }
+            record::stop();
+            let lines = std::fs::read_to_string(&manifest).unwrap().lines().count();
+            println!("recorded {lines} variants into {}", manifest.display());
+        }
+        Some("replay") => {
+            let bundle_path = PathBuf::from(arg(&args, "--bundle").expect("--bundle B"));
+            let trusted = TrustedKeys::read(&PathBuf::from(
+                arg(&args, "--trusted").expect("--trusted K"),
+            ))
+            .unwrap();
+            let exclude = arg(&args, "--exclude-target");
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("store");
+            let store = ArtifactStore::create(&dir).unwrap();
+            let identities = open(&backend, Some(&dir)).artifact_identities();
+            let started = Instant::now();
+            let bytes = bundle::read(&bundle_path, u64::MAX).unwrap();
+            let (mut imported, mut left_out) = (0, 0);
+            match &exclude {
+                None => {
+                    imported = bundle::import(&bytes, &trusted, &identities, &store)
+                        .unwrap()
+                        .imported
+                }
+                Some(t) => {
+                    let verified = bundle::verify(&bytes, &trusted).unwrap();
+                    for e in &verified.entries {
+                        if &e.header.target == t || !identities.contains(&e.header.identity) {
+                            left_out += 1;
+                            continue;
+                        }
+                        store.write(&e.header.key, &e.contents()).unwrap();
+                        imported += 1;
+                    }
+                }
+            }
+            let import_time = started.elapsed();
+            println!(
+                "import: {imported} entries for this device ({left_out} left out) in {:.2} ms",
+                ms(import_time)
+            );
+            jit::set_policy(JitPolicy::Forbid);
+            let mut firsts = Vec::new();
+            let device = open(&backend, Some(&dir));
+            for n in 0..100 {
+                let t = Instant::now();
+                if let Err(e) = run(&ks, &device, n) {
+                    println!("variant {n}: {e}");
+                    std::process::exit(1);
+                }
+                firsts.push(t.elapsed());
+            }
+            let s = device.cache_stats();
+            // Warm disk: a second fresh device on the same store.
+            let again = open(&backend, Some(&dir));
+            let fresh = kernels();
+            let mut warm = Vec::new();
+            for n in 0..100 {
+                let t = Instant::now();
+                run(&fresh, &again, n).unwrap();
+                warm.push(t.elapsed());
+            }
+            let worst = firsts
+                .iter()
+                .zip(&warm)
+                .map(|(f, w)| ms(*f) - ms(*w))
+                .fold(f64::MIN, f64::max);
+            firsts.sort();
+            warm.sort();
+            println!(
+                "replay (JIT forbidden): compiles={} ptx_loads={} disk_hits={} \
+                 first call median {:.3} ms max {:.3} ms; warm-disk first call median {:.3} ms; \
+                 worst first-minus-warm {:.3} ms",
+                s.compiles,
+                s.ptx_loads,
+                s.disk_hits,
+                ms(firsts[50]),
+                ms(firsts[99]),
+                ms(warm[50]),
+                worst
+            );
+            if s.compiles != 0 {
+                std::process::exit(1);
+            }
+        }
+        Some("warm") => {
+            let device = open(&backend, None);
+            let tmp = tempfile::tempdir().unwrap();
+            let manifest = tmp.path().join("warm.jsonl");
+            run(&ks, &device, 0).unwrap();
+            let x = device.array_from_slice(&[1.0f32; 64], [64]).unwrap();
+            let call = || {
+                ks[0]
+                    .call([&x])
+                    .template("S", 0)
+                    .output([64], DType::F32)
+                    .grid([64, 1, 1])
+                    .on(device.default_stream())
+                    .launch()
+                    .unwrap()
+            };
+            let time = |n: usize| {
+                let t = Instant::now();
+                for _ in 0..n {
+                    std::hint::black_box(call());
+                }
+                t.elapsed().as_secs_f64() * 1e9 / n as f64
+            };
+            let (mut off, mut on) = (Vec::new(), Vec::new());
+            for _ in 0..7 {
+                off.push(time(20_000));
+                record::start(&manifest).unwrap();
+                on.push(time(20_000));
+                record::stop();
+            }
+            off.sort_by(f64::total_cmp);
+            on.sort_by(f64::total_cmp);
+            println!(
+                "warm call: {:.0} ns recording off, {:.0} ns recording on (medians of 7 turns)",
+                off[3], on[3]
+            );
+        }
+        _ => {
+            eprintln!("usage: nojit record|replay|warm ... (see the source's header)");
+            std::process::exit(2);
+        }
+    }
+}

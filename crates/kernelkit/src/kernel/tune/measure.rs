@@ -1,0 +1,271 @@
+//! Timing configurations side by side, writing nothing the caller owns.
+//!
+//! Every timing launch writes scratch arrays: outputs the caller gave
+//! (`output_into`, Python's `out=`) are replaced by copies of their
+//! contents, made again before each repetition (so a kernel that reads
+//! its output, `out[i] += inp[i]`, sees the same data every time), and an
+//! input that shares memory with such an output (in place) is replaced by
+//! the same copy. Outputs kernelkit allocates go to scratch arrays made
+//! once per tuning; atomic outputs without an `init_value` are zeroed
+//! again before each repetition (with one, the launch fills them itself).
+//! Scratch arrays are dropped when the tuning ends. The caller's arrays
+//! are written only by the final run, after the choice.
+//!
+//! Configurations are compiled first, in parallel (compile time is not
+//! tuning time), warmed up, then timed one launch at a time in rounds
+//! that visit each remaining configuration once, on the call's stream.
+//! After `min_reps` rounds, a configuration whose lower quartile is above
+//! the best one's upper quartile is clearly slower and is timed no more;
+//! the ranking is clear when one remains, or `max_reps` or the time
+//! budget is reached.
+
+use std::time::Duration;
+
+use smallvec::SmallVec;
+
+use super::config::Tuning;
+use crate::array::Array;
+use crate::cache::tuning::Records;
+use crate::device::{Device, Stream};
+use crate::error::Result;
+use crate::kernel::call::{Call, Swap};
+
+/// One configuration's outcome: its median time, or why it failed.
+pub(super) type Outcome = std::result::Result<Duration, String>;
+
+/// What a timing run writes instead of the caller's arrays.
+struct Scratch {
+    /// Per output: the array the timing launch writes.
+    outputs: Vec<Array>,
+    /// Per output: the bytes it is made from again before each repetition
+    /// (`None`: made once).
+    fresh: Vec<Option<Vec<u8>>>,
+    /// Per input: the output whose scratch stands for it (in place).
+    aliased: Vec<Option<usize>>,
+}
+
+impl Scratch {
+    fn new(call: &Call<'_>, device: &Device) -> Result<Scratch> {
+        let (targets, _) = call.target_arrays();
+        let reinit_atomic = call.atomic_outputs() && call.init_value_given().is_none();
+        let mut outputs = Vec::new();
+        let mut fresh = Vec::new();
+        for (i, (shape, dtype)) in call.output_specs().enumerate() {
+            let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+            let bytes = match targets.iter().find(|(t, _)| *t == i) {
+                Some((_, target)) => Some(target.to_bytes()?),
+                None if reinit_atomic => {
+                    let n: usize = shape.iter().product();
+                    Some(vec![0u8; n * dtype.size()])
+                }
+                None => None,
+            };
+            let array = match &bytes {
+                Some(b) => Array::from_bytes(device, b, shape, dtype)?,
+                None => Array::zeros(device, shape, dtype)?,
+            };
+            outputs.push(array);
+            fresh.push(bytes);
+        }
+        let aliased = call
+            .input_arrays()
+            .iter()
+            .map(|input| {
+                targets
+                    .iter()
+                    .find(|(_, t)| t.overlaps(input))
+                    .map(|(i, _)| *i)
+            })
+            .collect();
+        Ok(Scratch {
+            outputs,
+            fresh,
+            aliased,
+        })
+    }
+
+    /// Makes again the scratch arrays that must start each repetition
+    /// with the caller's contents (or zeros).
+    fn refresh(&mut self, device: &Device) -> Result<()> {
+        for (array, bytes) in self.outputs.iter_mut().zip(&self.fresh) {
+            if let Some(bytes) = bytes {
+                *array = Array::from_bytes(device, bytes, array.shape().to_vec(), array.dtype())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn needs_refresh(&self) -> bool {
+        self.fresh.iter().any(Option::is_some)
+    }
+
+    /// The arrays a timing launch of `call` uses.
+    fn swap<'s, 'a: 's>(&'s self, call: &Call<'a>) -> Swap<'s> {
+        let inputs: SmallVec<[&'s Array; 8]> = call
+            .input_arrays()
+            .iter()
+            .zip(&self.aliased)
+            .map(|(input, alias)| match alias {
+                Some(o) => &self.outputs[*o],
+                None => *input,
+            })
+            .collect();
+        Swap {
+            inputs,
+            targets: self.outputs.iter().enumerate().collect(),
+            allow_overlap: self.aliased.iter().any(Option::is_some),
+        }
+    }
+}
+
+/// One configuration being timed.
+struct Candidate {
+    index: usize,
+    samples: Vec<Duration>,
+    failed: Option<String>,
+    done: bool,
+}
+
+impl Candidate {
+    fn sorted(&self) -> Vec<Duration> {
+        let mut s = self.samples.clone();
+        s.sort();
+        s
+    }
+    fn quantile(&self, q: f64) -> Duration {
+        let s = self.sorted();
+        s[((s.len() - 1) as f64 * q).round() as usize]
+    }
+}
+
+/// Times the configurations `indices` of `tuning` for `call` on `stream`;
+/// each one's outcome, in the order of `indices`.
+pub(super) fn time_configs(
+    tuning: &Tuning,
+    call: &Call<'_>,
+    indices: &[usize],
+    device: &Device,
+    stream: &Stream,
+    records: &Records,
+) -> Result<Vec<(usize, Outcome)>> {
+    let options = tuning.inner.options;
+    let mut candidates: Vec<Candidate> = indices
+        .iter()
+        .map(|&index| Candidate {
+            index,
+            samples: Vec::new(),
+            failed: None,
+            done: false,
+        })
+        .collect();
+
+    // Compiles, in parallel: each configuration is its own variant.
+    let compiled: Vec<Option<String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = candidates
+            .iter()
+            .map(|c| {
+                let config = &tuning.inner.configs[c.index];
+                let grid = tuning.grid_of(config, call);
+                scope.spawn(move || {
+                    call.configured(config, grid, None)
+                        .compile()
+                        .err()
+                        .map(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Some("the compile panicked".into()))
+            })
+            .collect()
+    });
+    for (c, error) in candidates.iter_mut().zip(compiled) {
+        c.failed = error;
+    }
+
+    let mut scratch = Scratch::new(call, device)?;
+    let mut launches = 0u64;
+    let mut spent = Duration::ZERO;
+    // One launch of `c`'s configuration into scratch arrays; timed, its
+    // time on the stream.
+    let run_one = |c: &mut Candidate, timed: bool, scratch: &mut Scratch| -> Result<Duration> {
+        if scratch.needs_refresh() {
+            scratch.refresh(device)?;
+        }
+        let config = &tuning.inner.configs[c.index];
+        let grid = tuning.grid_of(config, call);
+        let swap = scratch.swap(call);
+        let run = call.configured(config, grid, Some(swap));
+        let mut launch = || run.launch().map(drop);
+        if timed {
+            match stream.time(&mut launch) {
+                Ok(t) => {
+                    c.samples.push(t);
+                    return Ok(t);
+                }
+                Err(e) => c.failed = Some(e.to_string()),
+            }
+        } else if let Err(e) = launch().and_then(|()| stream.synchronize()) {
+            c.failed = Some(e.to_string());
+        }
+        Ok(Duration::ZERO)
+    };
+
+    for _ in 0..options.warmup {
+        for c in candidates.iter_mut().filter(|c| c.failed.is_none()) {
+            launches += 1;
+            run_one(c, false, &mut scratch)?;
+        }
+    }
+    let min_reps = options.min_reps.max(1);
+    for round in 0..options.max_reps.max(min_reps) {
+        let alive: Vec<usize> = (0..candidates.len())
+            .filter(|&i| candidates[i].failed.is_none() && !candidates[i].done)
+            .collect();
+        if alive.is_empty() {
+            break;
+        }
+        // Rotate the order each round so no configuration always runs
+        // right after another's launch.
+        let start = round as usize % alive.len();
+        for k in 0..alive.len() {
+            let c = &mut candidates[alive[(start + k) % alive.len()]];
+            launches += 1;
+            spent += run_one(c, true, &mut scratch)?;
+        }
+        if round + 1 < min_reps {
+            continue;
+        }
+        let alive: Vec<usize> = alive
+            .into_iter()
+            .filter(|&i| candidates[i].failed.is_none())
+            .collect();
+        let Some(&best) = alive.iter().min_by_key(|&&i| candidates[i].quantile(0.5)) else {
+            break;
+        };
+        let best_q3 = candidates[best].quantile(0.75);
+        for &i in &alive {
+            if i != best && candidates[i].quantile(0.25) > best_q3 {
+                candidates[i].done = true;
+            }
+        }
+        let remaining = alive.iter().filter(|&&i| !candidates[i].done).count();
+        if remaining <= 1 || spent >= options.budget {
+            break;
+        }
+    }
+    records.count_launches(launches);
+    Ok(candidates
+        .into_iter()
+        .map(|c| {
+            let outcome = match c.failed {
+                Some(e) => Err(e),
+                None => Ok(c.quantile(0.5)),
+            };
+            (c.index, outcome)
+        })
+        .collect())
+}

@@ -1,0 +1,217 @@
+//! Production without JIT on the CPU: recording the variants a process
+//! resolves (`kernel::record`), and the JIT policy (`kernel::jit`).
+//! Each test sets the process's policy or recorder: they run as separate
+//! processes under nextest, and each restores what it changed.
+
+use kernelkit::kernel::jit::{self, JitPolicy};
+use kernelkit::kernel::record;
+use kernelkit::spec_file::SpecFile;
+use kernelkit::{CallError, DType, Device, Error, Kernel};
+
+fn kernel() -> Kernel {
+    Kernel::builder("prod_add")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source("uint i = thread_position_in_grid.x; out[i] = inp[i] + V;")
+        .build()
+        .unwrap()
+}
+
+fn run(kernel: &Kernel, device: &Device, v: i32) -> kernelkit::Result<Vec<f32>> {
+    let x = device.array_from_slice(&[1.0f32; 8], [8])?;
+    let out = kernel
+        .call([&x])
+        .template("V", v)
+        .output([8], DType::F32)
+        .grid([8, 1, 1])
+        .on(device.default_stream())
+        .launch()?;
+    out[0].to_vec::<f32>()
+}
+
+#[test]
+fn forbid_refuses_a_missing_variant_with_its_details_and_the_device_stays_usable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    jit::set_policy(JitPolicy::Allow);
+    let build = Device::builder().cache_dir(&store).cpu().unwrap();
+    assert_eq!(run(&kernel(), &build, 1).unwrap(), vec![2.0; 8]);
+    assert_eq!(build.cache_stats().compiles, 1);
+
+    jit::set_policy(JitPolicy::Forbid);
+    let serve = Device::builder().cache_dir(&store).cpu().unwrap();
+    let k = kernel();
+    // In the store: loads, no compile.
+    assert_eq!(run(&k, &serve, 1).unwrap(), vec![2.0; 8]);
+    // Not in any tier: the typed error, naming kernel, variant and arch.
+    let err = run(&k, &serve, 2).unwrap_err();
+    let message = err.to_string();
+    match &err {
+        Error::Call(CallError::JitForbidden {
+            kernel,
+            variant,
+            arch,
+            device,
+        }) => {
+            assert_eq!(kernel, "prod_add");
+            assert!(variant.contains("V=2"), "{variant}");
+            assert!(variant.contains("inp: float32[8]"), "{variant}");
+            assert_eq!(arch, "native");
+            assert_eq!(device, "cpu");
+        }
+        other => panic!("expected JitForbidden, got {other:?}"),
+    }
+    assert!(message.contains("JIT is forbidden"), "{message}");
+    // Asked again (a memo hit now): the same refusal.
+    assert!(matches!(
+        run(&k, &serve, 2),
+        Err(Error::Call(CallError::JitForbidden { .. }))
+    ));
+    assert_eq!(serve.cache_stats().compiles, 0);
+    // The device is still usable.
+    assert_eq!(run(&k, &serve, 1).unwrap(), vec![2.0; 8]);
+
+    // `warn` compiles it (and logs it once).
+    jit::set_policy(JitPolicy::Warn);
+    assert_eq!(run(&k, &serve, 2).unwrap(), vec![3.0; 8]);
+    assert_eq!(serve.cache_stats().compiles, 1);
+    jit::set_policy(JitPolicy::Allow);
+}
+
+#[test]
+fn recording_writes_each_variant_once_from_many_threads_without_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("manifest.jsonl");
+    jit::set_policy(JitPolicy::Allow);
+    let device = Device::builder()
+        .cache_mode(kernelkit::CacheMode::Memory)
+        .cpu()
+        .unwrap();
+    let k = kernel();
+    record::start(&manifest).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for v in 0..3 {
+                    for _ in 0..5 {
+                        run(&k, &device, v).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    // A second kernel object with the same spec: its own memo misses, the
+    // manifest already holds the lines.
+    run(&kernel(), &device, 0).unwrap();
+    assert_eq!(record::stop().as_deref(), Some(manifest.as_path()));
+    // Not recording any more.
+    run(&k, &device, 7).unwrap();
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let tmp_path = tmp.path().to_str().unwrap();
+    for line in &lines {
+        assert!(!line.contains(tmp_path), "a path in {line}");
+        if let Ok(home) = std::env::var("HOME") {
+            assert!(!line.contains(&home), "the home directory in {line}");
+        }
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["backend"], "cpu");
+        assert_eq!(v["arch"], "native");
+        // The spec replays as a spec file: same variant.
+        let spec = SpecFile::from_json(&v["spec"].to_string(), tmp.path()).unwrap();
+        let replayed = spec.kernel().unwrap();
+        let inputs = spec.placeholder_inputs(&device).unwrap();
+        let variant = spec.call(&replayed, &inputs).variant_on(&device).unwrap();
+        assert_eq!(v["function"], variant.name());
+    }
+    // Started again on the same file: lines already there are not
+    // written again.
+    record::start(&manifest).unwrap();
+    run(&kernel(), &device, 1).unwrap();
+    run(&kernel(), &device, 9).unwrap();
+    record::stop();
+    assert_eq!(
+        std::fs::read_to_string(&manifest).unwrap().lines().count(),
+        4
+    );
+}
+
+/// The CPU half of the recipe: record, precompile for `x86-64-v2` into a
+/// bundle, import into a fresh store, replay with no compiler and JIT
+/// forbidden: every variant loads, none compiles, every result is right.
+#[test]
+fn a_portable_cpu_bundle_replays_with_no_compiler_and_jit_forbidden() {
+    use kernelkit::cache::bundle::{self, SecretKey, TrustedKeys};
+    use kernelkit::cache::entry::EntryKind;
+    use kernelkit::cache::store::ArtifactStore;
+    use kernelkit::manifest::{precompile_to_bundle, BundleTargets};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("manifest.jsonl");
+    jit::set_policy(JitPolicy::Allow);
+    let staging = Device::builder()
+        .cache_mode(kernelkit::CacheMode::Memory)
+        .cpu()
+        .unwrap();
+    let k = kernel();
+    record::start(&manifest).unwrap();
+    for v in 0..4 {
+        run(&k, &staging, v).unwrap();
+    }
+    record::stop();
+
+    let key = SecretKey::from_seed([7; 32]);
+    let out = tmp.path().join("kernels.kkb");
+    let targets = BundleTargets {
+        cpu: vec!["x86-64-v2".into()],
+        workers: Some(2),
+        ..BundleTargets::default()
+    };
+    let report = precompile_to_bundle(&manifest, &targets, &out, &key).unwrap();
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    assert_eq!((report.variants, report.entries), (4, 4));
+    let bytes = std::fs::read(&out).unwrap();
+    let listed = bundle::inspect(&bytes).unwrap();
+    for e in &listed.entries {
+        assert_eq!(e.header.kind, EntryKind::Code);
+        assert_eq!(e.header.target, "x86-64-v2");
+        assert_eq!(e.header.backend, "cpu");
+    }
+
+    // The node: a fresh store, the bundle imported for its devices.
+    let store_dir = tmp.path().join("node-store");
+    let store = ArtifactStore::create(&store_dir).unwrap();
+    let node = Device::builder()
+        .cache_dir(&store_dir)
+        .compiler("/nonexistent/c++")
+        .cpu()
+        .unwrap();
+    let trusted = TrustedKeys::new([key.public()]);
+    let started = std::time::Instant::now();
+    let imported = bundle::import(&bytes, &trusted, &node.artifact_identities(), &store).unwrap();
+    println!(
+        "import of {} entries: {:?}",
+        imported.imported,
+        started.elapsed()
+    );
+    assert_eq!(imported.imported, 4, "{imported:?}");
+
+    jit::set_policy(JitPolicy::Forbid);
+    for v in 0..4 {
+        assert_eq!(run(&k, &node, v).unwrap(), vec![1.0 + v as f32; 8]);
+    }
+    let stats = node.cache_stats();
+    assert_eq!(
+        (stats.compiles, stats.disk_hits),
+        (0, 4),
+        "{}",
+        stats.summary()
+    );
+    // A variant not in the bundle: refused, not compiled.
+    assert!(matches!(
+        run(&k, &node, 99),
+        Err(Error::Call(CallError::JitForbidden { .. }))
+    ));
+    jit::set_policy(JitPolicy::Allow);
+}

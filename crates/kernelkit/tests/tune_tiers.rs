@@ -1,0 +1,182 @@
+//! Tuning records beyond one process: a second process on the same disk
+//! store launches the recorded choice without timing (`tunes` 0,
+//! `tune_hits` 1); sixteen processes with fresh disks sharing one Redis
+//! server, all calling one new tunable kernel at once, tune it once (one
+//! node holds the lease while the others wait for its record).
+//!
+//! The Redis test starts its own `redis-server` on a free loopback port and
+//! skips with a printed reason where there is none.
+
+#![cfg(unix)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kernelkit::config::RemoteConfig;
+use kernelkit::{CacheStats, Config, DType, Device, Kernel, TuneConfig, Tuning};
+
+mod common;
+use common::redis_server::{available, key_file, RedisServer};
+use common::{check_child, child, is_child, salt};
+
+/// A CPU device whose disk store is `disk`, with the fleet tier `remote`
+/// if given.
+fn node(disk: &Path, remote: Option<RemoteConfig>) -> Device {
+    let mut config = Config::from_env().cache_dir(disk);
+    if let Some(r) = remote {
+        config = config.remote(r);
+    }
+    Device::builder().config(config).cpu().unwrap()
+}
+
+/// Runs the tunable kernel (new by `salt`) once; checks its result;
+/// returns the device's counters.
+fn run(device: &Device, salt: &str) -> CacheStats {
+    let kernel = Kernel::builder("tuned_fleet")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(format!(
+            "// {salt}\nuint i = thread_position_in_grid.x;\n\
+             if (i < inp_shape[0]) out[i] = inp[i] * SCALE;"
+        ))
+        .build()
+        .unwrap();
+    let tuning = Tuning::new(
+        [[16, 1, 1], [64, 1, 1], [256, 1, 1]].map(|tg| TuneConfig::new(tg).template("SCALE", 3)),
+    );
+    let x = device.array_from_slice(&[1.0f32; 512], [512]).unwrap();
+    let out = kernel
+        .call([&x])
+        .output([512], DType::F32)
+        .grid([512, 1, 1])
+        .tuned(&tuning)
+        .launch()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![3.0f32; 512]);
+    device.cache_stats()
+}
+
+/// `tunes=T tune_hits=H tune_launches=L` from a child's output.
+fn counters(out: &std::process::Output) -> (u64, u64, u64) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.find("tunes=").map(|at| &l[at..]))
+        .expect("the child's counters");
+    let field = |name: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(name))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (
+        field("tunes="),
+        field("tune_hits="),
+        field("tune_launches="),
+    )
+}
+
+fn print_counters(s: &CacheStats) {
+    println!(
+        "tunes={} tune_hits={} tune_launches={}",
+        s.tunes, s.tune_hits, s.tune_launches
+    );
+}
+
+#[test]
+fn a_second_process_on_the_same_disk_uses_the_record() {
+    const TEST: &str = "a_second_process_on_the_same_disk_uses_the_record";
+    if is_child(TEST) {
+        let var = |n: &str| std::env::var(n).unwrap();
+        let device = node(Path::new(&var("KK_TEST_DISK")), None);
+        print_counters(&run(&device, &var("KK_TEST_SALT")));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("store");
+    let salt = salt(TEST);
+    let first = run(&node(&disk, None), &salt);
+    assert_eq!(first.tunes, 1, "{}", first.summary());
+    let env: Vec<(&str, OsString)> = vec![
+        ("KK_TEST_DISK", disk.clone().into()),
+        ("KK_TEST_SALT", salt.clone().into()),
+    ];
+    let out = child(TEST, &env).output().unwrap();
+    check_child(TEST, &out);
+    let (tunes, hits, launches) = counters(&out);
+    assert_eq!((tunes, launches), (0, 0), "no timing in the second process");
+    assert!(hits >= 1, "the choice came from the disk store");
+}
+
+/// The fleet settings for `url` with `key`, short waits for tests.
+fn remote(url: &str, key: PathBuf) -> RemoteConfig {
+    let mut r = RemoteConfig::default();
+    r.urls = kernelkit::config::parse_remote_urls(url).unwrap();
+    r.key_files = vec![key];
+    r.wait = Duration::from_secs(60);
+    r.connect_timeout = Duration::from_secs(10);
+    r.op_timeout = Duration::from_secs(10);
+    r
+}
+
+#[test]
+fn sixteen_processes_sharing_one_redis_tune_once() {
+    const TEST: &str = "sixteen_processes_sharing_one_redis_tune_once";
+    if is_child(TEST) {
+        let var = |n: &str| std::env::var(n).unwrap();
+        let r = remote(&var("KK_TEST_REDIS"), PathBuf::from(var("KK_TEST_KEY")));
+        let device = node(Path::new(&var("KK_TEST_DISK")), Some(r));
+        let start: u128 = var("KK_TEST_START_MS").parse().unwrap();
+        while std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            < start
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        print_counters(&run(&device, &var("KK_TEST_SALT")));
+        return;
+    }
+    if !available(TEST) {
+        return;
+    }
+    let server = RedisServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", 9, 32);
+    let salt = salt(TEST);
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 1500;
+    let children: Vec<_> = (0..16)
+        .map(|i| {
+            let env: Vec<(&str, OsString)> = vec![
+                ("KK_TEST_REDIS", server.url().into()),
+                ("KK_TEST_KEY", key.clone().into()),
+                ("KK_TEST_DISK", dir.path().join(format!("node{i}")).into()),
+                ("KK_TEST_START_MS", start.to_string().into()),
+                ("KK_TEST_SALT", salt.clone().into()),
+            ];
+            child(TEST, &env)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut tunes = 0;
+    let mut untimed = 0;
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        check_child(TEST, &out);
+        let (t, _, launches) = counters(&out);
+        tunes += t;
+        untimed += u64::from(launches == 0);
+    }
+    assert_eq!(tunes, 1, "one tuning for sixteen processes");
+    assert_eq!(untimed, 15, "fifteen processes launched no timing run");
+}
