@@ -96,11 +96,14 @@ pub struct Config {
     /// Each kernel's variant memo (read by kernels, not devices: see the
     /// module documentation).
     pub memo: MemoConfig,
-    /// Whether the process may compile (the process's: see
-    /// `kernel::jit`).
+    /// Whether the process may compile. The process's, not a device's:
+    /// `kernel::jit` reads it from the environment at first use, and
+    /// `kernel::jit::set_policy` changes it (a `Config` given to a device
+    /// builder does not).
     pub jit: JitPolicy,
-    /// The manifest the process records its variants in (the process's:
-    /// see `kernel::record`).
+    /// The manifest the process records its variants in. The process's:
+    /// `kernel::record` reads it from the environment at first use, and
+    /// `kernel::record::start` changes it.
     pub record: Option<PathBuf>,
 }
 
