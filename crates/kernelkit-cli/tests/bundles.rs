@@ -354,7 +354,10 @@ fn a_recorded_manifest_precompiles_into_a_portable_bundle_that_runs_without_a_co
             .unwrap();
         assert!(out.status.success(), "{}", text(&out));
     }
-    assert_eq!(std::fs::read_to_string(&manifest).unwrap().lines().count(), 3);
+    assert_eq!(
+        std::fs::read_to_string(&manifest).unwrap().lines().count(),
+        3
+    );
     let key = root.join("ci.key");
     build.ok(&["cache", "keygen", "--out", key.to_str().unwrap()]);
     let bundle = root.join("cpu.kkb");
@@ -374,7 +377,10 @@ fn a_recorded_manifest_precompiles_into_a_portable_bundle_that_runs_without_a_co
     assert!(made.contains("3 entries, 0 failed"), "{made}");
     let listed = build.ok(&["cache", "inspect", bundle.to_str().unwrap()]);
     assert_eq!(
-        listed.lines().filter(|l| l.starts_with("code\tcpu\tx86-64-v2\t")).count(),
+        listed
+            .lines()
+            .filter(|l| l.starts_with("code\tcpu\tx86-64-v2\t"))
+            .count(),
         3,
         "{listed}"
     );
