@@ -332,3 +332,69 @@ fn bundle_commands_refuse_the_fleet_tier() {
     }
     assert!(!key.exists(), "no key was made");
 }
+
+/// A manifest recorded by `kernelkit run` (`KERNELKIT_RECORD`) precompiled
+/// for a portable CPU level into a bundle (`precompile --manifest`), listed
+/// without importing (`cache inspect`), imported on a node, and run there
+/// with no compiler and JIT forbidden.
+#[test]
+fn a_recorded_manifest_precompiles_into_a_portable_bundle_that_runs_without_a_compiler() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let build = Layout::new(root, "builder", "work", "build-store");
+    let specs: Vec<PathBuf> = (0..3)
+        .map(|k| spec(&build.cwd, &format!("rec{k}"), k, ""))
+        .collect();
+    let manifest = root.join("manifest.jsonl");
+    for s in &specs {
+        let out = build
+            .kernelkit(&["run", s.to_str().unwrap()])
+            .env("KERNELKIT_RECORD", &manifest)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&manifest).unwrap().lines().count(),
+        3
+    );
+    let key = root.join("ci.key");
+    build.ok(&["cache", "keygen", "--out", key.to_str().unwrap()]);
+    let bundle = root.join("cpu.kkb");
+    let made = build.ok(&[
+        "precompile",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--target",
+        "x86-64-v2",
+        "--out",
+        bundle.to_str().unwrap(),
+        "--signing-key",
+        key.to_str().unwrap(),
+    ]);
+    assert!(made.contains("3 entries, 0 failed"), "{made}");
+    let listed = build.ok(&["cache", "inspect", bundle.to_str().unwrap()]);
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("code\tcpu\tx86-64-v2\t"))
+            .count(),
+        3,
+        "{listed}"
+    );
+    let public = root.join("ci.key.pub");
+    let node = node(root, "node", &public);
+    let out = import(&node, root, "node", &bundle);
+    assert!(out.status.success(), "{}", text(&out));
+    for s in &specs {
+        let out = node
+            .kernelkit(&["run", s.to_str().unwrap()])
+            .env("KERNELKIT_JIT", "forbid")
+            .env("CXX", "/nonexistent/c++")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+}

@@ -110,11 +110,14 @@ pub struct Config {
     /// them on turns them on for the process (the tool's library is one
     /// per process).
     pub nvtx: NvtxConfig,
-    /// Whether the process may compile (the process's: see
-    /// `kernel::jit`).
+    /// Whether the process may compile. The process's, not a device's:
+    /// `kernel::jit` reads it from the environment at first use, and
+    /// `kernel::jit::set_policy` changes it (a `Config` given to a device
+    /// builder does not).
     pub jit: JitPolicy,
-    /// The manifest the process records its variants in (the process's:
-    /// see `kernel::record`).
+    /// The manifest the process records its variants in. The process's:
+    /// `kernel::record` reads it from the environment at first use, and
+    /// `kernel::record::start` changes it.
     pub record: Option<PathBuf>,
 }
 

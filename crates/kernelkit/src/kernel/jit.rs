@@ -7,8 +7,8 @@
 //! on the device yet (a warm call never comes here), before anything is
 //! allocated or queued: a refused call leaves the device as it was.
 //!
-//! Under `forbid`, a stored artifact that fails to load is not compiled
-//! either: the load's own error is reported. Under `warn`, each variant is
+//! Compiles asked for ahead of time (`Precompile`, `kernelkit precompile`)
+//! are exempt: they are where the policy moves compiles to. Under `warn`, each variant is
 //! logged once per device (kernel, variant, architecture).
 
 use std::collections::HashSet;

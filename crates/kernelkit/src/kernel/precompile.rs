@@ -198,7 +198,7 @@ impl Shared {
                     kernel,
                     device,
                     variant,
-                } => variant.function_on(device, kernel).map(|_| ()),
+                } => variant.compile_on(device, kernel).map(|_| ()),
                 Item::Failed { error, .. } => Err(error.clone()),
             };
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());

@@ -208,6 +208,21 @@ impl Variant {
                 detail: self.detail(),
             },
         )?;
+        self.resolve_unchecked(device, kernel)
+    }
+
+    /// This variant's function on `device`, compiled if no tier holds it,
+    /// whatever the JIT policy: for compiles asked for ahead of time
+    /// (`Precompile`), which are what the policy moves compiles to.
+    pub(crate) fn compile_on(&self, device: &Device, kernel: &str) -> Result<FunctionRef, Error> {
+        if let Some(f) = device.kept_function(&self.functions) {
+            return Ok(f);
+        }
+        self.resolve_unchecked(device, kernel)
+    }
+
+    /// The device's resolver, without the JIT policy.
+    fn resolve_unchecked(&self, device: &Device, kernel: &str) -> Result<FunctionRef, Error> {
         let text = || self.text_for_compile();
         Ok(device.function(
             || ModuleRequest {

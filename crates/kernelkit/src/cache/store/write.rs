@@ -144,11 +144,13 @@ impl ArtifactStore {
         if let Err(e) = self.evict_from(lock, None) {
             tracing::debug!("kernelkit artifact store: eviction failed: {e}");
         }
-        for sub in subdirs {
+        // The renames made durable, one sync per subdirectory, in
+        // parallel (a failure loses nothing a later import cannot redo).
+        subdirs.into_par_iter().for_each(|sub| {
             if let Ok(d) = File::open(&sub) {
                 let _ = d.sync_all();
             }
-        }
+        });
         self.counts.writes.add(written as u64);
         self.persist(Tally {
             writes: written as u64,
