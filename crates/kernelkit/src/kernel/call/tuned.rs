@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use smallvec::SmallVec;
 
-use super::{Call, Targets};
+use super::{Call, Donation, Targets};
 use crate::array::Array;
 use crate::codegen::template::{TemplateArg, TemplateParam};
 use crate::device::{Device, Stream};
@@ -151,9 +151,12 @@ impl<'a> Call<'a> {
             Some(swap) => (
                 swap.inputs,
                 (!swap.targets.is_empty()).then(|| {
+                    // A donated input's scratch stands for its output, as
+                    // any aliased one: `allow_overlap` covers it.
                     Box::new(Targets {
                         list: swap.targets,
                         allow_overlap: swap.allow_overlap,
+                        donations: SmallVec::new(),
                     })
                 }),
             ),
@@ -163,6 +166,16 @@ impl<'a> Call<'a> {
                     Box::new(Targets {
                         list: t.list.iter().map(|&(i, a)| (i, a)).collect(),
                         allow_overlap: t.allow_overlap,
+                        donations: t
+                            .donations
+                            .iter()
+                            .map(|d| Donation {
+                                index: d.index,
+                                output: Cow::Borrowed(&*d.output),
+                                input: Cow::Borrowed(&*d.input),
+                                from: d.from,
+                            })
+                            .collect(),
                     })
                 }),
             ),
