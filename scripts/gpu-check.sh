@@ -34,7 +34,7 @@
 #   wheels/            the Python package's cp312-abi3 wheel (scripts/wheels.sh);
 #   nvrtc-cu12.tar.xz  NVIDIA's NVRTC 12.8 (libnvrtc.so.12, builtins), for the nvrtc12 step
 #   nojit-bundle/      issue 43: the nojit harness's 100 variants recorded and precompiled
-#                      here (NVRTC 12.8, no GPU) for sm_80,sm_90a + PTX, signed; the
+#                      here (NVRTC 13.0 wheel, no GPU) for sm_80,sm_90a + PTX, signed; the
 #                      public key (the i43_nojit steps; `nojit` travels in rust.tar.xz)
 #   wheels-per-version/ a wheel per CPython of KK_PER_VERSION_PYTHONS (default 3.12; no abi3) and
 #   wheels-abi3-py312/ an abi3 wheel for 3.12+, for python_bench's second
@@ -235,23 +235,32 @@ if [ "${KK_NVRTC12:-1}" != 0 ]; then
   cp "$nv/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" "$nv/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.8" "$nv/"
   tar cf - -C "$nv" libnvrtc.so.12 libnvrtc-builtins.so.12.8 site |
     xz -6 -T2 >"$DEST/nvrtc-cu12.tar.xz"
-  # Issue 43 (the i43_nojit steps): the 100-variant workload of
-  # crates/kernelkit-bench/examples/nojit.rs recorded HERE (on the CPU),
-  # precompiled HERE with that NVRTC 12.8 and its headers, no GPU, for
-  # sm_80,sm_90a with PTX, into a bundle signed by a key made here (the
-  # private key stays in target/); the GPU imports and replays it.
-  rm -rf "$DEST/nojit-bundle" && mkdir -p "$DEST/nojit-bundle"
-  rm -f target/nojit-ci.key target/nojit-ci.key.pub
-  target/release/kernelkit cache keygen --out target/nojit-ci.key --comment gpu-check >/dev/null
-  cp target/nojit-ci.key.pub "$DEST/nojit-bundle/ci.key.pub"
-  KERNELKIT_CACHE=memory target/release/examples/nojit record --manifest "$DEST/nojit-bundle/manifest.jsonl"
-  KERNELKIT_NVRTC_PATH="$PWD/$nv/libnvrtc.so.12" KERNELKIT_PYTHON_SITE="$PWD/$nv/site" \
-    CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent \
-    target/release/kernelkit precompile --manifest "$DEST/nojit-bundle/manifest.jsonl" \
-      --arch sm_80,sm_90a --ptx --out "$DEST/nojit-bundle/nojit.kkb" \
-      --signing-key target/nojit-ci.key | tee "$DEST/nojit-bundle/precompile.txt"
-  target/release/kernelkit cache inspect "$DEST/nojit-bundle/nojit.kkb" | tail -n1
 fi
+# Issue 43 (the i43_nojit steps): the 100-variant workload of
+# crates/kernelkit-bench/examples/nojit.rs recorded HERE (on the CPU),
+# precompiled HERE with NVIDIA's NVRTC 13.0 wheel and its CUDA 13.0 headers
+# (runtime and CCCL wheels), no GPU, for sm_80,sm_90a with PTX, into a
+# bundle signed by a key made here (the private key stays in target/); the
+# GPU imports it and replays it with its own toolkit (/usr/local/cuda).
+w13=target/nvrtc-wheels/site13
+if [ ! -f "$w13/nvidia/cu13/lib/libnvrtc.so.13" ] || [ ! -d "$w13/nvidia/cu13/include/cccl" ]; then
+  python3 -m pip download --quiet --no-deps -d target/nvrtc-wheels/wheels \
+    nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
+  for whl in nvidia_cuda_nvrtc-13.0.88 nvidia_cuda_runtime-13.0.96 nvidia_cuda_cccl-13.0.85; do
+    python3 -m zipfile -e target/nvrtc-wheels/wheels/"$whl"-*.whl "$w13"
+  done
+fi
+rm -rf "$DEST/nojit-bundle" && mkdir -p "$DEST/nojit-bundle"
+rm -f target/nojit-ci.key target/nojit-ci.key.pub
+target/release/kernelkit cache keygen --out target/nojit-ci.key --comment gpu-check >/dev/null
+cp target/nojit-ci.key.pub "$DEST/nojit-bundle/ci.key.pub"
+KERNELKIT_CACHE=memory target/release/examples/nojit record --manifest "$DEST/nojit-bundle/manifest.jsonl"
+KERNELKIT_NVRTC_PATH="$PWD/$w13/nvidia/cu13/lib/libnvrtc.so.13" KERNELKIT_PYTHON_SITE="$PWD/$w13" \
+  CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent \
+  target/release/kernelkit precompile --manifest "$DEST/nojit-bundle/manifest.jsonl" \
+    --arch sm_80,sm_90a --ptx --out "$DEST/nojit-bundle/nojit.kkb" \
+    --signing-key target/nojit-ci.key | tee "$DEST/nojit-bundle/precompile.txt"
+target/release/kernelkit cache inspect "$DEST/nojit-bundle/nojit.kkb" | tail -n1
 # Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for
 # the python_bench step's second run beside the abi3 wheel: one for each
 # CPython of KK_PER_VERSION_PYTHONS found here (default 3.12, the GPU
