@@ -204,6 +204,8 @@ def main():
         for shape in spec["shapes"]:
             ins = spec["make"](shape)
             shapes, dtypes = spec["out"](shape)
+            # Each output's shape as a tuple (a 1-D size given as an int).
+            shapes = [(d,) if isinstance(d, int) else tuple(d) for d in shapes]
             outs = [torch.empty(s, dtype=d, device=DEV) for s, d in zip(shapes, dtypes)]
             torch.cuda.synchronize()
             t0 = time.perf_counter()

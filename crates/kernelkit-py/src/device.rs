@@ -58,7 +58,6 @@ impl Place {
     /// Opens the process-wide device. The first open of a GPU releases the
     /// GIL (it initialises the driver); later ones find it in a table.
     pub(crate) fn open(&self, py: Python<'_>) -> PyResult<Device> {
-        static OPENED: Mutex<Vec<(u32, Device)>> = Mutex::new(Vec::new());
         let n = match *self {
             Place::Cpu => return Ok(Device::cpu()),
             Place::Cuda(n) => n,
@@ -80,6 +79,17 @@ impl Place {
         table.push((n, device.clone()));
         Ok(device)
     }
+}
+
+/// The package's CUDA devices, one per ordinal, opened by [`Place::open`].
+static OPENED: Mutex<Vec<(u32, Device)>> = Mutex::new(Vec::new());
+
+/// The package's CUDA device `ordinal` if it is open, for code that runs
+/// without the GIL (kernelkit.jax's handler inside XLA): the same device,
+/// caches and counters as `kk.gpu`'s.
+pub(crate) fn opened_cuda(ordinal: u32) -> Option<Device> {
+    let table = OPENED.lock().unwrap_or_else(|p| p.into_inner());
+    table.iter().find(|(o, _)| *o == ordinal).map(|(_, d)| d.clone())
 }
 
 /// A device: `Device("cpu")`, `Device("cuda")`, `Device("cuda:1")` or

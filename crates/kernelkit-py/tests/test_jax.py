@@ -266,7 +266,9 @@ def test_errors_at_execution_go_through_the_ffi_error_path():
 def test_shard_map_runs_on_each_devices_shard():
     script = (
         "import os\n"
+        # Two CPU devices, also on a machine whose JAX has one GPU.
         "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=2'\n"
+        "os.environ['JAX_PLATFORMS'] = 'cpu'\n"
         "import numpy as np, jax, jax.numpy as jnp, kernelkit.jax as kkj\n"
         "from jax.sharding import Mesh, PartitionSpec as P\n"
         "try:\n    from jax import shard_map\nexcept ImportError:\n"

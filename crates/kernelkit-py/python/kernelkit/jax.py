@@ -99,16 +99,21 @@ def _register() -> None:
                 "(jax.ffi.register_ffi_type); kernelkit.jax needs JAX 0.10 or later"
             )
         for platform, caps in _jax_targets(major, minor).items():
+            # XLA's own platform names: JAX maps "cpu" to "Host" itself, but
+            # passes any other name through, and its CUDA plugin takes
+            # registrations only under "CUDA" (a "cuda" one would wait
+            # forever in JAX's pending list).
+            xla_platform = "CUDA" if platform == "cuda" else platform
             jax.ffi.register_ffi_type(
                 f"kernelkit.jax.Binding.{platform}",
                 {"type_id": caps["type_id"], "type_info": caps["type_info"]},
-                platform=platform,
+                platform=xla_platform,
             )
             jax.ffi.register_ffi_target(
                 TARGET,
                 {"instantiate": caps["instantiate"], "initialize": caps["initialize"],
                  "execute": caps["execute"]},
-                platform=platform,
+                platform=xla_platform,
             )
         _registered = True
 

@@ -343,7 +343,12 @@ impl Binding {
         let name = self.kernel.name();
         let device = match platform {
             Platform::Cpu => Device::cpu(),
-            Platform::Cuda => Device::cuda(ordinal).map_err(failure)?,
+            // The package's device (kk.gpu's), opened when the call was
+            // traced; else the process-wide one.
+            Platform::Cuda => match crate::device::opened_cuda(ordinal) {
+                Some(device) => device,
+                None => Device::cuda(ordinal).map_err(failure)?,
+            },
         };
         let xla: Option<Stream> = match platform {
             Platform::Cpu => None,

@@ -119,12 +119,13 @@ impl PyJaxKernel {
             })
             .collect();
         let kernel = self.kernel.clone();
-        let platform = platform.to_string();
+        // The package's device, which the handler finds again (one cache and
+        // one set of counters with kk.gpu's).
+        let device = match platform {
+            "cpu" => Device::cpu(),
+            _ => crate::device::Place::Cuda(0).open(py)?,
+        };
         py.detach(move || {
-            let device = match platform.as_str() {
-                "cpu" => Device::cpu(),
-                _ => Device::cuda(0)?,
-            };
             let desc = VariantDesc {
                 inputs: &inputs,
                 outputs: &outputs,
