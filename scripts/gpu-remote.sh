@@ -467,10 +467,13 @@ i45_sanitizer() {
       esac
       local status=$?
       # One summary per sanitized process: the sum of their errors.
-      n=$(grep -hoE "ERROR SUMMARY: [0-9]+ error" "$log" | awk '{s += $3} END {print s + 0}')
+      # (racecheck words its summary "RACECHECK SUMMARY: N hazards
+      # displayed (E errors, W warnings)".)
+      n=$(grep -hoE "(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazards displayed \([0-9]+ error)" "$log" |
+        grep -oE "[0-9]+ error" | awk '{s += $1} END {print s + 0}')
       local note=""
       [ "$status" = 124 ] && note=" (timed out)"
-      grep -q "ERROR SUMMARY" "$log" || note="$note (no summary: see $(basename "$log"))"
+      grep -qE "(ERROR|RACECHECK) SUMMARY" "$log" || note="$note (no summary: see $(basename "$log"))"
       echo "sanitizer.$tool.$target = $n errors, $((SECONDS - t0)) s, rc $status$note"
       if [ "$tool" != initcheck ] && [ "$n" != 0 ]; then
         rc=1

@@ -52,7 +52,7 @@ def main():
     src = os.path.join(HERE, "jax_ffi_control.cc")
     out = tempfile.mkdtemp(prefix="kk-jax-control-")
     lib = os.path.join(out, "libkk_jax_control.so")
-    subprocess.run([a.nvcc, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
+    subprocess.run([a.nvcc, "-x", "cu", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
                     "-arch=native", "-I", jax.ffi.include_dir(), src, "-o", lib], check=True)
     control = ctypes.cdll.LoadLibrary(lib)
     jax.ffi.register_ffi_target("kk_control_add_one", jax.ffi.pycapsule(control.KkControlAddOne),
