@@ -89,7 +89,10 @@ static OPENED: Mutex<Vec<(u32, Device)>> = Mutex::new(Vec::new());
 /// caches and counters as `kk.gpu`'s.
 pub(crate) fn opened_cuda(ordinal: u32) -> Option<Device> {
     let table = OPENED.lock().unwrap_or_else(|p| p.into_inner());
-    table.iter().find(|(o, _)| *o == ordinal).map(|(_, d)| d.clone())
+    table
+        .iter()
+        .find(|(o, _)| *o == ordinal)
+        .map(|(_, d)| d.clone())
 }
 
 /// A device: `Device("cpu")`, `Device("cuda")`, `Device("cuda:1")` or

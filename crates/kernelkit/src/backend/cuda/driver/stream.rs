@@ -234,5 +234,7 @@ pub(in crate::backend::cuda) fn event_elapsed_ms(
 /// it, tuning times with the host's clock around a stream synchronize.
 pub(in crate::backend::cuda) fn event_timing_available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| super::missing_symbol(crate::backend::cuda::probe::OPTIONAL_SYMBOLS).is_none())
+    *AVAILABLE.get_or_init(|| {
+        super::missing_symbol(crate::backend::cuda::probe::OPTIONAL_SYMBOLS).is_none()
+    })
 }
