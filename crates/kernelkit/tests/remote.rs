@@ -10,7 +10,6 @@
 
 #![cfg(unix)]
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ use kernelkit::{CacheStats, Config, DType, Device, Kernel};
 
 mod common;
 use common::redis_server::{available, key_file, RedisCluster, RedisServer};
-use common::{check_child, child, is_child, salt};
+use common::{children_at_once, is_child, salt, wait_for_start};
 
 /// The fleet settings for `urls` with `keys`, short waits for tests.
 fn remote(urls: &str, keys: &[PathBuf]) -> RemoteConfig {
@@ -505,17 +504,7 @@ fn sixteen_processes_racing_on_one_key_compile_it_once() {
         let var = |n: &str| std::env::var(n).unwrap();
         let r = remote(&var("KK_TEST_REDIS"), &[PathBuf::from(var("KK_TEST_KEY"))]);
         let device = node(Path::new(&var("KK_TEST_DISK")), &r);
-        let start: u128 = var("KK_TEST_START_MS").parse().unwrap();
-        loop {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_millis();
-            if now >= start {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_for_start();
         let s = run(&device, 9, &var("KK_TEST_SALT"));
         println!("compiles={} remote_hits={}", s.compiles, s.remote_hits);
         return;
@@ -527,32 +516,17 @@ fn sixteen_processes_racing_on_one_key_compile_it_once() {
     let d = Dirs::new();
     let key = d.key("k", 6);
     let salt = salt(TEST);
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + 1500;
-    let children: Vec<_> = (0..16)
-        .map(|i| {
-            let env: Vec<(&str, OsString)> = vec![
-                ("KK_TEST_REDIS", server.url().into()),
-                ("KK_TEST_KEY", key.clone().into()),
-                ("KK_TEST_DISK", d.disk(&format!("node{i}")).into()),
-                ("KK_TEST_START_MS", start.to_string().into()),
-                ("KK_TEST_SALT", salt.clone().into()),
-            ];
-            child(TEST, &env)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let outputs = children_at_once(TEST, 16, |i| {
+        vec![
+            ("KK_TEST_REDIS", server.url().into()),
+            ("KK_TEST_KEY", key.clone().into()),
+            ("KK_TEST_DISK", d.disk(&format!("node{i}")).into()),
+            ("KK_TEST_SALT", salt.clone().into()),
+        ]
+    });
     let mut compiles = 0;
     let mut hits = 0;
-    for c in children {
-        let out = c.wait_with_output().unwrap();
-        check_child(TEST, &out);
+    for out in outputs {
         let stdout = String::from_utf8_lossy(&out.stdout);
         // The test harness may print the test's name on the same line.
         let line = stdout

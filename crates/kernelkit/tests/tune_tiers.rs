@@ -18,7 +18,7 @@ use kernelkit::{CacheStats, Config, DType, Device, Kernel, TuneConfig, Tuning};
 
 mod common;
 use common::redis_server::{available, key_file, RedisServer};
-use common::{check_child, child, is_child, salt};
+use common::{check_child, child, children_at_once, is_child, salt, wait_for_start};
 
 /// A CPU device whose disk store is `disk`, with the fleet tier `remote`
 /// if given.
@@ -128,15 +128,7 @@ fn sixteen_processes_sharing_one_redis_tune_once() {
         let var = |n: &str| std::env::var(n).unwrap();
         let r = remote(&var("KK_TEST_REDIS"), PathBuf::from(var("KK_TEST_KEY")));
         let device = node(Path::new(&var("KK_TEST_DISK")), Some(r));
-        let start: u128 = var("KK_TEST_START_MS").parse().unwrap();
-        while std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-            < start
-        {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_for_start();
         print_counters(&run(&device, &var("KK_TEST_SALT")));
         return;
     }
@@ -147,32 +139,17 @@ fn sixteen_processes_sharing_one_redis_tune_once() {
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(dir.path(), "k", 9, 32);
     let salt = salt(TEST);
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + 1500;
-    let children: Vec<_> = (0..16)
-        .map(|i| {
-            let env: Vec<(&str, OsString)> = vec![
-                ("KK_TEST_REDIS", server.url().into()),
-                ("KK_TEST_KEY", key.clone().into()),
-                ("KK_TEST_DISK", dir.path().join(format!("node{i}")).into()),
-                ("KK_TEST_START_MS", start.to_string().into()),
-                ("KK_TEST_SALT", salt.clone().into()),
-            ];
-            child(TEST, &env)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let outputs = children_at_once(TEST, 16, |i| {
+        vec![
+            ("KK_TEST_REDIS", server.url().into()),
+            ("KK_TEST_KEY", key.clone().into()),
+            ("KK_TEST_DISK", dir.path().join(format!("node{i}")).into()),
+            ("KK_TEST_SALT", salt.clone().into()),
+        ]
+    });
     let mut tunes = 0;
     let mut untimed = 0;
-    for c in children {
-        let out = c.wait_with_output().unwrap();
-        check_child(TEST, &out);
+    for out in outputs {
         let (t, _, launches) = counters(&out);
         tunes += t;
         untimed += u64::from(launches == 0);

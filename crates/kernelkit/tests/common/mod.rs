@@ -72,6 +72,57 @@ pub fn check_child(test: &str, out: &std::process::Output) {
     );
 }
 
+/// Runs `n` children of `test` that start their work together: each gets
+/// `KK_TEST_START_MS` (1.5 s from now, for [`wait_for_start`]) beside its
+/// own `env(i)`. Returns their outputs once all have ended, each checked
+/// with [`check_child`].
+pub fn children_at_once(
+    test: &str,
+    n: usize,
+    env: impl Fn(usize) -> Vec<(&'static str, OsString)>,
+) -> Vec<std::process::Output> {
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 1500;
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            let mut env = env(i);
+            env.push(("KK_TEST_START_MS", start.to_string().into()));
+            child(test, &env)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            check_child(test, &out);
+            out
+        })
+        .collect()
+}
+
+/// In a child of [`children_at_once`]: sleeps until the start time all the
+/// children share.
+pub fn wait_for_start() {
+    let start: u128 = std::env::var("KK_TEST_START_MS")
+        .expect("KK_TEST_START_MS")
+        .parse()
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    if start > now {
+        std::thread::sleep(std::time::Duration::from_millis((start - now) as u64));
+    }
+}
+
 /// Writes an executable shell script (a stand-in compiler) and returns its
 /// directory (kept alive by the caller) and path.
 pub fn script(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {
