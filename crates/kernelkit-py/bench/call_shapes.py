@@ -155,6 +155,24 @@ def gpu(rounds, batch, n, hooks):
         "gpu.alloc.literals": lambda: k(inputs=[x], grid=(N, 1, 1), threadgroup=(256, 1, 1),
                                         output_shapes=[x.shape], output_dtypes=[torch.float32]),
     }
+    # The caller's own cost of each spelling: the same arguments built and
+    # passed to a Python function that does nothing (what any library
+    # called this way pays before it runs a line), same run, to read
+    # kernelkit's own share of each row apart.
+    def noop(**_):
+        return None
+
+    c.update({
+        "gpu.caller_out.benchmark": lambda: noop(inputs=[x], grid=g, threadgroup=tg, out=[y]),
+        "gpu.caller_out.literals": lambda: noop(inputs=[x], grid=(N, 1, 1), threadgroup=(256, 1, 1),
+                                                output_shapes=[x.shape], output_dtypes=[torch.float32], out=[y]),
+        "gpu.caller_out.names": lambda: noop(inputs=[x], grid=(N, 1, 1), threadgroup=(256, 1, 1),
+                                             output_shapes=[x.shape], output_dtypes=["float32"], out=[y]),
+        "gpu.caller_alloc.prebuilt": lambda: noop(inputs=[x], grid=g, threadgroup=tg, output_shapes=sh,
+                                                  output_dtypes=dt),
+        "gpu.caller_alloc.literals": lambda: noop(inputs=[x], grid=(N, 1, 1), threadgroup=(256, 1, 1),
+                                                  output_shapes=[x.shape], output_dtypes=[torch.float32]),
+    })
     try:
         import cupy
 
@@ -185,7 +203,8 @@ def gpu(rounds, batch, n, hooks):
     (fresh,) = c["gpu.alloc.literals"]()
     torch.cuda.synchronize()
     assert torch.equal(fresh, x + 1)
-    routes_of({name: f for name, f in c.items() if ".cupy_" not in name and "raw_launch" not in name}, hooks)
+    routes_of({name: f for name, f in c.items()
+               if ".cupy_" not in name and "raw_launch" not in name and ".caller_" not in name}, hooks)
     timed(c, rounds, batch, torch.cuda.synchronize)
 
 
@@ -256,6 +275,18 @@ def verdicts():
         line(f"{name}_vs_prebuilt", v, prebuilt, v <= prebuilt + 0.5, "within 0.5 us of prebuilt arguments")
         if cupy_alloc is not None:
             line(f"{name}_vs_cupy", v, cupy_alloc, v < cupy_alloc, "below CuPy empty_like + RawKernel")
+    # kernelkit's own share of a spelling's extra cost: the row minus what
+    # building the same arguments costs the caller (a no-op call, same run).
+    for kind, base in (("out", "benchmark"), ("alloc", "prebuilt")):
+        own_base = r.get(f"gpu.{kind}.{base}", 0.0) - r.get(f"gpu.caller_{kind}.{base}", 0.0)
+        for name in sorted(k for k in r if k.startswith(f"gpu.caller_{kind}.") and isinstance(r[k], float)):
+            row = name.replace(f"caller_{kind}", kind)
+            if row not in r or row.endswith(base):
+                continue
+            own = r[row] - r[name]
+            line(f"{row}_own_vs_{base}_own", own, own_base, own <= own_base + 0.5,
+                 "kernelkit's own cost (the row minus the caller's no-op call with the same arguments) "
+                 f"within 0.5 us of the {base} spelling's")
     if "gpu.donate" in r:
         line("gpu.donate_vs_out", r["gpu.donate"], best, r["gpu.donate"] <= best + 0.2,
              "a donated in-place call costs no more than the out= call (0.2 us of noise)")
