@@ -19,7 +19,7 @@
 //! would no longer be where the name points.
 //!
 //! The host hands the kernel one block ([`BLOCK_HEADER`] bytes of record,
-//! then the spans): [`spans_of`] writes it, [`Violation::parse`] reads the
+//! then the spans): [`block`] writes it, [`Violation::parse`] reads the
 //! record back. The record holds the first access outside a span; the
 //! access itself is skipped (a read gives a scratch value, a write lands
 //! in scratch).

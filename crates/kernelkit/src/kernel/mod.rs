@@ -149,7 +149,7 @@ impl KernelBuilder {
     /// else off). On, the body sees checked views of its array arguments,
     /// the outputs kernelkit allocates get guard regions, and a call whose
     /// kernel reads or writes outside an argument fails with
-    /// [`CallError::OutOfBounds`](crate::CallError::OutOfBounds) naming the
+    /// [`CallError::OutOfBounds`] naming the
     /// argument, the index and the thread (see `docs/bounds-checks.md`).
     /// A debugging mode: every call waits for its launch. Checked and
     /// unchecked kernels are different kernels, with their own sources and
