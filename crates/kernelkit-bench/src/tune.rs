@@ -5,14 +5,13 @@
 //!   [`Tuning`] (its key chosen already) and the same call untuned, with
 //!   the chosen configuration's threadgroup and template given by hand;
 //!   sampled in alternation. The difference is what tuning adds to a warm
-//!   call (target: at most 30 ns).
+//!   call (its target is in BENCHMARKS.md).
 //! - `tune_ms`: one tuning run of 16 configurations of a kernel of about
 //!   10 us (a copy-and-scale over `elements`), compiles excluded (every
 //!   configuration's variant is compiled and loaded first; each sample
 //!   tunes a new key of the same kernel through a key function), with the
 //!   timing launches it made (`tune_launches`) and the kernel's own time
-//!   (`kernel_us`, the chosen configuration's median). Target: at most
-//!   50 ms.
+//!   (`kernel_us`, the chosen configuration's median).
 
 use std::time::Instant;
 

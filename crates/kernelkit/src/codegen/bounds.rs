@@ -25,6 +25,8 @@
 //! in scratch).
 
 use super::lex::{tokens, Kind, Token};
+use super::spec::KernelSpec;
+use super::variant::{PassMode, VariantDesc};
 
 /// The C++ of the views (compiled only into checked kernels' sources).
 pub(crate) const VIEWS: &str = include_str!("prelude/bounds.h");
@@ -33,6 +35,30 @@ pub(crate) const VIEWS: &str = include_str!("prelude/bounds.h");
 pub const BLOCK_HEADER: usize = 64;
 
 /// The name of argument `name`'s view in a checked body.
+/// Each array argument of a checked kernel, inputs then outputs: its
+/// name, the element type its view holds (`const T` for an input,
+/// `atomic<T>` for an output of a kernel with atomic outputs) and whether
+/// it is passed by value (a scalar input). The CPU and CUDA generators
+/// declare their views from it.
+pub(crate) fn view_args<'a>(
+    spec: &'a KernelSpec,
+    desc: &'a VariantDesc<'_>,
+) -> impl Iterator<Item = (&'a str, String, bool)> + 'a {
+    let inputs = spec.input_names.iter().zip(desc.inputs).map(|(n, d)| {
+        let scalar = d.mode == PassMode::Scalar;
+        (n.as_str(), format!("const {}", d.dtype.c_name()), scalar)
+    });
+    let outputs = spec.output_names.iter().zip(desc.outputs).map(|(n, d)| {
+        let ty = if spec.atomic_outputs {
+            format!("atomic<{}>", d.c_name())
+        } else {
+            d.c_name().to_string()
+        };
+        (n.as_str(), ty, false)
+    });
+    inputs.chain(outputs)
+}
+
 pub(crate) fn view_name(name: &str) -> String {
     format!("kk_v_{name}")
 }

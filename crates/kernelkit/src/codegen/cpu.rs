@@ -171,19 +171,7 @@ pub(crate) fn variant(
             unpack,
             "  kk::bounds_record* kk_bounds = static_cast<kk::bounds_record*>(kk_args[{slot}]);"
         );
-        let inputs = spec.input_names.iter().zip(desc.inputs).map(|(n, d)| {
-            let scalar = d.mode == PassMode::Scalar;
-            (n, format!("const {}", d.dtype.c_name()), scalar)
-        });
-        let outputs = spec.output_names.iter().zip(desc.outputs).map(|(n, d)| {
-            let ty = if spec.atomic_outputs {
-                format!("atomic<{}>", d.c_name())
-            } else {
-                d.c_name().to_string()
-            };
-            (n, ty, false)
-        });
-        for (k, (name, ty, scalar)) in inputs.chain(outputs).enumerate() {
+        for (k, (name, ty, scalar)) in super::bounds::view_args(spec, desc).enumerate() {
             let view = super::bounds::view_name(name);
             params.push(format!("kk::view<{ty}> {view}"));
             if scalar {

@@ -387,19 +387,7 @@ fn checked(spec: &KernelSpec, body: String) -> String {
 /// kernel, after the guard: the record takes the thread's position from
 /// CUDA's registers when it is written.
 fn views(spec: &KernelSpec, desc: &VariantDesc<'_>, src: &mut String) {
-    let inputs = spec.input_names.iter().zip(desc.inputs).map(|(n, d)| {
-        let scalar = d.mode == PassMode::Scalar;
-        (n, format!("const {}", d.dtype.c_name()), scalar)
-    });
-    let outputs = spec.output_names.iter().zip(desc.outputs).map(|(n, d)| {
-        let ty = if spec.atomic_outputs {
-            format!("atomic<{}>", d.c_name())
-        } else {
-            d.c_name().to_string()
-        };
-        (n, ty, false)
-    });
-    for (k, (name, ty, scalar)) in inputs.chain(outputs).enumerate() {
+    for (k, (name, ty, scalar)) in super::bounds::view_args(spec, desc).enumerate() {
         let view = super::bounds::view_name(name);
         if scalar {
             let _ = writeln!(

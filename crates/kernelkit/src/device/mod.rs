@@ -23,6 +23,7 @@ mod builder;
 pub(crate) mod dispatch;
 mod null;
 mod stream;
+mod tuning;
 
 use std::fmt;
 use std::mem::MaybeUninit;
@@ -32,16 +33,14 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use crate::array::Array;
 use crate::backend::{Backend, LaunchDesc, Limits, StreamHandle};
 use crate::cache::artifact_pool::ArtifactPool;
-use crate::cache::entry::{Contents, Dependencies, EntryKind};
-use crate::cache::key::{IdentityDigest, ModuleKey};
+use crate::cache::key::IdentityDigest;
 use crate::cache::loaded::{Bound, FunctionRef, FunctionSlots};
 use crate::cache::remote::RemoteTier;
 use crate::cache::resolver::ModuleRequest;
 use crate::cache::resolver::ModuleResolver;
 use crate::cache::store::ArtifactStore;
 use crate::cache::tier::ArtifactTier;
-use crate::cache::tier::Claim;
-use crate::cache::tuning::{RecordKey, Records, TuningRecord};
+use crate::cache::tuning::Records;
 use crate::cache::CacheState;
 use crate::codegen::Dialect;
 use crate::config::{CacheConfig, Config, CudaCompileOptions};
@@ -566,17 +565,6 @@ impl Device {
         stats
     }
 
-    /// This device's tuning records and counters (`kernel::tune`).
-    pub(crate) fn records(&self) -> &Records {
-        &self.0.records
-    }
-
-    /// What tuning records used here must have been measured on: the GPU
-    /// model, architecture and driver, or the CPU's compiler identity.
-    pub fn tuning_target(&self) -> &str {
-        &self.0.tuning_target
-    }
-
     /// The digest of this device's compiler configuration: what an
     /// artifact built here carries, and what a bundle's entries must carry
     /// to be imported for this device (see [`crate::cache::bundle`]).
@@ -605,105 +593,6 @@ impl Device {
     /// `native`, `x86-64-v2`.
     pub fn target(&self) -> &str {
         self.backend().target()
-    }
-
-    /// The payload of the tuning record stored under `key` in this device's
-    /// tiers (disk store, then fleet Redis; a fleet hit is written to the
-    /// disk), with the target it names (device model and driver); `None`
-    /// when no tier holds one. The key and the payload's encoding are the
-    /// tuner's own (see [`crate::cache::entry::EntryKind::TuningRecord`]).
-    pub fn tuning_record(&self, key: &ModuleKey) -> Option<(String, Vec<u8>)> {
-        self.0
-            .modules
-            .stored_entry(key, EntryKind::TuningRecord)
-            .map(|found| (found.target, found.payload))
-    }
-
-    /// Keeps a tuning record under `key` in every tier of this device:
-    /// `kernel` and `function` name the tuned kernel (identifiers, for
-    /// listings), `target` the device model and driver it was measured on.
-    pub fn put_tuning_record(
-        &self,
-        key: &ModuleKey,
-        kernel: &str,
-        function: &str,
-        target: &str,
-        payload: &[u8],
-    ) {
-        let backend = self.backend();
-        let none = Dependencies::default();
-        self.0.modules.put_entry(
-            key,
-            &Contents {
-                kind: EntryKind::TuningRecord,
-                kernel,
-                backend: backend.name(),
-                function,
-                target,
-                identity: IdentityDigest::of(backend.name(), backend.identity()),
-                dependencies: &none,
-                payload,
-            },
-        );
-    }
-
-    /// The tuning record `key` in memory, or in a tier (then kept in
-    /// memory), if it was measured on this device's tuning target.
-    pub(crate) fn find_tuning_record(&self, key: &RecordKey) -> Option<Arc<TuningRecord>> {
-        if let Some(found) = self.0.records.in_memory(key) {
-            return Some(found);
-        }
-        let (target, payload) = self.tuning_record(&ModuleKey::from_bytes(key.0))?;
-        self.adopt_record(key, &target, &payload)
-    }
-
-    /// A record read from a tier, kept in memory if it is good and of this
-    /// device's target.
-    fn adopt_record(
-        &self,
-        key: &RecordKey,
-        target: &str,
-        payload: &[u8],
-    ) -> Option<Arc<TuningRecord>> {
-        let record = TuningRecord::decode(payload)?;
-        (target == self.tuning_target() && record.target == target)
-            .then(|| self.0.records.keep(key, record))
-    }
-
-    /// Keeps `record` in memory and in every tier of this device (the disk
-    /// store, the fleet tier), as an entry of kind `TuningRecord` naming
-    /// `kernel`.
-    pub(crate) fn keep_tuning_record(
-        &self,
-        key: &RecordKey,
-        kernel: &str,
-        record: TuningRecord,
-    ) -> Arc<TuningRecord> {
-        self.put_tuning_record(
-            &ModuleKey::from_bytes(key.0),
-            kernel,
-            &format!("tuned_{kernel}"),
-            &record.target,
-            &record.encode(),
-        );
-        self.0.records.keep(key, record)
-    }
-
-    /// Claims the tuning of `key` in this device's tiers (the disk store's
-    /// lock, the fleet's lease), waiting while another process tunes it:
-    /// the claims (held until dropped), the record another process
-    /// published meanwhile, and whether a shared tier gave no claim (its
-    /// wait ran out).
-    pub(crate) fn claim_tuning(
-        &self,
-        key: &RecordKey,
-    ) -> (Vec<Claim>, Option<Arc<TuningRecord>>, bool) {
-        let (claims, found, timed_out) = self
-            .0
-            .modules
-            .claim_entry(&ModuleKey::from_bytes(key.0), EntryKind::TuningRecord);
-        let found = found.and_then(|f| self.adopt_record(key, &f.target, &f.payload));
-        (claims, found, timed_out)
     }
 
     /// Where the module of `function` (its source hashed to `source_hash`)
@@ -788,171 +677,4 @@ pub(crate) fn ptx_target_of(target: &str) -> Option<String> {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    /// Resident memory of this process, in bytes (Linux).
-    #[cfg(target_os = "linux")]
-    fn resident() -> usize {
-        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-        let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-        // SAFETY: sysconf only reads a system constant.
-        pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
-    }
-
-    /// A tuning record kept through one device is found by another on the
-    /// same store; one measured on another target (another GPU model or
-    /// driver), or whose payload is not a record, is never used.
-    #[test]
-    fn tuning_records_of_another_target_are_not_used() {
-        use crate::cache::tuning::{ConfigResult, RECORD_FORMAT_VERSION};
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("store");
-        let one = Device::builder().cache_dir(&dir).cpu().unwrap();
-        let record = |target: &str| TuningRecord {
-            format: RECORD_FORMAT_VERSION,
-            key: "k".into(),
-            target: target.into(),
-            version: "v".into(),
-            choice: "a".into(),
-            configs: vec![ConfigResult {
-                config: "a".into(),
-                time_ns: Some(5),
-                error: None,
-                round: 0,
-            }],
-        };
-        let ours = RecordKey::of("ours", one.tuning_target());
-        one.keep_tuning_record(&ours, "k", record(one.tuning_target()));
-        let theirs = RecordKey::of("theirs", one.tuning_target());
-        let other = record("NVIDIA B200 sm_100 driver 13.0");
-        one.put_tuning_record(
-            &ModuleKey::from_bytes(theirs.0),
-            "k",
-            "tuned_k",
-            &other.target,
-            &other.encode(),
-        );
-        let junk = RecordKey::of("junk", one.tuning_target());
-        one.put_tuning_record(
-            &ModuleKey::from_bytes(junk.0),
-            "k",
-            "tuned_k",
-            one.tuning_target(),
-            b"not a record",
-        );
-        let two = Device::builder().cache_dir(&dir).cpu().unwrap();
-        assert_eq!(two.find_tuning_record(&ours).unwrap().choice, "a");
-        assert!(two.find_tuning_record(&theirs).is_none());
-        assert!(two.find_tuning_record(&junk).is_none());
-    }
-
-    /// A tuning record goes into a device's disk store and comes back to
-    /// another device on the same store; a module key finds no record and
-    /// a record key no module.
-    #[test]
-    fn tuning_records_round_trip_through_the_store() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("store");
-        let key = ModuleKey::from_bytes([3; 16]);
-        let one = Device::builder().cache_dir(&dir).cpu().unwrap();
-        assert!(one.tuning_record(&key).is_none());
-        one.put_tuning_record(
-            &key,
-            "gemm",
-            "custom_kernel_gemm",
-            "cpu model x",
-            b"BLOCK=64",
-        );
-        let two = Device::builder().cache_dir(&dir).cpu().unwrap();
-        assert_eq!(
-            two.tuning_record(&key),
-            Some(("cpu model x".to_string(), b"BLOCK=64".to_vec()))
-        );
-        let store = ArtifactStore::open(&dir).unwrap();
-        let bytes = store.entry_bytes(&key).unwrap().unwrap();
-        let entry = crate::cache::entry::parse(&bytes).unwrap();
-        assert_eq!(entry.header.kind, EntryKind::TuningRecord);
-        assert_eq!(entry.header.kernel, "gemm");
-        assert_eq!(two.cache_stats().compiles, 0);
-    }
-
-    /// Opens, uses and drops one CPU device: arrays on its default stream
-    /// (an upload, which is ready, and zeros, queued there), a stream of
-    /// its own, a clone of the default stream. Returns a weak reference.
-    fn use_and_drop_a_device(i: usize) -> WeakDevice {
-        let device = Device::new_cpu();
-        let stream = device.new_stream().unwrap();
-        let default = device.default_stream().clone();
-        assert_eq!(default.device(), &device);
-        assert!(&default == device.default_stream());
-        assert!(default != stream);
-        let x = device.array_from_slice(&[i as f32; 256], [256]).unwrap();
-        let z = Array::zeros(&device, [256], DType::F32).unwrap();
-        assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; 256]);
-        assert_eq!(x.to_vec::<f32>().unwrap()[255], i as f32);
-        let weak = device.downgrade();
-        assert!(weak.upgrade().is_some());
-        drop((x, z, default, stream, device));
-        weak
-    }
-
-    /// Devices are freed when their last handle goes (the default stream
-    /// once held the device, so none ever was): 1000 CPU devices opened,
-    /// used and dropped one after another. Each one's weak reference stops
-    /// upgrading as soon as it is dropped, and the process does not grow
-    /// with the count (a device's kernel cache alone holds ~46 KB of
-    /// counters: 1000 leaked devices would add ~46 MB).
-    #[test]
-    fn dropped_devices_are_freed() {
-        // Warm up whatever is made once per process (the thread pool).
-        for i in 0..20 {
-            assert!(use_and_drop_a_device(i).upgrade().is_none());
-        }
-        #[cfg(target_os = "linux")]
-        let before = resident();
-        for i in 0..1000 {
-            let weak = use_and_drop_a_device(i);
-            assert!(weak.upgrade().is_none(), "device {i} is still alive");
-        }
-        #[cfg(target_os = "linux")]
-        {
-            let grown = resident().saturating_sub(before);
-            assert!(
-                grown < 16 << 20,
-                "1000 opened and dropped devices grew the process by {grown} bytes"
-            );
-        }
-    }
-
-    /// CPU streams have no raw handle and nothing to order (launches
-    /// finish before they return); streams of two devices cannot be
-    /// ordered.
-    #[test]
-    fn cpu_streams_order_trivially_and_refuse_other_devices() {
-        let (a, b) = (Device::new_cpu(), Device::new_cpu());
-        let s = a.new_stream().unwrap();
-        assert_eq!(s.raw_cuda(), None);
-        s.wait_for(a.default_stream()).unwrap();
-        let e = s.wait_for(b.default_stream()).unwrap_err().to_string();
-        assert!(e.contains("cannot wait for a stream of"), "{e}");
-    }
-
-    /// The default stream is lent from the device and compares, prints
-    /// and clones as one stream; a clone keeps the device alive.
-    #[test]
-    fn a_clone_of_the_default_stream_keeps_its_device() {
-        let device = Device::new_cpu();
-        let weak = device.downgrade();
-        let default = device.default_stream().clone();
-        let label = format!("{:?}", device.default_stream());
-        assert!(label.starts_with("Stream(cpu #"), "{label}");
-        assert_eq!(format!("{default:?}"), label);
-        drop(device);
-        let device = weak.upgrade().expect("the stream's clone holds the device");
-        assert!(&default == device.default_stream());
-        drop(device);
-        drop(default);
-        assert!(weak.upgrade().is_none());
-    }
-}
+mod tests;
