@@ -359,14 +359,15 @@ impl Kernel {
         Ok(device.cache_state(variant.name(), variant.source_hash128()))
     }
 
-    /// The kernel's variant cache (key → variant), shared by its clones.
-    #[inline]
     /// The hash of the spec's source-shaping parts: with a call's
     /// signature, it names a tuning key across processes.
+    #[inline]
     pub(crate) fn fingerprint(&self) -> u64 {
         self.0.fingerprint
     }
 
+    /// The kernel's variant cache (key → variant), shared by its clones.
+    #[inline]
     pub(crate) fn variants(&self) -> &VariantCache {
         &self.0.variants
     }

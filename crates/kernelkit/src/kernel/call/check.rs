@@ -48,6 +48,14 @@ fn language_refusal(spec: &KernelSpec, dialect: Dialect, backend: &str) -> Optio
     }
 }
 
+/// The grid and threadgroup a call is checked with: its own, or a tuned
+/// call's chosen configuration's.
+#[derive(Clone, Copy)]
+pub(super) struct Dims {
+    pub(super) grid: Option<[u64; 3]>,
+    pub(super) threadgroup: Option<[u64; 3]>,
+}
+
 /// A call that passed every per-call check: where it runs, and its grid and
 /// threadgroup as the device takes them.
 pub(crate) struct Checked<'a> {
@@ -72,6 +80,16 @@ impl<'a> Call<'a> {
     /// grid and threadgroup, the fill value, shared memory.
     #[inline(always)]
     pub(super) fn check(&self) -> Result<Checked<'a>> {
+        self.check_with(Dims {
+            grid: self.grid,
+            threadgroup: self.threadgroup,
+        })
+    }
+
+    /// [`Call::check`] with `dims` in place of the call's grid and
+    /// threadgroup (a tuned call's chosen configuration).
+    #[inline(always)]
+    pub(super) fn check_with(&self, dims: Dims) -> Result<Checked<'a>> {
         if let Some(targets) = self.targets.as_deref() {
             if !targets.donations.is_empty() {
                 self.check_donations(targets)?;
@@ -99,7 +117,7 @@ impl<'a> Call<'a> {
         if let Some(targets) = &self.targets {
             self.check_targets(targets, &device)?;
         }
-        let (grid, threadgroup) = self.check_dims(&device)?;
+        let (grid, threadgroup) = self.check_dims(&device, dims)?;
         if let Some(v) = self.init_value {
             for ((_, dtype), name) in self.outputs.iter().zip(&self.spec().output_names) {
                 crate::dtype::fill_pattern(v, *dtype).ok_or_else(|| CallError::InitValue {
@@ -452,10 +470,10 @@ impl<'a> Call<'a> {
     /// short test that every call runs. Anything else goes to
     /// [`Call::check_dims_in_full`], which finds and words the problem.
     #[inline]
-    fn check_dims(&self, device: &Device) -> Result<([u32; 3], [u32; 3])> {
-        if let Some(grid) = self.grid {
+    fn check_dims(&self, device: &Device, dims: Dims) -> Result<([u32; 3], [u32; 3])> {
+        if let Some(grid) = dims.grid {
             let limits = device.limits_ref();
-            let requested = self.threadgroup.unwrap_or([256, 1, 1]);
+            let requested = dims.threadgroup.unwrap_or([256, 1, 1]);
             let total = grid[0]
                 .checked_mul(grid[1])
                 .and_then(|t| t.checked_mul(grid[2]));
@@ -472,11 +490,11 @@ impl<'a> Call<'a> {
                 // tens of cycles; the product cannot overflow: both factors
                 // are below 2^32).
                 ok &= grid[axis] <= limits.max_groups[axis].min(u32::MAX as u64) * tg[axis];
-                if self.threadgroup.is_some() {
+                if dims.threadgroup.is_some() {
                     ok &= requested[axis] <= limits.max_group_dims[axis];
                 }
             }
-            if self.threadgroup.is_some() && ok {
+            if dims.threadgroup.is_some() && ok {
                 // Extents are within the per-axis limits here: no overflow.
                 ok &= requested[0] * requested[1] * requested[2] <= limits.max_threads_per_group;
             }
@@ -484,13 +502,13 @@ impl<'a> Call<'a> {
                 return Ok((grid.map(|g| g as u32), tg.map(|t| t as u32)));
             }
         }
-        self.check_dims_in_full(device)
+        self.check_dims_in_full(device, dims)
     }
 
     #[cold]
     #[inline(never)]
-    fn check_dims_in_full(&self, device: &Device) -> Result<([u32; 3], [u32; 3])> {
-        let grid = self.grid.ok_or_else(|| CallError::MissingGrid {
+    fn check_dims_in_full(&self, device: &Device, dims: Dims) -> Result<([u32; 3], [u32; 3])> {
+        let grid = dims.grid.ok_or_else(|| CallError::MissingGrid {
             kernel: self.err_kernel(),
         })?;
         let limits = device.limits();
@@ -527,7 +545,7 @@ impl<'a> Call<'a> {
             )
             .into());
         }
-        let requested = self.threadgroup.unwrap_or([256, 1, 1]);
+        let requested = dims.threadgroup.unwrap_or([256, 1, 1]);
         if requested.contains(&0) {
             return Err(bad(
                 "threadgroup",
@@ -542,7 +560,7 @@ impl<'a> Call<'a> {
             requested[1].min(grid[1]),
             requested[2].min(grid[2]),
         ];
-        if self.threadgroup.is_some() {
+        if dims.threadgroup.is_some() {
             let per_group = requested.iter().try_fold(1u64, |a, &r| a.checked_mul(r));
             if per_group.is_none_or(|p| p > limits.max_threads_per_group) {
                 return Err(bad(

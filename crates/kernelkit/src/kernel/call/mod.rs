@@ -305,12 +305,14 @@ impl<'a> Call<'a> {
         }
         let checked = self.check()?;
         let variant = self.variant(&checked)?;
-        let function = capture::function_for(
-            &variant,
-            &checked.device,
-            &checked.stream,
-            &self.spec().name,
-        )?;
+        self.run_checked(&checked, &variant)
+    }
+
+    /// Runs `variant` for this checked call: its function, then dispatch.
+    #[inline(always)]
+    fn run_checked(&self, checked: &Checked<'_>, variant: &Variant) -> Result<Outputs> {
+        let function =
+            capture::function_for(variant, &checked.device, &checked.stream, &self.spec().name)?;
         // Filled in place: see `device::dispatch`.
         let mut outputs = Outputs::default();
         dispatch(

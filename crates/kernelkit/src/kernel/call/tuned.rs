@@ -9,13 +9,17 @@ use std::borrow::Cow;
 
 use smallvec::SmallVec;
 
+use super::check::Dims;
 use super::{Call, Donation, Targets};
+use crate::array::outputs::Outputs;
 use crate::array::Array;
 use crate::codegen::template::{TemplateArg, TemplateParam};
 use crate::device::{Device, Stream};
 use crate::error::Result;
 use crate::kernel::tune::TuneConfig;
+use crate::kernel::variant::Variant;
 use crate::kernel::Kernel;
+use std::sync::Arc;
 
 /// The bytes a call's tuning signature is hashed from (on the stack for
 /// most calls).
@@ -57,6 +61,37 @@ impl<'a> Call<'a> {
     /// Whether the kernel declares its outputs atomic.
     pub(crate) fn atomic_outputs(&self) -> bool {
         self.spec().atomic_outputs
+    }
+
+    /// Runs this call with `variant` (built for it with a tuning's chosen
+    /// configuration's template values, `Call::chosen_variant`) and that
+    /// configuration's grid and threadgroup: the warm path of a tuned call,
+    /// with no copy of the call and no variant lookup.
+    #[inline]
+    pub(crate) fn launch_chosen(
+        &self,
+        variant: &Variant,
+        grid: Option<[u64; 3]>,
+        threadgroup: [u64; 3],
+    ) -> Result<Outputs> {
+        let checked = self.check_with(Dims {
+            grid: grid.or(self.grid),
+            threadgroup: Some(threadgroup),
+        })?;
+        self.run_checked(&checked, variant)
+    }
+
+    /// The variant of this call (a configured one) on its device, owned:
+    /// what a tuning keeps for its warm path.
+    pub(crate) fn chosen_variant(&self) -> Result<Arc<Variant>> {
+        let checked = self.check()?;
+        Ok(self.variant(&checked)?.into_arc())
+    }
+
+    /// Whether the call asks to log its variants (`verbose`): a tuned call
+    /// then takes the path that logs.
+    pub(crate) fn is_verbose(&self) -> bool {
+        self.verbose
     }
 
     /// The call's `init_value`.
@@ -101,6 +136,16 @@ impl<'a> Call<'a> {
             }
         }
         self.hash_outputs_and_template(h, true);
+    }
+
+    /// Writes what of the inputs reaches the variant (dtype and pass
+    /// mode) when the user's key stands for their shapes: two calls of
+    /// one key may still run different variants.
+    #[inline]
+    pub(crate) fn hash_input_modes(&self, h: &mut SigBytes) {
+        for d in self.input_descs() {
+            h.extend_from_slice(&[d.dtype as u8, d.mode as u8]);
+        }
     }
 
     /// Writes the outputs' dtypes (and, with `shapes`, their shapes) and

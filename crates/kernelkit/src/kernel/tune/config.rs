@@ -8,8 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwapOption;
+
 use crate::array::Array;
 use crate::codegen::template::TemplateArg;
+use crate::kernel::variant::Variant;
 
 /// One launch configuration: template values and a threadgroup, and the
 /// grid when it is fixed for this configuration.
@@ -152,6 +155,19 @@ pub(super) struct TuningInner {
     pub(super) chosen: RwLock<HashMap<u64, usize>>,
     /// Whether the forbidden-JIT fallback was logged.
     pub(super) logged_fallback: AtomicBool,
+    /// The variant run for the last signature launched (the warm path of a
+    /// tuned call: no copy of the call, no variant lookup), and for every
+    /// signature launched.
+    pub(super) last_launched: ArcSwapOption<Chosen>,
+    pub(super) launched: RwLock<HashMap<u64, Arc<Chosen>>>,
+}
+
+/// A signature's choice with the variant it runs (built with the
+/// configuration's template values).
+pub(super) struct Chosen {
+    pub(super) sig: u64,
+    pub(super) index: usize,
+    pub(super) variant: Arc<Variant>,
 }
 
 impl std::fmt::Debug for Tuning {
@@ -192,6 +208,8 @@ impl Tuning {
                 last_choice: AtomicU64::new(0),
                 chosen: RwLock::new(HashMap::new()),
                 logged_fallback: AtomicBool::new(false),
+                last_launched: ArcSwapOption::empty(),
+                launched: RwLock::new(HashMap::new()),
             }),
         }
     }
@@ -260,6 +278,36 @@ impl Tuning {
             .get(&sig)?;
         self.remember_last(sig, found);
         Some(found)
+    }
+
+    /// The choice and variant launched for `sig` before, if any, kept as
+    /// the last one.
+    #[cold]
+    pub(super) fn launched_slow(&self, sig: u64) -> Option<Arc<Chosen>> {
+        let found = self
+            .inner
+            .launched
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&sig)?
+            .clone();
+        self.inner.last_launched.store(Some(found.clone()));
+        Some(found)
+    }
+
+    /// Keeps `variant` as what `sig`'s choice `index` runs.
+    pub(super) fn keep_launched(&self, sig: u64, index: usize, variant: Arc<Variant>) {
+        let chosen = Arc::new(Chosen {
+            sig,
+            index,
+            variant,
+        });
+        self.inner
+            .launched
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sig, chosen.clone());
+        self.inner.last_launched.store(Some(chosen));
     }
 
     /// Keeps `index` as the choice for `sig`.

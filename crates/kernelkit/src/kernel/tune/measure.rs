@@ -12,8 +12,13 @@
 //! are written only by the final run, after the choice.
 //!
 //! Configurations are compiled first, in parallel (compile time is not
-//! tuning time), warmed up, then timed one launch at a time in rounds
-//! that visit each remaining configuration once, on the call's stream.
+//! tuning time), warmed up, then timed in rounds that visit each
+//! remaining configuration once, on the call's stream. A sample is a
+//! batch of back-to-back launches lasting about 100 µs (sized by one
+//! probe launch of each configuration), divided by its count: one short
+//! launch alone would time the timer and the launch's latency more than
+//! the kernel. (Scratch that must be made again before each repetition
+//! keeps one launch per sample.)
 //! After `min_reps` rounds, a configuration whose lower quartile is above
 //! the best one's upper quartile is clearly slower and is timed no more;
 //! the ranking is clear when one remains, or `max_reps` or the time
@@ -121,9 +126,28 @@ impl Scratch {
 /// One configuration being timed.
 struct Candidate {
     index: usize,
+    /// Per-launch times: each a batch's time over its launches.
     samples: Vec<Duration>,
     failed: Option<String>,
     done: bool,
+    /// Launches per timed sample, so that one sample lasts about
+    /// [`SAMPLE_TIME`] (a single short launch is mostly the timer's own
+    /// resolution and the launch's latency, not the kernel).
+    batch: u32,
+}
+
+/// How long one timed sample should last: launches of a short kernel are
+/// batched up to it, as back-to-back launches run in the caller's loop.
+const SAMPLE_TIME: Duration = Duration::from_micros(100);
+/// Most launches in one timed sample.
+const MAX_BATCH: u32 = 64;
+
+/// The launches per sample of a configuration whose one launch took
+/// `probe`.
+fn batch_for(probe: Duration) -> u32 {
+    let probe = probe.as_nanos().max(1);
+    let n = SAMPLE_TIME.as_nanos().div_ceil(probe);
+    u32::try_from(n).unwrap_or(MAX_BATCH).clamp(1, MAX_BATCH)
 }
 
 impl Candidate {
@@ -156,6 +180,7 @@ pub(super) fn time_configs(
             samples: Vec::new(),
             failed: None,
             done: false,
+            batch: 1,
         })
         .collect();
 
@@ -199,11 +224,14 @@ pub(super) fn time_configs(
         let grid = tuning.grid_of(config, call);
         let swap = scratch.swap(call);
         let run = call.configured(config, grid, Some(swap));
-        let mut launch = || run.launch().map(drop);
+        // Scratch made again per repetition cannot be batched: one launch
+        // per sample then.
+        let batch = if scratch.needs_refresh() { 1 } else { c.batch };
+        let mut launch = || (0..batch).try_for_each(|_| run.launch().map(drop));
         if timed {
             match stream.time(&mut launch) {
                 Ok(t) => {
-                    c.samples.push(t);
+                    c.samples.push(t / batch);
                     return Ok(t);
                 }
                 Err(e) => c.failed = Some(e.to_string()),
@@ -220,6 +248,14 @@ pub(super) fn time_configs(
             run_one(c, false, &mut scratch)?;
         }
     }
+    // One timed launch of each sets its batch; the probe is not a sample.
+    for c in candidates.iter_mut().filter(|c| c.failed.is_none()) {
+        launches += 1;
+        let probe = run_one(c, true, &mut scratch)?;
+        spent += probe;
+        c.samples.clear();
+        c.batch = batch_for(probe);
+    }
     let min_reps = options.min_reps.max(1);
     for round in 0..options.max_reps.max(min_reps) {
         let alive: Vec<usize> = (0..candidates.len())
@@ -233,7 +269,7 @@ pub(super) fn time_configs(
         let start = round as usize % alive.len();
         for k in 0..alive.len() {
             let c = &mut candidates[alive[(start + k) % alive.len()]];
-            launches += 1;
+            launches += u64::from(if scratch.needs_refresh() { 1 } else { c.batch });
             spent += run_one(c, true, &mut scratch)?;
         }
         if round + 1 < min_reps {

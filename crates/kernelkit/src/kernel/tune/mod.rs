@@ -51,11 +51,58 @@ fn jit_forbids_tuning(_device: &Device) -> bool {
 
 impl Tuning {
     /// Runs `call` with the configuration chosen for it.
+    ///
+    /// Warm, this is the signature's hash and one read of the last variant
+    /// launched; the call is then checked with the configuration's grid
+    /// and threadgroup and dispatched as an untuned one.
+    #[inline]
     pub(crate) fn launch(&self, call: &Call<'_>) -> Result<Outputs> {
-        let index = self.choose(call)?;
+        let sig = self.signature(call)?;
+        {
+            let last = self.inner.last_launched.load();
+            if let Some(chosen) = last
+                .as_deref()
+                .filter(|c| c.sig == sig && !call.is_verbose())
+            {
+                let config = &self.inner.configs[chosen.index];
+                return call.launch_chosen(
+                    &chosen.variant,
+                    self.grid_of(config, call),
+                    config.threadgroup(),
+                );
+            }
+        }
+        self.launch_cold(call, sig)
+    }
+
+    /// A tuned call whose signature is not the last one launched: another
+    /// signature launched before, a remembered choice, a record in a tier,
+    /// or a tuning run; then the chosen variant is kept for the warm path.
+    #[cold]
+    #[inline(never)]
+    fn launch_cold(&self, call: &Call<'_>, sig: u64) -> Result<Outputs> {
+        let (index, variant) = match self.launched_slow(sig) {
+            Some(chosen) => (chosen.index, chosen.variant.clone()),
+            None => {
+                let index = match self.remembered(sig) {
+                    Some(index) => index,
+                    None => self.choose_cold(call, sig)?,
+                };
+                let config = &self.inner.configs[index];
+                let variant = call
+                    .configured(config, self.grid_of(config, call), None)
+                    .chosen_variant()?;
+                self.keep_launched(sig, index, variant.clone());
+                (index, variant)
+            }
+        };
         let config = &self.inner.configs[index];
-        call.configured(config, self.grid_of(config, call), None)
-            .launch()
+        let grid = self.grid_of(config, call);
+        if call.is_verbose() {
+            // The plain route logs the variant it runs.
+            return call.configured(config, grid, None).launch();
+        }
+        call.launch_chosen(&variant, grid, config.threadgroup())
     }
 
     /// Prepares `call` with the configuration chosen for it.
@@ -119,12 +166,16 @@ impl Tuning {
         let mut bytes = SigBytes::new();
         let id = call.device_id()?;
         bytes.extend_from_slice(&id.instance.to_le_bytes());
+        // One tuning may serve several kernels: the choice and the
+        // variant kept for the warm path are each kernel's own.
+        bytes.extend_from_slice(&call.kernel().fingerprint().to_le_bytes());
         match &self.inner.key {
             Some(key) => {
                 let key = key(call.input_arrays());
                 bytes.extend_from_slice(&(key.len() as u64).to_le_bytes());
                 bytes.extend_from_slice(key.as_bytes());
                 call.hash_outputs_and_template(&mut bytes, false);
+                call.hash_input_modes(&mut bytes);
             }
             None => call.hash_signature(&mut bytes),
         }
