@@ -21,6 +21,8 @@
 #   timeout-lib-tests  tests/cuda_timeout.rs (a kernel that outlives a wait; its own process)
 #   capture-tests      tests/cuda_capture.rs (calls under a raw CUDA graph capture, replays)
 #   tune-tests         tests/cuda_tune.rs (autotuning: event timing, out= once, under capture)
+#   tune-tiers         tests/tune_tiers.rs, run on GPU 0 (KK_TUNE_BACKEND=cuda): a second
+#                      process reads the record; 16 processes, 16 disks, one Redis tune once
 #   unload-tests       tests/cuda_unload.rs (unloads wait for fences, not the context;
 #                      a global capture on another thread stays valid)
 #   compat-tests       tests/compat.rs (the Metal compatibility layer, run for cuda::)
@@ -98,6 +100,7 @@ planted_tests=$(exe test bounds_planted)
 golden_checked_tests=$(exe test bounds_golden)
 debug_tests=$(exe test debug_tools)
 tune_tests=$(exe test cuda_tune)
+tune_tiers_tests=$(exe test tune_tiers)
 # candle's CUDA tensors: its own target directory and RUSTFLAGS (see
 # scripts/candle-cuda.sh); the first build compiles candle's kernels.
 candle_tests=
@@ -114,7 +117,7 @@ fi
 for t in "$cuda_tests" "$lib_tests" "$behaviour_tests" "$fault_tests" "$lifecycle_tests" "$run_tests" \
          "$views_tests" "$corpus_tests" "$timeout_lib_tests" "$compat_tests" "$timeout_tests" \
          "$capture_tests" "$unload_tests" "$multi_gpu_tests" "$planted_tests" "$golden_checked_tests" \
-         "$debug_tests" "$tune_tests"; do
+         "$debug_tests" "$tune_tests" "$tune_tiers_tests"; do
   [ -x "$t" ] || { echo "test executables not found" >&2; exit 1; }
 done
 
@@ -159,6 +162,7 @@ strip --strip-debug -o "$DEST/debug-tests" "$debug_tests"
 # here: the GPU machine may have no C compiler.
 cc -shared -fPIC -O2 -o "$DEST/libkk_nvtx_record.so" crates/kernelkit/tests/nvtx_tool/record.c -lpthread
 strip --strip-debug -o "$DEST/tune-tests" "$tune_tests"
+strip --strip-debug -o "$DEST/tune-tiers" "$tune_tiers_tests"
 if [ -n "$candle_tests" ]; then
   # One xz archive: the two binaries share most of their bytes (candle's
   # kernels, kernelkit), which xz's window finds (about 6 MB for both,

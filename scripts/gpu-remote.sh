@@ -493,6 +493,12 @@ step i45_sanitizer i45_sanitizer
 if [ -x "$G/tune-tests" ]; then
   step i44_tune_tests "$G/tune-tests" --test-threads=1 --nocapture
 fi
+# The tiers on the GPU: a second process reads the record from the disk
+# store; 16 processes on 16 fresh disks sharing one Redis (carried, see
+# above) tune one new kernel once.
+if [ -x "$G/tune-tiers" ]; then
+  step i44_tune_tiers env KK_TUNE_BACKEND=cuda "$G/tune-tiers" --test-threads=1 --nocapture
+fi
 if [ -x "$G/kernelkit-bench" ]; then
   step i44_tune_bench timeout 120 "$G/kernelkit-bench" --only-tune --backend cuda --json "$OUT/tune.json"
 fi
@@ -553,6 +559,7 @@ grep -hE "^(torch_native\.|guards\.|target torch_native)" "$LOGS/torch_native.lo
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
 grep -h "^test result" "$LOGS/i44_tune_tests.log" 2>/dev/null
+grep -hE "^(sixteen processes|test result)" "$LOGS/i44_tune_tiers.log" 2>/dev/null
 grep -hE "^(warm call|tuning )" "$LOGS/i44_tune_bench.log" 2>/dev/null
 grep -hE "^(chosen:|cache:)" "$LOGS/i44_cli.log" 2>/dev/null
 grep -h "^autotune_quality\." "$LOGS/i44_quality.log" 2>/dev/null

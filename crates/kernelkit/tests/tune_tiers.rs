@@ -20,14 +20,19 @@ mod common;
 use common::redis_server::{available, key_file, RedisServer};
 use common::{check_child, child, children_at_once, is_child, salt, wait_for_start};
 
-/// A CPU device whose disk store is `disk`, with the fleet tier `remote`
-/// if given.
+/// A device whose disk store is `disk`, with the fleet tier `remote` if
+/// given: the CPU, or GPU 0 where `KK_TUNE_BACKEND=cuda` (the GPU check's
+/// `i44_tune_tests` step runs this file so).
 fn node(disk: &Path, remote: Option<RemoteConfig>) -> Device {
     let mut config = Config::from_env().cache_dir(disk);
     if let Some(r) = remote {
         config = config.remote(r);
     }
-    Device::builder().config(config).cpu().unwrap()
+    let builder = Device::builder().config(config);
+    match std::env::var("KK_TUNE_BACKEND").as_deref() {
+        Ok("cuda") => builder.cuda(0).expect("KK_TUNE_BACKEND=cuda: GPU 0"),
+        _ => builder.cpu().unwrap(),
+    }
 }
 
 /// Runs the tunable kernel (new by `salt`) once; checks its result;
@@ -154,6 +159,10 @@ fn sixteen_processes_sharing_one_redis_tune_once() {
         tunes += t;
         untimed += u64::from(launches == 0);
     }
+    println!(
+        "sixteen processes on {}: tunes summed {tunes}, processes without a timing launch {untimed}",
+        std::env::var("KK_TUNE_BACKEND").unwrap_or_else(|_| "cpu".into())
+    );
     assert_eq!(tunes, 1, "one tuning for sixteen processes");
     assert_eq!(untimed, 15, "fifteen processes launched no timing run");
 }
