@@ -258,7 +258,17 @@ rm -rf "$DEST/nojit-bundle" && mkdir -p "$DEST/nojit-bundle"
 rm -f target/nojit-ci.key target/nojit-ci.key.pub
 target/release/kernelkit cache keygen --out target/nojit-ci.key --comment gpu-check >/dev/null
 cp target/nojit-ci.key.pub "$DEST/nojit-bundle/ci.key.pub"
-KERNELKIT_CACHE=memory target/release/examples/nojit record --manifest "$DEST/nojit-bundle/manifest.jsonl"
+KERNELKIT_CACHE=memory target/release/examples/nojit record --manifest "$DEST/nojit-bundle/generated.jsonl"
+# The corpus's real kernels join the workload: each entry run here on the
+# CPU by `kernelkit run` (plain and bounds-checked), recorded by the same
+# manifest mechanism (a manifest does not depend on its backend); the GPU
+# replays the corpus from the bundle with compiling forbidden
+# (i43_corpus_forbid).
+rm -f "$DEST/nojit-bundle/corpus.jsonl"
+KERNELKIT_RECORD="$DEST/nojit-bundle/corpus.jsonl" KERNELKIT_TEST_BIN="$PWD/target/release/kernelkit" \
+  KERNELKIT_TEST_DEVICE=cpu KERNELKIT_CORPUS_REQUIRE_TEXTS=1 "$corpus_tests" real_kernels >/dev/null
+cat "$DEST/nojit-bundle/generated.jsonl" "$DEST/nojit-bundle/corpus.jsonl" >"$DEST/nojit-bundle/manifest.jsonl"
+echo "nojit workload: $(wc -l <"$DEST/nojit-bundle/generated.jsonl") generated variants, $(wc -l <"$DEST/nojit-bundle/corpus.jsonl") of the corpus"
 KERNELKIT_NVRTC_PATH="$PWD/$w13/nvidia/cu13/lib/libnvrtc.so.13" KERNELKIT_PYTHON_SITE="$PWD/$w13" \
   CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent \
   target/release/kernelkit precompile --manifest "$DEST/nojit-bundle/manifest.jsonl" \

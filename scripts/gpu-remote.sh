@@ -151,6 +151,22 @@ nojit_replay() {
 step i43_nojit nojit_replay
 step i43_nojit_ptx nojit_replay --exclude-target sm_90a
 step i43_nojit_warm timeout 120 "$G/nojit" warm --backend cuda
+# The corpus's kernels (recorded on the CPU machine, in the same bundle)
+# replayed on CUDA from a fresh store holding only the imported bundle,
+# with compiling forbidden: every entry right (the ratchet of
+# known_failures/cuda.txt), no compile (one would be a JitForbidden
+# failure).
+i43_corpus_forbid() {
+  local d
+  d=$(mktemp -d)
+  "$G/kernelkit" cache import --dir "$d/store" --trusted-keys "$G/nojit-bundle/ci.key.pub" \
+    "$G/nojit-bundle/nojit.kkb" || return 1
+  env KERNELKIT_JIT=forbid KERNELKIT_CORPUS_CACHE=disk KERNELKIT_CACHE_DIR="$d/store" \
+    KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda \
+    KERNELKIT_CORPUS_TEXTS="$G/corpus-texts" KERNELKIT_CORPUS_REQUIRE_TEXTS=1 KERNELKIT_CORPUS_TIMEOUT=60 \
+    "$G/corpus-tests" real_kernels --nocapture
+}
+step i43_corpus_forbid i43_corpus_forbid
 # The Python package (wheel built here by gpu-check.sh) on the CPU and CUDA:
 # MLX's interface, arrays, errors, and the seed's reproduction, 100 rounds;
 # then the PyTorch example (crates/kernelkit/examples/python).
@@ -558,6 +574,8 @@ grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|paralle
 grep -hE "^(torch_native\.|guards\.|target torch_native)" "$LOGS/torch_native.log" 2>/dev/null
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
+grep -hE "^(import|verify|replay|largest|precompiled|warm)" "$LOGS"/i43_nojit*.log 2>/dev/null
+grep -h "^corpus totals" "$LOGS/i43_corpus_forbid.log" 2>/dev/null
 grep -h "^test result" "$LOGS/i44_tune_tests.log" 2>/dev/null
 grep -hE "^(sixteen processes|test result)" "$LOGS/i44_tune_tiers.log" 2>/dev/null
 grep -hE "^(warm call|tuning )" "$LOGS/i44_tune_bench.log" 2>/dev/null

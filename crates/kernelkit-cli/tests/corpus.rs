@@ -25,6 +25,10 @@
 //! - `KERNELKIT_CORPUS_JOBS`: runs at once (default: up to 4).
 //! - `KERNELKIT_CORPUS_RECORD=FILE`: also write the failures seen, in the
 //!   known-failures format, to FILE (to update a list from a run elsewhere).
+//! - `KERNELKIT_CORPUS_CACHE`: the runs' `KERNELKIT_CACHE` (default
+//!   `memory`: each run compiles its kernel; `disk` with
+//!   `KERNELKIT_CACHE_DIR` and `KERNELKIT_JIT=forbid` replays the corpus
+//!   from an imported bundle, the GPU check's `i43_corpus_forbid`).
 
 mod common;
 
@@ -472,7 +476,10 @@ fn run_binary_with(
         .args(["--device", device, "--out-dir"])
         .arg(out)
         .args(extra)
-        .env("KERNELKIT_CACHE", "memory")
+        .env(
+            "KERNELKIT_CACHE",
+            std::env::var_os("KERNELKIT_CORPUS_CACHE").unwrap_or_else(|| "memory".into()),
+        )
         .env_remove("KERNELKIT_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
