@@ -311,19 +311,24 @@ fn copy_functions(call: &Dispatch<'_>) -> Result<CopyFunctions> {
     let stream = call.stream;
     let device = stream.device();
     let mut out = CopyFunctions::default();
-    let capturing = stream.capturing()?;
     let inputs = call
         .inputs
         .iter()
         .enumerate()
         .filter(|(_, a)| call.spec.ensure_row_contiguous && !a.is_row_contiguous())
         .map(|(i, a)| (Some(i), a.dtype));
+    // (A checked kernel is refused under a capture before this.)
     let staged = call
         .targets
         .iter()
-        .filter(|(_, t)| call.spec.check_bounds && !capturing && t.is_row_contiguous())
+        .filter(|(_, t)| call.spec.check_bounds && t.is_row_contiguous())
         .map(|(_, t)| (None, t.dtype));
-    for (input, dtype) in inputs.chain(staged) {
+    let mut needed = inputs.chain(staged).peekable();
+    if needed.peek().is_none() {
+        return Ok(out);
+    }
+    let capturing = stream.capturing()?;
+    for (input, dtype) in needed {
         let slot = &mut out.0[entry_index(dtype.size())];
         if slot.is_some() {
             continue;
