@@ -329,6 +329,11 @@ fn the_strided_copy_kernel_is_a_module_of_the_tiers_and_of_the_jit_policy() {
         .cpu()
         .unwrap();
     assert!(!cpu.prepare_strided_copy().unwrap());
+    // `warn` compiles what no tier holds (the variant and the copy kernel).
+    jit::set_policy(JitPolicy::Warn);
+    let warned = gpu_standin(&tmp.path().join("c"));
+    run_2d(&k, &warned, 1, DType::F32, true).unwrap();
+    assert_eq!(warned.cache_stats().compiles, 2);
     jit::set_policy(JitPolicy::Allow);
 }
 
