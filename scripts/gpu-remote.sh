@@ -136,10 +136,14 @@ step nvrtc12 nvrtc12
 # Issue 43: the bundle gpu-check.sh precompiled on the CPU machine (NVRTC
 # 12.8 from NVIDIA's wheel, no GPU) for sm_80,sm_90a + PTX, imported into a
 # fresh store and replayed with KERNELKIT_JIT=forbid with the same NVRTC
-# (the identity holds its version): 0 compiles, every result right, first
-# calls beside warm-disk first calls, the import time. Then without the
-# sm_90a code: every variant from PTX (ptx_loads 100), 0 compiles. Then the
-# warm call with recording off and on.
+# (the identity holds its version): 0 compiles, every result right (ten
+# calls have a strided input that kernelkit's strided-copy kernel, from the
+# bundle like the variants, copies first), first calls beside warm-disk
+# first calls, the import time; then, on a store of the bundle without the
+# copy kernel, a strided call must be JitForbidden naming it and the device
+# must go on. Then without the sm_90a code: every variant and the copy
+# kernel from PTX (ptx_loads 101), 0 compiles. Then the warm call with
+# recording off and on.
 nojit_replay() {
   [ -f "$G/nojit-bundle/nojit.kkb" ] || { echo "no $G/nojit-bundle/nojit.kkb (gpu-check.sh)"; return 1; }
   tail -n1 "$G/nojit-bundle/precompile.txt" 2>/dev/null

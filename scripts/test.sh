@@ -58,6 +58,11 @@ for lib in "$nv"/12.8.93/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nv"/13.0.88/nvid
   KERNELKIT_NVRTC_PATH="$PWD/$lib" LD_LIBRARY_PATH="$PWD/target/fakecuda/driver" \
     KERNELKIT_COMPILE_WORKERS=0 CUDA_HOME=/nonexistent \
     cargo nextest run -p kernelkit-rs --all-features --test nojit_cuda
+  # Every CUDA bundle carries kernelkit's strided-copy kernel (code and
+  # PTX), listed by `cache inspect`.
+  KERNELKIT_NVRTC_PATH="$PWD/$lib" KERNELKIT_COMPILE_WORKERS=0 CUDA_HOME=/nonexistent \
+    cargo nextest run -p kernelkit-cli --all-features --test bundles \
+    -E 'test(a_cuda_bundle_carries_kernelkits_strided_copy_kernel)'
 done
 # (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \

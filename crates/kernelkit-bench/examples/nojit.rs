@@ -9,9 +9,12 @@
 //! ```
 //!
 //! The workload: 100 distinct variants of three kernels, 40 of an
-//! offset kernel (one per template value), 40 of a cast kernel (two
-//! dtypes by 20 values), 20 of a kernel reading a transposed (strided)
-//! input through its strides; each call's result is checked.
+//! offset kernel (one per template value; the last 10 called with a
+//! transposed, strided input, which kernelkit copies row-major first: on a
+//! GPU with its own strided-copy kernel, found in the bundle as the
+//! variants are), 40 of a cast kernel (two dtypes by 20 values), 20 of a
+//! kernel reading a transposed (strided) input through its strides; each
+//! call's result is checked.
 //!
 //! `replay` imports the bundle into a fresh store (timed; entries whose
 //! target is `--exclude-target` are left out, to make a GPU fall back to
@@ -19,6 +22,9 @@
 //! fresh device: it prints compiles (0 expected), PTX loads, disk hits,
 //! and the first calls' times beside a warm-disk first call (a second fresh
 //! device on the same store, where every artifact was read once already).
+//! Then, on a store holding the bundle without kernelkit's strided-copy
+//! kernel, a strided call must be the typed `JitForbidden` naming it, and
+//! the device must go on.
 //! `warm` times warm calls of one variant with recording off and on, in
 //! turns, in one process.
 
@@ -61,7 +67,7 @@ fn kernels() -> [Kernel; 3] {
 fn run(ks: &[Kernel; 3], device: &Device, n: usize) -> kernelkit::Result<()> {
     let data: Vec<f32> = (0..64).map(|i| i as f32).collect();
     let x = device.array_from_slice(&data, [8, 8])?;
-    let (out, want): (Vec<f32>, Box<dyn Fn(usize) -> f32>) = if n < 40 {
+    let (out, want): (Vec<f32>, Box<dyn Fn(usize) -> f32>) = if n < 30 {
         let s = n as i32;
         let out = ks[0]
             .call([&x])
@@ -71,6 +77,22 @@ fn run(ks: &[Kernel; 3], device: &Device, n: usize) -> kernelkit::Result<()> {
             .on(device.default_stream())
             .launch()?;
         (out[0].to_vec()?, Box::new(move |i| i as f32 + s as f32))
+    } else if n < 40 {
+        // A strided input of a kernel that asks for row-contiguous ones:
+        // kernelkit copies it first.
+        let s = n as i32;
+        let xt = x.transpose();
+        let out = ks[0]
+            .call([&xt])
+            .template("S", s)
+            .output([64], DType::F32)
+            .grid([64, 1, 1])
+            .on(device.default_stream())
+            .launch()?;
+        (
+            out[0].to_vec()?,
+            Box::new(move |i| ((i % 8) * 8 + i / 8) as f32 + s as f32),
+        )
     } else if n < 80 {
         let k = (n - 40) as i32 % 20;
         let t = if n - 40 < 20 { DType::F32 } else { DType::I32 };
@@ -128,6 +150,49 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// On a store holding the bundle's entries for this device except those
+/// of kernelkit's strided-copy kernel, with JIT forbidden: a strided input
+/// of a row-contiguous kernel (variant 30) must be refused with
+/// `JitForbidden` naming the copy kernel, before anything is queued, and
+/// the device must go on (variant 0). Where copies need no kernel (the
+/// CPU), the strided call simply runs. Exits 1 otherwise.
+fn without_copy_kernel(backend: &str, bytes: &[u8], trusted: &TrustedKeys, ks: &[Kernel; 3]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let store = ArtifactStore::create(&dir).unwrap();
+    let device = open(backend, Some(&dir));
+    let identities = device.artifact_identities();
+    let verified = bundle::verify(bytes, trusted).unwrap();
+    for e in &verified.entries {
+        if e.header.kernel != "kernelkit_strided_copy" && identities.contains(&e.header.identity) {
+            store.write(&e.header.key, &e.contents()).unwrap();
+        }
+    }
+    let refused = run(ks, &device, 30);
+    let usable = run(ks, &device, 0);
+    let compiles = device.cache_stats().compiles;
+    let verdict = match (&refused, backend) {
+        (Err(kernelkit::Error::Call(kernelkit::CallError::JitForbidden { kernel, .. })), _)
+            if kernel == "kernelkit_strided_copy" =>
+        {
+            "JitForbidden naming kernelkit_strided_copy"
+        }
+        (Ok(()), "cpu") => "ran (the CPU copies on the host)",
+        _ => {
+            println!("without the copy kernel: expected JitForbidden, got {refused:?}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = usable {
+        println!("without the copy kernel: the device did not go on: {e}");
+        std::process::exit(1);
+    }
+    println!("without the copy kernel (JIT forbidden): strided call {verdict}; compiles={compiles}; the device goes on");
+    if compiles != 0 {
+        std::process::exit(1);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let backend = arg(&args, "--backend").unwrap_or_else(|| "cpu".into());
@@ -141,8 +206,14 @@ fn main() {
                 run(&ks, &device, n).unwrap();
             }
             record::stop();
-            let lines = std::fs::read_to_string(&manifest).unwrap().lines().count();
-            println!("recorded {lines} variants into {}", manifest.display());
+            let text = std::fs::read_to_string(&manifest).unwrap();
+            let variants = text.lines().filter(|l| l.contains("\"spec\"")).count();
+            let builtins = text.lines().count() - variants;
+            println!(
+                "recorded {variants} variants into {} (and {builtins} line(s) of kernelkit's \
+                 strided copy)",
+                manifest.display()
+            );
         }
         Some("replay") => {
             let bundle_path = PathBuf::from(arg(&args, "--bundle").expect("--bundle B"));
@@ -247,6 +318,7 @@ fn main() {
             if s.compiles != 0 {
                 std::process::exit(1);
             }
+            without_copy_kernel(&backend, &bytes, &trusted, &ks);
         }
         Some("warm") => {
             let device = open(&backend, None);

@@ -8,7 +8,8 @@
 //! compiles every variant a manifest recorded (`KERNELKIT_RECORD`) for
 //! each CUDA architecture named (NVRTC only: no GPU needed), their PTX,
 //! and the CPU targets named, in parallel, into one signed bundle
-//! (`kernelkit::manifest`).
+//! (`kernelkit::manifest`); every CUDA target also gets kernelkit's own
+//! strided-copy kernel.
 //!
 //! On a terminal, a progress bar on stderr; otherwise one line per spec as
 //! it finishes. Then one line per spec (`ok`, `FAILED: why`) and a summary
@@ -369,9 +370,15 @@ fn from_manifest(manifest: &std::path::Path, args: &Args) -> ExitCode {
             for f in &r.failed {
                 println!("FAILED {} on {}: {}", f.kernel, f.target, f.reason);
             }
+            // kernelkit's strided copy rides along in every CUDA bundle.
+            let builtins = if r.builtins.is_empty() {
+                String::new()
+            } else {
+                format!(" (and kernelkit's {})", r.builtins.join(", "))
+            };
             println!(
-                "precompiled {} variants for {} into {}: {} entries, {} failed, in {:.3} s \
-                 ({}), signed by {}",
+                "precompiled {} variants{builtins} for {} into {}: {} entries, {} failed, in \
+                 {:.3} s ({}), signed by {}",
                 r.variants,
                 r.targets.join(", "),
                 out.display(),

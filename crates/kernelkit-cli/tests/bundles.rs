@@ -358,6 +358,14 @@ fn a_recorded_manifest_precompiles_into_a_portable_bundle_that_runs_without_a_co
         std::fs::read_to_string(&manifest).unwrap().lines().count(),
         3
     );
+    // The line a CPU run that copied a strided input records: read, and
+    // nothing to build for the CPU (it copies on the host).
+    let mut recorded = std::fs::read_to_string(&manifest).unwrap();
+    recorded.push_str(
+        "{\"arch\":\"native\",\"backend\":\"cpu\",\"builtin\":\"strided_copy\",\
+         \"function\":\"kk_gather\"}\n",
+    );
+    std::fs::write(&manifest, recorded).unwrap();
     let key = root.join("ci.key");
     build.ok(&["cache", "keygen", "--out", key.to_str().unwrap()]);
     let bundle = root.join("cpu.kkb");
@@ -396,5 +404,58 @@ fn a_recorded_manifest_precompiles_into_a_portable_bundle_that_runs_without_a_co
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", text(&out));
+    }
+}
+
+/// A manifest precompiled for a GPU architecture with NVRTC alone (no GPU)
+/// carries kernelkit's strided-copy kernel for each CUDA target, code and
+/// PTX, beside the variants, whether or not the manifest names it; `cache
+/// inspect` lists it. Needs NVRTC (`KERNELKIT_NVRTC_PATH`, as
+/// scripts/test.sh gives the nojit_cuda test); skips without it.
+#[test]
+fn a_cuda_bundle_carries_kernelkits_strided_copy_kernel() {
+    if std::env::var_os("KERNELKIT_NVRTC_PATH").is_none() {
+        println!("skipped: no KERNELKIT_NVRTC_PATH (scripts/test.sh names NVRTC 12.8)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let build = Layout::new(root, "builder", "work", "build-store");
+    let spec = spec(&build.cwd, "rec_cuda", 1, "");
+    let manifest = root.join("manifest.jsonl");
+    let out = build
+        .kernelkit(&["run", spec.to_str().unwrap()])
+        .env("KERNELKIT_RECORD", &manifest)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let key = root.join("ci.key");
+    build.ok(&["cache", "keygen", "--out", key.to_str().unwrap()]);
+    let bundle = root.join("cuda.kkb");
+    let made = build.ok(&[
+        "precompile",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--arch",
+        "sm_90a",
+        "--ptx",
+        "--out",
+        bundle.to_str().unwrap(),
+        "--signing-key",
+        key.to_str().unwrap(),
+    ]);
+    assert!(made.contains("kernelkit's strided_copy"), "{made}");
+    assert!(made.contains("4 entries, 0 failed"), "{made}");
+    let listed = build.ok(&["cache", "inspect", bundle.to_str().unwrap()]);
+    for prefix in ["code\tcuda\tsm_90a\t", "ptx\tcuda\tcompute_90\t"] {
+        let rows: Vec<&str> = listed.lines().filter(|l| l.starts_with(prefix)).collect();
+        assert_eq!(rows.len(), 2, "{listed}");
+        assert_eq!(
+            rows.iter()
+                .filter(|l| l.contains("\tkernelkit_strided_copy\tkk_gather\t"))
+                .count(),
+            1,
+            "{listed}"
+        );
     }
 }

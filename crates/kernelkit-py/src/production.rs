@@ -84,6 +84,8 @@ pub(crate) fn precompile<'py>(
     dict.set_item("targets", report.targets)?;
     dict.set_item("seconds", report.compile_time.as_secs_f64())?;
     dict.set_item("producer", report.producer)?;
+    // kernelkit's own kernels in the bundle (its strided copy, for CUDA).
+    dict.set_item("builtins", report.builtins)?;
     let failed: Vec<(String, String, String)> = report
         .failed
         .into_iter()

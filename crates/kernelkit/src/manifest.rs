@@ -7,7 +7,16 @@
 //! without data ([`SpecFile`]); the other fields say where it was recorded
 //! and are not needed: a manifest recorded on the CPU precompiles for CUDA
 //! and the other way round. Lines are deduplicated on reading (many
-//! processes may record one variant each).
+//! processes may record one variant each). A line `{"builtin":
+//! "strided_copy", ...}` says that the process copied strided inputs
+//! (kernelkit's strided-copy kernel on a GPU, [`BUILTIN_STRIDED_COPY`]).
+//!
+//! kernelkit's strided-copy kernel goes into every CUDA target's entries,
+//! whether or not the manifest names it (it is one small module, four entry
+//! points): a GPU that copies a strided input under `KERNELKIT_JIT=forbid`
+//! finds it in the bundle even when the staging run that recorded the
+//! manifest never copied (it ran on the CPU, or its inputs were
+//! contiguous). Recording it is then for people, never load-bearing.
 //!
 //! Precompiling needs no GPU: each target is a device that compiles and
 //! loads nothing else: the CPU at a portable level (`x86-64-v2`, see
@@ -66,16 +75,55 @@ pub enum ManifestError {
     Bundle(#[from] BundleError),
 }
 
-/// The variants of a manifest, deduplicated, in the order of their first
-/// line.
-pub fn read(path: &Path) -> Result<Vec<SpecFile>, ManifestError> {
+/// What a manifest line names kernelkit's strided-copy kernel by:
+/// `{"builtin": "strided_copy", "backend": ..., "arch": ...}`.
+pub const BUILTIN_STRIDED_COPY: &str = "strided_copy";
+
+/// kernelkit's own kernels a manifest names (`"builtin"` lines),
+/// deduplicated: [`BUILTIN_STRIDED_COPY`] is the one there is.
+pub fn read_builtins(path: &Path) -> Result<Vec<String>, ManifestError> {
+    let mut out = Vec::new();
+    for_each_line(path, |value, bad| {
+        if let Some(name) = builtin_of(value, bad)? {
+            if !out.iter().any(|n| n == name) {
+                out.push(name.to_string());
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The builtin kernel a line names, if it is a `"builtin"` line; an error
+/// for a name kernelkit does not know (a manifest of a newer version).
+fn builtin_of<'v>(
+    value: &'v serde_json::Value,
+    bad: &dyn Fn(String) -> ManifestError,
+) -> Result<Option<&'v str>, ManifestError> {
+    let Some(builtin) = value.get("builtin") else {
+        return Ok(None);
+    };
+    match builtin.as_str() {
+        Some(name) if name == BUILTIN_STRIDED_COPY => Ok(Some(name)),
+        _ => Err(bad(format!(
+            "`builtin` is {builtin}, not a kernel of kernelkit's (\"{BUILTIN_STRIDED_COPY}\")"
+        ))),
+    }
+}
+
+/// Calls `each` with every non-empty line of the manifest at `path`: its
+/// JSON value, and how to make an error about that line.
+fn for_each_line(
+    path: &Path,
+    mut each: impl FnMut(
+        &serde_json::Value,
+        &dyn Fn(String) -> ManifestError,
+    ) -> Result<(), ManifestError>,
+) -> Result<(), ManifestError> {
     let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -87,15 +135,30 @@ pub fn read(path: &Path) -> Result<Vec<SpecFile>, ManifestError> {
         };
         let value: serde_json::Value =
             serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+        each(&value, &bad)?;
+    }
+    Ok(())
+}
+
+/// The variants of a manifest, deduplicated, in the order of their first
+/// line (`"builtin"` lines name no variant: see [`read_builtins`]).
+pub fn read(path: &Path) -> Result<Vec<SpecFile>, ManifestError> {
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for_each_line(path, |value, bad| {
+        if builtin_of(value, bad)?.is_some() {
+            return Ok(());
+        }
         let spec = value
             .get("spec")
             .ok_or_else(|| bad("no `spec` field".into()))?
             .to_string();
-        if !seen.insert(spec.clone()) {
-            continue;
+        if seen.insert(spec.clone()) {
+            out.push(SpecFile::from_json(&spec, base).map_err(|e| bad(e.to_string()))?);
         }
-        out.push(SpecFile::from_json(&spec, base).map_err(|e| bad(e.to_string()))?);
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -136,6 +199,10 @@ pub struct BundleReport {
     pub entries: usize,
     /// Variant × target items that failed (not in the bundle).
     pub failed: Vec<Failed>,
+    /// kernelkit's own kernels compiled for the targets besides the
+    /// manifest's variants ([`BUILTIN_STRIDED_COPY`] when there is a CUDA
+    /// target: every CUDA bundle carries it).
+    pub builtins: Vec<String>,
     /// Wall time of the compiles (all targets, in parallel).
     pub compile_time: Duration,
     /// The bundle's producer note.
@@ -223,9 +290,33 @@ pub fn precompile_to_bundle(
         }
     }
     let started = Instant::now();
-    let report = builder.start().wait();
+    // kernelkit's strided copy for every CUDA target (see the module
+    // documentation), beside the variants' compiles.
+    let (report, copies) = std::thread::scope(|scope| {
+        let copies: Vec<_> = devices
+            .iter()
+            .map(|(target, device)| {
+                scope.spawn(move || (target.clone(), device.prepare_strided_copy()))
+            })
+            .collect();
+        let report = builder.start().wait();
+        let copies: Vec<_> = copies.into_iter().filter_map(|h| h.join().ok()).collect();
+        (report, copies)
+    });
     let compile_time = started.elapsed();
     let mut failed: Vec<Failed> = Vec::new();
+    let mut builtins = Vec::new();
+    for (target, result) in copies {
+        match result {
+            Ok(true) if builtins.is_empty() => builtins.push(BUILTIN_STRIDED_COPY.to_string()),
+            Ok(_) => {}
+            Err(e) => failed.push(Failed {
+                target,
+                kernel: BUILTIN_STRIDED_COPY.to_string(),
+                reason: e.to_string().lines().next().unwrap_or("").to_string(),
+            }),
+        }
+    }
     let mut results = report.results.into_iter();
     for item in items {
         match item {
@@ -257,6 +348,7 @@ pub fn precompile_to_bundle(
             .collect(),
         entries: exported.entries,
         failed,
+        builtins,
         compile_time,
         producer,
     })

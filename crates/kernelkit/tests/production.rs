@@ -174,6 +174,8 @@ fn a_portable_cpu_bundle_replays_with_no_compiler_and_jit_forbidden() {
     jit::set_policy(JitPolicy::Allow);
     assert!(report.failed.is_empty(), "{:?}", report.failed);
     assert_eq!((report.variants, report.entries), (4, 4));
+    // The CPU copies on the host: no kernel of kernelkit's rides along.
+    assert!(report.builtins.is_empty(), "{:?}", report.builtins);
     let bytes = std::fs::read(&out).unwrap();
     let listed = bundle::inspect(&bytes).unwrap();
     for e in &listed.entries {
@@ -217,4 +219,198 @@ fn a_portable_cpu_bundle_replays_with_no_compiler_and_jit_forbidden() {
         Err(Error::Call(CallError::JitForbidden { .. }))
     ));
     jit::set_policy(JitPolicy::Allow);
+}
+
+/// A null device of the CUDA dialect: a GPU stand-in that resolves
+/// kernelkit's strided-copy kernel as a GPU does, and runs nothing.
+fn gpu_standin(store: &std::path::Path) -> Device {
+    Device::builder()
+        .cache_dir(store)
+        .null(kernelkit::NullOptions::default().dialect(kernelkit::Dialect::Cuda))
+}
+
+/// A call of `prod_add` with an 8×8 input of `dtype`; with `strided`, a
+/// transposed view of it (the same variant: kernelkit copies it first).
+fn run_2d(
+    kernel: &Kernel,
+    device: &Device,
+    v: i32,
+    dtype: DType,
+    strided: bool,
+) -> kernelkit::Result<()> {
+    let x = match dtype {
+        DType::I32 => device.array_from_slice(&[1i32; 64], [8, 8])?,
+        _ => device.array_from_slice(&[1.0f32; 64], [8, 8])?,
+    };
+    let x = if strided { x.transpose() } else { x };
+    let out = kernel
+        .call([&x])
+        .template("V", v)
+        .output([64], DType::F32)
+        .grid([64, 1, 1])
+        .on(device.default_stream())
+        .launch();
+    out.map(drop)
+}
+
+/// The kernel name of kernelkit's strided copy in entries and errors.
+const COPY: &str = "kernelkit_strided_copy";
+
+/// kernelkit's strided-copy kernel on a GPU stand-in goes through the
+/// tiers as a variant does: compiled once per module (its entry points
+/// share it), kept in the store, loaded from there by another device;
+/// under `forbid` a store without it refuses the strided call with the
+/// typed error before anything is queued, and the device goes on;
+/// `prepare_strided_copy` (ahead of time: exempt) loads it.
+#[test]
+fn the_strided_copy_kernel_is_a_module_of_the_tiers_and_of_the_jit_policy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (with_copy, without_copy) = (tmp.path().join("a"), tmp.path().join("b"));
+    jit::set_policy(JitPolicy::Allow);
+    let k = kernel();
+    let build = gpu_standin(&with_copy);
+    run_2d(&k, &build, 1, DType::F32, false).unwrap();
+    assert_eq!(build.cache_stats().compiles, 1);
+    run_2d(&k, &build, 1, DType::F32, true).unwrap();
+    assert_eq!(build.cache_stats().compiles, 2, "the copy kernel's module");
+    // The kernel saw the contiguous copy.
+    let launches = build.take_recorded_launches();
+    assert_eq!(launches.last().unwrap().inputs[0].strides, vec![8, 1]);
+    // Another element type: another entry point of the same module.
+    run_2d(&k, &build, 1, DType::I32, true).unwrap();
+    assert_eq!(build.cache_stats().compiles, 3, "the i32 variant only");
+    let other = gpu_standin(&without_copy);
+    run_2d(&k, &other, 1, DType::F32, false).unwrap();
+
+    jit::set_policy(JitPolicy::Forbid);
+    // In the store: loaded, nothing compiled.
+    let serve = gpu_standin(&with_copy);
+    run_2d(&k, &serve, 1, DType::F32, true).unwrap();
+    let s = serve.cache_stats();
+    assert_eq!((s.compiles, s.disk_hits), (0, 2), "{}", s.summary());
+
+    // Not in the store: the typed error, nothing queued.
+    let serve = gpu_standin(&without_copy);
+    let err = run_2d(&k, &serve, 1, DType::F32, true).unwrap_err();
+    let message = err.to_string();
+    match &err {
+        Error::Call(CallError::JitForbidden {
+            kernel,
+            variant,
+            arch,
+            device,
+        }) => {
+            assert_eq!(kernel, COPY);
+            assert!(variant.contains("kk_gather_4"), "{variant}");
+            assert!(variant.contains("kernelkit's strided copy"), "{variant}");
+            assert!(variant.contains("float32"), "{variant}");
+            assert_eq!(arch, "null");
+            assert_eq!(device, "null");
+        }
+        other => panic!("expected JitForbidden, got {other:?}"),
+    }
+    assert!(message.contains("JIT is forbidden"), "{message}");
+    assert!(serve.recorded_launches().is_empty(), "nothing was launched");
+    // The device goes on; asked again, the same refusal.
+    run_2d(&k, &serve, 1, DType::F32, false).unwrap();
+    assert!(matches!(
+        run_2d(&k, &serve, 1, DType::F32, true),
+        Err(Error::Call(CallError::JitForbidden { .. }))
+    ));
+    assert_eq!(serve.cache_stats().compiles, 0);
+    // Ahead of time, whatever the policy: then the strided call runs.
+    assert!(serve.prepare_strided_copy().unwrap());
+    assert_eq!(serve.cache_stats().compiles, 1);
+    run_2d(&k, &serve, 1, DType::F32, true).unwrap();
+    assert_eq!(serve.cache_stats().compiles, 1);
+    // The CPU copies on the host: nothing to prepare, nothing refused.
+    let cpu = Device::builder()
+        .cache_mode(kernelkit::CacheMode::Memory)
+        .cpu()
+        .unwrap();
+    assert!(!cpu.prepare_strided_copy().unwrap());
+    // `warn` compiles what no tier holds (the variant and the copy kernel).
+    jit::set_policy(JitPolicy::Warn);
+    let warned = gpu_standin(&tmp.path().join("c"));
+    run_2d(&k, &warned, 1, DType::F32, true).unwrap();
+    assert_eq!(warned.cache_stats().compiles, 2);
+    jit::set_policy(JitPolicy::Allow);
+}
+
+/// Recording names kernelkit's strided copy once per backend and
+/// architecture, from many threads and copies of several element types,
+/// in a line that `manifest::read` skips and `manifest::read_builtins`
+/// reads; a builtin kernelkit does not know is an error naming the line.
+#[test]
+fn recording_names_the_strided_copy_once_per_backend_and_manifests_read_it() {
+    use kernelkit::manifest::{read, read_builtins, ManifestError};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("m.jsonl");
+    jit::set_policy(JitPolicy::Allow);
+    let gpu = gpu_standin(&tmp.path().join("store"));
+    let cpu = Device::builder()
+        .cache_mode(kernelkit::CacheMode::Memory)
+        .cpu()
+        .unwrap();
+    let k = kernel();
+    record::start(&manifest).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (k, gpu) = (&k, &gpu);
+            s.spawn(move || {
+                for _ in 0..3 {
+                    let dtype = if t % 2 == 0 { DType::F32 } else { DType::I32 };
+                    run_2d(k, gpu, 0, dtype, true).unwrap();
+                }
+            });
+        }
+    });
+    run_2d(&k, &cpu, 0, DType::F32, true).unwrap();
+    run_2d(&k, &cpu, 0, DType::F32, true).unwrap();
+    record::stop();
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let builtins: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v.get("builtin").is_some())
+        .collect();
+    let mut seen: Vec<(String, String)> = builtins
+        .iter()
+        .map(|v| {
+            assert_eq!(v["builtin"], "strided_copy", "{v}");
+            (
+                v["backend"].as_str().unwrap().to_string(),
+                v["arch"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            ("cpu".to_string(), "native".to_string()),
+            ("null".to_string(), "null".to_string())
+        ],
+        "{text}"
+    );
+    // Two variants (f32 and i32 inputs; the CPU's f32 is the same spec).
+    assert_eq!(read(&manifest).unwrap().len(), 2, "{text}");
+    assert_eq!(read_builtins(&manifest).unwrap(), vec!["strided_copy"]);
+
+    // A builtin of a later kernelkit: an error naming the line.
+    let later = tmp.path().join("later.jsonl");
+    std::fs::write(&later, format!("{text}{{\"builtin\": \"transpose\"}}\n")).unwrap();
+    for err in [
+        read(&later).unwrap_err(),
+        read_builtins(&later).unwrap_err(),
+    ] {
+        match err {
+            ManifestError::Line { line, reason, .. } => {
+                assert_eq!(line, text.lines().count() + 1);
+                assert!(reason.contains("transpose"), "{reason}");
+            }
+            other => panic!("expected a line error, got {other:?}"),
+        }
+    }
 }

@@ -5,8 +5,9 @@
 //! `null/`, which runs nothing and records launches: it makes the generic
 //! core testable without a compiler. Beside them, what every backend
 //! shares: `deps` (what a compile read besides its source, each file with
-//! a hash) and `foreign` (memory another library owns: what keeps it
-//! alive, whether a scope may still use it).
+//! a hash), `foreign` (memory another library owns: what keeps it
+//! alive, whether a scope may still use it) and `copy` (kernelkit's own
+//! strided-copy kernel for GPUs, whose module the floors above resolve).
 //!
 //! **What this floor may import:** `dtype`, `error`, `config`, `sync`,
 //! `stats` and `codegen` (the generated source's vocabulary: dialects,
@@ -17,6 +18,7 @@
 //! `Array`, a `Device` or a `Variant`. The floors above build those
 //! descriptions; `tests/floors.rs` checks the rule.
 
+pub(crate) mod copy;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
@@ -425,12 +427,6 @@ pub(crate) trait Backend: Send + Sync + 'static {
         }
         .into())
     }
-    /// Why [`Backend::gather`] cannot run on a stream that is being
-    /// captured (it would compile or load its kernel, which a capture
-    /// forbids); `None` when it can.
-    fn gather_in_graph_refusal(&self) -> Option<&'static str> {
-        None
-    }
     /// Allocates and fills from host bytes, in the order of `home`; the
     /// copy has finished when this returns.
     fn upload(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory>;
@@ -444,8 +440,26 @@ pub(crate) trait Backend: Send + Sync + 'static {
     ) -> Result<Vec<u8>>;
     /// Repeats `pattern` over the whole memory, in stream order.
     fn fill(&self, mem: &Memory, pattern: &[u8], stream: &StreamHandle) -> Result<()>;
-    /// Copies a strided argument into `dst`, row-major, in stream order.
-    fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()>;
+    /// The kernel [`Backend::gather`] launches, when it launches one (a
+    /// GPU's [`copy::STRIDED_COPY`]); `None` for backends that copy on the
+    /// host. The floors above resolve its module like a variant's (the
+    /// tiers, bundles, the JIT policy) and pass the entry point for the
+    /// element size ([`copy::ENTRIES`]) to `gather`.
+    fn copy_kernel(&self) -> Option<&'static copy::BuiltinKernel> {
+        None
+    }
+    /// Copies a strided argument into `dst`, row-major, in stream order,
+    /// with `function`: the entry point of [`Backend::copy_kernel`] for
+    /// `src`'s element size, resolved by the floor above (`None` when the
+    /// backend names no copy kernel; a backend that needs one and gets
+    /// none refuses).
+    fn gather(
+        &self,
+        src: &ArgRef<'_>,
+        dst: &Memory,
+        stream: &StreamHandle,
+        function: Option<&Function>,
+    ) -> Result<()>;
     /// Launches (on a GPU: enqueues) one call whose outputs exist.
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()>;
     /// How long the work `run` queues on `stream` takes: GPU backends time

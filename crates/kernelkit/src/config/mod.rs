@@ -78,6 +78,7 @@ pub use cuda::{CompileWorkers, CudaCompileOptions, CudaConfig, StartWorkers};
 pub use memo::{MemoConfig, DEFAULT_MEMO_BYTES, DEFAULT_MEMO_ENTRIES};
 pub use nvtx::NvtxConfig;
 pub use production::JitPolicy;
+pub(crate) use production::{jit_policy, set_jit_policy};
 pub use remote::{
     parse_remote_urls, RemoteAddressError, RemoteConfig, DEFAULT_BREAKER_COOLDOWN,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_LEASE, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_OP_TIMEOUT,

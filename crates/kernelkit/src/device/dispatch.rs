@@ -22,7 +22,9 @@ use smallvec::SmallVec;
 use crate::array::foreign::LeaseUses;
 use crate::array::outputs::Outputs;
 use crate::array::{shape_from_extents, Array, Place, SharedStorage};
+use crate::backend::copy::entry_index;
 use crate::backend::{ArgRef, Function, LaunchDesc};
+use crate::cache::loaded::FunctionRef;
 use crate::codegen::spec::KernelSpec;
 use crate::device::{bounds, Stream};
 use crate::dtype::{fill_pattern, DType};
@@ -198,8 +200,9 @@ const OUTPUTS_ADVICE: &str = "write the outputs into arrays allocated by an allo
 
 /// What to do instead of copying a strided input under a capture, where
 /// the device cannot.
-const COPY_ADVICE: &str = "make one call with a strided input on this device before the capture \
-     (it loads the copy kernel), or pass row-contiguous inputs";
+const COPY_ADVICE: &str = "make one call with a strided input of that dtype on this device before \
+     the capture, or call `Device::prepare_strided_copy` (either loads the copy kernel), or pass \
+     row-contiguous inputs";
 
 /// What to do instead of capturing a kernel that checks its bounds.
 const CHECKED_ADVICE: &str = "run the kernel with bounds checks outside the capture, or capture \
@@ -257,24 +260,89 @@ fn graph_output(call: &Dispatch<'_>, i: usize) -> Result<Array> {
 /// Memory for a contiguous copy of strided input `i` (`bytes` long) on
 /// the call's stream, which is being captured: a graph allocation, freed
 /// by a free node when the copy is dropped after the launch. A
-/// [`CallError::Capturing`] where the device cannot allocate or copy under
-/// a capture.
+/// [`CallError::Capturing`] where the device cannot allocate under a
+/// capture (whether it can copy was asked first: [`copy_functions`]).
 #[cold]
 #[inline(never)]
 fn graph_copy(call: &Dispatch<'_>, i: usize, bytes: usize) -> Result<crate::backend::Memory> {
     let stream = call.stream;
     let backend = stream.device().backend();
-    if let Some(why) = backend
-        .gather_in_graph_refusal()
-        .or_else(|| backend.graph_alloc_refusal())
-    {
-        let what = format!(
-            "input `{}` is strided and would be copied by kernelkit, but {why}",
-            call.spec.input_names[i]
-        );
-        return Err(capturing(call, what, COPY_ADVICE));
+    if let Some(why) = backend.graph_alloc_refusal() {
+        return Err(copy_refused(call, i, why));
     }
     backend.alloc_in_graph(bytes, stream.handle())
+}
+
+/// The [`CallError::Capturing`] of strided input `i`, which kernelkit
+/// cannot copy under a capture because of `why`.
+#[cold]
+#[inline(never)]
+fn copy_refused(call: &Dispatch<'_>, i: usize, why: &str) -> crate::Error {
+    let what = format!(
+        "input `{}` is strided and would be copied by kernelkit, but {why}",
+        call.spec.input_names[i]
+    );
+    capturing(call, what, COPY_ADVICE)
+}
+
+/// The entry points of kernelkit's copy kernel that a call's copies use,
+/// by element size ([`entry_index`]); each `None` where none is needed
+/// or the backend copies on the host.
+#[derive(Default)]
+struct CopyFunctions([Option<FunctionRef>; 4]);
+
+impl CopyFunctions {
+    /// The function to copy elements of `dtype` with.
+    fn get(&self, dtype: DType) -> Option<&Function> {
+        self.0[entry_index(dtype.size())]
+            .as_ref()
+            .map(|f| &f.bound().function)
+    }
+}
+
+/// Resolves, before anything of the call is allocated or queued, the copy
+/// kernel's entry points its copies need: of its strided inputs (a kernel
+/// that asks for row-contiguous inputs) and of the outputs a checked
+/// kernel stages (see [`stage_targets`]). Under `KERNELKIT_JIT=forbid`, a
+/// copy kernel that no tier holds is [`CallError::JitForbidden`] here;
+/// on a stream being captured, one the device has not loaded is
+/// [`CallError::Capturing`].
+fn copy_functions(call: &Dispatch<'_>) -> Result<CopyFunctions> {
+    let stream = call.stream;
+    let device = stream.device();
+    let mut out = CopyFunctions::default();
+    let inputs = call
+        .inputs
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| call.spec.ensure_row_contiguous && !a.is_row_contiguous())
+        .map(|(i, a)| (Some(i), a.dtype));
+    // (A checked kernel is refused under a capture before this.)
+    let staged = call
+        .targets
+        .iter()
+        .filter(|(_, t)| call.spec.check_bounds && t.is_row_contiguous())
+        .map(|(_, t)| (None, t.dtype));
+    let mut needed = inputs.chain(staged).peekable();
+    if needed.peek().is_none() {
+        return Ok(out);
+    }
+    let capturing = stream.capturing()?;
+    for (input, dtype) in needed {
+        let slot = &mut out.0[entry_index(dtype.size())];
+        if slot.is_some() {
+            continue;
+        }
+        *slot = if capturing {
+            match device.kept_copy_function(dtype) {
+                Ok(f) => f,
+                Err(why) => return Err(copy_refused(call, input.unwrap_or(0), why)),
+            }
+        } else {
+            device.copy_function(dtype)?
+        };
+    }
+    Ok(out)
 }
 
 /// A [`CallError::Capturing`] of `call`: it would do `what`, which a
@@ -431,6 +499,7 @@ fn launch_checked(
 fn stage_targets(
     call: &Dispatch<'_>,
     outputs: &mut Outputs,
+    copies: &CopyFunctions,
 ) -> Result<SmallVec<[(usize, Array); 2]>> {
     let stream = call.stream;
     let backend = stream.device().backend();
@@ -441,7 +510,12 @@ fn stage_targets(
         }
         let bytes = target.size() * target.dtype.size();
         let mem = backend.alloc(bounds::guarded_len(bytes), stream.handle())?;
-        backend.gather(&target.arg(), &mem, stream.handle())?;
+        backend.gather(
+            &target.arg(),
+            &mem,
+            stream.handle(),
+            copies.get(target.dtype),
+        )?;
         bounds::arm(stream, &mem, bytes)?;
         let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
         let stand_in = Array::contiguous(storage, target.shape.clone(), target.dtype);
@@ -459,13 +533,19 @@ fn unstage_targets(
     call: &Dispatch<'_>,
     outputs: &mut Outputs,
     staged: SmallVec<[(usize, Array); 2]>,
+    copies: &CopyFunctions,
 ) -> Result<()> {
     let stream = call.stream;
     let backend = stream.device().backend();
     for (i, target) in staged {
         let bytes = target.size() * target.dtype.size();
         let dst = bounds::borrowed(target.data_addr(), bytes);
-        backend.gather(&outputs[i].arg(), &dst, stream.handle())?;
+        backend.gather(
+            &outputs[i].arg(),
+            &dst,
+            stream.handle(),
+            copies.get(target.dtype),
+        )?;
         outputs[i] = target;
     }
     Ok(())
@@ -527,6 +607,8 @@ fn in_full(
         let what = "it checks bounds, and a checked launch is waited for on the host".to_string();
         return Err(capturing(call, what, CHECKED_ADVICE));
     }
+    // The copy kernel's functions, before anything is allocated or queued.
+    let copy_with = copy_functions(call)?;
     // Contiguous copies of strided inputs (kept alive until the launch).
     let mut copies: SmallVec<[(usize, Array); 2]> = SmallVec::new();
     // Inputs whose copies have guard regions (a kernel that checks bounds).
@@ -554,7 +636,7 @@ fn in_full(
             } else {
                 backend.alloc(n, handle)?
             };
-            backend.gather(&input.arg(), &mem, handle)?;
+            backend.gather(&input.arg(), &mem, handle, copy_with.get(input.dtype))?;
             if call.spec.check_bounds && mem.len > n {
                 bounds::arm(stream, &mem, n)?;
                 guarded_copies.push(i);
@@ -601,9 +683,9 @@ fn in_full(
         outputs_with_targets(call, outputs)?;
     }
     if call.spec.check_bounds {
-        let staged = stage_targets(call, outputs)?;
+        let staged = stage_targets(call, outputs, &copy_with)?;
         launch_checked(call, inputs, outputs, &guarded_copies, &staged)?;
-        unstage_targets(call, outputs, staged)?;
+        unstage_targets(call, outputs, staged, &copy_with)?;
     } else {
         launch(call, inputs, outputs, 1)?;
     }

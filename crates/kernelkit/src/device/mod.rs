@@ -11,8 +11,11 @@
 //!
 //! The files: `builder` ([`DeviceBuilder`]), `stream` ([`Stream`]: ordered
 //! queues of work, the default stream among them, and other libraries'
-//! streams wrapped as ours), `null` (the null device's constructors) and
-//! `dispatch` (one call's device work: waits, outputs, the launch).
+//! streams wrapped as ours), `null` (the null device's constructors),
+//! `dispatch` (one call's device work: waits, copies, outputs, the
+//! launch), `copy` (kernelkit's strided-copy kernel, resolved like a
+//! variant's module), `jit` (the JIT policy applied to a module about to
+//! be resolved) and `record_sink` (the manifest recording appends to).
 //!
 //! **What this floor may import:** `cache`, `backend`, `codegen` and the
 //! base, and `array` (on the same floor: arrays live on devices, devices
@@ -20,8 +23,11 @@
 
 pub(crate) mod bounds;
 mod builder;
+mod copy;
 pub(crate) mod dispatch;
+pub(crate) mod jit;
 mod null;
+pub(crate) mod record_sink;
 mod stream;
 mod tuning;
 
@@ -107,6 +113,9 @@ pub(crate) struct DeviceShared {
     limits: Limits,
     /// Memory → artifact tiers → compile.
     modules: ModuleResolver,
+    /// The entry points of kernelkit's strided-copy kernel this device
+    /// resolved, one slot set per element size (see `copy`).
+    copy_slots: copy::CopySlots,
     /// Autotuning's records (memory → tiers) and counters.
     records: Records,
     /// What a tuning record must have been measured on to be used here
@@ -185,6 +194,7 @@ impl Device {
             tuning_target: backend.tuning_target(),
             backend,
             modules: ModuleResolver::new(tiers, pool, cache.max_loaded_modules),
+            copy_slots: Default::default(),
             records: Records::default(),
             default_id: next_stream_id(),
             default_stream: MaybeUninit::uninit(),
@@ -628,8 +638,8 @@ impl Device {
         if let Some(f) = self.kept_function(slots) {
             return Ok(f);
         }
-        let index = FunctionSlots::index(self.0.id.ordinal);
-        self.resolve(&request(), slots, index)
+        let request = request();
+        self.resolve_entry(&request, request.function, slots)
     }
 
     /// The function `slots` kept for this device, if it did (counted as a
@@ -644,20 +654,23 @@ impl Device {
         Some(f)
     }
 
-    /// Resolves `request`'s function through the module resolver and binds
-    /// it into slot `index` of `slots`.
+    /// Resolves function `entry` of `request`'s module (a variant's module
+    /// has one, named as the module is; the copy kernel's has one per
+    /// element size) through the module resolver and binds it into this
+    /// device's slot of `slots`.
     #[inline(never)]
-    fn resolve(
+    fn resolve_entry(
         &self,
         request: &ModuleRequest<'_>,
+        entry: &str,
         slots: &Arc<FunctionSlots>,
-        index: usize,
     ) -> Result<FunctionRef, CompileError> {
+        let index = FunctionSlots::index(self.0.id.ordinal);
         let backend = &*self.0.backend;
         let loaded = self.0.modules.module(backend, request)?;
         // Used now (a hit of the map, or a new module): the clock spares it.
         loaded.touch();
-        let function = backend.function(request.kernel, &loaded.module, request.function)?;
+        let function = backend.function(request.kernel, &loaded.module, entry)?;
         let bound = Arc::new(Bound {
             instance: self.0.id.instance,
             loaded: loaded.clone(),

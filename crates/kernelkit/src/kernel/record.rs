@@ -20,82 +20,38 @@
 //!   both write it; readers deduplicate (`kernelkit precompile` does).
 //! - **Started** by `KERNELKIT_RECORD=FILE` (read at the first resolve), or
 //!   by [`start`] / [`stop`] (Python's `kk.record(path)`).
+//! - **kernelkit's strided copy.** A call whose strided input a GPU copies
+//!   with kernelkit's own kernel (a kernel that asks for row-contiguous
+//!   inputs) also records that kernel, once per backend and architecture:
+//!   `{"builtin": "strided_copy", "backend": "cuda", "arch": "sm_90a",
+//!   ...}` (`device::copy`; the file itself is kept by
+//!   `device::record_sink`, so that the device floor writes to it too).
 
-use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-
-use xxhash_rust::xxh3::xxh3_64;
 
 use crate::array::Array;
 use crate::codegen::math::MathMode;
 use crate::codegen::template::TemplateParam;
 use crate::codegen::BodyLanguage;
-use crate::config::Config;
 use crate::device::dispatch::OutputSpec;
+use crate::device::record_sink;
 use crate::kernel::Kernel;
-
-/// The open manifest and the hashes of the lines it holds.
-struct Recorder {
-    path: PathBuf,
-    file: File,
-    seen: HashSet<u64>,
-}
-
-/// `None` inside: not recording. Initialised from `KERNELKIT_RECORD` on
-/// first use.
-fn state() -> &'static Mutex<Option<Recorder>> {
-    static STATE: OnceLock<Mutex<Option<Recorder>>> = OnceLock::new();
-    STATE.get_or_init(|| {
-        let recorder = Config::from_env().record.and_then(|path| {
-            open(&path)
-                .map_err(|e| {
-                    tracing::warn!("KERNELKIT_RECORD: cannot record to {}: {e}", path.display())
-                })
-                .ok()
-        });
-        Mutex::new(recorder)
-    })
-}
-
-fn open(path: &Path) -> std::io::Result<Recorder> {
-    let file = OpenOptions::new().create(true).append(true).open(path)?;
-    let seen = std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| xxh3_64(l.as_bytes()))
-        .collect();
-    Ok(Recorder {
-        path: path.to_path_buf(),
-        file,
-        seen,
-    })
-}
 
 /// Records the variants this process resolves from now on into `path`
 /// (created if missing, appended to), instead of any manifest recorded
 /// to before. The variants already in the file are not written again.
 pub fn start(path: impl AsRef<Path>) -> std::io::Result<()> {
-    let recorder = open(path.as_ref())?;
-    *lock() = Some(recorder);
-    Ok(())
+    record_sink::start(path.as_ref())
 }
 
 /// Stops recording; returns the manifest recorded to, if any.
 pub fn stop() -> Option<PathBuf> {
-    lock().take().map(|r| r.path)
+    record_sink::stop()
 }
 
 /// The manifest being recorded to, if any.
 pub fn recording() -> Option<PathBuf> {
-    lock().as_ref().map(|r| r.path.clone())
-}
-
-fn lock() -> std::sync::MutexGuard<'static, Option<Recorder>> {
-    state().lock().unwrap_or_else(|p| p.into_inner())
+    record_sink::recording()
 }
 
 /// What one call says of its variant (borrowed from the call).
@@ -113,24 +69,8 @@ pub(crate) struct Observed<'a> {
 /// in the manifest yet (a memo miss: see the module documentation). A
 /// failed write is logged, never an error of the call.
 pub(crate) fn note(seen: &Observed<'_>) {
-    let mut guard = lock();
-    let Some(recorder) = guard.as_mut() else {
-        return;
-    };
-    let line = line_of(seen);
-    let hash = xxh3_64(line.as_bytes());
-    if !recorder.seen.insert(hash) {
-        return;
-    }
-    let mut bytes = line.into_bytes();
-    bytes.push(b'\n');
-    // One write of the whole line to an O_APPEND file: lines never
-    // interleave with other writers'.
-    if let Err(e) = recorder.file.write_all(&bytes) {
-        tracing::warn!(
-            "kernelkit record: cannot append to {}: {e}",
-            recorder.path.display()
-        );
+    if record_sink::active() {
+        record_sink::append(&line_of(seen));
     }
 }
 

@@ -153,7 +153,14 @@ impl Backend for CpuBackend {
         memory::fill(mem, pattern);
         Ok(())
     }
-    fn gather(&self, src: &ArgRef<'_>, dst: &Memory, _stream: &StreamHandle) -> Result<()> {
+    fn gather(
+        &self,
+        src: &ArgRef<'_>,
+        dst: &Memory,
+        _stream: &StreamHandle,
+        _function: Option<&Function>,
+    ) -> Result<()> {
+        // On the host: no kernel (`copy_kernel` names none).
         memory::gather(src, dst);
         Ok(())
     }

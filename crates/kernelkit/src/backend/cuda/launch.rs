@@ -434,16 +434,22 @@ fn gather_words(args: &GatherArgs) -> (ArrayVec<u64, { 3 + LAYOUT_WORDS }>, [u32
     (words, [0, 1, 2, 2 + LAYOUT_WORDS as u32])
 }
 
-/// Launches `function`, one of `gather`'s `kk_gather_N` (resolved by that
-/// name from the module of `GATHER_SOURCE`), on `blocks` blocks of 256
-/// threads.
+/// Launches `function`, an entry point `kk_gather_N` of kernelkit's copy
+/// kernel (`backend::copy`, resolved by the floors above), on `blocks`
+/// blocks of 256 threads.
 pub(super) fn launch_gather(
     ctx: &Context,
-    function: RawFunction,
+    function: &CudaFunction,
     stream: &CudaStream,
     blocks: u32,
     args: &GatherArgs,
 ) -> Result<()> {
+    // Its module is the device's like a variant's (it may be unloaded):
+    // pinned when captured, as a variant's launch pins its own.
+    if stream.may_capture() {
+        pin_if_capturing(stream, function)?;
+    }
+    let function = function.raw;
     let (mut words, offsets) = gather_words(args);
     let mut params = ArrayVec::<*mut c_void, 4>::new();
     point(&mut words, &offsets, &mut params);

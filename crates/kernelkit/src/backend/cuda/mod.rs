@@ -27,7 +27,8 @@
 //!   (off in the debugging mode of [`CudaConfig::block_cache`]);
 //!   `graph`: graph allocations (memory allocated while a stream is
 //!   captured into a CUDA graph, never cached);
-//!   `gather`: the built-in strided → contiguous copy kernel.
+//!   `gather`: launches kernelkit's strided → contiguous copy kernel
+//!   (`backend::copy`), whose module the floors above resolve.
 //!
 //! Every driver call is made with the device's primary context current on
 //! the calling thread ([`Context::bind`], a thread-local check).
@@ -54,6 +55,7 @@ use std::sync::{Arc, OnceLock};
 
 use driver::{DeviceAttribute as A, RawContext, RawDevice};
 
+use crate::backend::copy::{BuiltinKernel, STRIDED_COPY};
 use crate::backend::{
     ArgRef, Backend, CompileJob, Compiled, ForeignStream, Function, LaunchDesc, Limits, Memory,
     Module, StreamHandle,
@@ -161,7 +163,6 @@ pub(crate) struct CudaBackend {
     ctx: Arc<Context>,
     nvrtc: compile::Nvrtc,
     allocator: Arc<allocator::Allocator>,
-    gather: OnceLock<Result<gather::Gather, String>>,
     limits: Limits,
     description: String,
     warp: u32,
@@ -311,7 +312,6 @@ impl CudaBackend {
             ctx,
             nvrtc,
             allocator,
-            gather: OnceLock::new(),
             limits,
             description,
             warp,
@@ -428,15 +428,6 @@ impl Backend for CudaBackend {
     fn alloc_in_graph(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
         self.guarded(|| graph::alloc_in_graph(self.stream(home), len))
     }
-    fn gather_in_graph_refusal(&self) -> Option<&'static str> {
-        match self.gather.get() {
-            Some(Ok(_)) => None,
-            _ => Some(
-                "kernelkit's strided-copy kernel is not loaded yet (it is compiled for the \
-                 first strided input that a kernel asking for row-contiguous inputs gets)",
-            ),
-        }
-    }
     fn upload(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
         self.guarded(|| memory::upload(bytes, home))
     }
@@ -452,16 +443,25 @@ impl Backend for CudaBackend {
     fn fill(&self, mem: &Memory, pattern: &[u8], stream: &StreamHandle) -> Result<()> {
         self.guarded(|| memory::fill(self.stream(stream), mem, pattern))
     }
-    fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()> {
-        let gather = self
-            .gather
-            .get_or_init(|| gather::Gather::build(&self.ctx, &self.nvrtc));
-        let gather = gather.as_ref().map_err(|reason| DeviceError::Driver {
-            device: self.ctx.label.clone(),
-            operation: "building the strided-copy kernel",
-            reason: reason.clone(),
-        })?;
-        self.guarded(|| gather.run(self.stream(stream), src, dst))
+    fn copy_kernel(&self) -> Option<&'static BuiltinKernel> {
+        Some(&STRIDED_COPY)
+    }
+    fn gather(
+        &self,
+        src: &ArgRef<'_>,
+        dst: &Memory,
+        stream: &StreamHandle,
+        function: Option<&Function>,
+    ) -> Result<()> {
+        let Some(function) = function.and_then(Function::cuda) else {
+            return Err(DeviceError::Driver {
+                device: self.ctx.label.clone(),
+                operation: "strided copy",
+                reason: "no CUDA function of kernelkit's copy kernel was given".into(),
+            }
+            .into());
+        };
+        self.guarded(|| gather::run(self.stream(stream), function, src, dst))
     }
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()> {
         self.guarded(|| {

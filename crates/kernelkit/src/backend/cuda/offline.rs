@@ -5,6 +5,7 @@
 //! backend's, and "loading" keeps the source (nothing here can load a
 //! cubin). Only precompiling uses it.
 
+use crate::backend::copy::{BuiltinKernel, STRIDED_COPY};
 use crate::backend::null::{NullBackend, NullOptions};
 use crate::backend::{
     ArgRef, Backend, CompileJob, Compiled, Function, LaunchDesc, Limits, Memory, Module,
@@ -111,8 +112,18 @@ impl Backend for CompileOnly {
     fn fill(&self, mem: &Memory, pattern: &[u8], stream: &StreamHandle) -> Result<()> {
         self.null.fill(mem, pattern, stream)
     }
-    fn gather(&self, src: &ArgRef<'_>, dst: &Memory, stream: &StreamHandle) -> Result<()> {
-        self.null.gather(src, dst, stream)
+    fn copy_kernel(&self) -> Option<&'static BuiltinKernel> {
+        // Precompiled for a GPU of this architecture, as a GPU needs it.
+        Some(&STRIDED_COPY)
+    }
+    fn gather(
+        &self,
+        src: &ArgRef<'_>,
+        dst: &Memory,
+        stream: &StreamHandle,
+        function: Option<&Function>,
+    ) -> Result<()> {
+        self.null.gather(src, dst, stream, function)
     }
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()> {
         self.null.launch(launch)

@@ -126,3 +126,25 @@ impl LaunchLog {
         std::mem::take(&mut *self.records.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
+
+/// Checks that a strided copy of a null device of the CUDA dialect got the
+/// entry point of the copy kernel for `size`-byte elements, of a null
+/// module still loaded: what a GPU would launch (see `backend::copy`).
+pub(super) fn check_copy_function(function: Option<&Function>, size: usize) -> Result<()> {
+    let want = crate::backend::copy::ENTRIES[crate::backend::copy::entry_index(size)];
+    let reason = match function {
+        Some(Function::Null(f)) if &*f.name == want && f.module_loaded() => return Ok(()),
+        Some(Function::Null(f)) if &*f.name != want => {
+            format!("the copy of {size}-byte elements was given `{}`", f.name)
+        }
+        Some(Function::Null(f)) => format!("`{}` is of an unloaded module", f.name),
+        Some(_) => "the copy kernel was not resolved by a null device".to_string(),
+        None => format!("no copy kernel was given for {size}-byte elements"),
+    };
+    Err(DeviceError::Driver {
+        device: "null".into(),
+        operation: "strided copy",
+        reason,
+    }
+    .into())
+}

@@ -12,6 +12,12 @@
 //! uses kernelkit can test its own calls the same way: which kernels it
 //! launches, with what grid, arrays and layouts (`Device::new_null`).
 //!
+//! Of the CUDA dialect, it stands in for a GPU in one more way: it names
+//! the GPU's strided-copy kernel (`backend::copy`), whose module the floors
+//! above resolve and "compile" like any variant's, and its strided copies
+//! (on the host) refuse to run without that kernel's entry point of the
+//! right element size, loaded.
+//!
 //! What it cannot tell: what a kernel computes. Outputs hold zeros, or the
 //! call's `init_value` fill. A source that holds an `#error` line outside
 //! any conditional block is rejected, as a preprocessor would reject it, so
@@ -30,6 +36,7 @@ mod memory;
 
 use std::time::Duration;
 
+use crate::backend::copy::{BuiltinKernel, STRIDED_COPY};
 use crate::backend::{
     ArgRef, Backend, CompileJob, Compiled, Function, LaunchDesc, Limits, Memory, Module,
     StreamHandle,
@@ -201,7 +208,21 @@ impl Backend for NullBackend {
         memory::fill(mem, pattern);
         Ok(())
     }
-    fn gather(&self, src: &ArgRef<'_>, dst: &Memory, _stream: &StreamHandle) -> Result<()> {
+    fn copy_kernel(&self) -> Option<&'static BuiltinKernel> {
+        // Standing in for a GPU, it needs the GPU's copy kernel resolved
+        // as a GPU does (the floors above are tested with it).
+        (self.dialect == Dialect::Cuda).then_some(&STRIDED_COPY)
+    }
+    fn gather(
+        &self,
+        src: &ArgRef<'_>,
+        dst: &Memory,
+        _stream: &StreamHandle,
+        function: Option<&Function>,
+    ) -> Result<()> {
+        if self.dialect == Dialect::Cuda {
+            launch::check_copy_function(function, src.dtype.size())?;
+        }
         memory::gather(src, dst);
         Ok(())
     }

@@ -324,8 +324,9 @@ impl Nvrtc {
     }
 
     /// Compiles, in this process, a source that includes nothing of the
-    /// user's (kernelkit's own kernels) to the target's artifact (cubin, or
-    /// NUL-ended PTX).
+    /// user's to the target's artifact (cubin, or NUL-ended PTX): the
+    /// tests' plain compile, beside [`Nvrtc::compile`].
+    #[cfg(test)]
     pub(super) fn compile_source(&self, source: &str) -> Result<Vec<u8>, Failure> {
         self.run_here(source, &[])
     }
