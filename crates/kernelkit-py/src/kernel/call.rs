@@ -70,7 +70,7 @@ impl PyKernel {
 
     /// `init_value` (a float, or `None`) and `verbose` (a bool), read here
     /// for the same reason as [`Self::required`].
-    pub(super) fn scalars(
+    pub(crate) fn scalars(
         &self,
         init_value: Option<&Bound<'_, PyAny>>,
         verbose: Option<&Bound<'_, PyAny>>,
@@ -88,7 +88,7 @@ impl PyKernel {
     }
 
     /// A call (`__call__` and `call`).
-    pub(super) fn run<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+    pub(crate) fn run<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         if let Some(done) = self.repeat(&a) {
             return done;
         }

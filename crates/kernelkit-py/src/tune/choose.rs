@@ -1,0 +1,116 @@
+//! The tuned call's cold path: the library chooses (`Tuning::best`, which
+//! times only when no cache tier has a record for the call's key).
+//!
+//! The call's inputs are converted as the kernel's own call converts them
+//! and the library call is built from them. The grid of each
+//! configuration for this call, and the user's key, are computed in Python
+//! (they are Python callables of the Python inputs) before, and handed to
+//! the engine's grid and key functions through this thread's [`CALL`]
+//! slot, set only while one choice runs.
+
+use std::cell::RefCell;
+
+use kernelkit::{TuneConfig, Tuning};
+use pyo3::prelude::*;
+
+use crate::args::{OutputSpec, Template};
+use crate::array_args::{Frame, Source};
+use crate::errors::{self, IntoPy};
+use crate::kernel::PyKernel;
+
+/// What the engine's grid and key functions read during one choice.
+#[derive(Default)]
+struct CallSlot {
+    /// Per configuration (by index), its grid for this call, if computed.
+    grids: Vec<Option<[u64; 3]>>,
+    /// The user's key for this call, if the tuner has a key function.
+    key: String,
+}
+
+thread_local! {
+    static CALL: RefCell<CallSlot> = RefCell::new(CallSlot::default());
+}
+
+/// The library's tuning over `configs`: grids and the user's key (when
+/// `keyed`) read from the [`CALL`] slot.
+pub(super) fn tuning(configs: Vec<TuneConfig>, keyed: bool) -> Tuning {
+    let ids: Vec<String> = configs.iter().map(|c| c.id().to_string()).collect();
+    let tuning = Tuning::new(configs).grid_fn(move |config, _inputs| {
+        let index = ids.iter().position(|id| id == config.id());
+        CALL.with(|slot| {
+            index
+                .and_then(|i| slot.borrow().grids.get(i).copied().flatten())
+                .unwrap_or([0, 0, 0])
+        })
+    });
+    if keyed {
+        tuning.key_fn(|_| CALL.with(|slot| slot.borrow().key.clone()))
+    } else {
+        tuning
+    }
+}
+
+/// One call's arguments, as the library's choice needs them.
+pub(super) struct Cold<'a, 'py> {
+    pub(super) sources: &'a [Source<'py>],
+    /// Each configuration's grid for this call (`None`: the call's).
+    pub(super) grids: Vec<Option<[u64; 3]>>,
+    pub(super) outputs: &'a [OutputSpec],
+    pub(super) template: &'a Template,
+    pub(super) init_value: Option<f64>,
+    pub(super) stream: Option<&'a Bound<'py, PyAny>>,
+    pub(super) device: Option<&'a Bound<'py, PyAny>>,
+    pub(super) key: Option<String>,
+}
+
+/// The index of the configuration `tuning` chooses for this call of
+/// `kernel` (tuning its key first if no cache tier has a record).
+pub(super) fn choose(
+    py: Python<'_>,
+    tuning: &Tuning,
+    kernel: &PyKernel,
+    c: Cold<'_, '_>,
+) -> PyResult<usize> {
+    // The call's stream, as the kernel's call finds it.
+    let first = c.sources.iter().find(|s| s.place().is_some());
+    let frame = first.and_then(Source::frame).unwrap_or(Frame::NumPy);
+    let (stream, torch_stream) = kernel.stream(py, c.stream, c.device, first, &frame)?;
+    let arrays = kernel.arrays(c.sources, "input", &stream, torch_stream.as_ref())?;
+    let native: &kernelkit::Kernel = &kernel.kernel;
+    let (arrays, outputs, template, stream) = (&arrays, c.outputs, c.template, &stream);
+    let (grids, key, init_value) = (c.grids, c.key, c.init_value);
+    let chosen = py.detach(move || {
+        CALL.with(|slot| {
+            *slot.borrow_mut() = CallSlot {
+                grids,
+                key: key.unwrap_or_default(),
+            }
+        });
+        let mut call = native.call(arrays.iter()).on(stream);
+        for (shape, dtype) in outputs {
+            call = call.output(shape.iter().copied(), *dtype);
+        }
+        for (n, v) in template {
+            call = call.template(&**n, *v);
+        }
+        if let Some(v) = init_value {
+            call = call.init_value(v);
+        }
+        let best = tuning.best(&call).map(|c| c.id().to_string());
+        CALL.with(|slot| *slot.borrow_mut() = CallSlot::default());
+        best
+    });
+    let chosen = chosen.py_err()?;
+    Ok(tuning
+        .configs()
+        .iter()
+        .position(|c| c.id() == chosen)
+        .unwrap_or(0))
+}
+
+/// The error of a tuned call that gives no outputs' shapes.
+pub(super) fn no_outputs(kernel: &str) -> PyErr {
+    errors::call(format!(
+        "kernel `{kernel}`: autotune needs output_shapes and output_dtypes (or out=)"
+    ))
+}
