@@ -241,6 +241,7 @@ def test_a_warm_tuned_call_takes_the_untuned_calls_route_and_times_nothing():
     call = dict(inputs=[x], template={"SCALE": 3}, output_shapes=[x.shape], output_dtypes=[x.dtype])
     tuned(**call)
     config = tuned.best(**call)
+    untuned_call(tuned, config, x)
     warm = stats("cpu")
     untuned = routes_of(lambda: untuned_call(tuned, config, x), times=5)
     tuned_routes = routes_of(lambda: tuned(**call), times=5)

@@ -188,6 +188,7 @@ impl<'a, 'py> Taken<'a, 'py> {
             out: self.optional(OUT),
             donate: self.optional(DONATE),
             allow_overlap: self.allow_overlap,
+            tune: None,
         }
     }
 }

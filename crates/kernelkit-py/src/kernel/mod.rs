@@ -37,7 +37,7 @@ mod call;
 pub(crate) mod call_entry;
 pub(crate) mod route;
 
-pub(crate) use call::CallArgs;
+pub(crate) use call::{CallArgs, Tune};
 pub(crate) use call_entry::_call_entry;
 
 /// A compiled-on-demand custom kernel, called like MLX's:
@@ -647,6 +647,7 @@ impl PyKernel {
             out,
             donate,
             allow_overlap,
+            tune: None,
         })
     }
 
@@ -693,6 +694,7 @@ impl PyKernel {
             out,
             donate,
             allow_overlap,
+            tune: None,
         })
     }
 

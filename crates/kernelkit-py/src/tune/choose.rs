@@ -1,8 +1,8 @@
 //! The tuned call's cold path: the library chooses (`Tuning::best`, which
 //! times only when no cache tier has a record for the call's key).
 //!
-//! The call's inputs are converted as the kernel's own call converts them
-//! and the library call is built from them. The grid of each
+//! The library call is built from the call's inputs as the kernel's own
+//! call converts them. The grid of each
 //! configuration for this call, and the user's key, are computed in Python
 //! (they are Python callables of the Python inputs) before, and handed to
 //! the engine's grid and key functions through this thread's [`CALL`]
@@ -10,8 +10,9 @@
 
 use std::cell::RefCell;
 
-use kernelkit::{TuneConfig, Tuning};
+use kernelkit::{Array, Stream, TuneConfig, Tuning};
 use pyo3::prelude::*;
+use smallvec::SmallVec;
 
 use crate::args::{OutputSpec, Template};
 use crate::array_args::{Frame, Source};
@@ -51,33 +52,43 @@ pub(super) fn tuning(configs: Vec<TuneConfig>, keyed: bool) -> Tuning {
 }
 
 /// One call's arguments, as the library's choice needs them.
-pub(super) struct Cold<'a, 'py> {
-    pub(super) sources: &'a [Source<'py>],
+pub(super) struct Cold<'a> {
     /// Each configuration's grid for this call (`None`: the call's).
     pub(super) grids: Vec<Option<[u64; 3]>>,
     pub(super) outputs: &'a [OutputSpec],
     pub(super) template: &'a Template,
     pub(super) init_value: Option<f64>,
-    pub(super) stream: Option<&'a Bound<'py, PyAny>>,
-    pub(super) device: Option<&'a Bound<'py, PyAny>>,
     pub(super) key: Option<String>,
 }
 
+/// The stream and the input arrays of a call of `kernel` on `sources`,
+/// as the kernel's call finds them.
+pub(super) fn arrays_of(
+    py: Python<'_>,
+    kernel: &PyKernel,
+    sources: &[Source<'_>],
+    stream: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Stream, SmallVec<[Array; 4]>)> {
+    let first = sources.iter().find(|s| s.place().is_some());
+    let frame = first.and_then(Source::frame).unwrap_or(Frame::NumPy);
+    let (stream, torch_stream) = kernel.stream(py, stream, device, first, &frame)?;
+    let arrays = kernel.arrays(sources, "input", &stream, torch_stream.as_ref())?;
+    Ok((stream, arrays))
+}
+
 /// The index of the configuration `tuning` chooses for this call of
-/// `kernel` (tuning its key first if no cache tier has a record).
+/// `kernel` on `arrays` and `stream` (tuning its key first if no cache
+/// tier has a record).
 pub(super) fn choose(
     py: Python<'_>,
     tuning: &Tuning,
-    kernel: &PyKernel,
-    c: Cold<'_, '_>,
+    kernel: &kernelkit::Kernel,
+    arrays: &[Array],
+    stream: &Stream,
+    c: Cold<'_>,
 ) -> PyResult<usize> {
-    // The call's stream, as the kernel's call finds it.
-    let first = c.sources.iter().find(|s| s.place().is_some());
-    let frame = first.and_then(Source::frame).unwrap_or(Frame::NumPy);
-    let (stream, torch_stream) = kernel.stream(py, c.stream, c.device, first, &frame)?;
-    let arrays = kernel.arrays(c.sources, "input", &stream, torch_stream.as_ref())?;
-    let native: &kernelkit::Kernel = &kernel.kernel;
-    let (arrays, outputs, template, stream) = (&arrays, c.outputs, c.template, &stream);
+    let (outputs, template) = (c.outputs, c.template);
     let (grids, key, init_value) = (c.grids, c.key, c.init_value);
     let chosen = py.detach(move || {
         CALL.with(|slot| {
@@ -86,7 +97,7 @@ pub(super) fn choose(
                 key: key.unwrap_or_default(),
             }
         });
-        let mut call = native.call(arrays.iter()).on(stream);
+        let mut call = kernel.call(arrays.iter()).on(stream);
         for (shape, dtype) in outputs {
             call = call.output(shape.iter().copied(), *dtype);
         }

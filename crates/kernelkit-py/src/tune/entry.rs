@@ -6,14 +6,16 @@
 //! goes to the tuned kernel's `call` method, which parses it.
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyTuple};
 
+use super::hook::Hook;
 use super::{Given, PyTuned};
 use crate::ffi::vectorcall::{self, Args, Def, Handler};
 use crate::kernel::call_entry::{
     by_method, take, DEVICE, GRID, INPUTS, OUT, OUTPUT_DTYPES, OUTPUT_SHAPES, STREAM, TEMPLATE,
 };
 use crate::kernel::route::{self, Route};
+use crate::torch;
 
 /// One call through the entry: taken whole, or handed to `call`.
 fn enter<'py>(tuned: &Bound<'py, PyTuned>, call: &Args<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
@@ -25,27 +27,54 @@ fn enter<'py>(tuned: &Bound<'py, PyTuned>, call: &Args<'_, 'py>) -> PyResult<Bou
     };
     route::note(Route::Entry);
     let (py, tuned) = (call.py(), tuned.get());
-    let launch = tuned.launch(
-        py,
-        &Given {
-            inputs,
-            grid: taken.optional(GRID),
-            output_shapes: taken.optional(OUTPUT_SHAPES),
-            output_dtypes: taken.optional(OUTPUT_DTYPES),
-            template: taken.optional(TEMPLATE),
-            init_value: taken.init_value(),
-            stream: taken.optional(STREAM),
-            device: taken.optional(DEVICE),
-            out: taken.optional(OUT),
-        },
-    )?;
+    let given = Given {
+        inputs,
+        grid: taken.optional(GRID),
+        output_shapes: taken.optional(OUTPUT_SHAPES),
+        output_dtypes: taken.optional(OUTPUT_DTYPES),
+        template: taken.optional(TEMPLATE),
+        init_value: taken.init_value(),
+        stream: taken.optional(STREAM),
+        device: taken.optional(DEVICE),
+        out: taken.optional(OUT),
+    };
+    let kernel = tuned.native.get();
+    if !first_is_torch(inputs) {
+        // No torch route takes the call: the general path chooses, from
+        // the arguments as it converts them.
+        let none = py.None().into_bound(py);
+        let mut args = taken.args(inputs, &none, &none, None);
+        let hook = Hook {
+            tuned,
+            given: &given,
+        };
+        args.tune = Some(&hook);
+        return Python::attach(|_| kernel.general(args));
+    }
+    // torch tensors: the configuration found from the arguments' objects,
+    // and the kernel's torch routes run with its threadgroup, grid and
+    // template objects.
+    let launch = tuned.launch(py, &given)?;
     let args = taken.args(
         inputs,
         &launch.grid,
         &launch.threadgroup,
         launch.template.as_ref(),
     );
-    tuned.native.get().run_taken(args)
+    kernel.run_taken(args)
+}
+
+/// Whether the first input is a plain torch tensor (every torch route
+/// needs all of them to be).
+fn first_is_torch(inputs: &Bound<'_, PyAny>) -> bool {
+    let first = if let Ok(list) = inputs.cast::<PyList>() {
+        list.get_item(0).ok()
+    } else if let Ok(tuple) = inputs.cast::<PyTuple>() {
+        tuple.get_item(0).ok()
+    } else {
+        None
+    };
+    first.is_some_and(|f| torch::is_plain_tensor(&f))
 }
 
 /// The tuned kernel's call, as the vectorcall function's handler.

@@ -77,14 +77,14 @@ impl Memo {
 }
 
 /// Writes a dtype's and a shape's bytes.
-fn push_shape(sig: &mut Sig, dtype: u8, shape: impl ExactSizeIterator<Item = u64>) {
+pub(super) fn push_shape(sig: &mut Sig, dtype: u8, shape: impl ExactSizeIterator<Item = u64>) {
     sig.extend_from_slice(&[dtype, shape.len() as u8]);
     for d in shape {
         sig.extend_from_slice(&d.to_le_bytes());
     }
 }
 
-fn push_place(sig: &mut Sig, place: Place) {
+pub(super) fn push_place(sig: &mut Sig, place: Place) {
     match place {
         Place::Cpu => sig.push(0),
         Place::Cuda(n) => {

@@ -2,20 +2,29 @@
 //! choose from, called with the kernel's own signature.
 //!
 //! A call finds its configuration in this object's memo ([`memo`]: the
-//! bytes of what its tuning key depends on, read from the arguments as the
-//! kernel's call reads them, compared with the remembered ones), and on a
-//! miss asks the library ([`choose`]: `Tuning::best`, which times the
-//! configurations once per key unless a cache tier has the record). It
-//! then runs the kernel's own call route with the configuration's
-//! threadgroup, grid (fixed, or the grid function's for this call, else
-//! the call's) and template values (the call's own, then the
-//! configuration's, one list per remembered choice, which the kernel's
-//! template memo finds by identity): the tuned call takes the route the
-//! same untuned call takes (`kernelkit._testing.call_routes()`).
+//! bytes of what its tuning key depends on, compared with the remembered
+//! ones), and on a miss asks the library ([`choose`]: `Tuning::best`,
+//! which times the configurations once per key unless a cache tier has the
+//! record). Either way the kernel's own call route runs it, the route the
+//! same untuned call takes (`kernelkit._testing.call_routes()`):
 //!
-//! The package's `Autotuned` (`kernelkit/_autotune.py`) is, from Python
-//! 3.12, a `functools.partial` over this object's vectorcall entry
-//! ([`entry`]), as a kernel is over the kernel's.
+//! - a call no torch route takes (NumPy arrays, CuPy, scalars) goes to the
+//!   kernel's general path, which asks [`hook`] for the configuration once
+//!   it has converted the arguments, and applies its parsed threadgroup,
+//!   grid and template values;
+//! - a call on torch tensors finds the configuration from its argument
+//!   objects ([`PyTuned::launch`]) and runs the kernel's torch routes with
+//!   the configuration's threadgroup and grid tuples and one template list
+//!   per remembered choice (the call's own values, then the
+//!   configuration's), which the kernel's memos find by identity.
+//!
+//! The grid is the configuration's fixed one, or the grid function's for
+//! this call, else the call's. The package's `Autotuned`
+//! (`kernelkit/_autotune.py`) is, from Python 3.12, a `functools.partial`
+//! over this object's vectorcall entry ([`entry`]), as a kernel is over
+//! the kernel's.
+
+use std::sync::Arc;
 
 use kernelkit::{TemplateArg, TuneConfig, Tuning};
 use pyo3::prelude::*;
@@ -32,6 +41,7 @@ use crate::kernel::{CallArgs, PyKernel};
 
 mod choose;
 mod entry;
+mod hook;
 mod memo;
 
 pub(crate) use entry::_tuned_entry;
@@ -48,6 +58,11 @@ struct Applied {
     grid: Option<Py<PyAny>>,
     /// The template values, as `(name, value)` tuples.
     template: Vec<Py<PyAny>>,
+    /// The same, parsed, and the threadgroup and fixed grid's extents:
+    /// what the general path's choice ([`hook`]) applies.
+    values: args::Template,
+    threadgroup_dims: [u64; 3],
+    grid_dims: Option<[u64; 3]>,
 }
 
 /// A kernel with launch configurations to choose from (see the module).
@@ -68,6 +83,8 @@ pub(crate) struct PyTuned {
     template: TemplateMemo,
     outputs: OutputsMemo,
     grid: DimsMemo,
+    /// The grid function's last result, parsed.
+    fn_grid: DimsMemo,
     memo: Memo,
 }
 
@@ -239,29 +256,19 @@ impl PyTuned {
             .grid
             .map(|grid| args::dims3(grid, name, "grid"))
             .transpose()?;
-        let mut grids = Vec::with_capacity(self.configs.len());
-        for c in &self.configs {
-            grids.push(match (&c.grid, &self.grid_fn) {
-                (Some(fixed), _) => Some(args::dims3(fixed.bind(py), name, "grid")?),
-                (None, Some(f)) => {
-                    let grid = f.bind(py).call1((c.config.bind(py), g.inputs))?;
-                    Some(args::dims3(&padded(&grid, name)?, name, "grid")?)
-                }
-                (None, None) => call_grid,
-            });
-        }
+        let grids = self.grids(py, g.inputs, call_grid)?;
+        let (stream, arrays) = choose::arrays_of(py, kernel, sources, g.stream, g.device)?;
         let index = choose::choose(
             py,
             &self.tuning,
-            kernel,
+            &kernel.kernel,
+            &arrays,
+            &stream,
             choose::Cold {
-                sources,
                 grids,
                 outputs: &outputs,
                 template: &template,
                 init_value: g.init_value,
-                stream: g.stream,
-                device: g.device,
                 key,
             },
         )?;
@@ -291,6 +298,40 @@ impl PyTuned {
         Ok((index, combined))
     }
 
+    /// Each configuration's grid for a call on `inputs` (`None`: the
+    /// call's, `call_grid`): fixed, or the grid function's.
+    fn grids(
+        &self,
+        py: Python<'_>,
+        inputs: &Bound<'_, PyAny>,
+        call_grid: Option<[u64; 3]>,
+    ) -> PyResult<Vec<Option<[u64; 3]>>> {
+        let name = self.name();
+        let mut grids = Vec::with_capacity(self.configs.len());
+        for c in &self.configs {
+            grids.push(match (c.grid_dims, &self.grid_fn) {
+                (Some(fixed), _) => Some(fixed),
+                (None, Some(f)) => {
+                    let grid = f.bind(py).call1((c.config.bind(py), inputs))?;
+                    Some(args::dims3(&padded(&grid, name)?, name, "grid")?)
+                }
+                (None, None) => call_grid,
+            });
+        }
+        Ok(grids)
+    }
+
+    /// The error of a call without a grid whose configuration `index`
+    /// takes the call's.
+    #[cold]
+    fn no_grid(&self, index: usize) -> PyErr {
+        errors::argument_type(format!(
+            "kernel `{}`: missing the required keyword argument `grid` (configuration {index} \
+             fixes none and autotune has no grid function)",
+            self.name()
+        ))
+    }
+
     /// The threadgroup, grid and template a call runs the kernel with.
     pub(crate) fn launch<'py>(&self, py: Python<'py>, g: &Given<'_, 'py>) -> PyResult<Launch<'py>> {
         let (index, template) = self.choice(py, g)?;
@@ -303,13 +344,7 @@ impl PyTuned {
             )?,
             (None, None) => match g.grid {
                 Some(grid) => grid.clone(),
-                None => {
-                    return Err(errors::argument_type(format!(
-                        "kernel `{}`: missing the required keyword argument `grid` (configuration \
-                         {index} fixes none and autotune has no grid function)",
-                        self.name()
-                    )))
-                }
+                None => return Err(self.no_grid(index)),
             },
         };
         Ok(Launch {
@@ -328,6 +363,9 @@ fn some<'a, 'py>(o: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAn
 /// A grid function's result as 3 extents: a list or tuple of 3 as it is
 /// (the kernel's grid memo reads it), a shorter one padded with 1s.
 fn padded<'py>(grid: &Bound<'py, PyAny>, kernel: &str) -> PyResult<Bound<'py, PyAny>> {
+    if grid.cast::<PyTuple>().is_ok_and(|t| t.len() == 3) {
+        return Ok(grid.clone());
+    }
     let items = args::items(grid, kernel, &"the grid function's grid")?;
     if items.len() >= 3 {
         return Ok(grid.clone());
@@ -372,17 +410,24 @@ impl PyTuned {
                 None => None,
             };
             let mut pairs = Vec::with_capacity(template.len());
+            let mut values = args::Template::new();
             for (name, value) in template {
                 let text: String = name.extract()?;
-                config = config.template(text.clone(), template_value(value, &text)?);
+                let parsed = template_value(value, &text)?;
+                config = config.template(text.clone(), parsed);
                 pairs.push(PyTuple::new(py, [name, value])?.into_any().unbind());
+                values.push((Arc::from(text.as_str()), parsed));
             }
+            let grid_dims = config.fixed_grid();
             list.push(config);
             applied.push(Applied {
                 config: dict.clone().unbind(),
                 threadgroup: tuple3(py, threadgroup)?,
                 grid: fixed,
                 template: pairs,
+                values,
+                threadgroup_dims: threadgroup,
+                grid_dims,
             });
         }
         let takes_call_grid = grid.is_none() && applied.iter().any(|a| a.grid.is_none());
@@ -397,6 +442,7 @@ impl PyTuned {
             template: TemplateMemo::default(),
             outputs: OutputsMemo::default(),
             grid: DimsMemo::default(),
+            fn_grid: DimsMemo::default(),
             memo: Memo::default(),
         })
     }
@@ -457,6 +503,7 @@ impl PyTuned {
             out,
             donate,
             allow_overlap,
+            tune: None,
         })
     }
 
