@@ -56,6 +56,20 @@ pub(crate) trait Tune {
         stream: &kernelkit::Stream,
         init_value: Option<f64>,
     ) -> PyResult<(args::Template, [u64; 3], [u64; 3])>;
+
+    /// The same for a call the one-pass torch route takes, from its
+    /// tensors (`inputs`, and `outputs`: `out=`'s when `out_given`, else
+    /// the donated inputs), read in place through `shim`; `None` when the
+    /// tuned kernel does not remember the call (or anything would be an
+    /// error): the call is then taken the slow way.
+    fn torch_launch_of(
+        &self,
+        kernel: &PyKernel,
+        shim: &crate::ffi::torch_shim::Shim,
+        inputs: &[Bound<'_, PyAny>],
+        outputs: &[Bound<'_, PyAny>],
+        out_given: bool,
+    ) -> Option<(args::Template, [u64; 3], [u64; 3])>;
 }
 
 /// MLX's required parameters, in the order [`PyKernel::required`] takes them.

@@ -51,9 +51,23 @@ fn enter<'py>(tuned: &Bound<'py, PyTuned>, call: &Args<'_, 'py>) -> PyResult<Bou
         args.tune = Some(&hook);
         return Python::attach(|_| kernel.general(args));
     }
-    // torch tensors: the configuration found from the arguments' objects,
-    // and the kernel's torch routes run with its threadgroup, grid and
-    // template objects.
+    // torch tensors: the one-pass route, its configuration found from the
+    // tensors' layouts; else the configuration found from the arguments'
+    // objects, and the kernel's torch routes run with its threadgroup, grid
+    // and template objects (which keeps the launch the one-pass route
+    // finds next time).
+    {
+        let none = py.None().into_bound(py);
+        let mut args = taken.args(inputs, &none, &none, None);
+        let hook = Hook {
+            tuned,
+            given: &given,
+        };
+        args.tune = Some(&hook);
+        if let Some(done) = kernel.repeat(&args) {
+            return done;
+        }
+    }
     let launch = tuned.launch(py, &given)?;
     let args = taken.args(
         inputs,

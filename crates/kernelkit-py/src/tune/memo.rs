@@ -65,6 +65,17 @@ impl Memo {
             .map(|e| (e.index, e.template.as_ref().map(|t| t.clone_ref(py))))
     }
 
+    /// The configuration of a call of signature `sig` (no reference
+    /// taken: the one-pass torch route drops none).
+    #[inline]
+    pub(super) fn index(&self, sig: &[u8]) -> Option<usize> {
+        let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        memo.iter()
+            .rev()
+            .find(|e| e.sig.as_slice() == sig)
+            .map(|e| e.index)
+    }
+
     /// Remembers `entry` (the oldest goes when full).
     pub(super) fn keep(&self, entry: Entry) {
         let mut memo = self.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -338,10 +338,15 @@ impl PyTuned {
         let config = &self.configs[index];
         let grid = match (&config.grid, &self.grid_fn) {
             (Some(fixed), _) => fixed.bind(py).clone(),
-            (None, Some(f)) => padded(
-                &f.bind(py).call1((config.config.bind(py), g.inputs))?,
-                self.name(),
-            )?,
+            (None, Some(f)) => {
+                let grid = padded(
+                    &f.bind(py).call1((config.config.bind(py), g.inputs))?,
+                    self.name(),
+                )?;
+                // Read as the one-pass route reads it (its memo kept).
+                self.fn_grid.get(&grid, self.name(), "grid")?;
+                grid
+            }
             (None, None) => match g.grid {
                 Some(grid) => grid.clone(),
                 None => return Err(self.no_grid(index)),
