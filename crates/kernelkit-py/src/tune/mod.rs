@@ -12,11 +12,14 @@
 //!   kernel's general path, which asks [`hook`] for the configuration once
 //!   it has converted the arguments, and applies its parsed threadgroup,
 //!   grid and template values;
-//! - a call on torch tensors finds the configuration from its argument
-//!   objects ([`PyTuned::launch`]) and runs the kernel's torch routes with
-//!   the configuration's threadgroup and grid tuples and one template list
-//!   per remembered choice (the call's own values, then the
-//!   configuration's), which the kernel's memos find by identity.
+//! - a call on torch tensors tries the kernel's one-pass route first, which
+//!   asks [`hook`] for the configuration from the tensors' layouts read in
+//!   place; else it finds the configuration from its argument objects
+//!   ([`PyTuned::launch`]) and runs the kernel's torch routes with the
+//!   configuration's threadgroup and grid tuples and one template list per
+//!   remembered choice (the call's own values, then the configuration's),
+//!   which the kernel's memos find by identity (and its kept launches, for
+//!   the one-pass route's next call).
 //!
 //! The grid is the configuration's fixed one, or the grid function's for
 //! this call, else the call's. The package's `Autotuned`
