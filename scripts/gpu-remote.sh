@@ -519,9 +519,24 @@ fi
 if [ -x "$G/tune-tiers" ]; then
   step i44_tune_tiers env KK_TUNE_BACKEND=cuda "$G/tune-tiers" --test-threads=1 --nocapture
 fi
-if [ -x "$G/kernelkit-bench" ]; then
-  step i44_tune_bench timeout 120 "$G/kernelkit-bench" --only-tune --backend cuda --json "$OUT/tune.json"
-fi
+# The bench step: the Rust figures (when kernelkit-bench was sent), then
+# the Python tuned call beside the same call untuned (bench/tune_call.py:
+# torch tensors on CUDA and NumPy on the CPU, alternating, medians; the
+# target is a warm tuned call within 0.1 us of the untuned one; needs the
+# wheel).
+i44_tune_bench() {
+  local rc=0
+  if [ -x "$G/kernelkit-bench" ]; then
+    timeout 120 "$G/kernelkit-bench" --only-tune --backend cuda --json "$OUT/tune.json" || rc=$?
+  fi
+  if [ -f "$G/tune_call.py" ]; then
+    python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+      KERNELKIT_CACHE=memory timeout 200 python3 "$G/tune_call.py" --rounds 200 --batch 2000 \
+        --json "$OUT/i44_tune_call.json" || rc=$?
+  fi
+  return $rc
+}
+step i44_tune_bench i44_tune_bench
 i44_cli() {
   local d
   d=$(mktemp -d)
@@ -582,7 +597,7 @@ grep -hE "^(import|verify|replay|largest|precompiled|warm)" "$LOGS"/i43_nojit*.l
 grep -h "^corpus totals" "$LOGS/i43_corpus_forbid.log" 2>/dev/null
 grep -h "^test result" "$LOGS/i44_tune_tests.log" 2>/dev/null
 grep -hE "^(sixteen processes|test result)" "$LOGS/i44_tune_tiers.log" 2>/dev/null
-grep -hE "^(warm call|tuning )" "$LOGS/i44_tune_bench.log" 2>/dev/null
+grep -hE "^(warm call|tuning |target (gpu|cpu)\.|(gpu|cpu)\.[a-z]+\.(diff|same_route) )" "$LOGS/i44_tune_bench.log" 2>/dev/null
 grep -hE "^(chosen:|cache:)" "$LOGS/i44_cli.log" 2>/dev/null
 grep -h "^autotune_quality\." "$LOGS/i44_quality.log" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null

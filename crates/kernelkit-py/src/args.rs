@@ -342,10 +342,13 @@ fn same_value(obj: &Bound<'_, PyAny>, value: TemplateArg) -> bool {
 }
 
 /// A template argument's name and value objects.
-type Pair<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>);
+pub(crate) type Pair<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>);
 
 /// The `(name, value)` pairs of a template list or dict.
-fn pairs<'py>(template: &Bound<'py, PyAny>, kernel: &str) -> PyResult<SmallVec<[Pair<'py>; 4]>> {
+pub(crate) fn pairs<'py>(
+    template: &Bound<'py, PyAny>,
+    kernel: &str,
+) -> PyResult<SmallVec<[Pair<'py>; 4]>> {
     if let Ok(dict) = template.cast::<PyDict>() {
         return Ok(dict.iter().collect());
     }

@@ -113,7 +113,7 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStream>()?;
     m.add_class::<kernel::PyKernel>()?;
     m.add_class::<dlpack_outputs::PyArray>()?;
-    m.add_class::<tune::PyTuner>()?;
+    m.add_class::<tune::PyTuned>()?;
     m.add_function(wrap_pyfunction!(constructors::metal_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(constructors::cuda_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(device::new_stream, m)?)?;
@@ -122,6 +122,7 @@ fn _kernelkit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(worker::_compile_worker, m)?)?;
     m.add_function(wrap_pyfunction!(worker::_worker_command, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::_call_entry, m)?)?;
+    m.add_function(wrap_pyfunction!(tune::_tuned_entry, m)?)?;
     m.add_class::<jax::PyJaxKernel>()?;
     m.add_function(wrap_pyfunction!(jax::_jax_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(jax::_jax_targets, m)?)?;

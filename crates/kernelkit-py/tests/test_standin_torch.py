@@ -7,7 +7,9 @@ the same whether tensors are read through torch's C functions (the shim,
 and the one-pass warm ``out=`` call it allows) or through their methods.
 
 Each case runs in a child process (the stand-in driver must be the
-``libcuda`` loaded, and the stand-in installs itself as ``torch``).
+``libcuda`` loaded, and the stand-in installs itself as ``torch``). A tuned
+kernel (``kk.autotune``) on these tensors: its warm ``out=`` call takes the
+untuned call's one-pass route and times nothing.
 """
 
 import json
@@ -143,3 +145,91 @@ def test_the_shim_and_the_methods_give_the_same_outcomes():
     assert shim["cases"] == methods["cases"]
     assert shim["kept_at_end"] == methods["kept_at_end"]
     assert methods["threads_wrong"] == [] and methods["kept_after_threads"] == 3
+
+
+TUNED = r"""
+import json, sys
+sys.path.insert(0, %(here)r)
+import standin_torch as st
+import kernelkit as kk
+from kernelkit import _testing as K
+
+K.torch_shim(sys.argv[1] == "shim")
+N = 1024
+x, y = st.make((N,), ptr=st._alloc(4 * N)), st.make((N,), ptr=st._alloc(4 * N))
+k = kk.cuda_kernel(name="standin_tuned", input_names=["x"], output_names=["y"],
+                   source="int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = x[i] * K + 1.0f;")
+tuned = kk.autotune(k, configs=[{"threadgroup": (tg, 1, 1)} for tg in (128, 256)])
+call = dict(inputs=[x], grid=(N, 1, 1), template={"K": 2}, out=[y])
+first = tuned(**call)
+best = tuned.best(**call)
+
+
+def untuned():
+    return k(inputs=[x], grid=(N, 1, 1), threadgroup=best["threadgroup"], template={"K": 2}, out=[y])
+
+
+untuned()
+
+
+def routes(f):
+    before = K.call_routes()
+    for _ in range(3):
+        assert f()[0] is y
+    after = K.call_routes()
+    return {n: after[n] - before[n] for n in after}
+
+
+# A grid function and a key function: each called once per warm call.
+calls = {"grid": 0, "key": 0}
+
+
+def grid(config, inputs):
+    calls["grid"] += 1
+    return (inputs[0].shape[0],)
+
+
+def key(inputs):
+    calls["key"] += 1
+    return inputs[0].shape[0]
+
+
+with_fns = kk.autotune(k, configs=[{"threadgroup": (tg, 1, 1)} for tg in (64, 512)], grid=grid, key=key)
+fn_call = dict(inputs=[x], template={"K": 2}, out=[y])
+with_fns(**fn_call)
+fn_best = with_fns.best(**fn_call)
+
+
+def fn_untuned():
+    return k(inputs=[x], grid=(N, 1, 1), threadgroup=fn_best["threadgroup"], template={"K": 2}, out=[y])
+
+
+warm = kk.cache_stats("cuda")
+untuned()
+report = {"first": first[0] is y, "untuned": routes(untuned), "tuned": routes(lambda: tuned(**call))}
+fn_untuned()
+report["fn_untuned"] = routes(fn_untuned)
+calls.update(grid=0, key=0)
+report["fn_tuned"] = routes(lambda: with_fns(**fn_call))
+report["fn_calls"] = calls
+now = kk.cache_stats("cuda")
+report["timed"] = [now[n] - warm[n] for n in ("tunes", "tune_launches")]
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.parametrize("read", ["shim", "methods"])
+def test_a_warm_tuned_call_takes_the_untuned_calls_route(read):
+    env = dict(os.environ, LD_LIBRARY_PATH=FAKE, KERNELKIT_CACHE="memory", KERNELKIT_COMPILE_WORKERS="0")
+    done = subprocess.run([sys.executable, "-c", TUNED % {"here": HERE}, read],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["first"]
+    assert report["tuned"] == report["untuned"], report
+    assert report["tuned"]["parsed"] == 0
+    assert report["fn_tuned"] == report["fn_untuned"], report
+    assert report["fn_calls"] == {"grid": 3, "key": 3}, report
+    if read == "shim":
+        assert report["tuned"]["repeat"] == 3 and report["fn_tuned"]["repeat"] == 3, report
+    assert report["timed"] == [0, 0]

@@ -296,3 +296,45 @@ def test_a_tuned_kernel_is_a_custom_op_that_compiles_without_a_graph_break(devic
     compiled = torch.compile(lambda t: op(t) + 1, fullgraph=True)
     assert torch.equal(compiled(x), x * 5 + 1)
     assert kk.cache_stats(device)["tunes"] >= 1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_warm_tuned_call_on_tensors_takes_the_untuned_calls_route(device):
+    from kernelkit import _testing
+
+    k = kk.metal_kernel(
+        name="tt_tuned_route",
+        input_names=["x"],
+        output_names=["y"],
+        source=f"// {next(_names)}\nuint i = thread_position_in_grid.x; if (i < x_shape[0]) y[i] = x[i] * T(S);",
+    )
+    tuned = kk.autotune(k, configs=[{"threadgroup": (tg, 1, 1)} for tg in (32, 128)])
+    x = torch.arange(1000, dtype=torch.float32, device=device)
+    y = torch.empty_like(x)
+    call = dict(inputs=[x], grid=(1000, 1, 1), template={"T": torch.float32, "S": 2}, out=[y])
+    assert tuned(**call)[0] is y
+    assert torch.equal(y, x * 2)
+    config = tuned.best(**call)
+
+    def untuned():
+        return k(inputs=[x], grid=(1000, 1, 1), threadgroup=config["threadgroup"],
+                 template={"T": torch.float32, "S": 2}, out=[y])
+
+    untuned()
+
+    def routes(f):
+        before = _testing.call_routes()
+        for _ in range(3):
+            f()
+        after = _testing.call_routes()
+        return {r: after[r] - before[r] for r in after}
+
+    warm = kk.cache_stats(device)["tune_launches"]
+    plain = routes(untuned)
+    got = routes(lambda: tuned(**call))
+    assert got == plain, (got, plain)
+    assert got["parsed"] == 0
+    if device == "cuda":
+        assert got["repeat"] == 3, got
+    assert kk.cache_stats(device)["tune_launches"] == warm
+    assert torch.equal(y, x * 2)

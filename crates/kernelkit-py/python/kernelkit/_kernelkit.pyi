@@ -271,25 +271,38 @@ def keygen(out: Union[str, "os.PathLike[str]"], comment: str = "") -> str:
     """Makes an Ed25519 key pair for signing bundles (`out`, `out.pub`);
     returns the public key's line."""
 
-class _Tuner:
-    """The native part of ``kernelkit.autotune``: configurations as the
-    library's ``Tuning``; ``choose`` returns the index of the configuration
-    chosen for a call (tuning its key first if no cache tier has a record)."""
+class _Tuned:
+    """The tuned kernel ``kernelkit.autotune`` returns (from Python 3.12
+    wrapped in ``Autotuned``, a ``functools.partial`` over ``_tuned_entry``):
+    called with the kernel's signature, it finds the configuration chosen
+    for the call's tuning key (timing the configurations once per key
+    unless a cache tier has the record) and runs the kernel's call with its
+    threadgroup, grid and template values."""
 
-    def __init__(self, configs: List[Tuple[Any, List[Tuple[str, Any]], Optional[Any]]], keyed: bool) -> None: ...
-    def choose(
+    def __init__(
         self,
-        kernel: Kernel,
-        *,
-        inputs: Sequence[Any],
-        grids: List[Optional[Tuple[int, int, int]]],
-        grid: Optional[Tuple[int, int, int]] = None,
-        output_shapes: Optional[Sequence[Any]] = None,
-        output_dtypes: Optional[Sequence[Any]] = None,
-        template: Optional[Any] = None,
-        init_value: Optional[float] = None,
-        stream: Optional[Any] = None,
-        device: Optional[Any] = None,
-        key: Optional[str] = None,
-    ) -> int: ...
+        kernel: Any,
+        native: Kernel,
+        configs: List[Tuple[Dict[str, Any], Tuple[int, int, int], List[Tuple[str, Any]], Optional[Tuple[int, int, int]]]],
+        grid: Optional[Any] = None,
+        key: Optional[Any] = None,
+    ) -> None: ...
+    def call(self, *, inputs: Sequence[Any], grid: Optional[Any] = None, **kwargs: Any) -> List[Any]: ...
+    def __call__(self, *, inputs: Sequence[Any], grid: Optional[Any] = None, **kwargs: Any) -> List[Any]: ...
+    def best(self, *, inputs: Sequence[Any], **kwargs: Any) -> Dict[str, Any]: ...
+    @property
+    def configs(self) -> List[Dict[str, Any]]: ...
+    @property
+    def kernel(self) -> Any: ...
+    @property
+    def native(self) -> Kernel: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def input_names(self) -> List[str]: ...
+    @property
+    def output_names(self) -> List[str]: ...
     def config_ids(self) -> List[str]: ...
+
+def _tuned_entry(tuned: _Tuned) -> Any:
+    """``tuned``'s call as a function CPython calls through vectorcall."""

@@ -37,6 +37,39 @@ pub(crate) struct CallArgs<'a, 'py> {
     /// `donate=`: a dict of output names to input names, or absent.
     pub(crate) donate: Option<&'a Bound<'py, PyAny>>,
     pub(crate) allow_overlap: bool,
+    /// A tuned kernel's choice of the launch configuration (its
+    /// threadgroup, grid and template values in place of `grid`,
+    /// `threadgroup` and `template`), made from the arguments as this
+    /// call converts them (`crate::tune`); `None` for a kernel's own call.
+    pub(crate) tune: Option<&'a dyn Tune>,
+}
+
+/// A tuned kernel's part in a call of the general path: the template
+/// values, grid and threadgroup of the configuration chosen for the call's
+/// converted inputs, outputs and stream.
+pub(crate) trait Tune {
+    fn launch_of(
+        &self,
+        kernel: &PyKernel,
+        inputs: &[Array],
+        outputs: &[OutputSpec],
+        stream: &kernelkit::Stream,
+        init_value: Option<f64>,
+    ) -> PyResult<(args::Template, [u64; 3], [u64; 3])>;
+
+    /// The same for a call the one-pass torch route takes, from its
+    /// tensors (`inputs`, and `outputs`: `out=`'s when `out_given`, else
+    /// the donated inputs), read in place through `shim`; `None` when the
+    /// tuned kernel does not remember the call (or anything would be an
+    /// error): the call is then taken the slow way.
+    fn torch_launch_of(
+        &self,
+        kernel: &PyKernel,
+        shim: &crate::ffi::torch_shim::Shim,
+        inputs: &[Bound<'_, PyAny>],
+        outputs: &[Bound<'_, PyAny>],
+        out_given: bool,
+    ) -> Option<(args::Template, [u64; 3], [u64; 3])>;
 }
 
 /// MLX's required parameters, in the order [`PyKernel::required`] takes them.
@@ -70,7 +103,7 @@ impl PyKernel {
 
     /// `init_value` (a float, or `None`) and `verbose` (a bool), read here
     /// for the same reason as [`Self::required`].
-    pub(super) fn scalars(
+    pub(crate) fn scalars(
         &self,
         init_value: Option<&Bound<'_, PyAny>>,
         verbose: Option<&Bound<'_, PyAny>>,
@@ -88,7 +121,7 @@ impl PyKernel {
     }
 
     /// A call (`__call__` and `call`).
-    pub(super) fn run<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+    pub(crate) fn run<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         if let Some(done) = self.repeat(&a) {
             return done;
         }
@@ -97,7 +130,7 @@ impl PyKernel {
 
     /// A call not taken in one pass (`repeat`): every kind of array,
     /// stream and device.
-    pub(super) fn general<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+    pub(crate) fn general<'py>(&self, a: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
         let py = a.py;
         let kernel = self.name();
         route::note(Route::General);
@@ -111,7 +144,10 @@ impl PyKernel {
         let aliasing = self.aliasing(a.donate, a.allow_overlap)?;
         let out = self.donated_outputs(out, &items, &aliasing)?;
         self.check_donated(&sources, &aliasing)?;
-        let plain = a.device.is_none_or(|d| d.is_none()) && a.init_value.is_none() && !a.verbose;
+        let plain = a.device.is_none_or(|d| d.is_none())
+            && a.init_value.is_none()
+            && !a.verbose
+            && a.tune.is_none();
         if plain {
             if let Some(list) = self.torch_call(
                 py,
@@ -174,13 +210,21 @@ impl PyKernel {
         let out_given = out.is_some();
         let (outputs, targets, plan) =
             self.plan(py, given, out, &frame, &stream, torch_stream.as_ref(), like)?;
+        let (template, grid, threadgroup) = match a.tune {
+            Some(tune) => tune.launch_of(self, &inputs, &outputs, &stream, a.init_value)?,
+            None => (
+                self.template.parse(a.template, kernel)?,
+                self.grid.get(a.grid, kernel, "grid")?,
+                self.threadgroup.get(a.threadgroup, kernel, "threadgroup")?,
+            ),
+        };
         let parts = Parts {
             inputs,
             outputs,
             targets,
-            template: self.template.parse(a.template, kernel)?,
-            grid: self.grid.get(a.grid, kernel, "grid")?,
-            threadgroup: self.threadgroup.get(a.threadgroup, kernel, "threadgroup")?,
+            template,
+            grid,
+            threadgroup,
             init_value: a.init_value,
             shared_memory: self.shared_memory,
             stream,

@@ -52,8 +52,17 @@ const PARAMS: [&str; 13] = [
     "donate",
     "allow_overlap",
 ];
+pub(crate) const INPUTS: usize = 0;
+pub(crate) const GRID: usize = 1;
+pub(crate) const THREADGROUP: usize = 2;
+pub(crate) const OUTPUT_SHAPES: usize = 3;
+pub(crate) const OUTPUT_DTYPES: usize = 4;
+pub(crate) const TEMPLATE: usize = 5;
 const INIT_VALUE: usize = 6;
 const VERBOSE: usize = 7;
+pub(crate) const STREAM: usize = 8;
+pub(crate) const DEVICE: usize = 9;
+pub(crate) const OUT: usize = 10;
 const DONATE: usize = 11;
 const ALLOW_OVERLAP: usize = 12;
 
@@ -134,18 +143,69 @@ fn params_of(names: &Bound<'_, PyTuple>) -> Option<Params> {
     Some(params)
 }
 
-/// One call through the entry: taken whole, or handed to `call`.
-fn enter<'py>(kernel: &Bound<'py, PyKernel>, call: &Args<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+/// A call's keyword arguments as the entry takes them: each parameter's
+/// value (absent when not given, or given as `None`), `init_value` read
+/// and `allow_overlap` a bool.
+pub(crate) struct Taken<'a, 'py> {
+    py: Python<'py>,
+    given: [Option<Borrowed<'a, 'py, PyAny>>; PARAMS.len()],
+    init_value: Option<f64>,
+    allow_overlap: bool,
+}
+
+impl<'a, 'py> Taken<'a, 'py> {
+    /// Parameter `p` (an index into [`PARAMS`]), unless absent or `None`.
+    pub(crate) fn optional(&self, p: usize) -> Option<&Bound<'py, PyAny>> {
+        self.given[p].as_deref().filter(|v| !v.is_none())
+    }
+
+    /// `init_value=`, read.
+    pub(crate) fn init_value(&self) -> Option<f64> {
+        self.init_value
+    }
+
+    /// The call's arguments with these `inputs`, `grid`, `threadgroup` and
+    /// `template` (the tuned call gives its own), the rest as taken.
+    pub(crate) fn args<'s>(
+        &'s self,
+        inputs: &'s Bound<'py, PyAny>,
+        grid: &'s Bound<'py, PyAny>,
+        threadgroup: &'s Bound<'py, PyAny>,
+        template: Option<&'s Bound<'py, PyAny>>,
+    ) -> CallArgs<'s, 'py> {
+        CallArgs {
+            py: self.py,
+            inputs,
+            grid,
+            threadgroup,
+            output_shapes: self.optional(OUTPUT_SHAPES),
+            output_dtypes: self.optional(OUTPUT_DTYPES),
+            template,
+            init_value: self.init_value,
+            verbose: false,
+            stream: self.optional(STREAM),
+            device: self.optional(DEVICE),
+            out: self.optional(OUT),
+            donate: self.optional(DONATE),
+            allow_overlap: self.allow_overlap,
+            tune: None,
+        }
+    }
+}
+
+/// A call's keywords, when the entry can take them whole: keywords only,
+/// each a parameter, `verbose` absent or `False`, `allow_overlap` a bool,
+/// `init_value` a float or an int. `None`: PyO3's parsing takes the call
+/// (and words any error).
+pub(crate) fn take<'a, 'py>(call: &Args<'a, 'py>) -> Option<Taken<'a, 'py>> {
     let (py, positional) = (call.py(), call.positional());
     let params = match call.names() {
-        Some(names) if positional == 0 => params_of(names),
-        _ => None,
+        Some(names) if positional == 0 => params_of(names)?,
+        _ => return None,
     };
-    let mut given: [Option<Borrowed<'_, 'py, PyAny>>; PARAMS.len()] = [None; PARAMS.len()];
-    if let Some(params) = &params {
-        for (p, i) in params.iter().zip(positional..call.len()) {
-            given[p] = Some(call.get(i));
-        }
+    let mut given: [Option<Borrowed<'a, 'py, PyAny>>; PARAMS.len()] = [None; PARAMS.len()];
+    for (p, i) in params.iter().zip(positional..call.len()) {
+        given[p] = Some(call.get(i));
     }
     // An optional parameter given as `None` is left out, as PyO3's
     // `Option` takes it; `verbose` must be `False` itself (a print is no
@@ -157,73 +217,67 @@ fn enter<'py>(kernel: &Bound<'py, PyKernel>, call: &Args<'_, 'py>) -> PyResult<B
         pyo3::types::PyBool::new(py, true),
         pyo3::types::PyBool::new(py, false),
     );
-    let print = given[VERBOSE].is_some_and(|v| !v.is(&*no));
+    if given[VERBOSE].is_some_and(|v| !v.is(&*no)) {
+        return None;
+    }
     let allow_overlap = match optional(ALLOW_OVERLAP) {
-        None => Some(false),
-        Some(v) if v.is(&*yes) => Some(true),
-        Some(v) if v.is(&*no) => Some(false),
-        Some(_) => None,
+        None => false,
+        Some(v) if v.is(&*yes) => true,
+        Some(v) if v.is(&*no) => false,
+        Some(_) => return None,
     };
     let init_value = match optional(INIT_VALUE) {
-        None => Some(None),
+        None => None,
         Some(v) if v.is_instance_of::<PyFloat>() || v.is_exact_instance_of::<PyInt>() => {
-            v.extract::<f64>().ok().map(Some)
+            Some(v.extract::<f64>().ok()?)
         }
-        Some(_) => None,
+        Some(_) => return None,
     };
-    // A required argument absent or `None` is `call`'s error to raise.
-    let (
-        Some(_),
-        Some(inputs),
-        Some(grid),
-        Some(threadgroup),
-        false,
-        Some(allow_overlap),
-        Some(init_value),
-    ) = (
-        &params,
-        optional(0),
-        optional(1),
-        optional(2),
-        print,
-        allow_overlap,
+    Some(Taken {
+        py,
+        given,
         init_value,
-    )
-    else {
-        return by_method(kernel, call);
+        allow_overlap,
+    })
+}
+
+/// One call through the entry: taken whole, or handed to `call`.
+fn enter<'py>(kernel: &Bound<'py, PyKernel>, call: &Args<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+    // A required argument absent or `None` is `call`'s error to raise.
+    let Some(taken) = take(call) else {
+        return by_method(kernel.as_any(), call);
+    };
+    let (Some(inputs), Some(grid), Some(threadgroup)) = (
+        taken.optional(INPUTS),
+        taken.optional(GRID),
+        taken.optional(THREADGROUP),
+    ) else {
+        return by_method(kernel.as_any(), call);
     };
     route::note(Route::Entry);
-    let args = CallArgs {
-        py,
-        inputs,
-        grid,
-        threadgroup,
-        output_shapes: optional(3),
-        output_dtypes: optional(4),
-        template: optional(5),
-        init_value,
-        verbose: false,
-        stream: optional(8),
-        device: optional(9),
-        out: optional(10),
-        donate: optional(DONATE),
-        allow_overlap,
-    };
-    let kernel = kernel.get();
-    if let Some(done) = kernel.repeat(&args) {
-        return done;
+    let args = taken.args(inputs, grid, threadgroup, taken.optional(TEMPLATE));
+    kernel.get().run_taken(args)
+}
+
+impl PyKernel {
+    /// A call the entry took: the one-pass torch route, else the general
+    /// path.
+    pub(crate) fn run_taken<'py>(&self, args: CallArgs<'_, 'py>) -> PyResult<Bound<'py, PyList>> {
+        if let Some(done) = self.repeat(&args) {
+            return done;
+        }
+        // The general path keeps references to the call's arrays and drops
+        // them after the launch: with the thread counted as attached, as
+        // PyO3's own entries count it, they are released at once.
+        Python::attach(|_| self.general(args))
     }
-    // The general path keeps references to the call's arrays and drops
-    // them after the launch: with the thread counted as attached, as
-    // PyO3's own entries count it, they are released at once.
-    Python::attach(|_| kernel.general(args))
 }
 
 /// The call through PyO3's `call` method, which parses and checks it.
 #[cold]
 #[inline(never)]
-fn by_method<'py>(
-    kernel: &Bound<'py, PyKernel>,
+pub(crate) fn by_method<'py>(
+    callable: &Bound<'py, PyAny>,
     call: &Args<'_, 'py>,
 ) -> PyResult<Bound<'py, PyList>> {
     let (py, positional) = (call.py(), call.positional());
@@ -235,7 +289,7 @@ fn by_method<'py>(
             kwargs.set_item(name, arg(i))?;
         }
     }
-    Ok(kernel
+    Ok(callable
         .getattr(intern!(py, "call"))?
         .call(pos, Some(&kwargs))?
         .cast_into::<PyList>()?)

@@ -34,10 +34,10 @@ use pyo3::intern;
 use route::Route;
 
 mod call;
-mod call_entry;
+pub(crate) mod call_entry;
 pub(crate) mod route;
 
-pub(crate) use call::CallArgs;
+pub(crate) use call::{CallArgs, Tune};
 pub(crate) use call_entry::_call_entry;
 
 /// A compiled-on-demand custom kernel, called like MLX's:
@@ -208,7 +208,7 @@ impl PyKernel {
     /// default, and the stream is torch's current stream of that device
     /// for torch tensors, CuPy's current stream for CuPy arrays, and the
     /// device's default kernelkit stream for everything else.
-    fn stream(
+    pub(crate) fn stream(
         &self,
         py: Python<'_>,
         stream: Option<&Bound<'_, PyAny>>,
@@ -359,6 +359,17 @@ impl PyKernel {
         shapes: Option<&Bound<'_, PyAny>>,
         dtypes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<SmallVec<[OutputSpec; 2]>>> {
+        self.given_outputs_in(&self.outputs, shapes, dtypes)
+    }
+
+    /// [`Self::given_outputs`] through `memo` (a tuned kernel keeps its
+    /// own, so that the kernel's keeps what its calls give).
+    pub(crate) fn given_outputs_in(
+        &self,
+        memo: &OutputsMemo,
+        shapes: Option<&Bound<'_, PyAny>>,
+        dtypes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<SmallVec<[OutputSpec; 2]>>> {
         let kernel = self.name();
         let names = self.kernel.spec().output_names();
         let label = |index: usize| Named {
@@ -377,7 +388,7 @@ impl PyKernel {
             .transpose()?;
         match (&shapes, &dtypes) {
             (Some(s), Some(d)) => {
-                if let Some(specs) = self.outputs.find(s, d) {
+                if let Some(specs) = memo.find(s, d) {
                     return Ok(Some(specs));
                 }
                 route::note(Route::Parsed);
@@ -396,7 +407,7 @@ impl PyKernel {
                         args::dtype(dtype, kernel, &name)?,
                     ));
                 }
-                self.outputs.keep(s, d, &specs);
+                memo.keep(s, d, &specs);
                 Ok(Some(specs))
             }
             (None, None) => Ok(None),
@@ -636,6 +647,7 @@ impl PyKernel {
             out,
             donate,
             allow_overlap,
+            tune: None,
         })
     }
 
@@ -682,6 +694,7 @@ impl PyKernel {
             out,
             donate,
             allow_overlap,
+            tune: None,
         })
     }
 

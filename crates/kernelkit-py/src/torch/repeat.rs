@@ -80,7 +80,9 @@ impl PyKernel {
     /// with its tensors' addresses. `output_shapes`/`output_dtypes` beside
     /// `out=` must be the kept outputs' own, `stream=` torch's current
     /// stream. `None`, having done nothing, for any other call, and where
-    /// anything would be an error: the general path takes it.
+    /// anything would be an error: the general path takes it. A tuned
+    /// call's threadgroup, grid and template values are its configuration's
+    /// (`CallArgs::tune`), when its tuned kernel remembers the layout.
     #[inline(never)]
     pub(crate) fn repeat<'py>(
         &self,
@@ -100,12 +102,6 @@ impl PyKernel {
             Some(s) => Some(crate::kernel::framework_stream(s).ok()??),
         };
         let aliasing = self.aliasing(a.donate, a.allow_overlap).ok()?;
-        let grid = self.grid.get(a.grid, kernel, "grid").ok()?;
-        let threadgroup = self
-            .threadgroup
-            .get(a.threadgroup, kernel, "threadgroup")
-            .ok()?;
-        let template = self.template.parse(a.template, kernel).ok()?;
         let specs = match (given(a.output_shapes), given(a.output_dtypes)) {
             (false, false) => None,
             (true, true) => Some(
@@ -132,6 +128,18 @@ impl PyKernel {
                 None,
             ),
             _ => return None,
+        };
+        // A tuned call's configuration, found from the tensors' layouts
+        // (`crate::tune`); a kernel's own call parses its arguments.
+        let (template, grid, threadgroup) = match a.tune {
+            Some(tune) => tune.torch_launch_of(self, shim, &inputs, &outputs, out.is_some())?,
+            None => (
+                self.template.parse(a.template, kernel).ok()?,
+                self.grid.get(a.grid, kernel, "grid").ok()?,
+                self.threadgroup
+                    .get(a.threadgroup, kernel, "threadgroup")
+                    .ok()?,
+            ),
         };
         let shape = Shape {
             grid,
