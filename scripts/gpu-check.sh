@@ -269,12 +269,18 @@ KERNELKIT_RECORD="$DEST/nojit-bundle/corpus.jsonl" KERNELKIT_TEST_BIN="$PWD/targ
   KERNELKIT_TEST_DEVICE=cpu KERNELKIT_CORPUS_REQUIRE_TEXTS=1 "$corpus_tests" real_kernels >/dev/null
 cat "$DEST/nojit-bundle/generated.jsonl" "$DEST/nojit-bundle/corpus.jsonl" >"$DEST/nojit-bundle/manifest.jsonl"
 echo "nojit workload: $(wc -l <"$DEST/nojit-bundle/generated.jsonl") generated variants, $(wc -l <"$DEST/nojit-bundle/corpus.jsonl") of the corpus"
-KERNELKIT_NVRTC_PATH="$PWD/$w13/nvidia/cu13/lib/libnvrtc.so.13" KERNELKIT_PYTHON_SITE="$PWD/$w13" \
-  CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent \
-  target/release/kernelkit precompile --manifest "$DEST/nojit-bundle/manifest.jsonl" \
-    --arch sm_80,sm_90a --ptx --out "$DEST/nojit-bundle/nojit.kkb" \
-    --signing-key target/nojit-ci.key | tee "$DEST/nojit-bundle/precompile.txt"
-target/release/kernelkit cache inspect "$DEST/nojit-bundle/nojit.kkb" | tail -n1
+# Two bundles: the 100 generated variants (the timed replay and the import
+# time of a 100-variant bundle: i43_nojit), and the whole workload, the
+# corpus's kernels with them (i43_corpus_forbid).
+for b in nojit:generated workload:manifest; do
+  KERNELKIT_NVRTC_PATH="$PWD/$w13/nvidia/cu13/lib/libnvrtc.so.13" KERNELKIT_PYTHON_SITE="$PWD/$w13" \
+    CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent \
+    target/release/kernelkit precompile --manifest "$DEST/nojit-bundle/${b#*:}.jsonl" \
+      --arch sm_80,sm_90a --ptx --out "$DEST/nojit-bundle/${b%%:*}.kkb" \
+      --signing-key target/nojit-ci.key | tee "$DEST/nojit-bundle/precompile-${b%%:*}.txt"
+  target/release/kernelkit cache inspect "$DEST/nojit-bundle/${b%%:*}.kkb" | tail -n1
+done
+cp "$DEST/nojit-bundle/precompile-nojit.txt" "$DEST/nojit-bundle/precompile.txt"
 # Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for
 # the python_bench step's second run beside the abi3 wheel: one for each
 # CPython of KK_PER_VERSION_PYTHONS found here (default 3.12, the GPU

@@ -149,6 +149,9 @@ nojit_replay() {
   tail -n1 "$G/nojit-bundle/precompile.txt" 2>/dev/null
   # This machine's own NVRTC and headers (its toolkit), not the wheels the
   # bundle was made with: the keys travel.
+  # The carried files just unpacked (tens of MB) are written back first:
+  # the import's one syncfs should flush the import's own writes.
+  sync
   timeout 120 "$G/nojit" replay --backend cuda --bundle "$G/nojit-bundle/nojit.kkb" \
     --trusted "$G/nojit-bundle/ci.key.pub" "$@"
 }
@@ -164,7 +167,7 @@ i43_corpus_forbid() {
   local d
   d=$(mktemp -d)
   "$G/kernelkit" cache import --dir "$d/store" --trusted-keys "$G/nojit-bundle/ci.key.pub" \
-    "$G/nojit-bundle/nojit.kkb" || return 1
+    "$G/nojit-bundle/workload.kkb" || return 1
   env KERNELKIT_JIT=forbid KERNELKIT_CORPUS_CACHE=disk KERNELKIT_CACHE_DIR="$d/store" \
     KERNELKIT_TEST_BIN="$G/kernelkit" KERNELKIT_TEST_DEVICE=cuda \
     KERNELKIT_CORPUS_TEXTS="$G/corpus-texts" KERNELKIT_CORPUS_REQUIRE_TEXTS=1 KERNELKIT_CORPUS_TIMEOUT=60 \
@@ -553,7 +556,9 @@ if "$G/kernelkit" --help 2>/dev/null | grep -q "^  tune"; then
 fi
 i44_quality() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
-    KERNELKIT_CACHE=memory timeout 170 python3 "$G/autotune_quality.py" --json "$OUT/autotune_quality.json"
+    KERNELKIT_CACHE=memory timeout 170 python3 "$G/autotune_quality.py" --json "$OUT/autotune_quality.json" &&
+    KERNELKIT_CACHE=memory timeout 170 python3 "$G/autotune_quality.py" --reference loop \
+      --json "$OUT/autotune_quality_loop.json"
 }
 if [ -f "$G/autotune_quality.py" ]; then
   step i44_quality i44_quality
@@ -594,7 +599,7 @@ grep -hE "^(torch_native\.|guards\.|target torch_native)" "$LOGS/torch_native.lo
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
 grep -hE "^(import|verify|replay|largest|precompiled|warm)" "$LOGS"/i43_nojit*.log 2>/dev/null
-grep -h "^corpus totals" "$LOGS/i43_corpus_forbid.log" 2>/dev/null
+grep -hE "^(corpus totals|imported)" "$LOGS/i43_corpus_forbid.log" 2>/dev/null
 grep -h "^test result" "$LOGS/i44_tune_tests.log" 2>/dev/null
 grep -hE "^(sixteen processes|test result)" "$LOGS/i44_tune_tiers.log" 2>/dev/null
 grep -hE "^(warm call|tuning |target (gpu|cpu)\.|(gpu|cpu)\.[a-z]+\.(diff|same_route) )" "$LOGS/i44_tune_bench.log" 2>/dev/null

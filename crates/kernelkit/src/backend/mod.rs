@@ -462,16 +462,19 @@ pub(crate) trait Backend: Send + Sync + 'static {
     ) -> Result<()>;
     /// Launches (on a GPU: enqueues) one call whose outputs exist.
     fn launch(&self, launch: &LaunchDesc<'_>) -> Result<()>;
-    /// How long the work `run` queues on `stream` takes: GPU backends time
-    /// it on the stream itself (events recorded around it); the default,
-    /// for backends whose launches finish before they return (the CPU),
-    /// is the wall clock between two waits for the stream. Autotuning
-    /// compares configurations with it.
+    /// How long the work `run` queues on `stream` takes, after the work
+    /// `before` queues (untimed): GPU backends time it on the stream itself
+    /// (events recorded around it); the default, for backends whose
+    /// launches finish before they return (the CPU), is the wall clock
+    /// between two waits for the stream. Autotuning compares
+    /// configurations with it.
     fn time_on(
         &self,
         stream: &StreamHandle,
+        before: &mut dyn FnMut() -> Result<()>,
         run: &mut dyn FnMut() -> Result<()>,
     ) -> Result<std::time::Duration> {
+        before()?;
         self.synchronize(stream)?;
         let started = std::time::Instant::now();
         run()?;

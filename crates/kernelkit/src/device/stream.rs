@@ -89,10 +89,14 @@ impl Stream {
             .synchronize_timeout(self.handle(), timeout)
     }
     /// How long the work `run` queues on this stream takes, timed on the
-    /// stream (CUDA events; the wall clock on the CPU): what autotuning
-    /// compares.
-    pub(crate) fn time(&self, run: &mut dyn FnMut() -> Result<()>) -> Result<std::time::Duration> {
-        self.device().backend().time_on(self.handle(), run)
+    /// stream (CUDA events; the wall clock on the CPU), after the work
+    /// `before` queues, untimed: what autotuning compares.
+    pub(crate) fn time(
+        &self,
+        before: &mut dyn FnMut() -> Result<()>,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<std::time::Duration> {
+        self.device().backend().time_on(self.handle(), before, run)
     }
     #[inline]
     pub(crate) fn handle(&self) -> &StreamHandle {

@@ -273,10 +273,15 @@ impl CudaStream {
 
     /// The GPU time of the work `run` queues on this stream, measured by
     /// two timing events recorded around it (what autotuning compares).
-    pub(super) fn time(&self, run: &mut dyn FnMut() -> Result<()>) -> Result<std::time::Duration> {
+    pub(super) fn time(
+        &self,
+        before: &mut dyn FnMut() -> Result<()>,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<std::time::Duration> {
         self.ctx.bind()?;
         let label = &self.ctx.label;
         if !driver::event_timing_available() {
+            before()?;
             self.synchronize()?;
             let started = std::time::Instant::now();
             run()?;
@@ -292,6 +297,8 @@ impl CudaStream {
             }
         };
         let timed = (|| -> Result<f32> {
+            before()?;
+            self.ctx.bind()?;
             driver::event_record(start, self.raw, label)?;
             run()?;
             self.ctx.bind()?;

@@ -411,10 +411,11 @@ impl Backend for CudaBackend {
     fn time_on(
         &self,
         stream: &StreamHandle,
+        before: &mut dyn FnMut() -> Result<()>,
         run: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Duration> {
         let stream = self.stream(stream).clone();
-        self.guarded(|| stream.time(run))
+        self.guarded(|| stream.time(before, run))
     }
     fn tuning_target(&self) -> String {
         self.tuning_target.clone()

@@ -34,6 +34,7 @@ use crate::cache::tuning::Records;
 use crate::device::{Device, Stream};
 use crate::error::Result;
 use crate::kernel::call::{Call, Swap};
+use crate::kernel::Kernel;
 
 /// One configuration's outcome: its median time, or why it failed.
 pub(super) type Outcome = std::result::Result<Duration, String>;
@@ -123,6 +124,126 @@ impl Scratch {
     }
 }
 
+/// What keeps a GPU waiting while the host queues a timed batch: a
+/// kernel that holds its stream for a while (the GPU's global timer) is
+/// launched first, and the batch's start event follows it, so the batch
+/// runs back to back once the wait ends and is timed alone. Without it, a
+/// batch of kernels shorter than their launch times the host's launch
+/// rate, not the kernels (the GPU idles between them). Only on a GPU whose
+/// kernels run (the CPU times synchronous launches by the wall clock);
+/// where the delay kernel cannot be built, batches are timed as they come.
+struct Delay {
+    /// The delay kernel and its one argument, made again when the wait
+    /// changes: (nanoseconds, the array holding them).
+    kernel: Option<Kernel>,
+    arg: Option<(u64, Array)>,
+    /// The longest the host took to queue one launch, seen so far.
+    per_launch: Duration,
+}
+
+/// The delay kernel's body: thread 0 spins on the global timer for
+/// `ns[0]` nanoseconds.
+const DELAY_BODY: &str = "\
+if (thread_position_in_grid.x == 0) {
+  unsigned long long t0, t;
+  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));
+  do { asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); } while (t - t0 < ns[0]);
+  done[0] = 1u;
+}";
+
+impl Delay {
+    fn for_device(device: &Device) -> Delay {
+        let kernel = (device.backend().name() == "cuda")
+            .then(|| {
+                Kernel::builder("kernelkit_tune_delay")
+                    .inputs(["ns"])
+                    .outputs(["done"])
+                    .source(DELAY_BODY)
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        Delay {
+            kernel,
+            arg: None,
+            per_launch: Duration::ZERO,
+        }
+    }
+
+    /// Notes how long an untimed batch of `batch` launches took to queue.
+    fn saw_enqueue(&mut self, took: Duration, batch: u32) {
+        self.per_launch = self.per_launch.max(took / batch.max(1));
+    }
+
+    /// Whether a timed batch's queueing took about as long as the wait
+    /// (the GPU may have idled); if so, waits longer from now on.
+    fn starved(&mut self, took: Duration, batch: u32) -> bool {
+        let waited = self.wait(batch);
+        self.saw_enqueue(took, batch);
+        self.kernel.is_some() && took.as_nanos() * 10 > waited.as_nanos() * 9
+    }
+
+    /// How long the GPU waits before a batch of `batch` launches: twice
+    /// what the host took to queue as many, and 20 µs more.
+    fn wait(&self, batch: u32) -> Duration {
+        (self.per_launch * batch.max(1) * 2 + Duration::from_micros(20))
+            .min(Duration::from_millis(20))
+    }
+
+    /// Makes the delay kernel's argument for a batch of `batch` launches
+    /// on `device` (again only when the wait changed).
+    fn prepare(&mut self, batch: u32, device: &Device) -> Result<()> {
+        let ns = u64::try_from(self.wait(batch).as_nanos()).unwrap_or(u64::MAX);
+        if self.kernel.is_some() && self.arg.as_ref().is_none_or(|(n, _)| *n != ns) {
+            let array = Array::from_slice(device, &[ns; 8], [8])?;
+            self.arg = Some((ns, array));
+        }
+        Ok(())
+    }
+
+    /// Compiles the delay kernel on `stream`'s device (after
+    /// [`Delay::prepare`]); false where it cannot be (batches are then
+    /// timed without it).
+    fn compile(&self, stream: &Stream) -> bool {
+        match (&self.kernel, &self.arg) {
+            (Some(kernel), Some((_, arg))) => {
+                let compiled = kernel
+                    .call([arg])
+                    .output([1], crate::dtype::DType::U32)
+                    .grid([1, 1, 1])
+                    .threadgroup([1, 1, 1])
+                    .on(stream)
+                    .prepare()
+                    .and_then(|launch| launch.compile());
+                if let Err(e) = &compiled {
+                    tracing::debug!("autotune: no delay kernel ({e}); batches timed as they come");
+                }
+                compiled.is_ok()
+            }
+            _ => true,
+        }
+    }
+
+    /// The work queued before a timed batch on `stream` (after
+    /// [`Delay::prepare`]): the delay kernel, or nothing.
+    fn hold<'s>(&'s self, stream: &'s Stream) -> impl FnMut() -> Result<()> + 's {
+        let kernel = self.kernel.as_ref();
+        let arg = self.arg.as_ref().map(|(_, a)| a);
+        move || -> Result<()> {
+            if let (Some(kernel), Some(arg)) = (kernel, arg) {
+                kernel
+                    .call([arg])
+                    .output([1], crate::dtype::DType::U32)
+                    .grid([1, 1, 1])
+                    .threadgroup([1, 1, 1])
+                    .on(stream)
+                    .launch()?;
+            }
+            Ok(())
+        }
+    }
+}
+
 /// One configuration being timed.
 struct Candidate {
     index: usize,
@@ -184,8 +305,13 @@ pub(super) fn time_configs(
         })
         .collect();
 
-    // Compiles, in parallel: each configuration is its own variant.
-    let compiled: Vec<Option<String>> = std::thread::scope(|scope| {
+    // Compiles, in parallel: each configuration is its own variant (and
+    // the delay kernel one more, on a GPU).
+    let mut delay = Delay::for_device(device);
+    delay.prepare(1, device)?;
+    let (compiled, delay_ok): (Vec<Option<String>>, bool) = std::thread::scope(|scope| {
+        let delay = &delay;
+        let delay_compile = scope.spawn(move || delay.compile(stream));
         let handles: Vec<_> = candidates
             .iter()
             .map(|c| {
@@ -199,16 +325,20 @@ pub(super) fn time_configs(
                 })
             })
             .collect();
-        handles
+        let compiled = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Some("the compile panicked".into()))
             })
-            .collect()
+            .collect();
+        (compiled, delay_compile.join().unwrap_or(false))
     });
     for (c, error) in candidates.iter_mut().zip(compiled) {
         c.failed = error;
+    }
+    if !delay_ok {
+        delay.kernel = None;
     }
 
     let mut scratch = Scratch::new(call, device)?;
@@ -216,7 +346,7 @@ pub(super) fn time_configs(
     let mut spent = Duration::ZERO;
     // One launch of `c`'s configuration into scratch arrays; timed, its
     // time on the stream.
-    let run_one = |c: &mut Candidate, timed: bool, scratch: &mut Scratch| -> Result<Duration> {
+    let mut run_one = |c: &mut Candidate, timed: bool, scratch: &mut Scratch| -> Result<Duration> {
         if scratch.needs_refresh() {
             scratch.refresh(device)?;
         }
@@ -227,17 +357,33 @@ pub(super) fn time_configs(
         // Scratch made again per repetition cannot be batched: one launch
         // per sample then.
         let batch = if scratch.needs_refresh() { 1 } else { c.batch };
-        let mut launch = || (0..batch).try_for_each(|_| run.launch().map(drop));
+        let mut enqueued = Duration::ZERO;
+        let mut launch = || {
+            let started = std::time::Instant::now();
+            let result = (0..batch).try_for_each(|_| run.launch().map(drop));
+            enqueued = started.elapsed();
+            result
+        };
         if timed {
-            match stream.time(&mut launch) {
+            delay.prepare(batch, device)?;
+            let timed = stream.time(&mut delay.hold(stream), &mut launch);
+            match timed {
                 Ok(t) => {
+                    // A batch the host took longer to queue than the GPU
+                    // waited timed the host: not a sample; wait longer.
+                    if delay.starved(enqueued, batch) {
+                        return Ok(t);
+                    }
                     c.samples.push(t / batch);
                     return Ok(t);
                 }
                 Err(e) => c.failed = Some(e.to_string()),
             }
-        } else if let Err(e) = launch().and_then(|()| stream.synchronize()) {
-            c.failed = Some(e.to_string());
+        } else {
+            match launch().and_then(|()| stream.synchronize()) {
+                Ok(()) => delay.saw_enqueue(enqueued, batch),
+                Err(e) => c.failed = Some(e.to_string()),
+            }
         }
         Ok(Duration::ZERO)
     };
