@@ -139,7 +139,13 @@ struct Delay {
     arg: Option<(u64, Array)>,
     /// The longest the host took to queue one launch, seen so far.
     per_launch: Duration,
+    /// Timed batches in a row that the host took as long to queue as the
+    /// GPU waited.
+    starved_in_a_row: u32,
 }
+
+/// Starved batches in a row after which the delay kernel is dropped.
+const MAX_STARVED: u32 = 4;
 
 /// The delay kernel's body: thread 0 spins on the global timer for
 /// `ns[0]` nanoseconds.
@@ -167,6 +173,7 @@ impl Delay {
             kernel,
             arg: None,
             per_launch: Duration::ZERO,
+            starved_in_a_row: 0,
         }
     }
 
@@ -176,11 +183,28 @@ impl Delay {
     }
 
     /// Whether a timed batch's queueing took about as long as the wait
-    /// (the GPU may have idled); if so, waits longer from now on.
+    /// (the GPU may have idled); if so, waits longer from now on. After
+    /// [`MAX_STARVED`] such batches in a row the host is not queueing
+    /// ahead of the GPU at all (something in the launch waits for the
+    /// stream): the delay only adds time, and is dropped for this tuning.
     fn starved(&mut self, took: Duration, batch: u32) -> bool {
         let waited = self.wait(batch);
         self.saw_enqueue(took, batch);
-        self.kernel.is_some() && took.as_nanos() * 10 > waited.as_nanos() * 9
+        let starved = self.kernel.is_some() && took.as_nanos() * 10 > waited.as_nanos() * 9;
+        self.starved_in_a_row = if starved {
+            self.starved_in_a_row + 1
+        } else {
+            0
+        };
+        if self.starved_in_a_row >= MAX_STARVED {
+            tracing::debug!(
+                "autotune: launches did not queue ahead of the delay kernel ({took:?} to queue \
+                 {batch} against a wait of {waited:?}); timing without it"
+            );
+            self.kernel = None;
+            self.arg = None;
+        }
+        starved
     }
 
     /// How long the GPU waits before a batch of `batch` launches: twice
@@ -277,9 +301,14 @@ impl Candidate {
         s.sort();
         s
     }
+    /// The `q` quantile of the samples (none yet: the longest time, so
+    /// the configuration is never taken for the fastest).
     fn quantile(&self, q: f64) -> Duration {
         let s = self.sorted();
-        s[((s.len() - 1) as f64 * q).round() as usize]
+        match s.len() {
+            0 => Duration::MAX,
+            n => s[((n - 1) as f64 * q).round() as usize],
+        }
     }
 }
 
@@ -357,31 +386,37 @@ pub(super) fn time_configs(
         // Scratch made again per repetition cannot be batched: one launch
         // per sample then.
         let batch = if scratch.needs_refresh() { 1 } else { c.batch };
-        let mut enqueued = Duration::ZERO;
+        let enqueued = std::cell::Cell::new(Duration::ZERO);
         let mut launch = || {
             let started = std::time::Instant::now();
             let result = (0..batch).try_for_each(|_| run.launch().map(drop));
-            enqueued = started.elapsed();
+            enqueued.set(started.elapsed());
             result
         };
         if timed {
-            delay.prepare(batch, device)?;
-            let timed = stream.time(&mut delay.hold(stream), &mut launch);
-            match timed {
-                Ok(t) => {
-                    // A batch the host took longer to queue than the GPU
-                    // waited timed the host: not a sample; wait longer.
-                    if delay.starved(enqueued, batch) {
-                        return Ok(t);
+            // A batch the host took about as long to queue as the GPU
+            // waited may have timed the host: timed again with a longer
+            // wait (twice at most; the last time is kept either way).
+            let mut last = Duration::ZERO;
+            for attempt in 0..3 {
+                delay.prepare(batch, device)?;
+                let timed = stream.time(&mut delay.hold(stream), &mut launch);
+                match timed {
+                    Ok(t) => {
+                        last = t;
+                        if delay.starved(enqueued.get(), batch) && attempt < 2 {
+                            continue;
+                        }
+                        c.samples.push(t / batch);
                     }
-                    c.samples.push(t / batch);
-                    return Ok(t);
+                    Err(e) => c.failed = Some(e.to_string()),
                 }
-                Err(e) => c.failed = Some(e.to_string()),
+                break;
             }
+            return Ok(last);
         } else {
             match launch().and_then(|()| stream.synchronize()) {
-                Ok(()) => delay.saw_enqueue(enqueued, batch),
+                Ok(()) => delay.saw_enqueue(enqueued.get(), batch),
                 Err(e) => c.failed = Some(e.to_string()),
             }
         }
@@ -445,6 +480,7 @@ pub(super) fn time_configs(
         .map(|c| {
             let outcome = match c.failed {
                 Some(e) => Err(e),
+                None if c.samples.is_empty() => Err("no sample was timed".to_string()),
                 None => Ok(c.quantile(0.5)),
             };
             (c.index, outcome)
