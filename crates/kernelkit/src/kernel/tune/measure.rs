@@ -14,7 +14,7 @@
 //! Configurations are compiled first, in parallel (compile time is not
 //! tuning time), warmed up, then timed in rounds that visit each
 //! remaining configuration once, on the call's stream. A sample is a
-//! batch of back-to-back launches lasting about 100 µs (sized by one
+//! batch of back-to-back launches lasting about `SAMPLE_TIME` (sized by one
 //! probe launch of each configuration), divided by its count: one short
 //! launch alone would time the timer and the launch's latency more than
 //! the kernel. (Scratch that must be made again before each repetition
@@ -208,7 +208,7 @@ impl Delay {
     }
 
     /// How long the GPU waits before a batch of `batch` launches: twice
-    /// what the host took to queue as many, and 20 µs more.
+    /// what the host took to queue as many, plus a fixed margin.
     fn wait(&self, batch: u32) -> Duration {
         (self.per_launch * batch.max(1) * 2 + Duration::from_micros(20))
             .min(Duration::from_millis(20))
