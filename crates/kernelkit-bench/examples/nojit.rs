@@ -25,6 +25,8 @@
 //! Then, on a store holding the bundle without kernelkit's strided-copy
 //! kernel, a strided call must be the typed `JitForbidden` naming it, and
 //! the device must go on.
+//! With `KERNELKIT_LOG=kernelkit::cache::store=debug` the import's
+//! phases (files written, renames, sync) are logged.
 //! `warm` times warm calls of one variant with recording off and on, in
 //! turns, in one process.
 
@@ -194,6 +196,15 @@ fn without_copy_kernel(backend: &str, bytes: &[u8], trusted: &TrustedKeys, ks: &
 }
 
 fn main() {
+    // kernelkit's log where `KERNELKIT_LOG` asks for it (the import's
+    // phases: `kernelkit::cache::store=debug`).
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("KERNELKIT_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     let args: Vec<String> = std::env::args().collect();
     let backend = arg(&args, "--backend").unwrap_or_else(|| "cpu".into());
     let ks = kernels();

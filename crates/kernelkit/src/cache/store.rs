@@ -81,6 +81,7 @@ mod layout;
 mod report;
 mod usage;
 mod write;
+pub use write::StagedBatch;
 
 use evict::Evictor;
 use layout::TEMP_SUFFIX;

@@ -19,8 +19,13 @@
 //! [`decode`] checks, in this order, before it looks at any entry: the
 //! magic, the version, that the signer is trusted, and the signature. Only
 //! a bundle that passes all four is parsed, and a parse error anywhere
-//! refuses it whole. The bundle names no files: each entry's place in a
-//! store follows from its key alone.
+//! refuses it whole. An import (`super::import`) runs the signature's
+//! check (a hash of the whole bundle) on a thread of its own while it
+//! parses the entries ([`decode_unverified`], the parse `cache inspect`
+//! uses) and stages their files, and publishes nothing before the check
+//! passed; a bad signature is the error even where the parse failed too.
+//! The bundle names no files: each entry's place in a store follows from
+//! its key alone.
 //!
 //! Version 1 had no producer, and its entries no kind or target.
 
@@ -99,11 +104,28 @@ pub(super) struct Decoded<'a> {
     pub(super) entries: Vec<Entry<'a>>,
 }
 
-/// Checks and parses a bundle (see the module documentation).
-pub(super) fn decode<'a>(
+/// A bundle that passed the cheap checks (magic, version, a trusted
+/// signer, a signature present), its signature not yet checked.
+pub(super) struct Signed<'a> {
+    pub(super) signer: PublicKey,
+    body: &'a [u8],
+    signature: [u8; SIGNATURE],
+}
+
+impl Signed<'_> {
+    /// Whether the signature is the signer's over the body: a hash of the
+    /// whole bundle, most of a check's time.
+    pub(super) fn verify(&self) -> bool {
+        self.signer.verify(&message(self.body), &self.signature)
+    }
+}
+
+/// The checks of [`decode`] before the signature's (see the module
+/// documentation).
+pub(super) fn signed<'a>(
     bytes: &'a [u8],
     trusted: &TrustedKeys,
-) -> Result<Decoded<'a>, BundleError> {
+) -> Result<Signed<'a>, BundleError> {
     if trusted.is_empty() {
         return Err(BundleError::NoTrustedKeys);
     }
@@ -127,21 +149,36 @@ pub(super) fn decode<'a>(
     let mut signer = [0u8; 32];
     signer.copy_from_slice(&bytes[12..44]);
     let signer = PublicKey(signer);
-    let (body, signature) = bytes.split_at(bytes.len() - SIGNATURE);
-    let mut sig = [0u8; SIGNATURE];
-    sig.copy_from_slice(signature);
-    if sig == [0; SIGNATURE] {
+    let (body, sig) = bytes.split_at(bytes.len() - SIGNATURE);
+    let mut signature = [0u8; SIGNATURE];
+    signature.copy_from_slice(sig);
+    if signature == [0; SIGNATURE] {
         return Err(BundleError::Unsigned);
     }
     if !trusted.contains(&signer) {
         return Err(BundleError::UntrustedSigner { signer });
     }
-    if !signer.verify(&message(body), &sig) {
-        return Err(BundleError::BadSignature { signer });
-    }
-    let (producer, entries) = parse_entries(body)?;
-    Ok(Decoded {
+    Ok(Signed {
         signer,
+        body,
+        signature,
+    })
+}
+
+/// Checks and parses a bundle (see the module documentation).
+pub(super) fn decode<'a>(
+    bytes: &'a [u8],
+    trusted: &TrustedKeys,
+) -> Result<Decoded<'a>, BundleError> {
+    let signed = signed(bytes, trusted)?;
+    if !signed.verify() {
+        return Err(BundleError::BadSignature {
+            signer: signed.signer,
+        });
+    }
+    let (producer, entries) = parse_entries(signed.body)?;
+    Ok(Decoded {
+        signer: signed.signer,
         producer,
         entries,
     })

@@ -49,9 +49,9 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::cache::entry::{self, Entry, EntryKind, Header};
+use crate::cache::entry::{self, Contents, Entry, EntryKind, Header};
 use crate::cache::key::{IdentityDigest, ModuleKey};
-use crate::cache::store::{ArtifactStore, EntryFault, StoreError};
+use crate::cache::store::{ArtifactStore, EntryFault, StagedBatch, StoreError};
 
 mod format;
 pub mod keys;
@@ -364,46 +364,89 @@ pub fn inspect(bundle: &[u8]) -> Result<VerifiedBundle<'_>, BundleError> {
 /// `Device::artifact_identity`) whose dependency list holds here, and
 /// every tuning record (no compiler made it: the tuner that reads it checks
 /// its target against the device).
+///
+/// The signature's check (a hash of the whole bundle) runs on a thread of
+/// its own while the entries are parsed, sorted and their files staged in
+/// the store ([`ArtifactStore::stage_batch`]): nothing is published
+/// before it passed, and a bundle that fails it leaves no file behind (its
+/// staged files are removed) and is refused as [`verify`] refuses it.
 pub fn import(
     bundle: &[u8],
     trusted: &TrustedKeys,
     identities: &[IdentityDigest],
     store: &ArtifactStore,
 ) -> Result<ImportReport, BundleError> {
-    let verified = verify(bundle, trusted)?;
-    let mut report = ImportReport {
-        signer: Some(verified.signer),
-        ..ImportReport::default()
-    };
-    let mut accepted = Vec::with_capacity(verified.entries.len());
-    for e in &verified.entries {
-        let key = e.header.key;
-        let skipped = |reason: String| Skipped {
-            key,
-            kernel: e.header.kernel.clone(),
-            reason,
-        };
-        if e.header.kind.is_loadable() && !identities.contains(&e.header.identity) {
-            report.other_compiler.push(skipped(format!(
-                "built by another {} compiler configuration (identity {})",
-                e.header.backend, e.header.identity
-            )));
-            continue;
+    let signed = format::signed(bundle, trusted)?;
+    std::thread::scope(|scope| {
+        let checked = scope.spawn(|| signed.verify());
+        let staged = stage(bundle, identities, store);
+        if !checked.join().unwrap_or(false) {
+            return Err(BundleError::BadSignature {
+                signer: signed.signer,
+            });
         }
-        if let Err(stale) = e.dependencies.check_files() {
-            report.stale.push(skipped(stale.to_string()));
-            continue;
-        }
-        if store.holds(&key) {
-            report.present += 1;
-            continue;
-        }
-        accepted.push((key, e.contents()));
+        let (mut report, staged) = staged?;
+        report.signer = Some(signed.signer);
+        // One batch through the store's write path (see
+        // `ArtifactStore::write_batch`).
+        report.imported = store.publish_batch(staged)?;
+        Ok(report)
+    })
+}
+
+/// The bundle's entries parsed (its signature is being checked beside),
+/// sorted, and those to import staged in `store`.
+fn stage(
+    bundle: &[u8],
+    identities: &[IdentityDigest],
+    store: &ArtifactStore,
+) -> Result<(ImportReport, StagedBatch), BundleError> {
+    let decoded = format::decode_unverified(bundle)?;
+    let mut report = ImportReport::default();
+    // Each entry's fate, found in parallel (each is a look at the store,
+    // and at the files its dependency list names).
+    enum Fate<'b> {
+        OtherCompiler(Skipped),
+        Stale(Skipped),
+        Present,
+        Accepted(ModuleKey, Contents<'b>),
     }
-    // One batch through the store's write path (see
-    // `ArtifactStore::write_batch`).
-    report.imported = store.write_batch(&accepted)?;
-    Ok(report)
+    use rayon::prelude::*;
+    let fates: Vec<Fate<'_>> = decoded
+        .entries
+        .par_iter()
+        .map(|e| {
+            let key = e.header.key;
+            let skipped = |reason: String| Skipped {
+                key,
+                kernel: e.header.kernel.clone(),
+                reason,
+            };
+            if e.header.kind.is_loadable() && !identities.contains(&e.header.identity) {
+                return Fate::OtherCompiler(skipped(format!(
+                    "built by another {} compiler configuration (identity {})",
+                    e.header.backend, e.header.identity
+                )));
+            }
+            if let Err(stale) = e.dependencies.check_files() {
+                return Fate::Stale(skipped(stale.to_string()));
+            }
+            if store.holds(&key) {
+                return Fate::Present;
+            }
+            Fate::Accepted(key, e.contents())
+        })
+        .collect();
+    let mut accepted = Vec::with_capacity(fates.len());
+    for fate in fates {
+        match fate {
+            Fate::OtherCompiler(s) => report.other_compiler.push(s),
+            Fate::Stale(s) => report.stale.push(s),
+            Fate::Present => report.present += 1,
+            Fate::Accepted(key, contents) => accepted.push((key, contents)),
+        }
+    }
+    Ok((report, store.stage_batch(&accepted)))
 }
 
 /// Reads a bundle file of at most `max_bytes` bytes

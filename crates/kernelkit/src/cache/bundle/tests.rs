@@ -70,9 +70,22 @@ fn bundle_of(n: u32) -> Vec<u8> {
 }
 
 /// Files under the store directory other than its bookkeeping (`usage`,
-/// counters, lock files).
+/// counters, lock files): its entries, and any temporary file a write
+/// left (an import stages its files before the signature's check ends).
 fn entry_files(store: &ArtifactStore) -> Vec<PathBuf> {
-    store.list().unwrap().into_iter().map(|e| e.path).collect()
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|x| x == "kka" || x == "tmp") {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(store.dir(), &mut found);
+    found
 }
 
 #[test]
@@ -285,6 +298,19 @@ fn every_single_bit_flip_is_refused_whole() {
     assert_eq!(flips, 8 * n);
     assert!(entry_files(&store).is_empty(), "something was written");
     assert_eq!(store.stats().unwrap().entries, 0);
+}
+
+/// A bundle whose entries parse but whose signature fails: its files were
+/// staged while the signature was checked, and none is left.
+#[test]
+fn a_bad_signature_leaves_no_staged_file() {
+    let mut bundle = bundle_of(4);
+    let n = bundle.len();
+    bundle[n - 1] ^= 1;
+    assert!(matches!(
+        refused(&bundle, &trusted()),
+        BundleError::BadSignature { .. }
+    ));
 }
 
 #[test]

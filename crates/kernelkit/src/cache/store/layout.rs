@@ -70,8 +70,23 @@ pub(crate) fn temp_prefix(key: &ModuleKey) -> String {
     format!(".{key}.")
 }
 
-/// Creates `key`'s subdirectory (mode `0700`) unless it is there.
+/// Creates `key`'s subdirectory (mode `0700`) unless it is there, and
+/// makes a new one durable (a sync of `dir`).
 pub(crate) fn create_subdir(dir: &Path, key: &ModuleKey) -> io::Result<PathBuf> {
+    let (sub, created) = create_subdir_unsynced(dir, key)?;
+    if created {
+        // Losing the new directory loses nothing a compile cannot redo.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(sub)
+}
+
+/// [`create_subdir`] without the sync, for a caller that makes many
+/// entries durable at once (a batch write): the subdirectory, and whether
+/// it was made now.
+pub(crate) fn create_subdir_unsynced(dir: &Path, key: &ModuleKey) -> io::Result<(PathBuf, bool)> {
     let sub = subdir(dir, key);
     let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
@@ -80,15 +95,8 @@ pub(crate) fn create_subdir(dir: &Path, key: &ModuleKey) -> io::Result<PathBuf> 
         builder.mode(0o700);
     }
     match builder.create(&sub) {
-        Ok(()) => {
-            // Make the new directory itself durable; losing it loses
-            // nothing a compile cannot redo.
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-            Ok(sub)
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(sub),
+        Ok(()) => Ok((sub, true)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok((sub, false)),
         Err(e) => Err(e),
     }
 }

@@ -51,16 +51,42 @@ impl ArtifactStore {
     }
 
     /// [`ArtifactStore::write`] for many entries at once (a bundle's
-    /// import): the temporary files are written and synced in parallel,
-    /// then renamed into place under one hold of the store's lock (one
-    /// change of the running total, one eviction), and each subdirectory
-    /// touched is synced once. The same files, modes and total as one
-    /// write per entry, without one lock, total update and directory sync
-    /// per entry. Stops at the first entry that cannot be written (those
-    /// renamed before it are whole entries); returns how many were written.
+    /// import): the entries are encoded in parallel and their temporary
+    /// files written one after another, then renamed
+    /// into place under one hold of the store's lock (one change of the
+    /// running total, one eviction), and the whole batch is made durable
+    /// at the end, once. The same files, modes and total as one write per
+    /// entry, without one lock, total update and sync per entry and per
+    /// new subdirectory. Stops at the first entry that cannot be written
+    /// (those renamed before it are whole entries); returns how many were
+    /// written.
+    ///
+    /// Where the system has `syncfs` (Linux), the contents are not synced
+    /// before their renames: one sync of the filesystem after them makes
+    /// the contents, the names and the new subdirectories durable together.
+    /// A crash in between can leave a published entry torn or empty, which
+    /// its checksum refuses on the next read (a corrupt entry is removed
+    /// and counts as a miss, as any store failure does); it never loads.
+    /// Elsewhere each file is synced before its rename, and each directory
+    /// touched after.
     pub fn write_batch(&self, entries: &[(ModuleKey, Contents<'_>)]) -> Result<usize, StoreError> {
+        self.publish_batch(self.stage_batch(entries))
+    }
+
+    /// The first half of [`ArtifactStore::write_batch`]: the entries'
+    /// temporary files, written but not published (no reader sees them).
+    /// Dropping the result removes them; [`ArtifactStore::publish_batch`]
+    /// renames them into place. An import stages while the bundle's
+    /// signature is still being checked, and publishes once it passed.
+    pub fn stage_batch(&self, entries: &[(ModuleKey, Contents<'_>)]) -> StagedBatch {
         use rayon::prelude::*;
-        let prepared: Vec<io::Result<(ModuleKey, u64, tempfile::NamedTempFile)>> = entries
+        let started = std::time::Instant::now();
+        // Encoded in parallel (each a copy and a checksum), written one
+        // after another where nothing is synced per file: files and
+        // directories created at once compete for the filesystem's journal
+        // and the store's directory, so threads there only wait for each
+        // other (`tools/fsprobe.py`).
+        let encoded: Vec<io::Result<Vec<u8>>> = entries
             .par_iter()
             .map(|(key, contents)| {
                 let bytes = entry::encode(key, contents)
@@ -74,26 +100,38 @@ impl ArtifactStore {
                         ),
                     ));
                 }
-                let sub = layout::create_subdir(&self.dir, key)?;
-                let mut tmp = tempfile::Builder::new()
-                    .prefix(&layout::temp_prefix(key))
-                    .suffix(TEMP_SUFFIX)
-                    .tempfile_in(&sub)?; // mode 0600
-                tmp.write_all(&bytes)?;
-                if !ONE_SYNC_PER_FILESYSTEM {
-                    tmp.as_file().sync_all()?;
-                }
-                Ok((*key, bytes.len() as u64, tmp))
+                Ok(bytes)
             })
             .collect();
-        let fail = |e: io::Error| {
-            self.counts.errors.incr();
-            self.persist(Tally {
-                errors: 1,
-                ..Tally::default()
-            });
-            self.io("write an entry", e)
+        let made_subdir = AtomicBool::new(false);
+        let write_one = |(key, bytes): (&ModuleKey, io::Result<Vec<u8>>)| {
+            let bytes = bytes?;
+            let (sub, created) = layout::create_subdir_unsynced(&self.dir, key)?;
+            if created {
+                made_subdir.store(true, Ordering::Relaxed);
+            }
+            let mut tmp = tempfile::Builder::new()
+                .prefix(&layout::temp_prefix(key))
+                .suffix(TEMP_SUFFIX)
+                .tempfile_in(&sub)?; // mode 0600
+            tmp.write_all(&bytes)?;
+            if !ONE_SYNC_PER_FILESYSTEM {
+                tmp.as_file().sync_all()?;
+            }
+            Ok((*key, bytes.len() as u64, tmp))
         };
+        let keys = entries.iter().map(|(key, _)| key);
+        let prepared: Vec<io::Result<(ModuleKey, u64, tempfile::NamedTempFile)>> =
+            if ONE_SYNC_PER_FILESYSTEM {
+                keys.zip(encoded).map(write_one).collect()
+            } else {
+                // A sync per file: that wait is what threads share out.
+                keys.zip(encoded)
+                    .collect::<Vec<_>>()
+                    .into_par_iter()
+                    .map(write_one)
+                    .collect()
+            };
         let mut ready = Vec::with_capacity(prepared.len());
         let mut first_error = None;
         for p in prepared {
@@ -104,17 +142,35 @@ impl ArtifactStore {
                 }
             }
         }
-        // The contents durable before any rename publishes them: one sync
-        // of the filesystem for all of them where the system has it (a
-        // sync per file is most of an import's time).
-        if ONE_SYNC_PER_FILESYSTEM && !ready.is_empty() {
-            if let Err(e) = sync_filesystem(&self.dir) {
-                tracing::debug!("kernelkit artifact store: syncfs failed ({e}); syncing each file");
-                for (_, _, tmp) in &ready {
-                    tmp.as_file().sync_all().map_err(fail)?;
-                }
-            }
+        StagedBatch {
+            ready,
+            first_error,
+            made_subdir: made_subdir.into_inner(),
+            started,
+            files_written: started.elapsed(),
         }
+    }
+
+    /// The second half of [`ArtifactStore::write_batch`]: `staged`'s files
+    /// renamed into place under one hold of the store's lock, then made
+    /// durable together. Returns how many were published; the first
+    /// entry that could not be staged or published is the error.
+    pub fn publish_batch(&self, staged: StagedBatch) -> Result<usize, StoreError> {
+        let StagedBatch {
+            ready,
+            mut first_error,
+            made_subdir,
+            started,
+            files_written,
+        } = staged;
+        let fail = |e: io::Error| {
+            self.counts.errors.incr();
+            self.persist(Tally {
+                errors: 1,
+                ..Tally::default()
+            });
+            self.io("write an entry", e)
+        };
         let mut lock = self
             .lock_usage()
             .and_then(|l| {
@@ -131,8 +187,7 @@ impl ArtifactStore {
             .map_err(fail)?;
         self.recount_if_suspect(&mut lock).map_err(fail)?;
         lock.begin_change().map_err(fail)?;
-        let mut written = 0;
-        let mut subdirs = std::collections::BTreeSet::new();
+        let mut written = Vec::with_capacity(ready.len());
         for (key, len, tmp) in ready {
             let path = layout::entry_path(&self.dir, &key);
             let old = match std::fs::symlink_metadata(&path) {
@@ -151,22 +206,25 @@ impl ArtifactStore {
                 lock.removed(old);
             }
             lock.added(len);
-            subdirs.insert(layout::subdir(&self.dir, &key));
-            written += 1;
+            written.push(key);
         }
         if let Err(e) = self.evict_from(lock, None) {
             tracing::debug!("kernelkit artifact store: eviction failed: {e}");
         }
-        // The renames made durable: one sync of the filesystem, else one
-        // per subdirectory, in parallel (a failure loses nothing a later
-        // import cannot redo).
-        if !(ONE_SYNC_PER_FILESYSTEM && written > 0 && sync_filesystem(&self.dir).is_ok()) {
-            subdirs.into_par_iter().for_each(|sub| {
-                if let Ok(d) = File::open(&sub) {
-                    let _ = d.sync_all();
-                }
-            });
+        let renamed = started.elapsed();
+        if !written.is_empty() {
+            self.make_durable(&written, made_subdir);
         }
+        tracing::debug!(
+            "kernelkit artifact store: a batch of {} entries written in {:?} (files {:?}, \
+             renames {:?}, sync {:?})",
+            written.len(),
+            started.elapsed(),
+            files_written,
+            renamed - files_written,
+            started.elapsed() - renamed
+        );
+        let written = written.len();
         self.counts.writes.add(written as u64);
         self.persist(Tally {
             writes: written as u64,
@@ -176,6 +234,42 @@ impl ArtifactStore {
             Some(e) => Err(fail(e)),
             None => Ok(written),
         }
+    }
+
+    /// Makes a batch's entries `keys` durable (best effort: a failure
+    /// loses nothing a later import or compile cannot redo): one sync of
+    /// the filesystem, else each entry's file (unless synced before its
+    /// rename), each subdirectory touched, and the store's directory if a
+    /// subdirectory was made.
+    fn make_durable(&self, keys: &[ModuleKey], made_subdir: bool) {
+        use rayon::prelude::*;
+        if ONE_SYNC_PER_FILESYSTEM {
+            match sync_filesystem(&self.dir) {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::debug!(
+                        "kernelkit artifact store: syncfs failed ({e}); syncing each file"
+                    );
+                    keys.par_iter().for_each(|key| {
+                        if let Ok(f) = File::open(layout::entry_path(&self.dir, key)) {
+                            let _ = f.sync_all();
+                        }
+                    });
+                }
+            }
+        }
+        let subdirs: std::collections::BTreeSet<_> = keys
+            .iter()
+            .map(|key| layout::subdir(&self.dir, key))
+            .collect();
+        subdirs
+            .into_par_iter()
+            .chain(made_subdir.then(|| self.dir.clone()))
+            .for_each(|dir| {
+                if let Ok(d) = File::open(&dir) {
+                    let _ = d.sync_all();
+                }
+            });
     }
 
     /// Writes a temporary file in the entry's subdirectory and syncs it;
@@ -349,6 +443,29 @@ impl ArtifactStore {
                 self.recount_if_suspect(&mut lock)?;
             }
         }
+    }
+}
+
+/// A batch's temporary files, written and not yet published
+/// ([`ArtifactStore::stage_batch`]); dropped, they are removed.
+pub struct StagedBatch {
+    ready: Vec<(ModuleKey, u64, tempfile::NamedTempFile)>,
+    /// The first entry that could not be staged.
+    first_error: Option<io::Error>,
+    made_subdir: bool,
+    started: std::time::Instant,
+    files_written: std::time::Duration,
+}
+
+impl StagedBatch {
+    /// How many entries were staged.
+    pub fn len(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.ready.is_empty()
     }
 }
 
