@@ -150,18 +150,81 @@ impl Array {
         shape: impl IntoIterator<Item = usize>,
         dtype: DType,
     ) -> Result<Array> {
+        Array::zeros_on(device.default_stream(), shape, dtype)
+    }
+
+    /// An array of zeros filled on `stream`, which is therefore its
+    /// producer: work queued later on `stream` follows the fill with no
+    /// wait, where an array filled on another stream would make a launch
+    /// on `stream` wait for that stream on the host first.
+    pub fn zeros_on(
+        stream: &Stream,
+        shape: impl IntoIterator<Item = usize>,
+        dtype: DType,
+    ) -> Result<Array> {
+        Array::zeros_in(stream, shape, dtype, false)
+    }
+
+    /// [`Array::zeros_on`] in memory no cache of this process kept for
+    /// reuse (autotuning's scratch: see `Backend::alloc_fresh`).
+    pub(crate) fn fresh_zeros_on(
+        stream: &Stream,
+        shape: impl IntoIterator<Item = usize>,
+        dtype: DType,
+    ) -> Result<Array> {
+        Array::zeros_in(stream, shape, dtype, true)
+    }
+
+    fn zeros_in(
+        stream: &Stream,
+        shape: impl IntoIterator<Item = usize>,
+        dtype: DType,
+        fresh: bool,
+    ) -> Result<Array> {
         let shape: Shape = shape.into_iter().collect();
         let n = checked_size(&shape, dtype).ok_or_else(|| ArrayError::Overflow(shape.to_vec()))?;
+        let device = stream.device();
         device.check_dtype(dtype)?;
         // Allocate on the device directly: a host vector of zeros first would
         // abort the process when the size is more than memory can hold.
-        // The fill is ordered on the default stream, which is therefore the
-        // array's producer: work on other streams waits for it.
         let backend = device.backend();
-        let stream = device.default_stream();
-        let mem = backend.alloc(n * dtype.size(), stream.handle())?;
+        let mem = if fresh {
+            backend.alloc_fresh(n * dtype.size(), stream.handle())?
+        } else {
+            backend.alloc(n * dtype.size(), stream.handle())?
+        };
         let zero = [0u8; 16];
         backend.fill(&mem, &zero[..dtype.size()], stream.handle())?;
+        let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
+        Ok(Array::contiguous(storage, shape, dtype))
+    }
+
+    /// [`Array::from_bytes`] in memory no cache of this process kept for
+    /// reuse, copied in `stream`'s order (autotuning's scratch): `stream`
+    /// is its producer, so a launch there that writes it does not wait for
+    /// it on the host afterwards (as it would for an array of another
+    /// stream's).
+    pub(crate) fn fresh_from_bytes_on(
+        stream: &Stream,
+        bytes: &[u8],
+        shape: impl IntoIterator<Item = usize>,
+        dtype: DType,
+    ) -> Result<Array> {
+        let shape: Shape = shape.into_iter().collect();
+        let n = checked_size(&shape, dtype).ok_or_else(|| ArrayError::Overflow(shape.to_vec()))?;
+        if n * dtype.size() != bytes.len() {
+            return Err(ArrayError::Length {
+                len: bytes.len() / dtype.size(),
+                shape: shape.to_vec(),
+                expected: n,
+            }
+            .into());
+        }
+        let device = stream.device();
+        device.check_dtype(dtype)?;
+        // The copy has finished when `upload_fresh` returns: naming
+        // `stream` its producer orders nothing that is not done.
+        let mem = device.backend().upload_fresh(bytes, stream.handle())?;
         let storage = SharedStorage::new(mem, Place::Queued(stream.clone()));
         Ok(Array::contiguous(storage, shape, dtype))
     }
@@ -448,6 +511,20 @@ mod tests {
         let n: usize = shape.iter().product();
         let data: Vec<i32> = (0..n as i32).collect();
         Array::from_slice(&Device::cpu(), &data, shape.iter().copied()).unwrap()
+    }
+
+    /// An array filled on a stream of its own names that stream as its
+    /// producer (launches there need no host wait for it); `zeros` names
+    /// the default stream.
+    #[test]
+    fn zeros_on_a_stream_is_produced_there() {
+        let device = Device::new_cpu();
+        let stream = device.new_stream().unwrap();
+        let a = Array::zeros_on(&stream, [4, 2], DType::F32).unwrap();
+        assert_eq!(a.producer(), Some(&stream));
+        assert_eq!(a.to_vec::<f32>().unwrap(), vec![0.0; 8]);
+        let b = Array::zeros(&device, [3], DType::I32).unwrap();
+        assert_eq!(b.producer(), Some(device.default_stream()));
     }
 
     #[test]

@@ -407,6 +407,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// `home` (a GPU backend may hand out memory whose last user was
     /// earlier work on that stream).
     fn alloc(&self, len: usize, home: &StreamHandle) -> Result<Memory>;
+    /// [`Backend::alloc`], never a block a cache of this process kept for
+    /// reuse (autotuning's scratch arrays: a kernel's time into a reused
+    /// block was seen to differ from its time into new memory, and the
+    /// timing must not depend on which block came back).
+    fn alloc_fresh(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
+        self.alloc(len, home)
+    }
     /// Why this device cannot allocate memory on a stream that is being
     /// captured into a CUDA graph; `None` when it can
     /// ([`Backend::alloc_in_graph`]). Asked only of captured streams, which
@@ -430,6 +437,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Allocates and fills from host bytes, in the order of `home`; the
     /// copy has finished when this returns.
     fn upload(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory>;
+    /// [`Backend::upload`] into memory from [`Backend::alloc_fresh`].
+    fn upload_fresh(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
+        self.upload(bytes, home)
+    }
     /// Copies `len` bytes at `offset` out to the host (waits for `stream`).
     fn download(
         &self,

@@ -560,8 +560,19 @@ pub(crate) fn order_after(home: &CudaStream, others: Vec<Arc<CudaStream>>) {
 /// (or the allocator).
 #[inline]
 pub(super) fn alloc_on(stream: &Arc<CudaStream>, len: usize) -> Result<Memory> {
+    alloc_block(stream, len, true)
+}
+
+/// [`alloc_on`], never a block from the stream's cache (the block goes
+/// back to it when released, as any other).
+pub(super) fn alloc_fresh_on(stream: &Arc<CudaStream>, len: usize) -> Result<Memory> {
+    alloc_block(stream, len, false)
+}
+
+#[inline]
+fn alloc_block(stream: &Arc<CudaStream>, len: usize, reuse: bool) -> Result<Memory> {
     let class = block_size(stream.caching, len);
-    let ptr = match stream.take(class) {
+    let ptr = match reuse.then(|| stream.take(class)).flatten() {
         Some(p) => p,
         None => {
             stream.ctx.bind()?;

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::cuda_stream::{alloc_on, CudaStream};
+use super::cuda_stream::{alloc_fresh_on, alloc_on, CudaStream};
 use super::driver::{self, memset};
 use crate::backend::{Memory, StreamHandle};
 use crate::error::{DeviceError, Result};
@@ -24,10 +24,20 @@ pub(super) fn alloc(len: usize, home: &StreamHandle) -> Result<Memory> {
     alloc_on(cuda_of(home)?, len)
 }
 
-/// A new block holding `bytes`; the copy has finished when this returns.
-pub(super) fn upload(bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
+/// [`alloc`], never a block from the stream's cache.
+pub(super) fn alloc_fresh(len: usize, home: &StreamHandle) -> Result<Memory> {
+    alloc_fresh_on(cuda_of(home)?, len)
+}
+
+/// A new block holding `bytes` (`fresh`: never one from the stream's
+/// cache); the copy has finished when this returns.
+pub(super) fn upload(bytes: &[u8], home: &StreamHandle, fresh: bool) -> Result<Memory> {
     let stream = cuda_of(home)?;
-    let buf = alloc_on(stream, bytes.len())?;
+    let buf = if fresh {
+        alloc_fresh_on(stream, bytes.len())?
+    } else {
+        alloc_on(stream, bytes.len())?
+    };
     stream.ctx.bind()?;
     if bytes.is_empty() {
         stream.synchronize()?;

@@ -423,6 +423,9 @@ impl Backend for CudaBackend {
     fn alloc(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
         self.guarded(|| memory::alloc(len, home))
     }
+    fn alloc_fresh(&self, len: usize, home: &StreamHandle) -> Result<Memory> {
+        self.guarded(|| memory::alloc_fresh(len, home))
+    }
     fn graph_alloc_refusal(&self) -> Option<&'static str> {
         self.allocator.pool().is_none().then_some(graph::NO_POOL)
     }
@@ -430,7 +433,10 @@ impl Backend for CudaBackend {
         self.guarded(|| graph::alloc_in_graph(self.stream(home), len))
     }
     fn upload(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
-        self.guarded(|| memory::upload(bytes, home))
+        self.guarded(|| memory::upload(bytes, home, false))
+    }
+    fn upload_fresh(&self, bytes: &[u8], home: &StreamHandle) -> Result<Memory> {
+        self.guarded(|| memory::upload(bytes, home, true))
     }
     fn download(
         &self,

@@ -17,7 +17,9 @@
 //! batch of back-to-back launches lasting about `SAMPLE_TIME` (sized by one
 //! probe launch of each configuration), divided by its count: one short
 //! launch alone would time the timer and the launch's latency more than
-//! the kernel. (Scratch that must be made again before each repetition
+//! the kernel. On a GPU, each batch follows a delay kernel (see [`Delay`])
+//! and one untimed launch of the same configuration, so that it is timed
+//! as a loop's launches run: back to back, on a GPU warm from the kernel. (Scratch that must be made again before each repetition
 //! keeps one launch per sample.)
 //! After `min_reps` rounds, a configuration whose lower quartile is above
 //! the best one's upper quartile is clearly slower and is timed no more;
@@ -51,7 +53,14 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(call: &Call<'_>, device: &Device) -> Result<Scratch> {
+    /// The scratch arrays of `call`'s timing launches on `stream`. Those
+    /// made once are filled on `stream` itself: an array filled on
+    /// another stream would make every timing launch wait for that stream
+    /// on the host, and time the wait. All are new memory, never a block
+    /// a cache kept: a kernel was seen to run slower into a reused block
+    /// than into new memory, which would rank configurations by the block
+    /// each happened to get.
+    fn new(call: &Call<'_>, stream: &Stream) -> Result<Scratch> {
         let (targets, _) = call.target_arrays();
         let reinit_atomic = call.atomic_outputs() && call.init_value_given().is_none();
         let mut outputs = Vec::new();
@@ -67,8 +76,8 @@ impl Scratch {
                 None => None,
             };
             let array = match &bytes {
-                Some(b) => Array::from_bytes(device, b, shape, dtype)?,
-                None => Array::zeros(device, shape, dtype)?,
+                Some(b) => Array::fresh_from_bytes_on(stream, b, shape, dtype)?,
+                None => Array::fresh_zeros_on(stream, shape, dtype)?,
             };
             outputs.push(array);
             fresh.push(bytes);
@@ -92,10 +101,15 @@ impl Scratch {
 
     /// Makes again the scratch arrays that must start each repetition
     /// with the caller's contents (or zeros).
-    fn refresh(&mut self, device: &Device) -> Result<()> {
+    fn refresh(&mut self, stream: &Stream) -> Result<()> {
         for (array, bytes) in self.outputs.iter_mut().zip(&self.fresh) {
             if let Some(bytes) = bytes {
-                *array = Array::from_bytes(device, bytes, array.shape().to_vec(), array.dtype())?;
+                *array = Array::fresh_from_bytes_on(
+                    stream,
+                    bytes,
+                    array.shape().to_vec(),
+                    array.dtype(),
+                )?;
             }
         }
         Ok(())
@@ -137,6 +151,9 @@ struct Delay {
     /// changes: (nanoseconds, the array holding them).
     kernel: Option<Kernel>,
     arg: Option<(u64, Array)>,
+    /// The delay kernel's output, made once on the timed stream: a timed
+    /// sample allocates nothing.
+    done: Option<Array>,
     /// The longest the host took to queue one launch, seen so far.
     per_launch: Duration,
     /// Timed batches in a row that the host took as long to queue as the
@@ -172,6 +189,7 @@ impl Delay {
         Delay {
             kernel,
             arg: None,
+            done: None,
             per_launch: Duration::ZERO,
             starved_in_a_row: 0,
         }
@@ -215,12 +233,16 @@ impl Delay {
     }
 
     /// Makes the delay kernel's argument for a batch of `batch` launches
-    /// on `device` (again only when the wait changed).
-    fn prepare(&mut self, batch: u32, device: &Device) -> Result<()> {
+    /// on `stream` (again only when the wait changed), and its output
+    /// (once).
+    fn prepare(&mut self, batch: u32, stream: &Stream) -> Result<()> {
         let ns = u64::try_from(self.wait(batch).as_nanos()).unwrap_or(u64::MAX);
         if self.kernel.is_some() && self.arg.as_ref().is_none_or(|(n, _)| *n != ns) {
-            let array = Array::from_slice(device, &[ns; 8], [8])?;
+            let array = Array::from_slice(stream.device(), &[ns; 8], [8])?;
             self.arg = Some((ns, array));
+        }
+        if self.kernel.is_some() && self.done.is_none() {
+            self.done = Some(Array::zeros_on(stream, [1], crate::dtype::DType::U32)?);
         }
         Ok(())
     }
@@ -229,11 +251,11 @@ impl Delay {
     /// [`Delay::prepare`]); false where it cannot be (batches are then
     /// timed without it).
     fn compile(&self, stream: &Stream) -> bool {
-        match (&self.kernel, &self.arg) {
-            (Some(kernel), Some((_, arg))) => {
+        match (&self.kernel, &self.arg, &self.done) {
+            (Some(kernel), Some((_, arg)), Some(done)) => {
                 let compiled = kernel
                     .call([arg])
-                    .output([1], crate::dtype::DType::U32)
+                    .output_into(done)
                     .grid([1, 1, 1])
                     .threadgroup([1, 1, 1])
                     .on(stream)
@@ -253,11 +275,12 @@ impl Delay {
     fn hold<'s>(&'s self, stream: &'s Stream) -> impl FnMut() -> Result<()> + 's {
         let kernel = self.kernel.as_ref();
         let arg = self.arg.as_ref().map(|(_, a)| a);
+        let done = self.done.as_ref();
         move || -> Result<()> {
-            if let (Some(kernel), Some(arg)) = (kernel, arg) {
+            if let (Some(kernel), Some(arg), Some(done)) = (kernel, arg, done) {
                 kernel
                     .call([arg])
-                    .output([1], crate::dtype::DType::U32)
+                    .output_into(done)
                     .grid([1, 1, 1])
                     .threadgroup([1, 1, 1])
                     .on(stream)
@@ -337,7 +360,7 @@ pub(super) fn time_configs(
     // Compiles, in parallel: each configuration is its own variant (and
     // the delay kernel one more, on a GPU).
     let mut delay = Delay::for_device(device);
-    delay.prepare(1, device)?;
+    delay.prepare(1, stream)?;
     let (compiled, delay_ok): (Vec<Option<String>>, bool) = std::thread::scope(|scope| {
         let delay = &delay;
         let delay_compile = scope.spawn(move || delay.compile(stream));
@@ -370,14 +393,14 @@ pub(super) fn time_configs(
         delay.kernel = None;
     }
 
-    let mut scratch = Scratch::new(call, device)?;
+    let mut scratch = Scratch::new(call, stream)?;
     let mut launches = 0u64;
     let mut spent = Duration::ZERO;
     // One launch of `c`'s configuration into scratch arrays; timed, its
     // time on the stream.
     let mut run_one = |c: &mut Candidate, timed: bool, scratch: &mut Scratch| -> Result<Duration> {
         if scratch.needs_refresh() {
-            scratch.refresh(device)?;
+            scratch.refresh(stream)?;
         }
         let config = &tuning.inner.configs[c.index];
         let grid = tuning.grid_of(config, call);
@@ -399,8 +422,20 @@ pub(super) fn time_configs(
             // wait (twice at most; the last time is kept either way).
             let mut last = Duration::ZERO;
             for attempt in 0..3 {
-                delay.prepare(batch, device)?;
-                let timed = stream.time(&mut delay.hold(stream), &mut launch);
+                delay.prepare(batch, stream)?;
+                // Behind the wait, one untimed launch of the same
+                // configuration first: a batch starts on a GPU that has
+                // just run this kernel, as the launches of a loop do
+                // (after an idle wait, the first launch runs slower, by an
+                // amount that differs between configurations).
+                let timed = {
+                    let mut hold = delay.hold(stream);
+                    let mut before = || -> Result<()> {
+                        hold()?;
+                        run.launch().map(drop)
+                    };
+                    stream.time(&mut before, &mut launch)
+                };
                 match timed {
                     Ok(t) => {
                         last = t;
@@ -431,7 +466,7 @@ pub(super) fn time_configs(
     }
     // One timed launch of each sets its batch; the probe is not a sample.
     for c in candidates.iter_mut().filter(|c| c.failed.is_none()) {
-        launches += 1;
+        launches += 2;
         let probe = run_one(c, true, &mut scratch)?;
         spent += probe;
         c.samples.clear();
@@ -450,7 +485,8 @@ pub(super) fn time_configs(
         let start = round as usize % alive.len();
         for k in 0..alive.len() {
             let c = &mut candidates[alive[(start + k) % alive.len()]];
-            launches += u64::from(if scratch.needs_refresh() { 1 } else { c.batch });
+            // The batch, and the untimed launch before it.
+            launches += 1 + u64::from(if scratch.needs_refresh() { 1 } else { c.batch });
             spent += run_one(c, true, &mut scratch)?;
         }
         if round + 1 < min_reps {

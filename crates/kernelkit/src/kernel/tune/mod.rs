@@ -387,13 +387,25 @@ impl Tuning {
             .iter()
             .position(|c| c.id() == record.choice)
             .unwrap_or(0);
-        tracing::debug!(
-            kernel = %call.kernel().name(),
-            "tuned `{}`: chose `{}` among {} configurations",
-            record.key,
-            record.choice,
-            timed.len()
-        );
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let times: Vec<String> = record
+                .configs
+                .iter()
+                .map(|r| match (r.time_ns, &r.error) {
+                    (Some(ns), _) => format!("`{}` {:.2} us", r.config, ns as f64 / 1e3),
+                    (None, Some(e)) => format!("`{}` failed: {e}", r.config),
+                    (None, None) => format!("`{}` not timed", r.config),
+                })
+                .collect();
+            tracing::debug!(
+                kernel = %call.kernel().name(),
+                "tuned `{}`: chose `{}` among {} configurations ({})",
+                record.key,
+                record.choice,
+                timed.len(),
+                times.join(", ")
+            );
+        }
         device.keep_tuning_record(&key, call.kernel().name(), record);
         self.remember(sig, index);
         Ok(index)
