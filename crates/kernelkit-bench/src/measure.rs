@@ -85,6 +85,46 @@ pub(crate) fn paired(
     Ok((median(&a), median(&b)))
 }
 
+/// [`paired`] for a small difference between two nearly equal figures:
+/// each sample is a batch of each, back to back, in an order that
+/// alternates, with `settle` run untimed before every batch (a device's
+/// queue drained, so that no batch waits for the one before it). Returns
+/// the medians of `figure` and `baseline` and the median of the samples'
+/// differences (`figure` minus `baseline`), which cancels the drift that a
+/// difference of two medians keeps. A batch is at most `max_iters`
+/// operations (a GPU's launch queue holds about a thousand).
+pub(crate) fn paired_diff(
+    plan: Plan,
+    max_iters: u64,
+    figure: &mut Op<'_>,
+    baseline: &mut Op<'_>,
+    settle: &mut Op<'_>,
+) -> Result<(f64, f64, f64), BenchError> {
+    let n = calibrate(figure, plan.batch)?
+        .min(calibrate(baseline, plan.batch)?)
+        .clamp(1, max_iters.max(1));
+    let mut a = Vec::with_capacity(plan.samples);
+    let mut b = Vec::with_capacity(plan.samples);
+    let mut d = Vec::with_capacity(plan.samples);
+    for sample in 0..plan.samples {
+        let (x, y) = if sample % 2 == 0 {
+            settle()?;
+            let x = batch(figure, n)?;
+            settle()?;
+            (x, batch(baseline, n)?)
+        } else {
+            settle()?;
+            let y = batch(baseline, n)?;
+            settle()?;
+            (batch(figure, n)?, y)
+        };
+        a.push(x);
+        b.push(y);
+        d.push(x - y);
+    }
+    Ok((median(&a), median(&b), median(&d)))
+}
+
 /// The median, in nanoseconds per operation, of `op` alone (a figure with
 /// no baseline of its own).
 pub(crate) fn single(plan: Plan, op: &mut Op<'_>) -> Result<f64, BenchError> {

@@ -4,7 +4,10 @@
 //! - `tuned_call_ns` against `untuned_call_ns`: a warm call with a
 //!   [`Tuning`] (its key chosen already) and the same call untuned, with
 //!   the chosen configuration's threadgroup and template given by hand;
-//!   sampled in alternation. The difference is what tuning adds to a warm
+//!   sampled in pairs of batches whose order alternates, the device's
+//!   queue drained before each batch (batches of at most
+//!   [`WARM_BATCH_MAX`] calls, so that no launch waits for a full queue).
+//!   The median of the pairs' differences is what tuning adds to a warm
 //!   call (its target is in BENCHMARKS.md).
 //! - `tune_ms`: one tuning run of 16 configurations of a kernel of about
 //!   10 us (a copy-and-scale over `elements`), compiles excluded (every
@@ -21,6 +24,10 @@ use super::measure::{self, Plan};
 use super::workload::BackendName;
 use super::BenchError;
 
+/// The most calls in one timed batch of the warm-call figure: fewer than
+/// a GPU's launch queue holds.
+const WARM_BATCH_MAX: u64 = 512;
+
 /// The figures of `--only-tune`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub(crate) struct TuneFigures {
@@ -30,6 +37,9 @@ pub(crate) struct TuneFigures {
     pub(crate) tuned_call_ns: f64,
     /// The same call untuned, ns.
     pub(crate) untuned_call_ns: f64,
+    /// The median over samples of tuned minus untuned, ns (the figure
+    /// the target is on).
+    pub(crate) tuned_minus_untuned_ns: f64,
     /// Elements of the tuning-cost kernel.
     pub(crate) elements: usize,
     /// Configurations tuned.
@@ -47,13 +57,13 @@ impl TuneFigures {
         format!(
             "autotune on {}{}\n\
              warm call, tuned        {:>10.1} ns\n\
-             warm call, untuned      {:>10.1} ns   (tuned - untuned: {:+.1} ns)\n\
+             warm call, untuned      {:>10.1} ns   (tuned - untuned: {:+.1} ns, median of paired samples)\n\
              tuning {} configs of a {:.1} us kernel ({} elements): {:.2} ms, {:.0} timing launches (compiles excluded)\n",
             self.backend,
             if self.quick { " (quick)" } else { "" },
             self.tuned_call_ns,
             self.untuned_call_ns,
-            self.tuned_call_ns - self.untuned_call_ns,
+            self.tuned_minus_untuned_ns,
             self.configs,
             self.kernel_us,
             self.elements,
@@ -129,8 +139,9 @@ pub(crate) fn measure(
                 .on(stream),
         )?
         .clone();
-    let (tuned_call_ns, untuned_call_ns) = measure::paired(
+    let (tuned_call_ns, untuned_call_ns, tuned_minus_untuned_ns) = measure::paired_diff(
         plan,
+        WARM_BATCH_MAX,
         &mut || {
             std::hint::black_box(tuned_call()?);
             Ok(())
@@ -148,6 +159,7 @@ pub(crate) fn measure(
             );
             Ok(())
         },
+        &mut || Ok(stream.synchronize()?),
     )?;
 
     // Tuning cost: a kernel of about 10 us on the device.
@@ -208,6 +220,7 @@ pub(crate) fn measure(
         quick,
         tuned_call_ns,
         untuned_call_ns,
+        tuned_minus_untuned_ns,
         elements,
         configs: n,
         tune_ms: measure::median(&times),

@@ -249,6 +249,11 @@ def main():
             compile_total += compile_s
             print(f"{name:14s} {str(shape):18s} chosen {chosen:9.2f} us  best {fastest:9.2f} us  "
                   f"x{chosen / fastest:.3f} {'ok ' if hit else 'MISS'} tune {tune_s * 1e3:7.1f} ms  ({best})", flush=True)
+            if not hit:
+                # Every configuration's reference time, beside the tuner's
+                # own (KERNELKIT_LOG=kernelkit::kernel::tune=debug logs them).
+                for c, t in sorted(zip(spec["configs"], times), key=lambda p: p[1]):
+                    print(f"    reference {t:9.2f} us  {c}", flush=True)
     hits = sum(c["hit"] for c in cases)
     print(f"autotune_quality.reference = {args.reference} ({args.reps} launches per sample, median of 5)")
     print(f"autotune_quality.hits = {hits}/{len(cases)} ({100 * hits / len(cases):.0f}%, target >= 90%)")

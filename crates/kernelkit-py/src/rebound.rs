@@ -31,7 +31,7 @@ use crate::torch::Tensor;
 const KEPT: usize = 4;
 
 /// One argument's layout.
-#[derive(PartialEq)]
+#[derive(Clone, PartialEq)]
 pub(crate) struct Layout {
     dtype: DType,
     shape: SmallVec<[usize; 4]>,
@@ -109,7 +109,7 @@ pub(crate) struct Key<'a, T: Read> {
 }
 
 /// What a launch was prepared for: a call's layout, as [`Key`] but kept.
-#[derive(PartialEq)]
+#[derive(Clone, PartialEq)]
 struct Prepared {
     ordinal: u32,
     stream: u64,
@@ -131,12 +131,15 @@ impl Entry {
 /// A prepared launch and the layout it was prepared for.
 pub(crate) struct Entry {
     prepared: Prepared,
-    pub(crate) launch: Rebindable,
+    /// Shared with the entries that name the same launch under another
+    /// key ([`Entry::relabeled`]).
+    pub(crate) launch: Arc<Rebindable>,
 }
 
 impl Entry {
     pub(crate) fn new(key: &Key<'_, &Tensor>, launch: Rebindable) -> Entry {
         Entry {
+            launch: Arc::new(launch),
             prepared: Prepared {
                 ordinal: key.ordinal,
                 stream: key.stream,
@@ -147,7 +150,27 @@ impl Entry {
                 outputs: key.outputs.iter().map(|t| Layout::of(t)).collect(),
                 aliasing: key.aliasing.clone(),
             },
-            launch,
+        }
+    }
+
+    /// The same launch, for calls of the same tensors' layouts, GPU and
+    /// stream that say `grid`, `threadgroup` and `template`: a tuned
+    /// kernel keeps the launch of its chosen configuration under the
+    /// call's own arguments (`crate::tune`).
+    pub(crate) fn relabeled(
+        &self,
+        grid: [u64; 3],
+        threadgroup: [u64; 3],
+        template: &Template,
+    ) -> Entry {
+        Entry {
+            prepared: Prepared {
+                grid,
+                threadgroup,
+                template: template.clone(),
+                ..self.prepared.clone()
+            },
+            launch: Arc::clone(&self.launch),
         }
     }
 
@@ -179,16 +202,19 @@ impl Rebound {
 
     /// Keeps `entry`, dropping the oldest beyond [`KEPT`]; not when a
     /// launch for its layout is kept already (threads that made the same
-    /// new layout's first call at once each prepared one).
-    pub(crate) fn keep(&self, entry: Entry) {
+    /// new layout's first call at once each prepared one). Returns the
+    /// entry kept for the layout.
+    pub(crate) fn keep(&self, entry: Entry) -> Arc<Entry> {
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.iter().any(|e| e.prepared == entry.prepared) {
-            return;
+        if let Some(e) = kept.iter().find(|e| e.prepared == entry.prepared) {
+            return Arc::clone(e);
         }
         if kept.len() >= KEPT {
             kept.remove(0);
         }
-        kept.push(Arc::new(entry));
+        let entry = Arc::new(entry);
+        kept.push(Arc::clone(&entry));
+        entry
     }
 
     /// How many launches are kept (for tests).

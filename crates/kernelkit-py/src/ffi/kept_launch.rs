@@ -32,6 +32,11 @@ pub(crate) struct Fitted<'t> {
 }
 
 impl Fitted<'_> {
+    /// The kept launch found.
+    pub(crate) fn entry(&self) -> &Arc<Entry> {
+        &self.entry
+    }
+
     /// The kept launch's output layouts.
     pub(crate) fn output_layouts(&self) -> &[crate::rebound::Layout] {
         self.entry.outputs()

@@ -44,10 +44,15 @@ pub(crate) struct CallArgs<'a, 'py> {
     pub(crate) tune: Option<&'a dyn Tune>,
 }
 
-/// A tuned kernel's part in a call of the general path: the template
-/// values, grid and threadgroup of the configuration chosen for the call's
-/// converted inputs, outputs and stream.
+/// A launch configuration a tuned kernel chose for a call: its template
+/// values, grid and threadgroup, in place of the call's own.
+pub(crate) type Chosen = (args::Template, [u64; 3], [u64; 3]);
+
+/// A tuned kernel's part in a call: the template values, grid and
+/// threadgroup of the configuration chosen for the call's converted
+/// inputs, outputs and stream (`crate::tune::hook`).
 pub(crate) trait Tune {
+    /// The general path's: chooses (tuning the key if no tier has it).
     fn launch_of(
         &self,
         kernel: &PyKernel,
@@ -55,7 +60,7 @@ pub(crate) trait Tune {
         outputs: &[OutputSpec],
         stream: &kernelkit::Stream,
         init_value: Option<f64>,
-    ) -> PyResult<(args::Template, [u64; 3], [u64; 3])>;
+    ) -> PyResult<Chosen>;
 
     /// The same for a call the one-pass torch route takes, from its
     /// tensors (`inputs`, and `outputs`: `out=`'s when `out_given`, else
@@ -69,7 +74,28 @@ pub(crate) trait Tune {
         inputs: &[Bound<'_, PyAny>],
         outputs: &[Bound<'_, PyAny>],
         out_given: bool,
-    ) -> Option<(args::Template, [u64; 3], [u64; 3])>;
+    ) -> Option<Chosen>;
+
+    /// The same for a call the torch path takes, from its tensors as it
+    /// read them, on the GPU `place`; `None` when the tuned kernel does not
+    /// remember the call (the general path then chooses).
+    fn torch_read_launch_of(
+        &self,
+        kernel: &PyKernel,
+        inputs: &[&torch::Tensor],
+        outputs: &[&torch::Tensor],
+        place: crate::device::Place,
+    ) -> Option<PyResult<Chosen>>;
+
+    /// The tuned kernel's kept launches: each the launch of the chosen
+    /// configuration, under the call's own grid and template values
+    /// ([`Tune::call_shape`]) with threadgroup `[0, 0, 0]`.
+    fn kept(&self) -> &crate::rebound::Rebound;
+
+    /// The call's own grid (`[0, 0, 0]` when no configuration takes it)
+    /// and template values, which key [`Tune::kept`]; `None` where reading
+    /// them fails (the slow route raises the error).
+    fn call_shape(&self, kernel: &PyKernel) -> Option<([u64; 3], args::Template)>;
 }
 
 /// MLX's required parameters, in the order [`PyKernel::required`] takes them.
@@ -144,10 +170,7 @@ impl PyKernel {
         let aliasing = self.aliasing(a.donate, a.allow_overlap)?;
         let out = self.donated_outputs(out, &items, &aliasing)?;
         self.check_donated(&sources, &aliasing)?;
-        let plain = a.device.is_none_or(|d| d.is_none())
-            && a.init_value.is_none()
-            && !a.verbose
-            && a.tune.is_none();
+        let plain = a.device.is_none_or(|d| d.is_none()) && a.init_value.is_none() && !a.verbose;
         if plain {
             if let Some(list) = self.torch_call(
                 py,
@@ -155,9 +178,8 @@ impl PyKernel {
                 out.as_ref(),
                 a.output_shapes,
                 a.output_dtypes,
-                a.template,
-                a.grid,
-                a.threadgroup,
+                (a.template, a.grid, a.threadgroup),
+                a.tune,
                 a.stream,
                 &aliasing,
             )? {

@@ -37,7 +37,7 @@ mod call;
 pub(crate) mod call_entry;
 pub(crate) mod route;
 
-pub(crate) use call::{CallArgs, Tune};
+pub(crate) use call::{CallArgs, Chosen, Tune};
 pub(crate) use call_entry::_call_entry;
 
 /// A compiled-on-demand custom kernel, called like MLX's:

@@ -14,7 +14,7 @@ use crate::donation::Aliasing;
 use crate::errors::IntoPy;
 use crate::ffi::kept_launch;
 use crate::kernel::route::{self, Route};
-use crate::kernel::{extents, specs_of, Made, Parts, PyKernel};
+use crate::kernel::{extents, specs_of, Made, Parts, PyKernel, Tune};
 use crate::rebound::{Entry, Key};
 use crate::{streams, torch};
 use kernelkit::Array;
@@ -52,6 +52,12 @@ impl PyKernel {
     /// print: run through the launch prepared for its layout
     /// (`crate::rebound`), which the first call of a layout prepares.
     /// `None`, having done nothing, for any other call.
+    ///
+    /// A tuned call (`tune`) first looks for the launch its tuned kernel
+    /// kept under the call's own arguments ([`Tune::kept`]); else its
+    /// configuration is found from the tensors as read here (`None` when
+    /// the tuned kernel has not chosen one: the general path chooses), and
+    /// the launch found or prepared for it is kept there too.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn torch_call<'py>(
         &self,
@@ -60,9 +66,12 @@ impl PyKernel {
         out: Option<&SmallVec<[Bound<'py, PyAny>; 4]>>,
         output_shapes: Option<&Bound<'py, PyAny>>,
         output_dtypes: Option<&Bound<'py, PyAny>>,
-        template: Option<&Bound<'py, PyAny>>,
-        grid: &Bound<'py, PyAny>,
-        threadgroup: &Bound<'py, PyAny>,
+        (template, grid, threadgroup): (
+            Option<&Bound<'py, PyAny>>,
+            &Bound<'py, PyAny>,
+            &Bound<'py, PyAny>,
+        ),
+        tune: Option<&dyn Tune>,
         stream: Option<&Bound<'py, PyAny>>,
         aliasing: &Aliasing,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
@@ -170,20 +179,65 @@ impl PyKernel {
             _ => return Ok(None),
         };
         let outputs: SmallVec<[&torch::Tensor; 2]> = made.iter().collect();
+        // The tensors were read (`get_device()` named their GPU) from
+        // `sources` and `objects`, which hold them through the call.
+        let held = (sources, &objects);
+        let (launch_template, launch_grid, launch_threadgroup, tuned) = match tune {
+            None => (
+                self.template.parse(template, kernel)?,
+                self.grid.get(grid, kernel, "grid")?,
+                self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
+                None,
+            ),
+            Some(tune) => {
+                let Some((call_grid, call_template)) = tune.call_shape(self) else {
+                    return Ok(None);
+                };
+                let own = Key {
+                    ordinal: n,
+                    stream: current,
+                    grid: call_grid,
+                    threadgroup: [0; 3],
+                    template: &call_template,
+                    inputs: &inputs,
+                    outputs: &outputs,
+                    aliasing,
+                };
+                if let Some(fitted) = kept_launch::find_read(tune.kept(), &own, &held) {
+                    route::note(Route::TorchKept);
+                    fitted.run(py).py_err()?;
+                    if out.is_some() {
+                        torch::bump_versions(py, &objects)?;
+                    }
+                    return Ok(Some(PyList::new(py, objects)?));
+                }
+                let Some(chosen) = tune.torch_read_launch_of(self, &inputs, &outputs, here) else {
+                    return Ok(None);
+                };
+                let (t, g, tg) = chosen?;
+                (t, g, tg, Some((tune, call_grid, call_template)))
+            }
+        };
+        // The tuned kernel's own key for a launch of this kernel's.
+        let relabel = |entry: &crate::rebound::Entry| {
+            if let Some((tune, call_grid, call_template)) = &tuned {
+                tune.kept()
+                    .keep(entry.relabeled(*call_grid, [0; 3], call_template));
+            }
+        };
         let key = Key {
             ordinal: n,
             stream: current,
-            grid: self.grid.get(grid, kernel, "grid")?,
-            threadgroup: self.threadgroup.get(threadgroup, kernel, "threadgroup")?,
-            template: &self.template.parse(template, kernel)?,
+            grid: launch_grid,
+            threadgroup: launch_threadgroup,
+            template: &launch_template,
             inputs: &inputs,
             outputs: &outputs,
             aliasing,
         };
-        // The tensors were read (`get_device()` named their GPU) from
-        // `sources` and `objects`, which hold them through the call.
-        if let Some(fitted) = kept_launch::find_read(&self.rebound, &key, &(sources, &objects)) {
+        if let Some(fitted) = kept_launch::find_read(&self.rebound, &key, &held) {
             route::note(Route::TorchKept);
+            relabel(fitted.entry());
             fitted.run(py).py_err()?;
             if out.is_some() {
                 torch::bump_versions(py, &objects)?;
@@ -231,7 +285,7 @@ impl PyKernel {
             })
             .py_err()?;
         if let Some(launch) = prepared {
-            self.rebound.keep(Entry::new(&key, launch));
+            relabel(&self.rebound.keep(Entry::new(&key, launch)));
         }
         if out.is_some() {
             torch::bump_versions(py, &objects)?;

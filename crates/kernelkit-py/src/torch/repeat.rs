@@ -129,26 +129,57 @@ impl PyKernel {
             ),
             _ => return None,
         };
-        // A tuned call's configuration, found from the tensors' layouts
-        // (`crate::tune`); a kernel's own call parses its arguments.
-        let (template, grid, threadgroup) = match a.tune {
-            Some(tune) => tune.torch_launch_of(self, shim, &inputs, &outputs, out.is_some())?,
-            None => (
-                self.template.parse(a.template, kernel).ok()?,
-                self.grid.get(a.grid, kernel, "grid").ok()?,
-                self.threadgroup
-                    .get(a.threadgroup, kernel, "threadgroup")
-                    .ok()?,
-            ),
+        let fitted = match a.tune {
+            None => {
+                let template = self.template.parse(a.template, kernel).ok()?;
+                let shape = Shape {
+                    grid: self.grid.get(a.grid, kernel, "grid").ok()?,
+                    threadgroup: self
+                        .threadgroup
+                        .get(a.threadgroup, kernel, "threadgroup")
+                        .ok()?,
+                    template: &template,
+                    stream,
+                    aliasing: &aliasing,
+                };
+                find_in_place(shim, &self.rebound, &inputs, &outputs, shape)?
+            }
+            // A tuned call: the launch its tuned kernel kept under the
+            // call's own grid and template values; else its configuration,
+            // found from the tensors' layouts (`crate::tune`), and this
+            // kernel's launch for it, then kept under the call's arguments.
+            Some(tune) => {
+                let (call_grid, call_template) = tune.call_shape(self)?;
+                let own = Shape {
+                    grid: call_grid,
+                    threadgroup: [0; 3],
+                    template: &call_template,
+                    stream,
+                    aliasing: &aliasing,
+                };
+                match find_in_place(shim, tune.kept(), &inputs, &outputs, own) {
+                    Some(fitted) => fitted,
+                    None => {
+                        let (template, grid, threadgroup) =
+                            tune.torch_launch_of(self, shim, &inputs, &outputs, out.is_some())?;
+                        let shape = Shape {
+                            grid,
+                            threadgroup,
+                            template: &template,
+                            stream,
+                            aliasing: &aliasing,
+                        };
+                        let fitted = find_in_place(shim, &self.rebound, &inputs, &outputs, shape)?;
+                        tune.kept().keep(fitted.entry().relabeled(
+                            call_grid,
+                            [0; 3],
+                            &call_template,
+                        ));
+                        fitted
+                    }
+                }
+            }
         };
-        let shape = Shape {
-            grid,
-            threadgroup,
-            template: &template,
-            stream,
-            aliasing: &aliasing,
-        };
-        let fitted = find_in_place(shim, &self.rebound, &inputs, &outputs, shape)?;
         if let Some(specs) = &specs {
             let kept = fitted.output_layouts();
             if specs.len() != kept.len() || !specs.iter().zip(kept).all(|((s, d), l)| l.is(s, *d)) {

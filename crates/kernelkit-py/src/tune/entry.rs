@@ -1,9 +1,10 @@
 //! A tuned kernel's call entry for vectorcall, as the kernel's own
 //! (`crate::kernel::call_entry`): the keywords taken from the caller's
-//! array and name tuple without PyO3's parsing, the configuration found
-//! ([`super::PyTuned::launch`]), and the kernel's route run with its
-//! threadgroup, grid and template. A call the entry does not take whole
-//! goes to the tuned kernel's `call` method, which parses it.
+//! array and name tuple without PyO3's parsing, and the kernel's routes
+//! run with the tuned kernel's part in them ([`super::hook::Hook`]),
+//! which finds the configuration from what each route reads. A call the
+//! entry does not take whole goes to the tuned kernel's `call` method,
+//! which parses it.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -39,43 +40,23 @@ fn enter<'py>(tuned: &Bound<'py, PyTuned>, call: &Args<'_, 'py>) -> PyResult<Bou
         out: taken.optional(OUT),
     };
     let kernel = tuned.native.get();
-    if !first_is_torch(inputs) {
-        // No torch route takes the call: the general path chooses, from
-        // the arguments as it converts them.
-        let none = py.None().into_bound(py);
-        let mut args = taken.args(inputs, &none, &none, None);
-        let hook = Hook {
-            tuned,
-            given: &given,
-        };
-        args.tune = Some(&hook);
-        return Python::attach(|_| kernel.general(args));
-    }
-    // torch tensors: the one-pass route, its configuration found from the
-    // tensors' layouts; else the configuration found from the arguments'
-    // objects, and the kernel's torch routes run with its threadgroup, grid
-    // and template objects (which keeps the launch the one-pass route
-    // finds next time).
-    {
-        let none = py.None().into_bound(py);
-        let mut args = taken.args(inputs, &none, &none, None);
-        let hook = Hook {
-            tuned,
-            given: &given,
-        };
-        args.tune = Some(&hook);
+    let none = py.None().into_bound(py);
+    let mut args = taken.args(inputs, &none, &none, None);
+    let hook = Hook {
+        tuned,
+        given: &given,
+    };
+    args.tune = Some(&hook);
+    // torch tensors: the one-pass route first (`out=`), its launch the one
+    // the tuned kernel kept for the call's layout; then the general path,
+    // whose torch path finds it the same way, and which otherwise chooses
+    // from the arguments as it converts them.
+    if first_is_torch(inputs) {
         if let Some(done) = kernel.repeat(&args) {
             return done;
         }
     }
-    let launch = tuned.launch(py, &given)?;
-    let args = taken.args(
-        inputs,
-        &launch.grid,
-        &launch.threadgroup,
-        launch.template.as_ref(),
-    );
-    kernel.run_taken(args)
+    Python::attach(|_| kernel.general(args))
 }
 
 /// Whether the first input is a plain torch tensor (every torch route

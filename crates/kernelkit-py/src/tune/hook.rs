@@ -1,20 +1,21 @@
-//! The tuned call's choice inside the kernel's general path
-//! ([`crate::kernel::Tune`]), for calls no torch route takes: the
-//! configuration is found from the arguments as the general path has
-//! converted them (the input arrays' dtypes and shapes, the outputs'
-//! shapes and dtypes, the stream's device), so that nothing of the call is
-//! read twice; only the call's own template values (through the tuned
-//! kernel's memo), the user's key and the call's grid (when a
-//! configuration takes it) are read here. The configuration's template
+//! The tuned call's choice inside the kernel's routes
+//! ([`crate::kernel::Tune`]): the configuration is found from the
+//! arguments as the route has converted or read them (the inputs' dtypes
+//! and shapes, the outputs' shapes and dtypes, the place the call runs),
+//! so that nothing of the call is read twice; only the call's own
+//! template values (through the tuned kernel's memo), the user's key and
+//! the call's grid (when a configuration takes it) are read here. Every
+//! route writes the same signature (the tag `H`), so a choice the general
+//! path made is found by the torch routes. The configuration's template
 //! values are appended to the call's parsed ones, and its threadgroup and
 //! grid given as extents: no Python object is built.
 //!
-//! The one-pass torch route asks the same of a warm `out=` call on torch
-//! tensors, read in place: its signature is the one the tuned kernel's
-//! object memo (`PyTuned::choice`) keeps for that call, so a choice made
-//! by the call's first (slow) pass is found here; any miss leaves the call
-//! to that slow pass. (A key or grid function is then called again for
-//! that call: once by the one-pass attempt, once by the slow pass.)
+//! The torch routes keep the chosen configuration's launch under the
+//! call's own arguments as well ([`Tune::kept`], keyed by the call's grid
+//! and template values and its tensors' layouts): a warm tuned call on
+//! torch tensors finds it there as an untuned call finds its own, and
+//! computes no signature. The key and grid functions are therefore called
+//! for a layout the tuned kernel has not kept, not at every call.
 
 use pyo3::prelude::*;
 
@@ -23,7 +24,9 @@ use super::{choose, padded, Given, PyTuned};
 use crate::args::{self, OutputSpec};
 use crate::device::Place;
 use crate::ffi::torch_shim::Shim;
-use crate::kernel::{PyKernel, Tune};
+use crate::kernel::{Chosen, PyKernel, Tune};
+use crate::rebound::Rebound;
+use crate::torch::Tensor;
 use kernelkit::{Array, Stream};
 
 /// A tuned call's part in the general path.
@@ -40,12 +43,9 @@ impl Tune for Hook<'_, '_, '_> {
         outputs: &[OutputSpec],
         stream: &Stream,
         init_value: Option<f64>,
-    ) -> PyResult<(args::Template, [u64; 3], [u64; 3])> {
+    ) -> PyResult<Chosen> {
         let (t, g) = (self.tuned, self.given);
         let py = g.inputs.py();
-        let name = kernel.name();
-        // A tag of its own: never equal to the signature of a call read
-        // from its objects (`PyTuned::choice`), kept in the same memo.
         let mut sig = Sig::new();
         sig.push(b'H');
         for a in inputs {
@@ -55,23 +55,12 @@ impl Tune for Hook<'_, '_, '_> {
                 a.shape().iter().map(|&d| d as u64),
             );
         }
-        let key = match &t.key_fn {
-            Some(f) => {
-                let key = f.bind(py).call1((g.inputs,))?.repr()?.to_string();
-                memo::push_key(&mut sig, &key);
-                Some(key)
-            }
-            None => None,
-        };
-        memo::push_outputs(&mut sig, outputs);
-        let template = t.template.parse(g.template, name)?;
-        memo::push_template(&mut sig, &template);
-        let call_grid = match g.grid.filter(|_| t.takes_call_grid) {
-            Some(grid) => Some(t.grid.get(grid, name, "grid")?),
-            None => None,
-        };
-        memo::push_dims(&mut sig, call_grid);
-        memo::push_place(&mut sig, Place::of(stream.device()));
+        let (key, template, call_grid) = self.finish_sig(
+            &mut sig,
+            kernel,
+            |sig| memo::push_outputs(sig, outputs),
+            Place::of(stream.device()),
+        )?;
         let index = match t.memo.index(&sig) {
             Some(index) => index,
             None => {
@@ -109,66 +98,139 @@ impl Tune for Hook<'_, '_, '_> {
         inputs: &[Bound<'_, PyAny>],
         outputs: &[Bound<'_, PyAny>],
         out_given: bool,
-    ) -> Option<(args::Template, [u64; 3], [u64; 3])> {
-        let (t, g) = (self.tuned, self.given);
-        let py = g.inputs.py();
-        let name = kernel.name();
-        // The bytes `PyTuned::choice` writes for the same call (its torch
-        // tensors read through their objects), so that a choice made there
-        // is found here: each tensor's layout read in place and copied into
-        // the signature before any Python code runs (the key function).
-        let mut sig = Sig::new();
-        for x in inputs {
-            push_tensor(&mut sig, shim, x)?;
+    ) -> Option<Chosen> {
+        let g = self.given;
+        if g.device.is_some() {
+            return None;
         }
-        if let Some(f) = &t.key_fn {
-            let key = f.bind(py).call1((g.inputs,)).ok()?.repr().ok()?;
-            memo::push_key(&mut sig, &key.to_cow().ok()?);
+        // The signature `launch_of` writes for the same call, from each
+        // tensor's layout read in place and copied into it before any
+        // Python code runs (the key function).
+        let mut sig = Sig::new();
+        sig.push(b'H');
+        let mut place = None;
+        for x in inputs {
+            place = Some(push_tensor(&mut sig, shim, x)?);
         }
         let given = kernel
-            .given_outputs_in(&t.outputs, g.output_shapes, g.output_dtypes)
+            .given_outputs_in(&self.tuned.outputs, g.output_shapes, g.output_dtypes)
             .ok()?;
+        let mut out_sig = Sig::new();
         match given {
-            Some(specs) => memo::push_outputs(&mut sig, &specs),
+            Some(specs) => memo::push_outputs(&mut out_sig, &specs),
             None if out_given => {
+                out_sig.push(b'o');
                 for o in outputs {
-                    push_tensor(&mut sig, shim, o)?;
+                    push_tensor(&mut out_sig, shim, o)?;
                 }
             }
             None => return None,
         }
-        let template = t.template.parse(g.template, name).ok()?;
-        memo::push_template(&mut sig, &template);
-        let call_grid = match g.grid.filter(|_| t.takes_call_grid) {
-            Some(grid) => Some(t.grid.get(grid, name, "grid").ok()?),
-            None => None,
-        };
-        memo::push_dims(&mut sig, call_grid);
-        if g.device.is_some() {
-            return None;
-        }
-        memo::push_device(&mut sig, None, g.stream);
-        let index = t.memo.index(&sig)?;
+        let (_, template, call_grid) = self
+            .finish_sig(
+                &mut sig,
+                kernel,
+                |sig| sig.extend_from_slice(&out_sig),
+                place?,
+            )
+            .ok()?;
+        let index = self.tuned.memo.index(&sig)?;
         self.apply(index, template, call_grid).ok()
+    }
+
+    fn torch_read_launch_of(
+        &self,
+        kernel: &PyKernel,
+        inputs: &[&Tensor],
+        outputs: &[&Tensor],
+        place: Place,
+    ) -> Option<PyResult<Chosen>> {
+        let mut sig = Sig::new();
+        sig.push(b'H');
+        for t in inputs {
+            memo::push_shape(&mut sig, t.dtype as u8, t.shape.iter().map(|&d| d as u64));
+        }
+        let outputs_sig = |sig: &mut Sig| {
+            sig.push(b'o');
+            for t in outputs {
+                memo::push_shape(sig, t.dtype as u8, t.shape.iter().map(|&d| d as u64));
+            }
+        };
+        let (_, template, call_grid) = match self.finish_sig(&mut sig, kernel, outputs_sig, place) {
+            Ok(parts) => parts,
+            Err(e) => return Some(Err(e)),
+        };
+        let index = self.tuned.memo.index(&sig)?;
+        Some(self.apply(index, template, call_grid))
+    }
+
+    fn kept(&self) -> &Rebound {
+        &self.tuned.kept
+    }
+
+    fn call_shape(&self, kernel: &PyKernel) -> Option<([u64; 3], args::Template)> {
+        let (t, g) = (self.tuned, self.given);
+        let name = kernel.name();
+        let grid = match g.grid.filter(|_| t.takes_call_grid) {
+            Some(grid) => t.grid.get(grid, name, "grid").ok()?,
+            None => [0; 3],
+        };
+        Some((grid, t.template.parse(g.template, name).ok()?))
     }
 }
 
-/// Writes a torch tensor's bytes as `memo::push_source` writes them for
-/// its `Source`, read in place; `None` when the shim cannot read it.
-fn push_tensor(sig: &mut Sig, shim: &Shim, t: &Bound<'_, PyAny>) -> Option<()> {
+/// Writes a torch tensor's dtype and shape as `launch_of` writes an
+/// array's, read in place; its place; `None` when the shim cannot read it.
+fn push_tensor(sig: &mut Sig, shim: &Shim, t: &Bound<'_, PyAny>) -> Option<Place> {
     // SAFETY: the layout is copied into `sig` at once; no Python code runs
     // meanwhile, and `t` is held.
     let raw = unsafe { shim.raw(t) }?;
     if raw.shape.iter().any(|&d| d < 0) {
         return None;
     }
-    sig.push(b't');
-    memo::push_place(sig, raw.place);
     memo::push_shape(sig, raw.dtype as u8, raw.shape.iter().map(|&d| d as u64));
-    Some(())
+    Some(raw.place)
 }
 
 impl Hook<'_, '_, '_> {
+    /// The rest of a call's signature after its inputs (the tag `H`: the
+    /// arguments as the call converted or read them): the user's key, the
+    /// outputs (`push_outputs`), the call's own template values, its grid
+    /// (when a configuration takes it) and the place it runs. Returns the
+    /// key, the template values and the grid.
+    fn finish_sig(
+        &self,
+        sig: &mut Sig,
+        kernel: &PyKernel,
+        push_outputs: impl FnOnce(&mut Sig),
+        place: Place,
+    ) -> PyResult<(Option<String>, args::Template, Option<[u64; 3]>)> {
+        let (t, g) = (self.tuned, self.given);
+        let name = kernel.name();
+        let key = match &t.key_fn {
+            Some(f) => {
+                let key = f
+                    .bind(g.inputs.py())
+                    .call1((g.inputs,))?
+                    .repr()?
+                    .to_string();
+                memo::push_key(sig, &key);
+                Some(key)
+            }
+            None => None,
+        };
+        push_outputs(sig);
+        let template = t.template.parse(g.template, name)?;
+        memo::push_template(sig, &template);
+        let call_grid = match g.grid.filter(|_| t.takes_call_grid) {
+            Some(grid) => Some(t.grid.get(grid, name, "grid")?),
+            None => None,
+        };
+        memo::push_dims(sig, call_grid);
+        memo::push_place(sig, place);
+        Ok((key, template, call_grid))
+    }
+
     /// Configuration `index` applied: the call's own template values and
     /// the configuration's, its grid (fixed, the grid function's, or the
     /// call's) and its threadgroup.
@@ -177,7 +239,7 @@ impl Hook<'_, '_, '_> {
         index: usize,
         template: args::Template,
         call_grid: Option<[u64; 3]>,
-    ) -> PyResult<(args::Template, [u64; 3], [u64; 3])> {
+    ) -> PyResult<Chosen> {
         let (t, g) = (self.tuned, self.given);
         let py = g.inputs.py();
         let name = t.name();

@@ -1,28 +1,28 @@
 //! `kernelkit.autotune`'s callable: a kernel with launch configurations to
 //! choose from, called with the kernel's own signature.
 //!
-//! A call finds its configuration in this object's memo ([`memo`]: the
-//! bytes of what its tuning key depends on, compared with the remembered
-//! ones), and on a miss asks the library ([`choose`]: `Tuning::best`,
-//! which times the configurations once per key unless a cache tier has the
-//! record). Either way the kernel's own call route runs it, the route the
-//! same untuned call takes (`kernelkit._testing.call_routes()`):
+//! A call runs the kernel's own routes, the routes the same untuned call
+//! takes (`kernelkit._testing.call_routes()`), with the tuned kernel's part
+//! in them ([`hook`]): each route, once it has read or converted the
+//! arguments, asks for the configuration from what it read, through this
+//! object's memo ([`memo`]: the bytes of what the tuning key depends on,
+//! compared with the remembered ones); on a miss the general path asks the
+//! library ([`choose`]: `Tuning::best`, which times the configurations
+//! once per key unless a cache tier has the record).
 //!
 //! - a call no torch route takes (NumPy arrays, CuPy, scalars) goes to the
-//!   kernel's general path, which asks [`hook`] for the configuration once
-//!   it has converted the arguments, and applies its parsed threadgroup,
-//!   grid and template values;
-//! - a call on torch tensors tries the kernel's one-pass route first, which
-//!   asks [`hook`] for the configuration from the tensors' layouts read in
-//!   place; else it finds the configuration from its argument objects
-//!   ([`PyTuned::launch`]) and runs the kernel's torch routes with the
-//!   configuration's threadgroup and grid tuples and one template list per
-//!   remembered choice (the call's own values, then the configuration's),
-//!   which the kernel's memos find by identity (and its kept launches, for
-//!   the one-pass route's next call).
+//!   kernel's general path, which applies the configuration's parsed
+//!   threadgroup, grid and template values;
+//! - a call on torch tensors tries the kernel's one-pass route (`out=`),
+//!   then its torch path: both look first for the launch this object kept
+//!   under the call's own grid, template values and tensors' layouts (as
+//!   the untuned call looks for its own), else find the configuration from
+//!   the tensors' layouts and the kernel's launch for it, and keep that
+//!   launch under the call's arguments.
 //!
 //! The grid is the configuration's fixed one, or the grid function's for
-//! this call, else the call's. The package's `Autotuned`
+//! this call, else the call's. `best` reads the call's arguments from
+//! their objects ([`PyTuned::choice`]). The package's `Autotuned`
 //! (`kernelkit/_autotune.py`) is, from Python 3.12, a `functools.partial`
 //! over this object's vectorcall entry ([`entry`]), as a kernel is over
 //! the kernel's.
@@ -41,6 +41,7 @@ use crate::device::place_of;
 use crate::errors;
 use crate::kernel::route::{self, Route};
 use crate::kernel::{CallArgs, PyKernel};
+use crate::rebound::Rebound;
 
 mod choose;
 mod entry;
@@ -55,8 +56,6 @@ struct Applied {
     /// The configuration as the user gave it (a copy): what `best`
     /// returns and the grid function is given.
     config: Py<PyDict>,
-    /// The threadgroup, a 3-tuple.
-    threadgroup: Py<PyAny>,
     /// The fixed grid, a 3-tuple.
     grid: Option<Py<PyAny>>,
     /// The template values, as `(name, value)` tuples.
@@ -89,6 +88,9 @@ pub(crate) struct PyTuned {
     /// The grid function's last result, parsed.
     fn_grid: DimsMemo,
     memo: Memo,
+    /// The launches of chosen configurations, kept under the calls' own
+    /// arguments by the torch routes (see `hook`).
+    kept: Rebound,
 }
 
 /// A tuned call's arguments that choose its configuration.
@@ -102,14 +104,6 @@ pub(crate) struct Given<'a, 'py> {
     pub(crate) stream: Option<&'a Bound<'py, PyAny>>,
     pub(crate) device: Option<&'a Bound<'py, PyAny>>,
     pub(crate) out: Option<&'a Bound<'py, PyAny>>,
-}
-
-/// What a tuned call runs the kernel with: its threadgroup, grid and
-/// template.
-pub(crate) struct Launch<'py> {
-    pub(crate) threadgroup: Bound<'py, PyAny>,
-    pub(crate) grid: Bound<'py, PyAny>,
-    pub(crate) template: Option<Bound<'py, PyAny>>,
 }
 
 /// A template value from Python: a bool, an int or a dtype.
@@ -334,33 +328,6 @@ impl PyTuned {
             self.name()
         ))
     }
-
-    /// The threadgroup, grid and template a call runs the kernel with.
-    pub(crate) fn launch<'py>(&self, py: Python<'py>, g: &Given<'_, 'py>) -> PyResult<Launch<'py>> {
-        let (index, template) = self.choice(py, g)?;
-        let config = &self.configs[index];
-        let grid = match (&config.grid, &self.grid_fn) {
-            (Some(fixed), _) => fixed.bind(py).clone(),
-            (None, Some(f)) => {
-                let grid = padded(
-                    &f.bind(py).call1((config.config.bind(py), g.inputs))?,
-                    self.name(),
-                )?;
-                // Read as the one-pass route reads it (its memo kept).
-                self.fn_grid.get(&grid, self.name(), "grid")?;
-                grid
-            }
-            (None, None) => match g.grid {
-                Some(grid) => grid.clone(),
-                None => return Err(self.no_grid(index)),
-            },
-        };
-        Ok(Launch {
-            threadgroup: config.threadgroup.bind(py).clone(),
-            grid,
-            template: template.map(|t| t.into_bound(py)),
-        })
-    }
 }
 
 /// An optional argument, unless given as `None`.
@@ -430,7 +397,6 @@ impl PyTuned {
             list.push(config);
             applied.push(Applied {
                 config: dict.clone().unbind(),
-                threadgroup: tuple3(py, threadgroup)?,
                 grid: fixed,
                 template: pairs,
                 values,
@@ -452,6 +418,7 @@ impl PyTuned {
             grid: DimsMemo::default(),
             fn_grid: DimsMemo::default(),
             memo: Memo::default(),
+            kept: Rebound::default(),
         })
     }
 
@@ -495,15 +462,19 @@ impl PyTuned {
             device: some(device),
             out: some(out),
         };
-        let launch = self.launch(py, &given)?;
+        let none = py.None().into_bound(py);
+        let hook = hook::Hook {
+            tuned: self,
+            given: &given,
+        };
         kernel.run(CallArgs {
             py,
             inputs,
-            grid: &launch.grid,
-            threadgroup: &launch.threadgroup,
+            grid: &none,
+            threadgroup: &none,
             output_shapes,
             output_dtypes,
-            template: launch.template.as_ref(),
+            template,
             init_value,
             verbose,
             stream,
@@ -511,7 +482,7 @@ impl PyTuned {
             out,
             donate,
             allow_overlap,
-            tune: None,
+            tune: Some(&hook),
         })
     }
 
