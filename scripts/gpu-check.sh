@@ -315,7 +315,7 @@ cp -r crates/kernelkit-py/tests "$DEST/python-tests"
 cp crates/kernelkit-py/bench/*.py "$DEST/"
 cp crates/kernelkit-py/bench/*.cc "$DEST/"
 rm -rf "$DEST/python-tests/__pycache__"
-cp scripts/gpu-remote.sh scripts/gpu_baselines.py "$DEST/"
+cp scripts/gpu-remote.sh scripts/gpu_baselines.py tools/fsprobe.py "$DEST/"
 [ -f scripts/bench-gpu-baselines.py ] && cp scripts/bench-gpu-baselines.py "$DEST/"
 [ -f scripts/fleet-check.sh ] && cp scripts/fleet-check.sh "$DEST/"
 # The GPU machine has no Redis (and no network): Debian's redis-server and

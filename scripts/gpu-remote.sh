@@ -152,10 +152,17 @@ nojit_replay() {
   # The carried files just unpacked (tens of MB) are written back first:
   # the import's one syncfs should flush the import's own writes.
   sync
-  timeout 120 "$G/nojit" replay --backend cuda --bundle "$G/nojit-bundle/nojit.kkb" \
+  # The import's phases (files, renames, sync) in kernelkit's debug log.
+  KERNELKIT_LOG=kernelkit::cache::store=debug \
+    timeout 120 "$G/nojit" replay --backend cuda --bundle "$G/nojit-bundle/nojit.kkb" \
     --trusted "$G/nojit-bundle/ci.key.pub" "$@"
 }
 step i43_nojit nojit_replay
+# What a fresh store's batch write costs on this machine's filesystem, by
+# part (subdirectories, files; one thread and sixteen): the import's floor.
+if [ -f "$G/fsprobe.py" ]; then
+  step i43_fsprobe python3 "$G/fsprobe.py" "${TMPDIR:-/tmp}"
+fi
 step i43_nojit_ptx nojit_replay --exclude-target sm_90a
 step i43_nojit_warm timeout 120 "$G/nojit" warm --backend cuda
 # The corpus's kernels (recorded on the CPU machine, in the same bundle)
@@ -556,7 +563,8 @@ if "$G/kernelkit" --help 2>/dev/null | grep -q "^  tune"; then
 fi
 i44_quality() {
   python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
-    KERNELKIT_CACHE=memory timeout 170 python3 "$G/autotune_quality.py" --json "$OUT/autotune_quality.json" &&
+    KERNELKIT_CACHE=memory KERNELKIT_LOG=kernelkit::kernel::tune=debug timeout 170 \
+      python3 "$G/autotune_quality.py" --json "$OUT/autotune_quality.json" &&
     KERNELKIT_CACHE=memory timeout 170 python3 "$G/autotune_quality.py" --reference loop \
       --json "$OUT/autotune_quality_loop.json"
 }
@@ -598,7 +606,8 @@ grep -hE "^((per_version|abi3_py312)\.)?(import|warm|warm_out|warm_alloc|paralle
 grep -hE "^(torch_native\.|guards\.|target torch_native)" "$LOGS/torch_native.log" 2>/dev/null
 grep -hE "^(first_call|precompile_|import_ms|targets missed)" "$LOGS/cold_start.log" 2>/dev/null
 grep -hE "^(alone|all 16)" "$LOGS/precompile_cuda.log" 2>/dev/null
-grep -hE "^(import|verify|replay|largest|precompiled|warm)" "$LOGS"/i43_nojit*.log 2>/dev/null
+grep -hE "^(import|verify|replay|largest|precompiled|warm)|a batch of" "$LOGS"/i43_nojit*.log 2>/dev/null
+cat "$LOGS/i43_fsprobe.log" 2>/dev/null
 grep -hE "^(corpus totals|imported)" "$LOGS/i43_corpus_forbid.log" 2>/dev/null
 grep -h "^test result" "$LOGS/i44_tune_tests.log" 2>/dev/null
 grep -hE "^(sixteen processes|test result)" "$LOGS/i44_tune_tiers.log" 2>/dev/null
