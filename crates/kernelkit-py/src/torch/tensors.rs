@@ -59,14 +59,31 @@ struct Torch {
 
 static TORCH: PyOnceLock<Torch> = PyOnceLock::new();
 
+/// `sys.modules`, kept: the dict the import system fills (CPython does not
+/// support replacing it), read without importing `sys` at each look.
+fn sys_modules(py: Python<'_>) -> Option<&Bound<'_, PyDict>> {
+    static MODULES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    let modules = MODULES
+        .get_or_try_init(py, || -> PyResult<_> {
+            Ok(py
+                .import("sys")?
+                .getattr("modules")?
+                .cast_into::<PyDict>()?
+                .unbind())
+        })
+        .ok()?;
+    Some(modules.bind(py))
+}
+
 /// The torch module's parts, once torch is imported by the program.
 fn torch(py: Python<'_>) -> Option<&Torch> {
     if let Some(t) = TORCH.get(py) {
         return Some(t);
     }
-    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-    // Looked for without raising (a `KeyError` costs more than the look).
-    let torch = modules.cast::<PyDict>().ok()?.get_item("torch").ok()??;
+    // Looked for without raising (a `KeyError` costs more than the look):
+    // until torch is imported this runs at every call that asks whether an
+    // argument is a tensor, so `sys.modules` is kept, not looked up.
+    let torch = sys_modules(py)?.get_item(intern!(py, "torch")).ok()??;
     let tensor = torch.getattr("Tensor").ok()?.cast_into::<PyType>().ok()?;
     let parameter = torch
         .getattr("nn")
