@@ -103,6 +103,7 @@ impl ArtifactStore {
                 Ok(bytes)
             })
             .collect();
+        let encoded_in = started.elapsed();
         let made_subdir = AtomicBool::new(false);
         let write_one = |(key, bytes): (&ModuleKey, io::Result<Vec<u8>>)| {
             let bytes = bytes?;
@@ -147,6 +148,7 @@ impl ArtifactStore {
             first_error,
             made_subdir: made_subdir.into_inner(),
             started,
+            encoded_in,
             files_written: started.elapsed(),
         }
     }
@@ -161,6 +163,7 @@ impl ArtifactStore {
             mut first_error,
             made_subdir,
             started,
+            encoded_in,
             files_written,
         } = staged;
         let fail = |e: io::Error| {
@@ -216,11 +219,12 @@ impl ArtifactStore {
             self.make_durable(&written, made_subdir);
         }
         tracing::debug!(
-            "kernelkit artifact store: a batch of {} entries written in {:?} (files {:?}, \
-             renames {:?}, sync {:?})",
+            "kernelkit artifact store: a batch of {} entries written in {:?} (files {:?}, of \
+             which encoding {:?}; renames {:?}, sync {:?})",
             written.len(),
             started.elapsed(),
             files_written,
+            encoded_in,
             renamed - files_written,
             started.elapsed() - renamed
         );
@@ -454,6 +458,8 @@ pub struct StagedBatch {
     first_error: Option<io::Error>,
     made_subdir: bool,
     started: std::time::Instant,
+    /// How long the entries took to encode, of `files_written`.
+    encoded_in: std::time::Duration,
     files_written: std::time::Duration,
 }
 
