@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! nojit record  --manifest M [--backend cpu|cuda]
-//! nojit replay  --bundle B --trusted K.pub [--backend cpu|cuda] [--exclude-target sm_90a]
+//! nojit replay  --bundle B --trusted K.pub [--backend cpu|cuda] [--exclude-target sm_90a] [--settle-ms N]
 //! nojit warm    [--backend cpu|cuda]
 //! ```
 //!
@@ -243,6 +243,11 @@ fn main() {
                 let t = Instant::now();
                 bundle::verify(&bytes, &trusted).unwrap();
                 println!("verify alone: {:.2} ms", ms(t.elapsed()));
+            }
+            // `--settle-ms N`: a pause between opening the device and the
+            // import (what the device's own start leaves running meanwhile).
+            if let Some(ms) = arg(&args, "--settle-ms").and_then(|m| m.parse().ok()) {
+                std::thread::sleep(Duration::from_millis(ms));
             }
             let started = Instant::now();
             let bytes = bundle::read(&bundle_path, u64::MAX).unwrap();
