@@ -37,7 +37,8 @@
 #   nvrtc-cu12.tar.xz  NVIDIA's NVRTC 12.8 (libnvrtc.so.12, builtins), for the nvrtc12 step
 #   nojit-bundle/      issue 43: the nojit harness's 100 variants recorded and precompiled
 #                      here (NVRTC 13.0 wheel, no GPU) for sm_80,sm_90a + PTX, signed; the
-#                      public key (the i43_nojit steps; `nojit` travels in rust.tar.xz)
+#                      public key (the i43_nojit steps; `nojit` travels in rust.tar.xz), and
+#                      cpu.kkb, the same variants for the CPU (x86-64-v2; i43_nojit_cpu)
 #   wheels-per-version/ a wheel per CPython of KK_PER_VERSION_PYTHONS (default 3.12; no abi3) and
 #   wheels-abi3-py312/ an abi3 wheel for 3.12+, for python_bench's second
 #                      and third runs (KK_PER_VERSION_WHEELS=0: none); and
@@ -281,6 +282,11 @@ for b in nojit:generated workload:manifest; do
   target/release/kernelkit cache inspect "$DEST/nojit-bundle/${b%%:*}.kkb" | tail -n1
 done
 cp "$DEST/nojit-bundle/precompile-nojit.txt" "$DEST/nojit-bundle/precompile.txt"
+# The same 100 variants for the CPU (x86-64-v2), signed by the same key: the
+# GPU machine's i43_nojit step imports it too, so that the import's cost per
+# file is seen on that filesystem for a bundle of another backend.
+target/release/kernelkit precompile --manifest "$DEST/nojit-bundle/generated.jsonl" --device cpu \
+  --target x86-64-v2 --out "$DEST/nojit-bundle/cpu.kkb" --signing-key target/nojit-ci.key
 # Per-version wheels (no abi3: PyO3 calls methods through vectorcall), for
 # the python_bench step's second run beside the abi3 wheel: one for each
 # CPython of KK_PER_VERSION_PYTHONS found here (default 3.12, the GPU

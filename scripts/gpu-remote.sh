@@ -158,6 +158,12 @@ nojit_replay() {
     --trusted "$G/nojit-bundle/ci.key.pub" "$@"
 }
 step i43_nojit nojit_replay
+# The CPU bundle of the same variants, imported and replayed on this
+# machine's CPU: its import pays the same filesystem (a file per entry).
+if [ -f "$G/nojit-bundle/cpu.kkb" ]; then
+  step i43_nojit_cpu env KERNELKIT_LOG=kernelkit::cache::store=debug timeout 120 "$G/nojit" replay \
+    --backend cpu --bundle "$G/nojit-bundle/cpu.kkb" --trusted "$G/nojit-bundle/ci.key.pub"
+fi
 # What a fresh store's batch write costs on this machine's filesystem, by
 # part (subdirectories, files; one thread and sixteen): the import's floor.
 if [ -f "$G/fsprobe.py" ]; then
