@@ -89,6 +89,25 @@ pub(crate) fn shape_from_extents(extents: &[i64]) -> Shape {
     extents.iter().map(|&d| d as usize).collect()
 }
 
+/// `shape` when `bytes` holds exactly its elements of `dtype`.
+fn shape_of_bytes(
+    shape: impl IntoIterator<Item = usize>,
+    bytes: &[u8],
+    dtype: DType,
+) -> Result<Shape> {
+    let shape: Shape = shape.into_iter().collect();
+    let n = checked_size(&shape, dtype).ok_or_else(|| ArrayError::Overflow(shape.to_vec()))?;
+    if n * dtype.size() != bytes.len() {
+        return Err(ArrayError::Length {
+            len: bytes.len() / dtype.size(),
+            shape: shape.to_vec(),
+            expected: n,
+        }
+        .into());
+    }
+    Ok(shape)
+}
+
 /// Element count of a shape, or `None` on overflow (also of the byte size).
 pub(crate) fn checked_size(shape: &[usize], dtype: DType) -> Option<usize> {
     checked_count(shape.iter().copied(), dtype)
@@ -126,16 +145,7 @@ impl Array {
         shape: impl IntoIterator<Item = usize>,
         dtype: DType,
     ) -> Result<Array> {
-        let shape: Shape = shape.into_iter().collect();
-        let n = checked_size(&shape, dtype).ok_or_else(|| ArrayError::Overflow(shape.to_vec()))?;
-        if n * dtype.size() != bytes.len() {
-            return Err(ArrayError::Length {
-                len: bytes.len() / dtype.size(),
-                shape: shape.to_vec(),
-                expected: n,
-            }
-            .into());
-        }
+        let shape = shape_of_bytes(shape, bytes, dtype)?;
         device.check_dtype(dtype)?;
         let mem = device
             .backend()
@@ -210,16 +220,7 @@ impl Array {
         shape: impl IntoIterator<Item = usize>,
         dtype: DType,
     ) -> Result<Array> {
-        let shape: Shape = shape.into_iter().collect();
-        let n = checked_size(&shape, dtype).ok_or_else(|| ArrayError::Overflow(shape.to_vec()))?;
-        if n * dtype.size() != bytes.len() {
-            return Err(ArrayError::Length {
-                len: bytes.len() / dtype.size(),
-                shape: shape.to_vec(),
-                expected: n,
-            }
-            .into());
-        }
+        let shape = shape_of_bytes(shape, bytes, dtype)?;
         let device = stream.device();
         device.check_dtype(dtype)?;
         // The copy has finished when `upload_fresh` returns: naming
