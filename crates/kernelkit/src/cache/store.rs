@@ -60,7 +60,7 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::cache::entry::{self, Contents, Dependencies, EntryError, Header, MAX_HEADER_BYTES};

@@ -105,17 +105,28 @@ impl ArtifactStore {
             .collect();
         let encoded_in = started.elapsed();
         let made_subdir = AtomicBool::new(false);
+        // Time spent making directories, creating files and writing them
+        // (summed over threads), for the debug log.
+        let spent: [AtomicU64; 3] = Default::default();
+        let lap = |i: usize, since: std::time::Instant| {
+            spent[i].fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            std::time::Instant::now()
+        };
         let write_one = |(key, bytes): (&ModuleKey, io::Result<Vec<u8>>)| {
             let bytes = bytes?;
+            let t = std::time::Instant::now();
             let (sub, created) = layout::create_subdir_unsynced(&self.dir, key)?;
             if created {
                 made_subdir.store(true, Ordering::Relaxed);
             }
+            let t = lap(0, t);
             let mut tmp = tempfile::Builder::new()
                 .prefix(&layout::temp_prefix(key))
                 .suffix(TEMP_SUFFIX)
                 .tempfile_in(&sub)?; // mode 0600
+            let t = lap(1, t);
             tmp.write_all(&bytes)?;
+            lap(2, t);
             if !ONE_SYNC_PER_FILESYSTEM {
                 tmp.as_file().sync_all()?;
             }
@@ -149,6 +160,7 @@ impl ArtifactStore {
             made_subdir: made_subdir.into_inner(),
             started,
             encoded_in,
+            file_parts: spent.map(|n| std::time::Duration::from_nanos(n.into_inner())),
             files_written: started.elapsed(),
         }
     }
@@ -164,6 +176,7 @@ impl ArtifactStore {
             made_subdir,
             started,
             encoded_in,
+            file_parts: [dirs, creates, writes],
             files_written,
         } = staged;
         let fail = |e: io::Error| {
@@ -220,11 +233,15 @@ impl ArtifactStore {
         }
         tracing::debug!(
             "kernelkit artifact store: a batch of {} entries written in {:?} (files {:?}, of \
-             which encoding {:?}; renames {:?}, sync {:?})",
+             which encoding {:?}, directories {:?}, creates {:?}, writes {:?}; renames {:?}, \
+             sync {:?})",
             written.len(),
             started.elapsed(),
             files_written,
             encoded_in,
+            dirs,
+            creates,
+            writes,
             renamed - files_written,
             started.elapsed() - renamed
         );
@@ -460,6 +477,9 @@ pub struct StagedBatch {
     started: std::time::Instant,
     /// How long the entries took to encode, of `files_written`.
     encoded_in: std::time::Duration,
+    /// Of `files_written`: making subdirectories, creating the temporary
+    /// files, writing them (summed over threads where they ran at once).
+    file_parts: [std::time::Duration; 3],
     files_written: std::time::Duration,
 }
 
