@@ -266,6 +266,11 @@ KERNELKIT_CACHE=memory target/release/examples/nojit record --manifest "$DEST/no
 # replays the corpus from the bundle with compiling forbidden
 # (i43_corpus_forbid).
 rm -f "$DEST/nojit-bundle/corpus.jsonl"
+if ! ls crates/kernelkit-cli/tests/corpus/*/source.metal >/dev/null 2>&1; then
+  echo "the corpus texts are missing (a fresh checkout): fetch the repositories the corpus README" \
+    "names and run python3 tools/corpus_gen.py --extract /work/.mirror" >&2
+  exit 1
+fi
 KERNELKIT_RECORD="$DEST/nojit-bundle/corpus.jsonl" KERNELKIT_TEST_BIN="$PWD/target/release/kernelkit" \
   KERNELKIT_TEST_DEVICE=cpu KERNELKIT_CORPUS_REQUIRE_TEXTS=1 "$corpus_tests" real_kernels >/dev/null
 cat "$DEST/nojit-bundle/generated.jsonl" "$DEST/nojit-bundle/corpus.jsonl" >"$DEST/nojit-bundle/manifest.jsonl"
