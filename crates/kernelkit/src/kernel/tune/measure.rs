@@ -19,8 +19,9 @@
 //! launch alone would time the timer and the launch's latency more than
 //! the kernel. On a GPU, each batch follows a delay kernel (see [`Delay`])
 //! and one untimed launch of the same configuration, so that it is timed
-//! as a loop's launches run: back to back, on a GPU warm from the kernel. (Scratch that must be made again before each repetition
-//! keeps one launch per sample.)
+//! as a loop's launches run: back to back, on a GPU warm from the kernel.
+//! (Scratch that must be made again before each repetition keeps one
+//! launch per sample.)
 //! After `min_reps` rounds, a configuration whose lower quartile is above
 //! the best one's upper quartile is clearly slower and is timed no more;
 //! the ranking is clear when one remains, or `max_reps` or the time
