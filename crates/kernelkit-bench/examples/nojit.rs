@@ -5,6 +5,7 @@
 //! ```text
 //! nojit record  --manifest M [--backend cpu|cuda]
 //! nojit replay  --bundle B --trusted K.pub [--backend cpu|cuda] [--exclude-target sm_90a] [--settle-ms N]
+//!               [--imports N] [--keep-device]
 //! nojit warm    [--backend cpu|cuda]
 //! ```
 //!
@@ -142,6 +143,54 @@ fn open(backend: &str, store: Option<&std::path::Path>) -> Device {
     }
 }
 
+/// The process's page faults and the calling thread's context switches
+/// (Linux `/proc`; zeros elsewhere): what an import waited for.
+#[derive(Clone, Copy, Default)]
+struct Counters {
+    minor_faults: u64,
+    major_faults: u64,
+    voluntary: u64,
+    involuntary: u64,
+}
+
+impl Counters {
+    fn now() -> Counters {
+        let mut c = Counters::default();
+        if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
+            // The fields after the command's closing parenthesis: state is
+            // the first, minflt the eighth, majflt the tenth.
+            if let Some((_, rest)) = stat.rsplit_once(')') {
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                c.minor_faults = f.get(7).and_then(|v| v.parse().ok()).unwrap_or(0);
+                c.major_faults = f.get(9).and_then(|v| v.parse().ok()).unwrap_or(0);
+            }
+        }
+        if let Ok(status) = std::fs::read_to_string("/proc/thread-self/status") {
+            for line in status.lines() {
+                let value = |l: &str| l.split_whitespace().nth(1).and_then(|v| v.parse().ok());
+                if line.starts_with("voluntary_ctxt_switches") {
+                    c.voluntary = value(line).unwrap_or(0);
+                } else if line.starts_with("nonvoluntary_ctxt_switches") {
+                    c.involuntary = value(line).unwrap_or(0);
+                }
+            }
+        }
+        c
+    }
+
+    /// What changed since `self`, in words.
+    fn since(&self) -> String {
+        let n = Counters::now();
+        format!(
+            "page faults {} minor, {} major; this thread waited {} times, was preempted {} times",
+            n.minor_faults - self.minor_faults,
+            n.major_faults - self.major_faults,
+            n.voluntary - self.voluntary,
+            n.involuntary - self.involuntary
+        )
+    }
+}
+
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
@@ -236,7 +285,15 @@ fn main() {
             let tmp = tempfile::tempdir().unwrap();
             let dir = tmp.path().join("store");
             let store = ArtifactStore::create(&dir).unwrap();
-            let identities = open(&backend, Some(&dir)).artifact_identities();
+            // `--keep-device`: the device that names this machine's
+            // identities stays open through the import (else it is
+            // dropped before).
+            let identity_device = open(&backend, Some(&dir));
+            let identities = identity_device.artifact_identities();
+            let identity_device = args
+                .iter()
+                .any(|a| a == "--keep-device")
+                .then_some(identity_device);
             // The signature check alone, first (the import repeats it).
             {
                 let bytes = bundle::read(&bundle_path, u64::MAX).unwrap();
@@ -249,6 +306,7 @@ fn main() {
             if let Some(ms) = arg(&args, "--settle-ms").and_then(|m| m.parse().ok()) {
                 std::thread::sleep(Duration::from_millis(ms));
             }
+            let counters = Counters::now();
             let started = Instant::now();
             let bytes = bundle::read(&bundle_path, u64::MAX).unwrap();
             let (mut imported, mut left_out) = (0, 0);
@@ -272,24 +330,34 @@ fn main() {
             }
             let import_time = started.elapsed();
             println!(
-                "import: {imported} entries for this device ({left_out} left out) in {:.2} ms",
-                ms(import_time)
+                "import: {imported} entries for this device ({left_out} left out) in {:.2} ms ({})",
+                ms(import_time),
+                counters.since()
             );
             if exclude.is_none() {
                 // The same import into a second fresh store: how much of the
                 // first was the filesystem's state when it ran (a node
                 // imports right after unpacking an image, too).
-                let again_dir = tmp.path().join("store-again");
-                let again = ArtifactStore::create(&again_dir).unwrap();
-                let t = Instant::now();
-                let n = bundle::import(&bytes, &trusted, &identities, &again)
-                    .unwrap()
-                    .imported;
-                println!(
-                    "import again (another fresh store): {n} entries in {:.2} ms",
-                    ms(t.elapsed())
-                );
+                // `--imports N`: N imports in all, each into a fresh store.
+                let imports = arg(&args, "--imports")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(2usize);
+                for i in 1..imports {
+                    let again_dir = tmp.path().join(format!("store-again-{i}"));
+                    let again = ArtifactStore::create(&again_dir).unwrap();
+                    let counters = Counters::now();
+                    let t = Instant::now();
+                    let n = bundle::import(&bytes, &trusted, &identities, &again)
+                        .unwrap()
+                        .imported;
+                    println!(
+                        "import again (another fresh store): {n} entries in {:.2} ms ({})",
+                        ms(t.elapsed()),
+                        counters.since()
+                    );
+                }
             }
+            drop(identity_device);
             jit::set_policy(JitPolicy::Forbid);
             let mut firsts = Vec::new();
             let device = open(&backend, Some(&dir));

@@ -796,3 +796,53 @@ fn eviction_recounts_a_total_that_counts_vanished_entries() {
     assert_eq!(running(&store).0, 1);
     assert!(hit(&store, 7));
 }
+
+#[test]
+fn a_staged_batch_holds_no_file_open_and_publishes_whole() {
+    // A batch's temporary files are closed once written: held open until
+    // published, a large batch would grow the descriptor table (each growth
+    // of a threaded process's table waits for an RCU grace period on
+    // Linux) and could run out of descriptors.
+    let (_tmp, store) = new_store();
+    let none = Dependencies::default();
+    let (functions, payloads): (Vec<String>, Vec<Vec<u8>>) =
+        (0..300).map(|n| (format!("f{n}"), payload(n))).unzip();
+    let entries: Vec<(ModuleKey, Contents<'_>)> = (0..300u32)
+        .map(|n| {
+            let i = n as usize;
+            (
+                key(n),
+                Contents {
+                    kind: EntryKind::Code,
+                    target: "native",
+                    kernel: "kern",
+                    backend: "cpu",
+                    function: &functions[i],
+                    identity: IdentityDigest::of("cpu", "test compiler"),
+                    dependencies: &none,
+                    payload: &payloads[i],
+                },
+            )
+        })
+        .collect();
+    let open_files = || std::fs::read_dir("/proc/self/fd").map(|d| d.count()).ok();
+    let before = open_files();
+    let staged = store.stage_batch(&entries);
+    let after = open_files();
+    assert_eq!(staged.len(), 300);
+    if let (Some(before), Some(after)) = (before, after) {
+        // Other tests of this process may hold a few files meanwhile.
+        assert!(
+            after < before + 100,
+            "staging 300 entries left {} more descriptors open",
+            after.saturating_sub(before)
+        );
+    }
+    for n in 0..300 {
+        assert!(!hit(&store, n), "nothing is published before publish_batch");
+    }
+    assert_eq!(store.publish_batch(staged).unwrap(), 300);
+    for n in 0..300 {
+        assert!(hit(&store, n), "entry {n} published");
+    }
+}

@@ -130,10 +130,14 @@ impl ArtifactStore {
             if !ONE_SYNC_PER_FILESYSTEM {
                 tmp.as_file().sync_all()?;
             }
-            Ok((*key, bytes.len() as u64, tmp))
+            // Closed now, kept by name until its rename: a batch held open
+            // would grow the process's descriptor table a few times, and
+            // each growth of a threaded process's table waits for an RCU
+            // grace period (Linux), milliseconds each on a large machine.
+            Ok((*key, bytes.len() as u64, tmp.into_temp_path()))
         };
         let keys = entries.iter().map(|(key, _)| key);
-        let prepared: Vec<io::Result<(ModuleKey, u64, tempfile::NamedTempFile)>> =
+        let prepared: Vec<io::Result<(ModuleKey, u64, tempfile::TempPath)>> =
             if ONE_SYNC_PER_FILESYSTEM {
                 keys.zip(encoded).map(write_one).collect()
             } else {
@@ -470,7 +474,7 @@ impl ArtifactStore {
 /// A batch's temporary files, written and not yet published
 /// ([`ArtifactStore::stage_batch`]); dropped, they are removed.
 pub struct StagedBatch {
-    ready: Vec<(ModuleKey, u64, tempfile::NamedTempFile)>,
+    ready: Vec<(ModuleKey, u64, tempfile::TempPath)>,
     /// The first entry that could not be staged.
     first_error: Option<io::Error>,
     made_subdir: bool,
