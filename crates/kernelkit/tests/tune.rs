@@ -383,3 +383,74 @@ fn with_the_jit_forbidden_an_untuned_key_runs_the_first_configuration_untimed() 
         s.summary()
     );
 }
+
+/// `out[i] = inp[i] + TILE * 1000`: the result names the configuration run.
+fn tile_marking(salt: &str) -> Kernel {
+    Kernel::builder("tile_marking")
+        .inputs(["inp"])
+        .outputs(["out"])
+        .source(format!(
+            "// {salt}\n\
+             uint base = thread_position_in_grid.x * TILE;\n\
+             for (int k = 0; k < TILE; k++) {{\n\
+               uint i = base + k;\n\
+               if (i < inp_shape[0]) out[i] = inp[i] + float(TILE * 1000);\n\
+             }}"
+        ))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn threads_sharing_tunings_each_run_their_own_tunings_stable_choice() {
+    // Two tunings of one kernel (disjoint configurations) and more shapes
+    // than a thread keeps recent choices for, called by eight threads at
+    // once in different orders: every call runs a configuration of its own
+    // tuning, and one (tuning, shape) runs one configuration throughout.
+    use std::collections::HashMap;
+    use std::sync::{Arc, Barrier, Mutex};
+    let device = device();
+    let kernel = tile_marking(&salt("threads"));
+    let tunings = [tiles(&[1, 2]), tiles(&[4, 8])];
+    let sizes = [96usize, 160, 224, 288, 352, 416];
+    let seen: Mutex<HashMap<(usize, usize), i64>> = Mutex::new(HashMap::new());
+    let barrier = Arc::new(Barrier::new(8));
+    std::thread::scope(|s| {
+        for t in 0..8usize {
+            let (device, kernel, tunings, seen, barrier) =
+                (&device, &kernel, &tunings, &seen, barrier.clone());
+            s.spawn(move || {
+                barrier.wait();
+                for round in 0..12usize {
+                    for j in 0..sizes.len() * 2 {
+                        let pick = (j + t + round) % (sizes.len() * 2);
+                        let (which, n) = (pick % 2, sizes[pick / 2]);
+                        let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+                        let x = device.array_from_slice(&data, [n]).unwrap();
+                        let out = kernel
+                            .call([&x])
+                            .output([n as i64], DType::F32)
+                            .tuned(&tunings[which])
+                            .launch()
+                            .unwrap()[0]
+                            .to_vec::<f32>()
+                            .unwrap();
+                        let tile = ((out[0] - data[0]) / 1000.0).round() as i64;
+                        let allowed: &[i64] = if which == 0 { &[1, 2] } else { &[4, 8] };
+                        assert!(
+                            allowed.contains(&tile),
+                            "tuning {which} ran TILE={tile}, not one of its configurations"
+                        );
+                        for (o, d) in out.iter().zip(&data) {
+                            assert_eq!(*o, d + (tile * 1000) as f32);
+                        }
+                        let mut seen = seen.lock().unwrap();
+                        let first = *seen.entry((which, n)).or_insert(tile);
+                        assert_eq!(first, tile, "tuning {which} at {n} changed its choice");
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(seen.lock().unwrap().len(), 12);
+}

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use arc_swap::ArcSwapOption;
 
 use crate::array::Array;
 use crate::codegen::template::TemplateArg;
@@ -155,17 +154,22 @@ pub(super) struct TuningInner {
     pub(super) chosen: RwLock<HashMap<u64, usize>>,
     /// Whether the forbidden-JIT fallback was logged.
     pub(super) logged_fallback: AtomicBool,
-    /// The variant run for the last signature launched (the warm path of a
-    /// tuned call: no copy of the call, no variant lookup), and for every
-    /// signature launched.
-    pub(super) last_launched: ArcSwapOption<Chosen>,
+    /// What tells this tuning from every other in the process (clones
+    /// share it): the tag of its choices in each thread's recent ones
+    /// (`recent`).
+    pub(super) id: u64,
+    /// The variant run for every signature launched (each thread keeps the
+    /// few it launched last in `recent`: the warm path of a tuned call, no
+    /// copy of the call, no variant lookup).
     pub(super) launched: RwLock<HashMap<u64, Arc<Chosen>>>,
 }
+
+/// The id of the next tuning made (`TuningInner::id`).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A signature's choice with the variant it runs (built with the
 /// configuration's template values).
 pub(super) struct Chosen {
-    pub(super) sig: u64,
     pub(super) index: usize,
     pub(super) variant: Arc<Variant>,
 }
@@ -208,7 +212,7 @@ impl Tuning {
                 last_choice: AtomicU64::new(0),
                 chosen: RwLock::new(HashMap::new()),
                 logged_fallback: AtomicBool::new(false),
-                last_launched: ArcSwapOption::empty(),
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 launched: RwLock::new(HashMap::new()),
             }),
         }
@@ -280,8 +284,8 @@ impl Tuning {
         Some(found)
     }
 
-    /// The choice and variant launched for `sig` before, if any, kept as
-    /// the last one.
+    /// The choice and variant launched for `sig` before (on any thread),
+    /// if any, kept as one of this thread's recent ones.
     #[cold]
     pub(super) fn launched_slow(&self, sig: u64) -> Option<Arc<Chosen>> {
         let found = self
@@ -291,14 +295,13 @@ impl Tuning {
             .unwrap_or_else(|p| p.into_inner())
             .get(&sig)?
             .clone();
-        self.inner.last_launched.store(Some(found.clone()));
+        super::recent::keep(self.inner.id, sig, found.clone());
         Some(found)
     }
 
     /// Keeps `variant` as what `sig`'s choice `index` runs.
     pub(super) fn keep_launched(&self, sig: u64, index: usize, variant: Arc<Variant>) {
         let chosen = Arc::new(Chosen {
-            sig,
             index,
             variant,
         });
@@ -307,7 +310,7 @@ impl Tuning {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(sig, chosen.clone());
-        self.inner.last_launched.store(Some(chosen));
+        super::recent::keep(self.inner.id, sig, chosen);
     }
 
     /// Keeps `index` as the choice for `sig`.

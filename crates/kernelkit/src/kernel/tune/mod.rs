@@ -11,8 +11,8 @@
 //! configurations the record does not all cover times the new ones and
 //! the recorded choice again, side by side, and nothing else.
 //!
-//! The warm path is a hash of the call's signature and a lock-free read
-//! of the last choice this [`Tuning`] made; the cold path
+//! The warm path is a hash of the call's signature and a look at the few
+//! choices this thread launched last (`recent`: no atomic operation); the cold path
 //! (`Tuning::choose_cold`) asks the device's records (memory, then its
 //! tiers) and times only when none answers, one thread per key at a time.
 //! Under a CUDA graph capture only a recorded choice runs (an untuned key
@@ -21,10 +21,12 @@
 //! logged once, and times nothing.
 //!
 //! Files: `config` (configurations, options, the [`Tuning`] and its
-//! remembered choices), `measure` (timing with scratch arrays).
+//! remembered choices), `recent` (each thread's last choices launched),
+//! `measure` (timing with scratch arrays).
 
 mod config;
 mod measure;
+mod recent;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,24 +54,19 @@ fn jit_forbids_tuning(_device: &Device) -> bool {
 impl Tuning {
     /// Runs `call` with the configuration chosen for it.
     ///
-    /// Warm, this is the signature's hash and one read of the last variant
-    /// launched; the call is then checked with the configuration's grid
+    /// Warm, this is the signature's hash and a look at this thread's
+    /// recent choices; the call is then checked with the configuration's grid
     /// and threadgroup and dispatched as an untuned one.
     #[inline]
     pub(crate) fn launch(&self, call: &Call<'_>) -> Result<Outputs> {
         let sig = self.signature(call)?;
-        {
-            let last = self.inner.last_launched.load();
-            if let Some(chosen) = last
-                .as_deref()
-                .filter(|c| c.sig == sig && !call.is_verbose())
-            {
+        if !call.is_verbose() {
+            let warm = recent::with(self.inner.id, sig, |chosen| {
                 let config = &self.inner.configs[chosen.index];
-                return call.launch_chosen(
-                    &chosen.variant,
-                    self.grid_of(config, call),
-                    config.threadgroup(),
-                );
+                call.launch_chosen(&chosen.variant, self.grid_of(config, call), config.threadgroup())
+            });
+            if let Some(launched) = warm {
+                return launched;
             }
         }
         self.launch_cold(call, sig)
