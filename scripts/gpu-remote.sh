@@ -577,6 +577,16 @@ i44_quality() {
 if [ -f "$G/autotune_quality.py" ]; then
   step i44_quality i44_quality
 fi
+# Timing methods side by side, and the output's placement (what the
+# quality reference averages over): tune_placement.py's docstring.
+i44_placement() {
+  python3 -m pip install --quiet --no-deps --force-reinstall "$G"/wheels/kernelkit-*.whl &&
+    KERNELKIT_CACHE=memory KERNELKIT_LOG=kernelkit::kernel::tune=debug timeout 200 \
+      python3 "$G/tune_placement.py"
+}
+if [ -f "$G/tune_placement.py" ]; then
+  step i44_placement i44_placement
+fi
 
 echo
 echo "===== SUMMARY ====="

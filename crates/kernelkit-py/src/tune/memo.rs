@@ -28,8 +28,77 @@ use crate::array_args::Source;
 use crate::device::Place;
 use kernelkit::TemplateArg;
 
-/// The bytes of a call's signature (on the stack for most calls).
-pub(super) type Sig = SmallVec<[u8; 128]>;
+/// The bytes of a call's signature: on the stack up to [`Sig::INLINE`]
+/// bytes, else on the heap.
+///
+/// Written here rather than with a `SmallVec`: a warm tuned call writes
+/// a dozen small pieces, and each of its `extend_from_slice` is a generic
+/// insert (a capacity check, a possible grow, a move of the tail); these
+/// writes are one bounds check and a copy of a size known at the call,
+/// which is most of what a warm tuned call costs beyond an untuned one.
+pub(crate) struct Sig {
+    len: usize,
+    inline: [u8; Sig::INLINE],
+    /// Every byte once `len` passed `INLINE` (empty before).
+    heap: Vec<u8>,
+}
+
+impl Sig {
+    const INLINE: usize = 192;
+
+    #[inline]
+    pub(crate) fn new() -> Sig {
+        Sig {
+            len: 0,
+            inline: [0; Sig::INLINE],
+            heap: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn push(&mut self, byte: u8) {
+        self.extend_from_slice(&[byte]);
+    }
+
+    #[inline(always)]
+    pub(crate) fn extend_from_slice(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if end <= Sig::INLINE {
+            self.inline[self.len..end].copy_from_slice(bytes);
+            self.len = end;
+        } else {
+            self.spill(bytes);
+        }
+    }
+
+    #[cold]
+    fn spill(&mut self, bytes: &[u8]) {
+        if self.len <= Sig::INLINE {
+            self.heap.extend_from_slice(&self.inline[..self.len]);
+        }
+        self.heap.extend_from_slice(bytes);
+        self.len += bytes.len();
+    }
+}
+
+impl std::ops::Deref for Sig {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        if self.len <= Sig::INLINE {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+}
+
+impl PartialEq for Sig {
+    fn eq(&self, other: &Sig) -> bool {
+        **self == **other
+    }
+}
 
 /// Signatures remembered at most per tuned kernel (a program's distinct
 /// shapes of one kernel; one not remembered is chosen again through the
@@ -61,7 +130,7 @@ impl Memo {
         let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
         memo.iter()
             .rev()
-            .find(|e| e.sig.as_slice() == sig)
+            .find(|e| *e.sig == *sig)
             .map(|e| (e.index, e.template.as_ref().map(|t| t.clone_ref(py))))
     }
 
@@ -70,10 +139,7 @@ impl Memo {
     #[inline]
     pub(super) fn index(&self, sig: &[u8]) -> Option<usize> {
         let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        memo.iter()
-            .rev()
-            .find(|e| e.sig.as_slice() == sig)
-            .map(|e| e.index)
+        memo.iter().rev().find(|e| *e.sig == *sig).map(|e| e.index)
     }
 
     /// Remembers `entry` (the oldest goes when full).
@@ -88,6 +154,7 @@ impl Memo {
 }
 
 /// Writes a dtype's and a shape's bytes.
+#[inline]
 pub(super) fn push_shape(sig: &mut Sig, dtype: u8, shape: impl ExactSizeIterator<Item = u64>) {
     sig.extend_from_slice(&[dtype, shape.len() as u8]);
     for d in shape {
@@ -95,6 +162,7 @@ pub(super) fn push_shape(sig: &mut Sig, dtype: u8, shape: impl ExactSizeIterator
     }
 }
 
+#[inline]
 pub(super) fn push_place(sig: &mut Sig, place: Place) {
     match place {
         Place::Cpu => sig.push(0),
@@ -159,6 +227,7 @@ pub(super) fn push_source(sig: &mut Sig, source: &Source<'_>) -> bool {
 }
 
 /// Writes output specs (shapes and dtypes).
+#[inline]
 pub(super) fn push_outputs(sig: &mut Sig, specs: &[OutputSpec]) {
     sig.push(b'o');
     for (shape, dtype) in specs {
@@ -167,6 +236,7 @@ pub(super) fn push_outputs(sig: &mut Sig, specs: &[OutputSpec]) {
 }
 
 /// Writes the call's own template values.
+#[inline]
 pub(super) fn push_template(sig: &mut Sig, template: &Template) {
     sig.push(b'T');
     for (name, value) in template {
@@ -184,6 +254,7 @@ pub(super) fn push_template(sig: &mut Sig, template: &Template) {
 }
 
 /// Writes extents (the call's grid).
+#[inline]
 pub(super) fn push_dims(sig: &mut Sig, dims: Option<[u64; 3]>) {
     match dims {
         None => sig.push(b'-'),

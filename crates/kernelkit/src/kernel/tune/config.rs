@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-
 use crate::array::Array;
 use crate::codegen::template::TemplateArg;
 use crate::kernel::variant::Variant;
@@ -301,10 +300,7 @@ impl Tuning {
 
     /// Keeps `variant` as what `sig`'s choice `index` runs.
     pub(super) fn keep_launched(&self, sig: u64, index: usize, variant: Arc<Variant>) {
-        let chosen = Arc::new(Chosen {
-            index,
-            variant,
-        });
+        let chosen = Arc::new(Chosen { index, variant });
         self.inner
             .launched
             .write()

@@ -63,7 +63,11 @@ impl Tuning {
         if !call.is_verbose() {
             let warm = recent::with(self.inner.id, sig, |chosen| {
                 let config = &self.inner.configs[chosen.index];
-                call.launch_chosen(&chosen.variant, self.grid_of(config, call), config.threadgroup())
+                call.launch_chosen(
+                    &chosen.variant,
+                    self.grid_of(config, call),
+                    config.threadgroup(),
+                )
             });
             if let Some(launched) = warm {
                 return launched;
