@@ -28,77 +28,9 @@ use crate::array_args::Source;
 use crate::device::Place;
 use kernelkit::TemplateArg;
 
-/// The bytes of a call's signature: on the stack up to [`Sig::INLINE`]
-/// bytes, else on the heap.
-///
-/// Written here rather than with a `SmallVec`: a warm tuned call writes
-/// a dozen small pieces, and each of its `extend_from_slice` is a generic
-/// insert (a capacity check, a possible grow, a move of the tail); these
-/// writes are one bounds check and a copy of a size known at the call,
-/// which is most of what a warm tuned call costs beyond an untuned one.
-pub(crate) struct Sig {
-    len: usize,
-    inline: [u8; Sig::INLINE],
-    /// Every byte once `len` passed `INLINE` (empty before).
-    heap: Vec<u8>,
-}
-
-impl Sig {
-    const INLINE: usize = 192;
-
-    #[inline]
-    pub(crate) fn new() -> Sig {
-        Sig {
-            len: 0,
-            inline: [0; Sig::INLINE],
-            heap: Vec::new(),
-        }
-    }
-
-    #[inline(always)]
-    pub(crate) fn push(&mut self, byte: u8) {
-        self.extend_from_slice(&[byte]);
-    }
-
-    #[inline(always)]
-    pub(crate) fn extend_from_slice(&mut self, bytes: &[u8]) {
-        let end = self.len + bytes.len();
-        if end <= Sig::INLINE {
-            self.inline[self.len..end].copy_from_slice(bytes);
-            self.len = end;
-        } else {
-            self.spill(bytes);
-        }
-    }
-
-    #[cold]
-    fn spill(&mut self, bytes: &[u8]) {
-        if self.len <= Sig::INLINE {
-            self.heap.extend_from_slice(&self.inline[..self.len]);
-        }
-        self.heap.extend_from_slice(bytes);
-        self.len += bytes.len();
-    }
-}
-
-impl std::ops::Deref for Sig {
-    type Target = [u8];
-
-    #[inline]
-    fn deref(&self) -> &[u8] {
-        if self.len <= Sig::INLINE {
-            &self.inline[..self.len]
-        } else {
-            &self.heap
-        }
-    }
-}
-
-impl PartialEq for Sig {
-    fn eq(&self, other: &Sig) -> bool {
-        **self == **other
-    }
-}
+/// The bytes of a call's signature (kernelkit's writer: on the stack for
+/// most calls, each write one bounds check and a copy).
+pub(crate) use kernelkit::kernel::tune::SignatureBytes as Sig;
 
 /// Signatures remembered at most per tuned kernel (a program's distinct
 /// shapes of one kernel; one not remembered is chosen again through the

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 /// The bytes a call's tuning signature is hashed from (on the stack for
 /// most calls).
-pub(crate) type SigBytes = SmallVec<[u8; 128]>;
+pub(crate) type SigBytes = crate::kernel::tune::SignatureBytes;
 
 /// Arrays a timing run uses instead of the caller's: inputs by position
 /// and outputs written into scratch arrays (`output_into`).

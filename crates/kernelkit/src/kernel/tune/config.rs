@@ -112,6 +112,11 @@ pub struct TuneOptions {
     /// Measuring stops once this much launch time was spent (after
     /// `min_reps` each), clear ranking or not.
     pub budget: Duration,
+    /// Sets of scratch outputs timed into, in turn, each at another place
+    /// in device memory: a kernel whose speed depends on where its output
+    /// lies is ranked on several places rather than on one (on a GPU;
+    /// fewer where the outputs are large; one on the CPU).
+    pub placements: u32,
 }
 
 impl Default for TuneOptions {
@@ -121,6 +126,7 @@ impl Default for TuneOptions {
             min_reps: 5,
             max_reps: 100,
             budget: Duration::from_millis(400),
+            placements: 3,
         }
     }
 }

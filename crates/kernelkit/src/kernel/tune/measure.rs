@@ -22,6 +22,9 @@
 //! as a loop's launches run: back to back, on a GPU warm from the kernel.
 //! (Scratch that must be made again before each repetition keeps one
 //! launch per sample.)
+//! On a GPU, the scratch outputs are made in several sets (`placements`)
+//! and each round writes the next set: a configuration's samples come from
+//! several places in memory.
 //! After `min_reps` rounds, a configuration whose lower quartile is above
 //! the best one's upper quartile is clearly slower and is timed no more;
 //! the ranking is clear when one remains, or `max_reps` or the time
@@ -114,6 +117,14 @@ impl Scratch {
             }
         }
         Ok(())
+    }
+
+    /// The bytes its arrays hold.
+    fn bytes(&self) -> usize {
+        self.outputs
+            .iter()
+            .map(|a| a.shape().iter().product::<usize>() * a.dtype().size())
+            .sum()
     }
 
     fn needs_refresh(&self) -> bool {
@@ -336,6 +347,27 @@ impl Candidate {
     }
 }
 
+/// Scratch outputs of all placements together stay within this.
+const PLACEMENT_BYTES: usize = 256 << 20;
+
+/// How many sets of scratch outputs a tuning times into, in turn: each set
+/// is allocated apart, so it lies at another place in device memory, and a
+/// kernel whose speed depends on where its output lies (a GPU's memory
+/// channels are chosen by address bits: a write pattern with a power-of-two
+/// stride can favour one threadgroup over another in one buffer and the
+/// other way round in the next) is ranked on several places, as its later
+/// calls' outputs land anywhere, not on the one its first scratch got.
+/// [`TuneOptions::placements`](super::TuneOptions::placements), fewer when
+/// the outputs are large (together within [`PLACEMENT_BYTES`]), one on the
+/// CPU (its caches do not map addresses that way).
+fn placements(options: &super::TuneOptions, device: &Device, bytes: usize) -> usize {
+    if device.backend().name() != "cuda" {
+        return 1;
+    }
+    let fit = PLACEMENT_BYTES / bytes.max(1);
+    (options.placements as usize).min(fit).max(1)
+}
+
 /// Times the configurations `indices` of `tuning` for `call` on `stream`;
 /// each one's outcome, in the order of `indices`.
 pub(super) fn time_configs(
@@ -394,7 +426,15 @@ pub(super) fn time_configs(
         delay.kernel = None;
     }
 
-    let mut scratch = Scratch::new(call, stream)?;
+    // Scratch outputs in `placements` sets, timed into in turn, round by
+    // round (see `placements`).
+    let first = Scratch::new(call, stream)?;
+    let sets = placements(&options, device, first.bytes());
+    let mut scratches = vec![first];
+    for _ in 1..sets {
+        scratches.push(Scratch::new(call, stream)?);
+    }
+    let mut scratch = &mut scratches[0];
     let mut launches = 0u64;
     let mut spent = Duration::ZERO;
     // One launch of `c`'s configuration into scratch arrays; timed, its
@@ -462,13 +502,13 @@ pub(super) fn time_configs(
     for _ in 0..options.warmup {
         for c in candidates.iter_mut().filter(|c| c.failed.is_none()) {
             launches += 1;
-            run_one(c, false, &mut scratch)?;
+            run_one(c, false, scratch)?;
         }
     }
     // One timed launch of each sets its batch; the probe is not a sample.
     for c in candidates.iter_mut().filter(|c| c.failed.is_none()) {
         launches += 2;
-        let probe = run_one(c, true, &mut scratch)?;
+        let probe = run_one(c, true, scratch)?;
         spent += probe;
         c.samples.clear();
         c.batch = batch_for(probe);
@@ -482,13 +522,16 @@ pub(super) fn time_configs(
             break;
         }
         // Rotate the order each round so no configuration always runs
-        // right after another's launch.
+        // right after another's launch, and the scratch set each round
+        // writes.
         let start = round as usize % alive.len();
+        let place = round as usize % scratches.len();
+        scratch = &mut scratches[place];
         for k in 0..alive.len() {
             let c = &mut candidates[alive[(start + k) % alive.len()]];
             // The batch, and the untimed launch before it.
             launches += 1 + u64::from(if scratch.needs_refresh() { 1 } else { c.batch });
-            spent += run_one(c, true, &mut scratch)?;
+            spent += run_one(c, true, scratch)?;
         }
         if round + 1 < min_reps {
             continue;

@@ -22,11 +22,13 @@
 //!
 //! Files: `config` (configurations, options, the [`Tuning`] and its
 //! remembered choices), `recent` (each thread's last choices launched),
-//! `measure` (timing with scratch arrays).
+//! `signature` (the bytes a call's signature is written into), `measure`
+//! (timing with scratch arrays).
 
 mod config;
 mod measure;
 mod recent;
+mod signature;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +36,7 @@ use std::time::Duration;
 use xxhash_rust::xxh3::xxh3_64;
 
 pub use config::{GridFn, KeyFn, TuneConfig, TuneOptions, Tuning};
+pub use signature::SignatureBytes;
 
 use crate::array::outputs::Outputs;
 use crate::cache::tuning::{ConfigResult, RecordKey, TuningRecord, RECORD_FORMAT_VERSION};
