@@ -18,7 +18,12 @@ fn device() -> Device {
 
 /// `out[i] = inp[i] * 2`, each thread doing TILE elements.
 fn tiled(salt: &str) -> Kernel {
-    Kernel::builder("tiled_double")
+    tile_loop("tiled_double", salt, "inp[i] * 2.0f")
+}
+
+/// Kernel `name` writing `out[i] = value` for TILE elements per thread.
+fn tile_loop(name: &str, salt: &str, value: &str) -> Kernel {
+    Kernel::builder(name)
         .inputs(["inp"])
         .outputs(["out"])
         .source(format!(
@@ -26,7 +31,7 @@ fn tiled(salt: &str) -> Kernel {
              uint base = thread_position_in_grid.x * TILE;\n\
              for (int k = 0; k < TILE; k++) {{\n\
                uint i = base + k;\n\
-               if (i < inp_shape[0]) out[i] = inp[i] * 2.0f;\n\
+               if (i < inp_shape[0]) out[i] = {value};\n\
              }}"
         ))
         .build()
@@ -386,19 +391,7 @@ fn with_the_jit_forbidden_an_untuned_key_runs_the_first_configuration_untimed() 
 
 /// `out[i] = inp[i] + TILE * 1000`: the result names the configuration run.
 fn tile_marking(salt: &str) -> Kernel {
-    Kernel::builder("tile_marking")
-        .inputs(["inp"])
-        .outputs(["out"])
-        .source(format!(
-            "// {salt}\n\
-             uint base = thread_position_in_grid.x * TILE;\n\
-             for (int k = 0; k < TILE; k++) {{\n\
-               uint i = base + k;\n\
-               if (i < inp_shape[0]) out[i] = inp[i] + float(TILE * 1000);\n\
-             }}"
-        ))
-        .build()
-        .unwrap()
+    tile_loop("tile_marking", salt, "inp[i] + float(TILE * 1000)")
 }
 
 #[test]

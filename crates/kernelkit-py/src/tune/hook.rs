@@ -44,8 +44,6 @@ impl Tune for Hook<'_, '_, '_> {
         stream: &Stream,
         init_value: Option<f64>,
     ) -> PyResult<Chosen> {
-        let (t, g) = (self.tuned, self.given);
-        let py = g.inputs.py();
         let mut sig = Sig::new();
         sig.push(b'H');
         for a in inputs {
@@ -61,32 +59,17 @@ impl Tune for Hook<'_, '_, '_> {
             |sig| memo::push_outputs(sig, outputs),
             Place::of(stream.device()),
         )?;
-        let index = match t.memo.index(&sig) {
+        let index = match self.tuned.memo.index(&sig) {
             Some(index) => index,
-            None => {
-                let grids = t.grids(py, g.inputs, call_grid)?;
-                let index = choose::choose(
-                    py,
-                    &t.tuning,
-                    &kernel.kernel,
-                    inputs,
-                    stream,
-                    choose::Cold {
-                        grids,
-                        outputs,
-                        template: &template,
-                        init_value,
-                        key,
-                    },
-                )?;
-                t.memo.keep(Entry {
-                    sig,
-                    _held: Default::default(),
-                    index,
-                    template: None,
-                });
-                index
-            }
+            None => self.choose_cold(
+                kernel,
+                inputs,
+                outputs,
+                stream,
+                init_value,
+                sig,
+                (key, &template, call_grid),
+            )?,
         };
         self.apply(index, template, call_grid)
     }
@@ -193,6 +176,49 @@ fn push_tensor(sig: &mut Sig, shim: &Shim, t: &Bound<'_, PyAny>) -> Option<Place
 }
 
 impl Hook<'_, '_, '_> {
+    /// The configuration of a call no choice in the memo fits (signature
+    /// `sig`, with its user's key, own template values and grid): the
+    /// library chooses (tuning if no tier has a record), and the choice is
+    /// remembered. Apart from the warm path, whose frame stays small.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn choose_cold(
+        &self,
+        kernel: &PyKernel,
+        inputs: &[Array],
+        outputs: &[OutputSpec],
+        stream: &Stream,
+        init_value: Option<f64>,
+        sig: Sig,
+        (key, template, call_grid): (Option<String>, &args::Template, Option<[u64; 3]>),
+    ) -> PyResult<usize> {
+        let (t, g) = (self.tuned, self.given);
+        let py = g.inputs.py();
+        let grids = t.grids(py, g.inputs, call_grid)?;
+        let index = choose::choose(
+            py,
+            &t.tuning,
+            &kernel.kernel,
+            inputs,
+            stream,
+            choose::Cold {
+                grids,
+                outputs,
+                template,
+                init_value,
+                key,
+            },
+        )?;
+        t.memo.keep(Entry {
+            sig,
+            _held: Default::default(),
+            index,
+            template: None,
+        });
+        Ok(index)
+    }
+
     /// The rest of a call's signature after its inputs (the tag `H`: the
     /// arguments as the call converted or read them): the user's key, the
     /// outputs (`push_outputs`), the call's own template values, its grid

@@ -331,6 +331,14 @@ impl Tuning {
         // and then find its record.
         let lock = records.tuning_lock(&key);
         let _tuning = lock.lock().unwrap_or_else(|p| p.into_inner());
+        // Another thread of this tuning may have chosen for `sig` while
+        // this one waited: its choice stands (the record may name another
+        // tuning's choice by now, which would send this thread timing
+        // again, and a second round may rank near-equal configurations the
+        // other way).
+        if let Some(index) = self.remembered(sig) {
+            return Ok(index);
+        }
         let mut previous = device.find_tuning_record(&key);
         if let Some(index) = previous.as_deref().and_then(|r| self.usable(r, &target)) {
             records.count_hit();
