@@ -269,17 +269,55 @@ struct Remembered {
 
 /// The last template list a callable parsed.
 #[derive(Default)]
-pub(crate) struct TemplateMemo(Mutex<Vec<Remembered>>);
+pub(crate) struct TemplateMemo(Mutex<Parsed>);
+
+#[derive(Default)]
+struct Parsed {
+    args: Vec<Remembered>,
+    /// The bytes [`TemplateMemo::parse_encoded`]'s encoder made of `args`
+    /// (`None`: not asked for since they were parsed).
+    encoded: Option<Vec<u8>>,
+}
+
+/// Writes a parsed template's bytes (a tuned call's signature).
+pub(crate) type Encoder = fn(&Template, &mut Vec<u8>);
 
 impl TemplateMemo {
     /// `template` (a list of `(name, value)` pairs, or a dict) as kernelkit
     /// template arguments. Names are checked by kernelkit, once per variant.
+    #[inline]
     pub(crate) fn parse(
         &self,
         template: Option<&Bound<'_, PyAny>>,
         kernel: &str,
     ) -> PyResult<Template> {
+        self.parse_with(template, kernel, None, |_| {})
+    }
+
+    /// [`TemplateMemo::parse`], and the bytes `encode` writes of the result
+    /// given to `bytes` (none for no template): kept with the parse, so a
+    /// call whose template is the last one's does not write them again.
+    #[inline]
+    pub(crate) fn parse_encoded(
+        &self,
+        template: Option<&Bound<'_, PyAny>>,
+        kernel: &str,
+        encode: Encoder,
+        bytes: impl FnOnce(&[u8]),
+    ) -> PyResult<Template> {
+        self.parse_with(template, kernel, Some(encode), bytes)
+    }
+
+    #[inline(always)]
+    fn parse_with(
+        &self,
+        template: Option<&Bound<'_, PyAny>>,
+        kernel: &str,
+        encode: Option<Encoder>,
+        bytes: impl FnOnce(&[u8]),
+    ) -> PyResult<Template> {
         let Some(template) = template.filter(|t| !t.is_none()) else {
+            bytes(&[]);
             return Ok(Template::new());
         };
         let pairs = pairs(template, kernel)?;
@@ -287,14 +325,27 @@ impl TemplateMemo {
             // The same objects (a literal list of interned names and small
             // ints), else the same values (a computed int, a dict built
             // anew): compared without parsing.
-            let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            if memo.len() == pairs.len()
-                && memo.iter().zip(&pairs).all(|(m, (n, v))| {
+            let mut memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if memo.args.len() == pairs.len()
+                && memo.args.iter().zip(&pairs).all(|(m, (n, v))| {
                     (n.is(&m.name_obj) || same_text(n, &m.name))
                         && (v.is(&m.value_obj) || same_value(v, m.value))
                 })
             {
-                return Ok(memo.iter().map(|m| (m.name.clone(), m.value)).collect());
+                let out: Template = memo
+                    .args
+                    .iter()
+                    .map(|m| (m.name.clone(), m.value))
+                    .collect();
+                if let Some(encode) = encode {
+                    let encoded = memo.encoded.get_or_insert_with(|| {
+                        let mut v = Vec::new();
+                        encode(&out, &mut v);
+                        v
+                    });
+                    bytes(encoded);
+                }
+                return Ok(out);
             }
         }
         route::note(Route::Parsed);
@@ -315,8 +366,17 @@ impl TemplateMemo {
                 value,
             });
         }
-        let out = parsed.iter().map(|m| (m.name.clone(), m.value)).collect();
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = parsed;
+        let out: Template = parsed.iter().map(|m| (m.name.clone(), m.value)).collect();
+        let encoded = encode.map(|encode| {
+            let mut v = Vec::new();
+            encode(&out, &mut v);
+            bytes(&v);
+            v
+        });
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Parsed {
+            args: parsed,
+            encoded,
+        };
         Ok(out)
     }
 }

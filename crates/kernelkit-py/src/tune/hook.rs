@@ -246,8 +246,12 @@ impl Hook<'_, '_, '_> {
             None => None,
         };
         push_outputs(sig);
-        let template = t.template.parse(g.template, name)?;
-        memo::push_template(sig, &template);
+        sig.push(b'T');
+        let template =
+            t.template
+                .parse_encoded(g.template, name, memo::template_bytes, |bytes| {
+                    sig.extend_from_slice(bytes)
+                })?;
         let call_grid = match g.grid.filter(|_| t.takes_call_grid) {
             Some(grid) => Some(t.grid.get(grid, name, "grid")?),
             None => None,
@@ -260,26 +264,37 @@ impl Hook<'_, '_, '_> {
     /// Configuration `index` applied: the call's own template values and
     /// the configuration's, its grid (fixed, the grid function's, or the
     /// call's) and its threadgroup.
+    #[inline]
     fn apply(
         &self,
         index: usize,
-        template: args::Template,
+        mut template: args::Template,
         call_grid: Option<[u64; 3]>,
     ) -> PyResult<Chosen> {
-        let (t, g) = (self.tuned, self.given);
-        let py = g.inputs.py();
-        let name = t.name();
+        let t = self.tuned;
         let config = &t.configs[index];
         let grid = match (config.grid_dims, &t.grid_fn) {
             (Some(fixed), _) => fixed,
-            (None, Some(f)) => {
-                let grid = f.bind(py).call1((config.config.bind(py), g.inputs))?;
-                t.fn_grid.get(&padded(&grid, name)?, name, "grid")?
-            }
+            (None, Some(f)) => self.grid_of(f, index)?,
             (None, None) => call_grid.ok_or_else(|| t.no_grid(index))?,
         };
-        let mut template = template;
-        template.extend(config.values.iter().cloned());
+        // One push each (the values are few): no generic extend.
+        for value in &config.values {
+            template.push(value.clone());
+        }
         Ok((template, grid, config.threadgroup_dims))
+    }
+
+    /// The grid function's grid for configuration `index` (a Python call:
+    /// kept out of `apply`'s frame).
+    #[inline(never)]
+    fn grid_of(&self, f: &Py<PyAny>, index: usize) -> PyResult<[u64; 3]> {
+        let (t, g) = (self.tuned, self.given);
+        let py = g.inputs.py();
+        let name = t.name();
+        let grid = f
+            .bind(py)
+            .call1((t.configs[index].config.bind(py), g.inputs))?;
+        t.fn_grid.get(&padded(&grid, name)?, name, "grid")
     }
 }

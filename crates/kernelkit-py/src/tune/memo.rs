@@ -167,10 +167,10 @@ pub(super) fn push_outputs(sig: &mut Sig, specs: &[OutputSpec]) {
     }
 }
 
-/// Writes the call's own template values.
-#[inline]
-pub(super) fn push_template(sig: &mut Sig, template: &Template) {
-    sig.push(b'T');
+/// The bytes of the call's own template values in a signature (after its
+/// tag `T`): what the tuned kernel's template memo keeps with its last
+/// parse (`TemplateMemo::parse_encoded`), so a warm call copies them.
+pub(super) fn template_bytes(template: &Template, sig: &mut Vec<u8>) {
     for (name, value) in template {
         sig.extend_from_slice(&(name.len() as u32).to_le_bytes());
         sig.extend_from_slice(name.as_bytes());
@@ -191,10 +191,11 @@ pub(super) fn push_dims(sig: &mut Sig, dims: Option<[u64; 3]>) {
     match dims {
         None => sig.push(b'-'),
         Some(d) => {
-            sig.push(b'g');
-            for v in d {
-                sig.extend_from_slice(&v.to_le_bytes());
+            let mut bytes = [b'g'; 25];
+            for (i, v) in d.iter().enumerate() {
+                bytes[1 + 8 * i..9 + 8 * i].copy_from_slice(&v.to_le_bytes());
             }
+            sig.extend_from_slice(&bytes);
         }
     }
 }

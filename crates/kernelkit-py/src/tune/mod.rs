@@ -193,8 +193,12 @@ impl PyTuned {
             }
             (None, None) => return Err(choose::no_outputs(name)),
         }
-        let template = self.template.parse(g.template, name)?;
-        memo::push_template(&mut sig, &template);
+        sig.push(b'T');
+        let template =
+            self.template
+                .parse_encoded(g.template, name, memo::template_bytes, |bytes| {
+                    sig.extend_from_slice(bytes)
+                })?;
         let call_grid = match g.grid.filter(|_| self.takes_call_grid) {
             Some(grid) => Some(self.grid.get(grid, name, "grid")?),
             None => None,
