@@ -246,12 +246,7 @@ impl Hook<'_, '_, '_> {
             None => None,
         };
         push_outputs(sig);
-        sig.push(b'T');
-        let template =
-            t.template
-                .parse_encoded(g.template, name, memo::template_bytes, |bytes| {
-                    sig.extend_from_slice(bytes)
-                })?;
+        let template = memo::push_template(sig, &t.template, g.template, name)?;
         let call_grid = match g.grid.filter(|_| t.takes_call_grid) {
             Some(grid) => Some(t.grid.get(grid, name, "grid")?),
             None => None,

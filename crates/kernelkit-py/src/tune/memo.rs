@@ -23,7 +23,7 @@ use numpy::PyUntypedArrayMethods;
 use pyo3::prelude::*;
 use smallvec::SmallVec;
 
-use crate::args::{OutputSpec, Template};
+use crate::args::{OutputSpec, Template, TemplateMemo};
 use crate::array_args::Source;
 use crate::device::Place;
 use kernelkit::TemplateArg;
@@ -167,10 +167,25 @@ pub(super) fn push_outputs(sig: &mut Sig, specs: &[OutputSpec]) {
     }
 }
 
+/// Parses the call's own template values (`template`, through the tuned
+/// kernel's memo) and writes them.
+#[inline]
+pub(super) fn push_template(
+    sig: &mut Sig,
+    memo: &TemplateMemo,
+    template: Option<&Bound<'_, PyAny>>,
+    kernel: &str,
+) -> PyResult<Template> {
+    sig.push(b'T');
+    memo.parse_encoded(template, kernel, template_bytes, |bytes| {
+        sig.extend_from_slice(bytes)
+    })
+}
+
 /// The bytes of the call's own template values in a signature (after its
 /// tag `T`): what the tuned kernel's template memo keeps with its last
 /// parse (`TemplateMemo::parse_encoded`), so a warm call copies them.
-pub(super) fn template_bytes(template: &Template, sig: &mut Vec<u8>) {
+fn template_bytes(template: &Template, sig: &mut Vec<u8>) {
     for (name, value) in template {
         sig.extend_from_slice(&(name.len() as u32).to_le_bytes());
         sig.extend_from_slice(name.as_bytes());

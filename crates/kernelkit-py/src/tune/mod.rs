@@ -193,12 +193,7 @@ impl PyTuned {
             }
             (None, None) => return Err(choose::no_outputs(name)),
         }
-        sig.push(b'T');
-        let template =
-            self.template
-                .parse_encoded(g.template, name, memo::template_bytes, |bytes| {
-                    sig.extend_from_slice(bytes)
-                })?;
+        let template = memo::push_template(&mut sig, &self.template, g.template, name)?;
         let call_grid = match g.grid.filter(|_| self.takes_call_grid) {
             Some(grid) => Some(self.grid.get(grid, name, "grid")?),
             None => None,
