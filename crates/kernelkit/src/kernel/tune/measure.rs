@@ -352,14 +352,13 @@ const PLACEMENT_BYTES: usize = 256 << 20;
 
 /// How many sets of scratch outputs a tuning times into, in turn: each set
 /// is allocated apart, so it lies at another place in device memory, and a
-/// kernel whose speed depends on where its output lies (a GPU's memory
-/// channels are chosen by address bits: a write pattern with a power-of-two
-/// stride can favour one threadgroup over another in one buffer and the
-/// other way round in the next) is ranked on several places, as its later
-/// calls' outputs land anywhere, not on the one its first scratch got.
-/// [`TuneOptions::placements`](super::TuneOptions::placements), fewer when
-/// the outputs are large (together within [`PLACEMENT_BYTES`]), one on the
-/// CPU (its caches do not map addresses that way).
+/// kernel whose speed depends on where its output lies (a write pattern
+/// with a power-of-two stride was seen to favour one threadgroup in one
+/// buffer and another in the next) is ranked on several places, as its
+/// later calls' outputs land anywhere, not on the one its first scratch
+/// got. [`TuneOptions::placements`](super::TuneOptions::placements), fewer
+/// when the outputs are large (together within [`PLACEMENT_BYTES`]), one
+/// on the CPU (where no such dependence was seen).
 fn placements(options: &super::TuneOptions, device: &Device, bytes: usize) -> usize {
     if device.backend().name() != "cuda" {
         return 1;
