@@ -15,10 +15,14 @@ cargo nextest run --workspace --all-features --no-fail-fast
 cargo test --workspace --all-features --doc
 # The examples for users (crates/kernelkit/examples): each checks its own
 # results and fails if they are wrong; candle_fused on a small matrix.
+# Every cargo command here builds the workspace with every feature, so the
+# test binaries above are built once and reused: `-p` alone would unify
+# other features and build a second copy of each (CI's disk is small).
+cargo build --quiet --workspace --all-features --examples
 for example in quick_start mlx_metal_port precompile_bundle; do
-  cargo run --quiet -p kernelkit-rs --all-features --example "$example"
+  "target/debug/examples/$example"
 done
-cargo run --quiet -p kernelkit-rs --all-features --example candle_fused -- 64 64
+target/debug/examples/candle_fused 64 64
 # Against the stand-in driver of tools/fakecuda, which keeps the driver's
 # rules but runs no kernel (above, without a GPU, the CUDA tests skip). A
 # test declares that it runs there by the module it is in: `standin::`
@@ -30,7 +34,7 @@ bash tools/fakecuda/build.sh >/dev/null
 standin() { # FILTER_MODULE, then the stand-in's settings as NAME=VALUE...
   local module=$1; shift
   env "$@" LD_LIBRARY_PATH="$PWD/target/fakecuda" KERNELKIT_COMPILE_WORKERS=0 \
-    cargo nextest run -p kernelkit-rs --all-features -E "test(/(^|::)$module::/)"
+    cargo nextest run --workspace --all-features -E "package(kernelkit-rs) and test(/(^|::)$module::/)"
 }
 standin standin
 standin standin_no_memory_pools FAKECUDA_NO_MEMORY_POOLS=1
@@ -51,18 +55,18 @@ done
 for lib in "$nv"/12.8.93/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nv"/13.0.88/nvidia/cu13/lib/libnvrtc.so.13; do
   KK_TEST_NVRTC="$PWD/$lib" KK_TEST_OLD_NVRTC="$PWD/$nv/12.6.85/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" \
     LD_LIBRARY_PATH="$PWD/target/fakecuda/driver" KERNELKIT_COMPILE_WORKERS=0 \
-    cargo nextest run -p kernelkit-rs --all-features --test nvrtc_setting
+    cargo nextest run --workspace --all-features --test nvrtc_setting
   # Issue 43: a bundle precompiled by a compile-only device (NVRTC, no GPU)
   # for the stand-in's sm_90a, with PTX, is found by the device with JIT
   # forbidden: its code, else its compute_90 PTX (ptx_loads).
   KERNELKIT_NVRTC_PATH="$PWD/$lib" LD_LIBRARY_PATH="$PWD/target/fakecuda/driver" \
     KERNELKIT_COMPILE_WORKERS=0 CUDA_HOME=/nonexistent \
-    cargo nextest run -p kernelkit-rs --all-features --test nojit_cuda
+    cargo nextest run --workspace --all-features --test nojit_cuda
   # Every CUDA bundle carries kernelkit's strided-copy kernel (code and
   # PTX), listed by `cache inspect`.
   KERNELKIT_NVRTC_PATH="$PWD/$lib" KERNELKIT_COMPILE_WORKERS=0 CUDA_HOME=/nonexistent \
-    cargo nextest run -p kernelkit-cli --all-features --test bundles \
-    -E 'test(a_cuda_bundle_carries_kernelkits_strided_copy_kernel)'
+    cargo nextest run --workspace --all-features --test bundles \
+    -E 'package(kernelkit-cli) and test(a_cuda_bundle_carries_kernelkits_strided_copy_kernel)'
 done
 # (With the cuda feature: two models are of the CUDA backend's protocols.)
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
