@@ -332,11 +332,11 @@ impl TemplateMemo {
                         && (v.is(&m.value_obj) || same_value(v, m.value))
                 })
             {
-                let out: Template = memo
-                    .args
-                    .iter()
-                    .map(|m| (m.name.clone(), m.value))
-                    .collect();
+                // One push each (a few values): no generic extend.
+                let mut out = Template::new();
+                for m in &memo.args {
+                    out.push((m.name.clone(), m.value));
+                }
                 if let Some(encode) = encode {
                     let encoded = memo.encoded.get_or_insert_with(|| {
                         let mut v = Vec::new();
@@ -348,9 +348,27 @@ impl TemplateMemo {
                 return Ok(out);
             }
         }
+        let (out, encoded) = self.parse_anew(&pairs, kernel, encode)?;
+        if let Some(v) = &encoded {
+            bytes(v);
+        }
+        Ok(out)
+    }
+
+    /// A template not the last one parsed: parsed, remembered (with its
+    /// bytes when an encoder is given) and returned with those bytes. Out
+    /// of the warm path's code (a call's hot instructions stay few lines).
+    #[cold]
+    #[inline(never)]
+    fn parse_anew(
+        &self,
+        pairs: &[Pair<'_>],
+        kernel: &str,
+        encode: Option<Encoder>,
+    ) -> PyResult<(Template, Option<Vec<u8>>)> {
         route::note(Route::Parsed);
         let mut parsed = Vec::with_capacity(pairs.len());
-        for (name_obj, value_obj) in &pairs {
+        for (name_obj, value_obj) in pairs {
             let Ok(name) = name_obj.cast::<PyString>() else {
                 return Err(errors::argument_type(format!(
                     "kernel `{kernel}`: a template argument's name must be a str, got {}",
@@ -370,25 +388,28 @@ impl TemplateMemo {
         let encoded = encode.map(|encode| {
             let mut v = Vec::new();
             encode(&out, &mut v);
-            bytes(&v);
             v
         });
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Parsed {
             args: parsed,
-            encoded,
+            encoded: encoded.clone(),
         };
-        Ok(out)
+        Ok((out, encoded))
     }
 }
 
-/// Whether `obj` is a str of this text.
+/// Whether `obj` is a str of this text. (Not inlined: a warm call finds
+/// its objects by identity first.)
+#[inline(never)]
 fn same_text(obj: &Bound<'_, PyAny>, text: &str) -> bool {
     obj.cast::<PyString>()
         .is_ok_and(|s| s.to_cow().is_ok_and(|t| *t == *text))
 }
 
 /// Whether `obj` is this template value (a bool, an int or a dtype
-/// object seen before), read without raising.
+/// object seen before), read without raising. (Not inlined, as
+/// `same_text`.)
+#[inline(never)]
 fn same_value(obj: &Bound<'_, PyAny>, value: TemplateArg) -> bool {
     match value {
         TemplateArg::Bool(b) => obj.cast::<PyBool>().is_ok_and(|o| o.is_true() == b),

@@ -234,15 +234,7 @@ impl Hook<'_, '_, '_> {
         let (t, g) = (self.tuned, self.given);
         let name = kernel.name();
         let key = match &t.key_fn {
-            Some(f) => {
-                let key = f
-                    .bind(g.inputs.py())
-                    .call1((g.inputs,))?
-                    .repr()?
-                    .to_string();
-                memo::push_key(sig, &key);
-                Some(key)
-            }
+            Some(f) => Some(self.key_of(sig, f)?),
             None => None,
         };
         push_outputs(sig);
@@ -254,6 +246,16 @@ impl Hook<'_, '_, '_> {
         memo::push_dims(sig, call_grid);
         memo::push_place(sig, place);
         Ok((key, template, call_grid))
+    }
+
+    /// The user's key for the call (a Python call: kept out of
+    /// `finish_sig`'s frame), written into `sig`.
+    #[inline(never)]
+    fn key_of(&self, sig: &mut Sig, f: &Py<PyAny>) -> PyResult<String> {
+        let inputs = self.given.inputs;
+        let key = f.bind(inputs.py()).call1((inputs,))?.repr()?.to_string();
+        memo::push_key(sig, &key);
+        Ok(key)
     }
 
     /// Configuration `index` applied: the call's own template values and
