@@ -279,6 +279,43 @@ struct Parsed {
     encoded: Option<Vec<u8>>,
 }
 
+impl Parsed {
+    /// Whether `pairs` are the remembered arguments: the same objects (a
+    /// literal list of interned names and small ints), else the same
+    /// values (a computed int, a dict built anew), compared without
+    /// parsing.
+    #[inline]
+    fn holds(&self, pairs: &[Pair<'_>]) -> bool {
+        self.args.len() == pairs.len()
+            && self.args.iter().zip(pairs).all(|(m, (n, v))| {
+                (n.is(&m.name_obj) || same_text(n, &m.name))
+                    && (v.is(&m.value_obj) || same_value(v, m.value))
+            })
+    }
+
+    /// The bytes `encode` writes of the remembered arguments, written once
+    /// per parse.
+    #[inline]
+    fn encoded_with(&mut self, encode: Encoder) -> &[u8] {
+        if self.encoded.is_none() {
+            self.encoded = Some(self.encode_now(encode));
+        }
+        self.encoded.as_deref().unwrap_or_default()
+    }
+
+    #[cold]
+    fn encode_now(&self, encode: Encoder) -> Vec<u8> {
+        let out: Template = self
+            .args
+            .iter()
+            .map(|m| (m.name.clone(), m.value))
+            .collect();
+        let mut v = Vec::new();
+        encode(&out, &mut v);
+        v
+    }
+}
+
 /// Writes a parsed template's bytes (a tuned call's signature).
 pub(crate) type Encoder = fn(&Template, &mut Vec<u8>);
 
@@ -308,6 +345,34 @@ impl TemplateMemo {
         self.parse_with(template, kernel, Some(encode), bytes)
     }
 
+    /// The bytes of [`TemplateMemo::parse_encoded`] alone, given to
+    /// `bytes`: a call whose template is the last one's copies them and
+    /// builds no list of values (a tuned call that finds its launch kept).
+    #[inline]
+    pub(crate) fn encoded(
+        &self,
+        template: Option<&Bound<'_, PyAny>>,
+        kernel: &str,
+        encode: Encoder,
+        bytes: impl FnOnce(&[u8]),
+    ) -> PyResult<()> {
+        let Some(template) = template.filter(|t| !t.is_none()) else {
+            bytes(&[]);
+            return Ok(());
+        };
+        let pairs = pairs(template, kernel)?;
+        {
+            let mut memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if memo.holds(&pairs) {
+                bytes(memo.encoded_with(encode));
+                return Ok(());
+            }
+        }
+        let (_, encoded) = self.parse_anew(&pairs, kernel, Some(encode))?;
+        bytes(encoded.as_deref().unwrap_or_default());
+        Ok(())
+    }
+
     #[inline(always)]
     fn parse_with(
         &self,
@@ -322,28 +387,15 @@ impl TemplateMemo {
         };
         let pairs = pairs(template, kernel)?;
         {
-            // The same objects (a literal list of interned names and small
-            // ints), else the same values (a computed int, a dict built
-            // anew): compared without parsing.
             let mut memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            if memo.args.len() == pairs.len()
-                && memo.args.iter().zip(&pairs).all(|(m, (n, v))| {
-                    (n.is(&m.name_obj) || same_text(n, &m.name))
-                        && (v.is(&m.value_obj) || same_value(v, m.value))
-                })
-            {
+            if memo.holds(&pairs) {
                 // One push each (a few values): no generic extend.
                 let mut out = Template::new();
                 for m in &memo.args {
                     out.push((m.name.clone(), m.value));
                 }
                 if let Some(encode) = encode {
-                    let encoded = memo.encoded.get_or_insert_with(|| {
-                        let mut v = Vec::new();
-                        encode(&out, &mut v);
-                        v
-                    });
-                    bytes(encoded);
+                    bytes(memo.encoded_with(encode));
                 }
                 return Ok(out);
             }

@@ -317,6 +317,34 @@ def test_a_fixed_grid_calls_no_grid_function_and_the_calls_grid_serves_the_other
         plain(inputs=[x], template={"SCALE": 4}, output_shapes=[x.shape], output_dtypes=[x.dtype])
 
 
+def test_a_warm_tuned_call_follows_its_template_values_grid_and_shapes_as_they_change():
+    # A warm call's launch is kept whole under its signature: each change
+    # of what the signature holds (a template value changed in the same
+    # dict, the call's grid, an input's shape) is another launch.
+    tuned = kk.autotune(kernel("changes"), configs=[{"threadgroup": (t, 1, 1), "template": {"TILE": 1}}
+                                                    for t in (32, 64)])
+    x = np.arange(1000, dtype=np.float32)
+    y = np.zeros_like(x)
+    own = {"SCALE": 3}
+    for _ in range(2):
+        tuned(inputs=[x], grid=(1000, 1, 1), template=own, out=[y])
+        np.testing.assert_array_equal(y, x * 3)
+    own["SCALE"] = 5
+    tuned(inputs=[x], grid=(1000, 1, 1), template=own, out=[y])
+    np.testing.assert_array_equal(y, x * 5)
+    y[:] = 0
+    tuned(inputs=[x], grid=(500, 1, 1), template=own, out=[y])
+    np.testing.assert_array_equal(y[:500], x[:500] * 5)
+    assert not y[500:].any(), "the smaller grid writes the first 500 only"
+    z = x[:600].copy()
+    (w,) = tuned(inputs=[z], grid=(600, 1, 1), template=own, output_shapes=[z.shape], output_dtypes=[z.dtype])
+    np.testing.assert_array_equal(w, z * 5)
+    m = z.reshape(2, 300)
+    (w,) = tuned(inputs=[m], grid=(600, 1, 1), template=own, output_shapes=[m.shape], output_dtypes=[m.dtype])
+    assert w.shape == (2, 300)
+    np.testing.assert_array_equal(w.ravel()[:2], z[:2] * 5)  # the body's `i < inp_shape[0]`: 2
+
+
 def test_a_template_value_a_configuration_sets_is_refused():
     tuned = kk.autotune(kernel("clash"), configs=CONFIGS, grid=grid)
     x = np.arange(100, dtype=np.float32)

@@ -6,9 +6,13 @@
 //! template values (through the tuned kernel's memo), the user's key and
 //! the call's grid (when a configuration takes it) are read here. Every
 //! route writes the same signature (the tag `H`), so a choice the general
-//! path made is found by the torch routes. The configuration's template
-//! values are appended to the call's parsed ones, and its threadgroup and
-//! grid given as extents: no Python object is built.
+//! path made is found by the torch routes. Where the signature decides
+//! the whole launch (no grid function), the memo keeps it, the call's own
+//! template values and the configuration's in one list with its grid and
+//! threadgroup: a warm call writes the template's bytes (no list built),
+//! finds the launch and copies it. With a grid function, the
+//! configuration's values are appended to the call's parsed ones and the
+//! function called for the grid. No Python object is built.
 //!
 //! The torch routes keep the chosen configuration's launch under the
 //! call's own arguments as well ([`Tune::kept`], keyed by the call's grid
@@ -19,7 +23,7 @@
 
 use pyo3::prelude::*;
 
-use super::memo::{self, Entry, Sig};
+use super::memo::{self, Entry, Found, Sig};
 use super::{choose, padded, Given, PyTuned};
 use crate::args::{self, OutputSpec};
 use crate::device::Place;
@@ -53,14 +57,14 @@ impl Tune for Hook<'_, '_, '_> {
                 a.shape().iter().map(|&d| d as u64),
             );
         }
-        let (key, template, call_grid) = self.finish_sig(
+        let (key, call_grid) = self.finish_sig(
             &mut sig,
             kernel,
             |sig| memo::push_outputs(sig, outputs),
             Place::of(stream.device()),
         )?;
-        let index = match self.tuned.memo.index(&sig) {
-            Some(index) => index,
+        match self.tuned.memo.found(&sig) {
+            Some(found) => self.launch(kernel, found, call_grid),
             None => self.choose_cold(
                 kernel,
                 inputs,
@@ -68,10 +72,9 @@ impl Tune for Hook<'_, '_, '_> {
                 stream,
                 init_value,
                 sig,
-                (key, &template, call_grid),
-            )?,
-        };
-        self.apply(index, template, call_grid)
+                (key, call_grid),
+            ),
+        }
     }
 
     fn torch_launch_of(
@@ -109,7 +112,7 @@ impl Tune for Hook<'_, '_, '_> {
             }
             None => return None,
         }
-        let (_, template, call_grid) = self
+        let (_, call_grid) = self
             .finish_sig(
                 &mut sig,
                 kernel,
@@ -117,8 +120,8 @@ impl Tune for Hook<'_, '_, '_> {
                 place?,
             )
             .ok()?;
-        let index = self.tuned.memo.index(&sig)?;
-        self.apply(index, template, call_grid).ok()
+        let found = self.tuned.memo.found(&sig)?;
+        self.launch(kernel, found, call_grid).ok()
     }
 
     fn torch_read_launch_of(
@@ -139,12 +142,12 @@ impl Tune for Hook<'_, '_, '_> {
                 memo::push_shape(sig, t.dtype as u8, t.shape.iter().map(|&d| d as u64));
             }
         };
-        let (_, template, call_grid) = match self.finish_sig(&mut sig, kernel, outputs_sig, place) {
+        let (_, call_grid) = match self.finish_sig(&mut sig, kernel, outputs_sig, place) {
             Ok(parts) => parts,
             Err(e) => return Some(Err(e)),
         };
-        let index = self.tuned.memo.index(&sig)?;
-        Some(self.apply(index, template, call_grid))
+        let found = self.tuned.memo.found(&sig)?;
+        Some(self.launch(kernel, found, call_grid))
     }
 
     fn kept(&self) -> &Rebound {
@@ -176,10 +179,11 @@ fn push_tensor(sig: &mut Sig, shim: &Shim, t: &Bound<'_, PyAny>) -> Option<Place
 }
 
 impl Hook<'_, '_, '_> {
-    /// The configuration of a call no choice in the memo fits (signature
-    /// `sig`, with its user's key, own template values and grid): the
-    /// library chooses (tuning if no tier has a record), and the choice is
-    /// remembered. Apart from the warm path, whose frame stays small.
+    /// The launch of a call no choice in the memo fits (signature `sig`,
+    /// with its user's key and grid): the library chooses (tuning if no
+    /// tier has a record), and the choice is remembered, with its launch
+    /// where the signature decides it. Apart from the warm path, whose
+    /// frame stays small.
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
@@ -191,10 +195,11 @@ impl Hook<'_, '_, '_> {
         stream: &Stream,
         init_value: Option<f64>,
         sig: Sig,
-        (key, template, call_grid): (Option<String>, &args::Template, Option<[u64; 3]>),
-    ) -> PyResult<usize> {
+        (key, call_grid): (Option<String>, Option<[u64; 3]>),
+    ) -> PyResult<Chosen> {
         let (t, g) = (self.tuned, self.given);
         let py = g.inputs.py();
+        let template = &t.template.parse(g.template, kernel.name())?;
         let grids = t.grids(py, g.inputs, call_grid)?;
         let index = choose::choose(
             py,
@@ -210,27 +215,62 @@ impl Hook<'_, '_, '_> {
                 key,
             },
         )?;
+        let chosen = self.apply(index, template.clone(), call_grid)?;
+        let by_signature = t.configs[index].grid_dims.is_some() || t.grid_fn.is_none();
         t.memo.keep(Entry {
             sig,
             _held: Default::default(),
             index,
             template: None,
+            launch: by_signature.then(|| chosen.clone()),
         });
-        Ok(index)
+        Ok(chosen)
+    }
+
+    /// The launch of what the memo found: kept whole, else configuration
+    /// `index` applied with the call's own template values (parsed: their
+    /// memo finds them) and the grid function's grid.
+    #[inline]
+    fn launch(
+        &self,
+        kernel: &PyKernel,
+        found: Found,
+        call_grid: Option<[u64; 3]>,
+    ) -> PyResult<Chosen> {
+        match found {
+            Found::Launch(launch) => Ok(launch),
+            Found::Index(index) => self.apply_parsed(kernel, index, call_grid),
+        }
+    }
+
+    /// [`Hook::apply`] with the call's own template values parsed (a grid
+    /// function's call follows: kept out of the warm path's frame).
+    #[inline(never)]
+    fn apply_parsed(
+        &self,
+        kernel: &PyKernel,
+        index: usize,
+        call_grid: Option<[u64; 3]>,
+    ) -> PyResult<Chosen> {
+        let template = self
+            .tuned
+            .template
+            .parse(self.given.template, kernel.name())?;
+        self.apply(index, template, call_grid)
     }
 
     /// The rest of a call's signature after its inputs (the tag `H`: the
     /// arguments as the call converted or read them): the user's key, the
     /// outputs (`push_outputs`), the call's own template values, its grid
     /// (when a configuration takes it) and the place it runs. Returns the
-    /// key, the template values and the grid.
+    /// key and the grid.
     fn finish_sig(
         &self,
         sig: &mut Sig,
         kernel: &PyKernel,
         push_outputs: impl FnOnce(&mut Sig),
         place: Place,
-    ) -> PyResult<(Option<String>, args::Template, Option<[u64; 3]>)> {
+    ) -> PyResult<(Option<String>, Option<[u64; 3]>)> {
         let (t, g) = (self.tuned, self.given);
         let name = kernel.name();
         let key = match &t.key_fn {
@@ -238,14 +278,14 @@ impl Hook<'_, '_, '_> {
             None => None,
         };
         push_outputs(sig);
-        let template = memo::push_template(sig, &t.template, g.template, name)?;
+        memo::push_template_bytes(sig, &t.template, g.template, name)?;
         let call_grid = match g.grid.filter(|_| t.takes_call_grid) {
             Some(grid) => Some(t.grid.get(grid, name, "grid")?),
             None => None,
         };
         memo::push_dims(sig, call_grid);
         memo::push_place(sig, place);
-        Ok((key, template, call_grid))
+        Ok((key, call_grid))
     }
 
     /// The user's key for the call (a Python call: kept out of

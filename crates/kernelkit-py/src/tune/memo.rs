@@ -26,6 +26,7 @@ use smallvec::SmallVec;
 use crate::args::{OutputSpec, Template, TemplateMemo};
 use crate::array_args::Source;
 use crate::device::Place;
+use crate::kernel::Chosen;
 use kernelkit::TemplateArg;
 
 /// The bytes of a call's signature (kernelkit's writer: on the stack for
@@ -49,6 +50,17 @@ pub(super) struct Entry {
     /// the configuration's, one list kept for the kernel's template memo
     /// to find by identity (`None`: neither gives any).
     pub(super) template: Option<Py<PyAny>>,
+    /// The launch a call of this signature makes, when the signature
+    /// decides all of it (no grid function's grid): a warm call takes a
+    /// copy and builds nothing.
+    pub(super) launch: Option<Chosen>,
+}
+
+/// What the memo holds for a signature: the whole launch, else the
+/// configuration's index (its grid the grid function's, called again).
+pub(super) enum Found {
+    Launch(Chosen),
+    Index(usize),
 }
 
 /// The choices of one tuned kernel, newest last.
@@ -66,12 +78,16 @@ impl Memo {
             .map(|e| (e.index, e.template.as_ref().map(|t| t.clone_ref(py))))
     }
 
-    /// The configuration of a call of signature `sig` (no reference
-    /// taken: the one-pass torch route drops none).
+    /// The launch, else the configuration, of a call of signature `sig`
+    /// (the general path's and the torch routes' warm call).
     #[inline]
-    pub(super) fn index(&self, sig: &[u8]) -> Option<usize> {
+    pub(super) fn found(&self, sig: &[u8]) -> Option<Found> {
         let memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        memo.iter().rev().find(|e| *e.sig == *sig).map(|e| e.index)
+        let e = memo.iter().rev().find(|e| *e.sig == *sig)?;
+        Some(match &e.launch {
+            Some(launch) => Found::Launch(launch.clone()),
+            None => Found::Index(e.index),
+        })
     }
 
     /// Remembers `entry` (the oldest goes when full).
@@ -165,6 +181,22 @@ pub(super) fn push_outputs(sig: &mut Sig, specs: &[OutputSpec]) {
     for (shape, dtype) in specs {
         push_shape(sig, *dtype as u8, shape.iter().map(|&d| d as u64));
     }
+}
+
+/// Writes the call's own template values (`template`, through the tuned
+/// kernel's memo) without building their list: a warm call whose launch
+/// is kept needs only their bytes.
+#[inline]
+pub(super) fn push_template_bytes(
+    sig: &mut Sig,
+    memo: &TemplateMemo,
+    template: Option<&Bound<'_, PyAny>>,
+    kernel: &str,
+) -> PyResult<()> {
+    sig.push(b'T');
+    memo.encoded(template, kernel, template_bytes, |bytes| {
+        sig.extend_from_slice(bytes)
+    })
 }
 
 /// Parses the call's own template values (`template`, through the tuned

@@ -289,6 +289,7 @@ impl PyTuned {
                 _held: g.stream.iter().map(|s| (*s).clone().unbind()).collect(),
                 index,
                 template: combined.as_ref().map(|t| t.clone_ref(py)),
+                launch: None,
             });
         }
         Ok((index, combined))
