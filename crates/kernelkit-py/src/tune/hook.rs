@@ -57,14 +57,14 @@ impl Tune for Hook<'_, '_, '_> {
                 a.shape().iter().map(|&d| d as u64),
             );
         }
-        let (key, call_grid) = self.finish_sig(
+        let (key, template, call_grid) = self.finish_sig(
             &mut sig,
             kernel,
             |sig| memo::push_outputs(sig, outputs),
             Place::of(stream.device()),
         )?;
         match self.tuned.memo.found(&sig) {
-            Some(found) => self.launch(kernel, found, call_grid),
+            Some(found) => self.launch(kernel, found, template, call_grid),
             None => self.choose_cold(
                 kernel,
                 inputs,
@@ -112,7 +112,7 @@ impl Tune for Hook<'_, '_, '_> {
             }
             None => return None,
         }
-        let (_, call_grid) = self
+        let (_, template, call_grid) = self
             .finish_sig(
                 &mut sig,
                 kernel,
@@ -121,7 +121,7 @@ impl Tune for Hook<'_, '_, '_> {
             )
             .ok()?;
         let found = self.tuned.memo.found(&sig)?;
-        self.launch(kernel, found, call_grid).ok()
+        self.launch(kernel, found, template, call_grid).ok()
     }
 
     fn torch_read_launch_of(
@@ -142,12 +142,12 @@ impl Tune for Hook<'_, '_, '_> {
                 memo::push_shape(sig, t.dtype as u8, t.shape.iter().map(|&d| d as u64));
             }
         };
-        let (_, call_grid) = match self.finish_sig(&mut sig, kernel, outputs_sig, place) {
+        let (_, template, call_grid) = match self.finish_sig(&mut sig, kernel, outputs_sig, place) {
             Ok(parts) => parts,
             Err(e) => return Some(Err(e)),
         };
         let found = self.tuned.memo.found(&sig)?;
-        Some(self.launch(kernel, found, call_grid))
+        Some(self.launch(kernel, found, template, call_grid))
     }
 
     fn kept(&self) -> &Rebound {
@@ -228,18 +228,20 @@ impl Hook<'_, '_, '_> {
     }
 
     /// The launch of what the memo found: kept whole, else configuration
-    /// `index` applied with the call's own template values (parsed: their
-    /// memo finds them) and the grid function's grid.
+    /// `index` applied with the call's own template values (`template`,
+    /// else parsed: their memo finds them) and the grid function's grid.
     #[inline]
     fn launch(
         &self,
         kernel: &PyKernel,
         found: Found,
+        template: Option<args::Template>,
         call_grid: Option<[u64; 3]>,
     ) -> PyResult<Chosen> {
-        match found {
-            Found::Launch(launch) => Ok(launch),
-            Found::Index(index) => self.apply_parsed(kernel, index, call_grid),
+        match (found, template) {
+            (Found::Launch(launch), _) => Ok(launch),
+            (Found::Index(index), Some(template)) => self.apply(index, template, call_grid),
+            (Found::Index(index), None) => self.apply_parsed(kernel, index, call_grid),
         }
     }
 
@@ -263,14 +265,16 @@ impl Hook<'_, '_, '_> {
     /// arguments as the call converted or read them): the user's key, the
     /// outputs (`push_outputs`), the call's own template values, its grid
     /// (when a configuration takes it) and the place it runs. Returns the
-    /// key and the grid.
+    /// key, the template values parsed when a grid function's grid makes
+    /// the launch at each call (else only their bytes are written), and
+    /// the grid.
     fn finish_sig(
         &self,
         sig: &mut Sig,
         kernel: &PyKernel,
         push_outputs: impl FnOnce(&mut Sig),
         place: Place,
-    ) -> PyResult<(Option<String>, Option<[u64; 3]>)> {
+    ) -> PyResult<(Option<String>, Option<args::Template>, Option<[u64; 3]>)> {
         let (t, g) = (self.tuned, self.given);
         let name = kernel.name();
         let key = match &t.key_fn {
@@ -278,14 +282,20 @@ impl Hook<'_, '_, '_> {
             None => None,
         };
         push_outputs(sig);
-        memo::push_template_bytes(sig, &t.template, g.template, name)?;
+        let template = match t.grid_fn {
+            Some(_) => Some(memo::push_template(sig, &t.template, g.template, name)?),
+            None => {
+                memo::push_template_bytes(sig, &t.template, g.template, name)?;
+                None
+            }
+        };
         let call_grid = match g.grid.filter(|_| t.takes_call_grid) {
             Some(grid) => Some(t.grid.get(grid, name, "grid")?),
             None => None,
         };
         memo::push_dims(sig, call_grid);
         memo::push_place(sig, place);
-        Ok((key, call_grid))
+        Ok((key, template, call_grid))
     }
 
     /// The user's key for the call (a Python call: kept out of
