@@ -33,6 +33,10 @@ use crate::rebound::Rebound;
 use crate::torch::Tensor;
 use kernelkit::{Array, Stream};
 
+/// What [`Hook::finish_sig`] read besides the signature: the user's key,
+/// the call's own template values (when parsed) and the call's grid.
+type SigParts = (Option<String>, Option<args::Template>, Option<[u64; 3]>);
+
 /// A tuned call's part in the general path.
 pub(crate) struct Hook<'a, 'b, 'py> {
     pub(crate) tuned: &'a PyTuned,
@@ -274,7 +278,7 @@ impl Hook<'_, '_, '_> {
         kernel: &PyKernel,
         push_outputs: impl FnOnce(&mut Sig),
         place: Place,
-    ) -> PyResult<(Option<String>, Option<args::Template>, Option<[u64; 3]>)> {
+    ) -> PyResult<SigParts> {
         let (t, g) = (self.tuned, self.given);
         let name = kernel.name();
         let key = match &t.key_fn {
