@@ -76,7 +76,7 @@ impl Tune for Hook<'_, '_, '_> {
                 stream,
                 init_value,
                 sig,
-                (key, call_grid),
+                (key, template, call_grid),
             ),
         }
     }
@@ -184,7 +184,7 @@ fn push_tensor(sig: &mut Sig, shim: &Shim, t: &Bound<'_, PyAny>) -> Option<Place
 
 impl Hook<'_, '_, '_> {
     /// The launch of a call no choice in the memo fits (signature `sig`,
-    /// with its user's key and grid): the library chooses (tuning if no
+    /// with what `finish_sig` read): the library chooses (tuning if no
     /// tier has a record), and the choice is remembered, with its launch
     /// where the signature decides it. Apart from the warm path, whose
     /// frame stays small.
@@ -199,11 +199,15 @@ impl Hook<'_, '_, '_> {
         stream: &Stream,
         init_value: Option<f64>,
         sig: Sig,
-        (key, call_grid): (Option<String>, Option<[u64; 3]>),
+        (key, template, call_grid): SigParts,
     ) -> PyResult<Chosen> {
         let (t, g) = (self.tuned, self.given);
         let py = g.inputs.py();
-        let template = &t.template.parse(g.template, kernel.name())?;
+        // Parsed with the signature when a grid function needs them.
+        let template = &match template {
+            Some(template) => template,
+            None => t.template.parse(g.template, kernel.name())?,
+        };
         let grids = t.grids(py, g.inputs, call_grid)?;
         let index = choose::choose(
             py,
