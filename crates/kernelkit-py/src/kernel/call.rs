@@ -4,13 +4,15 @@
 //! stream and device). `crate::torch` draws the order.
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use std::sync::Arc;
+
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use smallvec::SmallVec;
 
 use super::route::{self, Route};
-use super::{Frame, OutputSpec, Parts, Plan, PyKernel};
+use super::{Frame, OutputSpec, Parts, Plan, PyKernel, Values};
 use crate::args;
 use crate::array_args::Source;
 use crate::arrays;
@@ -46,7 +48,30 @@ pub(crate) struct CallArgs<'a, 'py> {
 
 /// A launch configuration a tuned kernel chose for a call: its template
 /// values, grid and threadgroup, in place of the call's own.
-pub(crate) type Chosen = (args::Template, [u64; 3], [u64; 3]);
+pub(crate) struct Launch {
+    pub(crate) template: args::Template,
+    pub(crate) grid: [u64; 3],
+    pub(crate) threadgroup: [u64; 3],
+}
+
+/// A tuned kernel's choice for a call: the launch its memo keeps whole for
+/// the call's signature (shared: a warm call copies no list of values),
+/// or one made for this call (a grid function's grid).
+pub(crate) enum Chosen {
+    Kept(Arc<Launch>),
+    Made(Launch),
+}
+
+impl std::ops::Deref for Chosen {
+    type Target = Launch;
+
+    fn deref(&self) -> &Launch {
+        match self {
+            Chosen::Kept(launch) => launch,
+            Chosen::Made(launch) => launch,
+        }
+    }
+}
 
 /// A tuned kernel's part in a call: the template values, grid and
 /// threadgroup of the configuration chosen for the call's converted
@@ -233,9 +258,19 @@ impl PyKernel {
         let (outputs, targets, plan) =
             self.plan(py, given, out, &frame, &stream, torch_stream.as_ref(), like)?;
         let (template, grid, threadgroup) = match a.tune {
-            Some(tune) => tune.launch_of(self, &inputs, &outputs, &stream, a.init_value)?,
+            Some(tune) => match tune.launch_of(self, &inputs, &outputs, &stream, a.init_value)? {
+                Chosen::Kept(launch) => {
+                    let (grid, threadgroup) = (launch.grid, launch.threadgroup);
+                    (Values::Kept(launch), grid, threadgroup)
+                }
+                Chosen::Made(launch) => (
+                    Values::Parsed(launch.template),
+                    launch.grid,
+                    launch.threadgroup,
+                ),
+            },
             None => (
-                self.template.parse(a.template, kernel)?,
+                Values::Parsed(self.template.parse(a.template, kernel)?),
                 self.grid.get(a.grid, kernel, "grid")?,
                 self.threadgroup.get(a.threadgroup, kernel, "threadgroup")?,
             ),

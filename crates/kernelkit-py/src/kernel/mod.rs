@@ -37,7 +37,7 @@ mod call;
 pub(crate) mod call_entry;
 pub(crate) mod route;
 
-pub(crate) use call::{CallArgs, Chosen, Tune};
+pub(crate) use call::{CallArgs, Chosen, Launch, Tune};
 pub(crate) use call_entry::_call_entry;
 
 /// A compiled-on-demand custom kernel, called like MLX's:
@@ -81,7 +81,7 @@ pub(crate) struct Parts {
     /// The arrays the outputs are written into, when the caller's kind of
     /// array holds them (empty: kernelkit allocates them).
     pub(crate) targets: SmallVec<[Array; 2]>,
-    pub(crate) template: Template,
+    pub(crate) template: Values,
     pub(crate) grid: [u64; 3],
     pub(crate) threadgroup: [u64; 3],
     pub(crate) init_value: Option<f64>,
@@ -120,7 +120,7 @@ impl Parts {
                 call = call.allow_overlap(true);
             }
         }
-        for (name, value) in &self.template {
+        for (name, value) in self.template.iter() {
             call = call.template(&**name, *value);
         }
         if let Some(v) = self.init_value {
@@ -130,6 +130,25 @@ impl Parts {
             call = call.shared_memory(self.shared_memory);
         }
         call
+    }
+}
+
+/// A call's template values: its own, parsed (or a tuned kernel's made
+/// for the call), or those of the launch a tuned kernel's memo keeps
+/// (shared: nothing copied).
+pub(crate) enum Values {
+    Parsed(Template),
+    Kept(std::sync::Arc<Launch>),
+}
+
+impl std::ops::Deref for Values {
+    type Target = [(std::sync::Arc<str>, kernelkit::TemplateArg)];
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Values::Parsed(t) => t,
+            Values::Kept(launch) => &launch.template,
+        }
     }
 }
 

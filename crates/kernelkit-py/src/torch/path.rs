@@ -14,7 +14,7 @@ use crate::donation::Aliasing;
 use crate::errors::IntoPy;
 use crate::ffi::kept_launch;
 use crate::kernel::route::{self, Route};
-use crate::kernel::{extents, specs_of, Made, Parts, PyKernel, Tune};
+use crate::kernel::{extents, specs_of, Made, Parts, PyKernel, Tune, Values};
 use crate::rebound::{Entry, Key};
 use crate::{streams, torch};
 use kernelkit::Array;
@@ -214,8 +214,13 @@ impl PyKernel {
                 let Some(chosen) = tune.torch_read_launch_of(self, &inputs, &outputs, here) else {
                     return Ok(None);
                 };
-                let (t, g, tg) = chosen?;
-                (t, g, tg, Some((tune, call_grid, call_template)))
+                let chosen = chosen?;
+                (
+                    chosen.template.clone(),
+                    chosen.grid,
+                    chosen.threadgroup,
+                    Some((tune, call_grid, call_template)),
+                )
             }
         };
         // The tuned kernel's own key for a launch of this kernel's.
@@ -264,7 +269,7 @@ impl PyKernel {
             inputs: self.arrays(sources, "input", &stream, Some(&stream))?,
             outputs: specs_of(&targets),
             targets,
-            template: key.template.clone(),
+            template: Values::Parsed(key.template.clone()),
             grid: key.grid,
             threadgroup: key.threadgroup,
             init_value: None,

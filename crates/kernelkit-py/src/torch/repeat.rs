@@ -160,12 +160,12 @@ impl PyKernel {
                 match find_in_place(shim, tune.kept(), &inputs, &outputs, own) {
                     Some(fitted) => fitted,
                     None => {
-                        let (template, grid, threadgroup) =
+                        let chosen =
                             tune.torch_launch_of(self, shim, &inputs, &outputs, out.is_some())?;
                         let shape = Shape {
-                            grid,
-                            threadgroup,
-                            template: &template,
+                            grid: chosen.grid,
+                            threadgroup: chosen.threadgroup,
+                            template: &chosen.template,
                             stream,
                             aliasing: &aliasing,
                         };

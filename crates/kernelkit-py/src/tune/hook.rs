@@ -9,8 +9,9 @@
 //! path made is found by the torch routes. Where the signature decides
 //! the whole launch (no grid function), the memo keeps it, the call's own
 //! template values and the configuration's in one list with its grid and
-//! threadgroup: a warm call writes the template's bytes (no list built),
-//! finds the launch and copies it. With a grid function, the
+//! threadgroup, shared: a warm call writes the template's bytes (no list
+//! built), finds the launch and takes a reference to it (nothing of it
+//! copied, one count raised). With a grid function, the
 //! configuration's values are appended to the call's parsed ones and the
 //! function called for the grid. No Python object is built.
 //!
@@ -21,6 +22,8 @@
 //! computes no signature. The key and grid functions are therefore called
 //! for a layout the tuned kernel has not kept, not at every call.
 
+use std::sync::Arc;
+
 use pyo3::prelude::*;
 
 use super::memo::{self, Entry, Found, Sig};
@@ -28,14 +31,14 @@ use super::{choose, padded, Given, PyTuned};
 use crate::args::{self, OutputSpec};
 use crate::device::Place;
 use crate::ffi::torch_shim::Shim;
-use crate::kernel::{Chosen, PyKernel, Tune};
+use crate::kernel::{Chosen, Launch, PyKernel, Tune};
 use crate::rebound::Rebound;
 use crate::torch::Tensor;
 use kernelkit::{Array, Stream};
 
-/// What [`Hook::finish_sig`] read besides the signature: the user's key,
-/// the call's own template values (when parsed) and the call's grid.
-type SigParts = (Option<String>, Option<args::Template>, Option<[u64; 3]>);
+/// What [`Hook::finish_sig`] read besides the signature and the template
+/// values: the user's key and the call's grid.
+type SigParts = (Option<String>, Option<[u64; 3]>);
 
 /// A tuned call's part in the general path.
 pub(crate) struct Hook<'a, 'b, 'py> {
@@ -61,14 +64,16 @@ impl Tune for Hook<'_, '_, '_> {
                 a.shape().iter().map(|&d| d as u64),
             );
         }
-        let (key, template, call_grid) = self.finish_sig(
+        let mut template = None;
+        let (key, call_grid) = self.finish_sig(
             &mut sig,
             kernel,
             |sig| memo::push_outputs(sig, outputs),
             Place::of(stream.device()),
+            &mut template,
         )?;
         match self.tuned.memo.found(&sig) {
-            Some(found) => self.launch(kernel, found, template, call_grid),
+            Some(found) => self.launch(kernel, found, &mut template, call_grid),
             None => self.choose_cold(
                 kernel,
                 inputs,
@@ -76,7 +81,8 @@ impl Tune for Hook<'_, '_, '_> {
                 stream,
                 init_value,
                 sig,
-                (key, template, call_grid),
+                (key, call_grid),
+                template.take(),
             ),
         }
     }
@@ -116,16 +122,18 @@ impl Tune for Hook<'_, '_, '_> {
             }
             None => return None,
         }
-        let (_, template, call_grid) = self
+        let mut template = None;
+        let (_, call_grid) = self
             .finish_sig(
                 &mut sig,
                 kernel,
                 |sig| sig.extend_from_slice(&out_sig),
                 place?,
+                &mut template,
             )
             .ok()?;
         let found = self.tuned.memo.found(&sig)?;
-        self.launch(kernel, found, template, call_grid).ok()
+        self.launch(kernel, found, &mut template, call_grid).ok()
     }
 
     fn torch_read_launch_of(
@@ -146,12 +154,14 @@ impl Tune for Hook<'_, '_, '_> {
                 memo::push_shape(sig, t.dtype as u8, t.shape.iter().map(|&d| d as u64));
             }
         };
-        let (_, template, call_grid) = match self.finish_sig(&mut sig, kernel, outputs_sig, place) {
-            Ok(parts) => parts,
-            Err(e) => return Some(Err(e)),
-        };
+        let mut template = None;
+        let (_, call_grid) =
+            match self.finish_sig(&mut sig, kernel, outputs_sig, place, &mut template) {
+                Ok(parts) => parts,
+                Err(e) => return Some(Err(e)),
+            };
         let found = self.tuned.memo.found(&sig)?;
-        Some(self.launch(kernel, found, template, call_grid))
+        Some(self.launch(kernel, found, &mut template, call_grid))
     }
 
     fn kept(&self) -> &Rebound {
@@ -199,7 +209,8 @@ impl Hook<'_, '_, '_> {
         stream: &Stream,
         init_value: Option<f64>,
         sig: Sig,
-        (key, template, call_grid): SigParts,
+        (key, call_grid): SigParts,
+        template: Option<args::Template>,
     ) -> PyResult<Chosen> {
         let (t, g) = (self.tuned, self.given);
         let py = g.inputs.py();
@@ -223,33 +234,41 @@ impl Hook<'_, '_, '_> {
                 key,
             },
         )?;
-        let chosen = self.apply(index, template.clone(), call_grid)?;
+        let launch = self.apply(index, template.clone(), call_grid)?;
         let by_signature = t.configs[index].grid_dims.is_some() || t.grid_fn.is_none();
+        let (kept, chosen) = if by_signature {
+            let launch = Arc::new(launch);
+            (Some(launch.clone()), Chosen::Kept(launch))
+        } else {
+            (None, Chosen::Made(launch))
+        };
         t.memo.keep(Entry {
             sig,
             _held: Default::default(),
             index,
             template: None,
-            launch: by_signature.then(|| chosen.clone()),
+            launch: kept,
         });
         Ok(chosen)
     }
 
     /// The launch of what the memo found: kept whole, else configuration
-    /// `index` applied with the call's own template values (`template`,
+    /// `index` applied with the call's own template values (`template`'s,
     /// else parsed: their memo finds them) and the grid function's grid.
     #[inline]
     fn launch(
         &self,
         kernel: &PyKernel,
         found: Found,
-        template: Option<args::Template>,
+        template: &mut Option<args::Template>,
         call_grid: Option<[u64; 3]>,
     ) -> PyResult<Chosen> {
-        match (found, template) {
-            (Found::Launch(launch), _) => Ok(launch),
-            (Found::Index(index), Some(template)) => self.apply(index, template, call_grid),
-            (Found::Index(index), None) => self.apply_parsed(kernel, index, call_grid),
+        match found {
+            Found::Launch(launch) => Ok(Chosen::Kept(launch)),
+            Found::Index(index) => match template.take() {
+                Some(template) => self.apply(index, template, call_grid).map(Chosen::Made),
+                None => self.apply_parsed(kernel, index, call_grid),
+            },
         }
     }
 
@@ -266,22 +285,23 @@ impl Hook<'_, '_, '_> {
             .tuned
             .template
             .parse(self.given.template, kernel.name())?;
-        self.apply(index, template, call_grid)
+        self.apply(index, template, call_grid).map(Chosen::Made)
     }
 
     /// The rest of a call's signature after its inputs (the tag `H`: the
     /// arguments as the call converted or read them): the user's key, the
     /// outputs (`push_outputs`), the call's own template values, its grid
     /// (when a configuration takes it) and the place it runs. Returns the
-    /// key, the template values parsed when a grid function's grid makes
-    /// the launch at each call (else only their bytes are written), and
-    /// the grid.
+    /// key and the grid; the template values are parsed into `parsed`
+    /// when a grid function's grid makes the launch at each call (else
+    /// only their bytes are written).
     fn finish_sig(
         &self,
         sig: &mut Sig,
         kernel: &PyKernel,
         push_outputs: impl FnOnce(&mut Sig),
         place: Place,
+        parsed: &mut Option<args::Template>,
     ) -> PyResult<SigParts> {
         let (t, g) = (self.tuned, self.given);
         let name = kernel.name();
@@ -290,20 +310,17 @@ impl Hook<'_, '_, '_> {
             None => None,
         };
         push_outputs(sig);
-        let template = match t.grid_fn {
-            Some(_) => Some(memo::push_template(sig, &t.template, g.template, name)?),
-            None => {
-                memo::push_template_bytes(sig, &t.template, g.template, name)?;
-                None
-            }
-        };
+        match t.grid_fn {
+            Some(_) => *parsed = Some(memo::push_template(sig, &t.template, g.template, name)?),
+            None => memo::push_template_bytes(sig, &t.template, g.template, name)?,
+        }
         let call_grid = match g.grid.filter(|_| t.takes_call_grid) {
             Some(grid) => Some(t.grid.get(grid, name, "grid")?),
             None => None,
         };
         memo::push_dims(sig, call_grid);
         memo::push_place(sig, place);
-        Ok((key, template, call_grid))
+        Ok((key, call_grid))
     }
 
     /// The user's key for the call (a Python call: kept out of
@@ -325,7 +342,7 @@ impl Hook<'_, '_, '_> {
         index: usize,
         mut template: args::Template,
         call_grid: Option<[u64; 3]>,
-    ) -> PyResult<Chosen> {
+    ) -> PyResult<Launch> {
         let t = self.tuned;
         let config = &t.configs[index];
         let grid = match (config.grid_dims, &t.grid_fn) {
@@ -337,7 +354,11 @@ impl Hook<'_, '_, '_> {
         for value in &config.values {
             template.push(value.clone());
         }
-        Ok((template, grid, config.threadgroup_dims))
+        Ok(Launch {
+            template,
+            grid,
+            threadgroup: config.threadgroup_dims,
+        })
     }
 
     /// The grid function's grid for configuration `index` (a Python call:

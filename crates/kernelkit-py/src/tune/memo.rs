@@ -16,7 +16,7 @@
 //! attributes) has none and asks the library every time (`Tuning::best`,
 //! which keeps its own memo).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use numpy::prelude::PyArrayDescrMethods;
 use numpy::PyUntypedArrayMethods;
@@ -26,7 +26,7 @@ use smallvec::SmallVec;
 use crate::args::{OutputSpec, Template, TemplateMemo};
 use crate::array_args::Source;
 use crate::device::Place;
-use crate::kernel::Chosen;
+use crate::kernel::Launch;
 use kernelkit::TemplateArg;
 
 /// The bytes of a call's signature (kernelkit's writer: on the stack for
@@ -51,15 +51,15 @@ pub(super) struct Entry {
     /// to find by identity (`None`: neither gives any).
     pub(super) template: Option<Py<PyAny>>,
     /// The launch a call of this signature makes, when the signature
-    /// decides all of it (no grid function's grid): a warm call takes a
-    /// copy and builds nothing.
-    pub(super) launch: Option<Chosen>,
+    /// decides all of it (no grid function's grid): a warm call shares it
+    /// and builds nothing.
+    pub(super) launch: Option<Arc<Launch>>,
 }
 
 /// What the memo holds for a signature: the whole launch, else the
 /// configuration's index (its grid the grid function's, called again).
 pub(super) enum Found {
-    Launch(Chosen),
+    Launch(Arc<Launch>),
     Index(usize),
 }
 
