@@ -3,9 +3,9 @@
 //! path (`crate::torch::path`), else the general one (every kind of array,
 //! stream and device). `crate::torch` draws the order.
 
-use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use std::sync::Arc;
 
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
