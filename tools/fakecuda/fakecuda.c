@@ -415,6 +415,20 @@ CUresult cuStreamIsCapturing(void *s, int *status) {
   return OK;
 }
 CUresult cuGraphDestroy(void *g) { (void)g; return OK; }
+/* An executable graph is a token too: launching it queues nothing (kernels
+ * do not run here), but it must be one this driver instantiated. */
+static int graph_exec_token;
+CUresult cuGraphInstantiateWithFlags(void **exec, void *g, unsigned long long flags) {
+  (void)flags;
+  if (g != &graph_token) return CUDA_ERROR_INVALID_VALUE;
+  *exec = &graph_exec_token;
+  return OK;
+}
+CUresult cuGraphLaunch(void *exec, void *s) {
+  live_stream(s, "cuGraphLaunch"); NEED_CTX();
+  return exec == &graph_exec_token ? OK : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuGraphExecDestroy(void *exec) { (void)exec; return OK; }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s; (void)e; (void)f; return OK; }
 /* An event: the stream and launch number it was recorded after (none: it
  * has not been recorded), or that it was recorded under a capture. */

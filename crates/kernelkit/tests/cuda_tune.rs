@@ -2,14 +2,15 @@
 //! its key once with events on the call's stream; the caller's `out=`
 //! array is written once; under a CUDA graph capture a tuned key launches
 //! its recorded choice and an untuned key is `CallError::Capturing`,
-//! leaving the capture valid. Runs on a GPU or on the stand-in driver of
+//! leaving the capture valid; the batches a tuning replays as graphs pin
+//! no module. Runs on a GPU or on the stand-in driver of
 //! `tools/fakecuda` (where kernels do not run: results are not checked
 //! there), and skips without either.
 
 #![cfg(feature = "cuda")]
 
 use cudarc::driver::sys;
-use kernelkit::{CallError, DType, Error, Kernel, TuneConfig, Tuning};
+use kernelkit::{CacheMode, CallError, DType, Device, Error, Kernel, TuneConfig, Tuning};
 
 #[path = "common/gpu.rs"]
 mod on_gpu;
@@ -80,6 +81,78 @@ mod standin {
                 );
                 assert!(record.target.contains("driver"), "{}", record.target);
             }
+        });
+    }
+
+    /// A tuning whose outputs kernelkit allocates times its batches as
+    /// graphs captured on a private stream. Those captures pin no module
+    /// (the tuning holds their functions while it times): on a device that
+    /// keeps two modules loaded, three other variants called after a
+    /// tuning of three (each its own module) leave at most two loaded, and the tuned call's result is
+    /// right.
+    #[test]
+    fn timed_graphs_pin_no_module() {
+        alone(|| {
+            let dev = match Device::builder()
+                .cache_mode(CacheMode::Memory)
+                .max_loaded_modules(2)
+                .cuda(0)
+            {
+                Ok(d) => d,
+                Err(e) => {
+                    println!("skipped: {e}");
+                    return;
+                }
+            };
+            let real = !stand_in(&dev);
+            let k = Kernel::builder("cuda_tuned_scale")
+                .inputs(["inp"])
+                .outputs(["out"])
+                .source(
+                    "uint i = thread_position_in_grid.x;\n\
+                     if (i < inp_shape[0]) out[i] = inp[i] * float(S) + float(U) * 0.0f;",
+                )
+                .build()
+                .unwrap();
+            // Three configurations, three variants (three modules).
+            let t = Tuning::new(
+                [(32u64, 1), (128, 2), (512, 3)]
+                    .map(|(tg, u)| TuneConfig::new([tg, 1, 1]).template("U", u)),
+            );
+            let x = dev.array_from_slice(&[1.5f32; N], [N]).unwrap();
+            let y = k
+                .call([&x])
+                .output([N as i64], DType::F32)
+                .grid([N as u64, 1, 1])
+                .template("S", 2)
+                .tuned(&t)
+                .launch()
+                .unwrap()
+                .into_iter()
+                .next()
+                .unwrap();
+            assert_eq!(dev.cache_stats().tunes, 1);
+            if real {
+                assert!(y.to_vec::<f32>().unwrap().iter().all(|&v| v == 3.0));
+            }
+            for s in 3..6 {
+                let z = k
+                    .call([&x])
+                    .output([N as i64], DType::F32)
+                    .grid([N as u64, 1, 1])
+                    .threadgroup([64, 1, 1])
+                    .template("S", s)
+                    .template("U", 0)
+                    .launch()
+                    .unwrap();
+                drop(z);
+            }
+            assert!(
+                dev.loaded_modules() <= 2,
+                "{} modules loaded: a timing capture pinned one ({:?})",
+                dev.loaded_modules(),
+                dev.cache_stats()
+            );
         });
     }
 

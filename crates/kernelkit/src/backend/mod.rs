@@ -54,6 +54,16 @@ pub(crate) fn retire_module(module: &Module) -> bool {
     true
 }
 
+/// Work a backend captured from a stream once, to launch again as a
+/// whole (a CUDA graph): launching it costs one call however many kernels
+/// it holds, and its kernels run back to back. Autotuning times batches
+/// of a configuration's launches this way. Uninhabited without a GPU
+/// backend.
+pub(crate) enum Replay {
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaReplay),
+}
+
 /// A backend's own stream state. An enum, not a trait object: the hot
 /// path reaches a CUDA stream with one match instead of a virtual
 /// `type_id` call and a second pointer.
@@ -491,6 +501,35 @@ pub(crate) trait Backend: Send + Sync + 'static {
         run()?;
         self.synchronize(stream)?;
         Ok(started.elapsed())
+    }
+    /// The work `run` queues on `stream` captured, not run, to launch again
+    /// with [`Backend::replay_on`]; `None` where the backend (or its
+    /// driver) has no such thing, and then nothing was queued or run.
+    /// `stream` must be a private stream of the caller's: nothing else may
+    /// queue on it meanwhile. A capture made this way does not pin the
+    /// modules of what it launches: its caller holds their functions for
+    /// as long as it keeps the replay.
+    fn capture_on(
+        &self,
+        stream: &StreamHandle,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<Replay>> {
+        let _ = (stream, run);
+        Ok(None)
+    }
+    /// Queues `replay`'s work on `stream` (any stream of the device that
+    /// captured it).
+    fn replay_on(&self, replay: &Replay, stream: &StreamHandle) -> Result<()> {
+        let _ = stream;
+        match *replay {
+            #[cfg(feature = "cuda")]
+            Replay::Cuda(_) => Err(crate::error::DeviceError::Driver {
+                device: self.name().to_string(),
+                operation: "cuGraphLaunch",
+                reason: "this backend did not capture it".into(),
+            }
+            .into()),
+        }
     }
     /// What a tuning measured on this device depends on (the model, its
     /// compute capability and driver on a GPU; the compiler identity and

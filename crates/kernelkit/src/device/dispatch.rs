@@ -569,11 +569,14 @@ fn dispatch_in_full(
             leases.push(lease);
         }
     }
+    // kernelkit's own capture is replayed on the arrays' stream, which
+    // orders them: nothing to wait for (see `Stream::captured_for_replay`).
+    let ordered = stream.captured_for_replay();
     for &(i, target) in call.targets {
         if let Some(lease) = target.enter().map_err(|_| revoked(call, i, true))? {
             leases.push(lease);
         }
-        if let Some(p) = target.producer() {
+        if let Some(p) = target.producer().filter(|_| !ordered) {
             if p != stream {
                 if stream.capturing()? || p.capturing()? {
                     let what = format!(
@@ -613,8 +616,9 @@ fn in_full(
     let mut copies: SmallVec<[(usize, Array); 2]> = SmallVec::new();
     // Inputs whose copies have guard regions (a kernel that checks bounds).
     let mut guarded_copies: SmallVec<[usize; 2]> = SmallVec::new();
+    let ordered = stream.captured_for_replay();
     for (i, input) in call.inputs.iter().enumerate() {
-        if let Some(p) = input.producer() {
+        if let Some(p) = input.producer().filter(|_| !ordered) {
             if p != stream {
                 if stream.capturing()? || p.capturing()? {
                     let what = format!(
@@ -667,6 +671,7 @@ fn in_full(
     // after the launch: its readers wait for its own stream, not this one.
     // Under a capture that wait is impossible: refused before the launch.
     let wait = !matches!(handle, crate::backend::StreamHandle::Host)
+        && !ordered
         && call
             .targets
             .iter()

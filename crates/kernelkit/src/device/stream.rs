@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Device;
-use crate::backend::StreamHandle;
+use crate::backend::{Replay, StreamHandle};
 use crate::error::Result;
 
 /// Numbers streams for `Debug` (the default stream's too).
@@ -98,6 +98,21 @@ impl Stream {
     ) -> Result<std::time::Duration> {
         self.device().backend().time_on(self.handle(), before, run)
     }
+    /// The work `run` queues on this stream captured (a CUDA graph), not
+    /// run, to queue again with [`Stream::replay`] on any stream of the
+    /// device; `None` where the device captures nothing (the CPU, a
+    /// driver without graphs), and then `run` was not called. The stream
+    /// must be the caller's own, made for the capture: nothing else may
+    /// queue on it meanwhile. The capture pins no module: the caller
+    /// holds the functions of what `run` launches (`Variant::function_on`)
+    /// while it keeps the replay.
+    pub(crate) fn capture(&self, run: &mut dyn FnMut() -> Result<()>) -> Result<Option<Replay>> {
+        self.device().backend().capture_on(self.handle(), run)
+    }
+    /// Queues `replay`'s work on this stream.
+    pub(crate) fn replay(&self, replay: &Replay) -> Result<()> {
+        self.device().backend().replay_on(replay, self.handle())
+    }
     #[inline]
     pub(crate) fn handle(&self) -> &StreamHandle {
         match &self.0 {
@@ -175,6 +190,18 @@ impl Stream {
             return s.capturing();
         }
         Ok(false)
+    }
+
+    /// Whether kernelkit itself is capturing this stream now, for a graph
+    /// it replays on the stream the arrays belong to ([`Stream::capture`]):
+    /// that replay orders them, so a launch captured here waits for no
+    /// other stream, before or after.
+    pub(crate) fn captured_for_replay(&self) -> bool {
+        #[cfg(feature = "cuda")]
+        if let Some(s) = self.handle().cuda() {
+            return s.own_capture();
+        }
+        false
     }
 
     /// Whether this stream might be capturing (someone else may capture

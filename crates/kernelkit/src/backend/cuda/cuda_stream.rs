@@ -113,6 +113,10 @@ pub(crate) struct CudaStream {
     /// such streams are asked ([`CudaStream::capturing`]): nothing else can
     /// begin a capture on a stream it has no handle of.
     may_capture: AtomicBool,
+    /// Whether kernelkit itself is capturing this stream now
+    /// ([`CudaStream::capture`]): launches then pin no module (the
+    /// capturer holds their functions while it keeps the graph).
+    own_capture: AtomicBool,
     /// The block this stream freed last, if small ([`pack`]): taken and
     /// given back with one atomic operation each, no lock. A call that
     /// frees its output before the next call allocates one (the common
@@ -199,6 +203,7 @@ impl CudaStream {
         let fenced_any = !matches!(origin, StreamOrigin::Raw) || raw.addr() <= 1;
         let stream = Arc::new(CudaStream {
             may_capture,
+            own_capture: AtomicBool::new(false),
             raw,
             origin,
             ctx,
@@ -248,6 +253,54 @@ impl CudaStream {
     pub(crate) fn capturing_now(&self) -> Result<bool> {
         self.ctx.bind()?;
         Ok(driver::stream_is_capturing(self.raw, &self.ctx.label)?)
+    }
+
+    /// Whether the capture under way is kernelkit's own
+    /// ([`CudaStream::capture`]).
+    #[inline]
+    pub(crate) fn own_capture(&self) -> bool {
+        self.own_capture.load(Ordering::Relaxed)
+    }
+
+    /// The work `run` queues on this stream captured into an executable
+    /// graph instead of run. The stream must be the caller's alone (no
+    /// other thread queues on it meanwhile); launches under the capture
+    /// pin no module, so the caller keeps the functions they launch
+    /// alive as long as the graph. A capture `run` fails, or the driver
+    /// ends, captures nothing and leaves the stream usable.
+    pub(super) fn capture(
+        &self,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<driver::RawGraphExec> {
+        self.ctx.bind()?;
+        let label = &self.ctx.label;
+        // Launches ask the driver whether the stream captures (and so
+        // record no fence on it meanwhile).
+        self.may_capture.store(true, Ordering::Relaxed);
+        driver::begin_capture(self.raw, label)?;
+        self.own_capture.store(true, Ordering::Relaxed);
+        let ran = run();
+        self.own_capture.store(false, Ordering::Relaxed);
+        self.ctx.bind()?;
+        let exec = driver::end_capture(self.raw, label);
+        match (ran, exec) {
+            (Ok(()), Ok(exec)) => Ok(exec),
+            (Err(e), Ok(exec)) => {
+                driver::graph_exec_destroy(exec);
+                Err(e)
+            }
+            (Err(e), Err(_)) => Err(e),
+            (Ok(()), Err(e)) => Err(e.into()),
+        }
+    }
+
+    /// Queues a graph [`CudaStream::capture`] made on this stream: a
+    /// launch of every module it holds, for the unload protocol's fences.
+    pub(super) fn replay(&self, exec: driver::RawGraphExec) -> Result<()> {
+        self.ctx.bind()?;
+        driver::graph_launch(exec, self.raw, &self.ctx.label)?;
+        super::unload::mark_launched(&self.launched);
+        Ok(())
     }
 
     /// The cudarc stream this wraps, if cudarc made it.

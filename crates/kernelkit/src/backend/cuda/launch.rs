@@ -156,7 +156,8 @@ fn pin_if_capturing(stream: &CudaStream, function: &CudaFunction) -> Result<()> 
     if !capturing && stream.fences.wanted() {
         stream.record_wanted_fence();
     }
-    if capturing && !function.pin_module() {
+    // kernelkit's own captures hold their functions instead of pinning.
+    if capturing && !stream.own_capture() && !function.pin_module() {
         return Err(CallError::Capturing {
             kernel: function.name.to_string(),
             what: "its module was being unloaded (max_loaded_modules) when the launch was \

@@ -47,6 +47,7 @@ mod memory;
 mod nvrtc_path;
 pub(crate) mod offline;
 mod probe;
+mod replay;
 mod unload;
 
 use std::cell::Cell;
@@ -58,7 +59,7 @@ use driver::{DeviceAttribute as A, RawContext, RawDevice};
 use crate::backend::copy::{BuiltinKernel, STRIDED_COPY};
 use crate::backend::{
     ArgRef, Backend, CompileJob, Compiled, ForeignStream, Function, LaunchDesc, Limits, Memory,
-    Module, StreamHandle,
+    Module, Replay, StreamHandle,
 };
 use crate::codegen::Dialect;
 use crate::config::CudaConfig;
@@ -70,6 +71,7 @@ use crate::error::{CompileError, DeviceError, Result};
 pub(crate) use cuda_stream::{order_after, CudaStream, DeviceMem, StreamOrigin};
 pub(crate) use graph::GraphMem;
 pub(crate) use load::{CudaFunction, CudaModule};
+pub(crate) use replay::CudaReplay;
 
 thread_local! {
     /// The context kernelkit last made current on this thread.
@@ -416,6 +418,19 @@ impl Backend for CudaBackend {
     ) -> Result<Duration> {
         let stream = self.stream(stream).clone();
         self.guarded(|| stream.time(before, run))
+    }
+    fn capture_on(
+        &self,
+        stream: &StreamHandle,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<Replay>> {
+        let stream = self.stream(stream).clone();
+        self.guarded(|| Ok(CudaReplay::capture(&stream, run)?.map(Replay::Cuda)))
+    }
+    fn replay_on(&self, replay: &Replay, stream: &StreamHandle) -> Result<()> {
+        let Replay::Cuda(replay) = replay;
+        let stream = self.stream(stream);
+        self.guarded(|| replay.launch_on(stream))
     }
     fn tuning_target(&self) -> String {
         self.tuning_target.clone()

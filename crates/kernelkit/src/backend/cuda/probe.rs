@@ -83,6 +83,18 @@ pub(super) const POOL_SYMBOLS: &[&str] = &[
 /// (CUDA 12.8+; tuning falls back to the host's clock).
 pub(in crate::backend::cuda) const OPTIONAL_SYMBOLS: &[&str] = &["cuEventElapsedTime_v2"];
 
+/// Driver symbols of the graphs kernelkit captures itself (autotuning's
+/// timed batches), asked for before the first capture; without one of
+/// them batches are timed as launched.
+pub(in crate::backend::cuda) const GRAPH_SYMBOLS: &[&str] = &[
+    "cuStreamBeginCapture_v2",
+    "cuStreamEndCapture",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphLaunch",
+    "cuGraphExecDestroy",
+    "cuGraphDestroy",
+];
+
 /// NVRTC symbols kernelkit calls (through `cudarc::nvrtc::sys`).
 const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcVersion",

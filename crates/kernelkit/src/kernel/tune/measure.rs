@@ -22,6 +22,11 @@
 //! as a loop's launches run: back to back, on a GPU warm from the kernel.
 //! (Scratch that must be made again before each repetition keeps one
 //! launch per sample.)
+//! On a GPU that captures graphs, each batch is captured once (per
+//! configuration and scratch set, on a private stream) and replayed as
+//! one graph launch (see [`Graphs`]): its launches then run back to back
+//! with the gaps of a captured loop, not of the host's launch rate, which
+//! differs from one configuration's launch to another's.
 //! On a GPU, the scratch outputs are made in several sets (`placements`)
 //! and each round writes the next set: a configuration's samples come from
 //! several places in memory.
@@ -36,6 +41,8 @@ use smallvec::SmallVec;
 
 use super::config::Tuning;
 use crate::array::Array;
+use crate::backend::Replay;
+use crate::cache::loaded::FunctionRef;
 use crate::cache::tuning::Records;
 use crate::device::{Device, Stream};
 use crate::error::Result;
@@ -303,6 +310,80 @@ impl Delay {
     }
 }
 
+/// Every timed batch captured as a graph, replayed on the call's stream:
+/// per candidate (by position) and scratch set, the graph of its batch of
+/// launches into that set. All or none: configurations compared must be
+/// timed the same way, so a capture that fails (or a device that captures
+/// nothing) leaves every batch timed as launched.
+struct Graphs {
+    /// `replays[candidate][placement]`; `None` for a candidate that failed.
+    replays: Vec<Vec<Option<Replay>>>,
+    /// The functions the graphs launch, held while they live: a capture
+    /// pins no module, and the bounded module cache must not unload one a
+    /// graph still runs.
+    _functions: Vec<FunctionRef>,
+    /// The private stream they were captured on (dropped last).
+    _stream: Stream,
+}
+
+impl Graphs {
+    /// The graphs of `candidates`' batches into each of `scratches`; `None`
+    /// where batches cannot be replayed (scratch made again per launch, a
+    /// device without graphs, a capture that failed).
+    fn capture(
+        tuning: &Tuning,
+        call: &Call<'_>,
+        device: &Device,
+        candidates: &[Candidate],
+        scratches: &[Scratch],
+    ) -> Option<Graphs> {
+        if scratches.iter().any(Scratch::needs_refresh) {
+            return None;
+        }
+        let captured = (|| -> Result<Option<Graphs>> {
+            let private = device.new_stream()?;
+            let mut functions = Vec::new();
+            let mut replays = Vec::with_capacity(candidates.len());
+            for c in candidates {
+                let mut row = Vec::with_capacity(scratches.len());
+                if c.failed.is_some() {
+                    row.resize_with(scratches.len(), || None);
+                    replays.push(row);
+                    continue;
+                }
+                let config = &tuning.inner.configs[c.index];
+                let grid = tuning.grid_of(config, call);
+                for scratch in scratches {
+                    let run = call
+                        .configured(config, grid, Some(scratch.swap(call)))
+                        .on(&private);
+                    if row.is_empty() {
+                        let launch = run.prepare()?;
+                        functions.push(launch.variant().function_on(device, call.kernel().name())?);
+                    }
+                    let batch = c.batch;
+                    let replay = private
+                        .capture(&mut || (0..batch).try_for_each(|_| run.launch().map(drop)))?;
+                    let Some(replay) = replay else {
+                        return Ok(None);
+                    };
+                    row.push(Some(replay));
+                }
+                replays.push(row);
+            }
+            Ok(Some(Graphs {
+                replays,
+                _functions: functions,
+                _stream: private,
+            }))
+        })();
+        captured.unwrap_or_else(|e| {
+            tracing::debug!("autotune: batches timed as launched, not as graphs ({e})");
+            None
+        })
+    }
+}
+
 /// One configuration being timed.
 struct Candidate {
     index: usize,
@@ -438,7 +519,13 @@ pub(super) fn time_configs(
     let mut spent = Duration::ZERO;
     // One launch of `c`'s configuration into scratch arrays; timed, its
     // time on the stream.
-    let mut run_one = |c: &mut Candidate, timed: bool, scratch: &mut Scratch| -> Result<Duration> {
+    // `replay`: the batch captured as a graph (see `Graphs`), launched
+    // as one instead of launch by launch.
+    let mut run_one = |c: &mut Candidate,
+                       timed: bool,
+                       scratch: &mut Scratch,
+                       replay: Option<&Replay>|
+     -> Result<Duration> {
         if scratch.needs_refresh() {
             scratch.refresh(stream)?;
         }
@@ -449,10 +536,15 @@ pub(super) fn time_configs(
         // Scratch made again per repetition cannot be batched: one launch
         // per sample then.
         let batch = if scratch.needs_refresh() { 1 } else { c.batch };
+        // What the host queues per timed sample: one graph, or the batch.
+        let queued = if replay.is_some() { 1 } else { batch };
         let enqueued = std::cell::Cell::new(Duration::ZERO);
         let mut launch = || {
             let started = std::time::Instant::now();
-            let result = (0..batch).try_for_each(|_| run.launch().map(drop));
+            let result = match replay {
+                Some(replay) => stream.replay(replay),
+                None => (0..batch).try_for_each(|_| run.launch().map(drop)),
+            };
             enqueued.set(started.elapsed());
             result
         };
@@ -462,7 +554,7 @@ pub(super) fn time_configs(
             // wait (twice at most; the last time is kept either way).
             let mut last = Duration::ZERO;
             for attempt in 0..3 {
-                delay.prepare(batch, stream)?;
+                delay.prepare(queued, stream)?;
                 // Behind the wait, one untimed launch of the same
                 // configuration first: a batch starts on a GPU that has
                 // just run this kernel, as the launches of a loop do
@@ -479,7 +571,7 @@ pub(super) fn time_configs(
                 match timed {
                     Ok(t) => {
                         last = t;
-                        if delay.starved(enqueued.get(), batch) && attempt < 2 {
+                        if delay.starved(enqueued.get(), queued) && attempt < 2 {
                             continue;
                         }
                         c.samples.push(t / batch);
@@ -491,7 +583,7 @@ pub(super) fn time_configs(
             return Ok(last);
         } else {
             match launch().and_then(|()| stream.synchronize()) {
-                Ok(()) => delay.saw_enqueue(enqueued.get(), batch),
+                Ok(()) => delay.saw_enqueue(enqueued.get(), queued),
                 Err(e) => c.failed = Some(e.to_string()),
             }
         }
@@ -501,17 +593,18 @@ pub(super) fn time_configs(
     for _ in 0..options.warmup {
         for c in candidates.iter_mut().filter(|c| c.failed.is_none()) {
             launches += 1;
-            run_one(c, false, scratch)?;
+            run_one(c, false, scratch, None)?;
         }
     }
     // One timed launch of each sets its batch; the probe is not a sample.
     for c in candidates.iter_mut().filter(|c| c.failed.is_none()) {
         launches += 2;
-        let probe = run_one(c, true, scratch)?;
+        let probe = run_one(c, true, scratch, None)?;
         spent += probe;
         c.samples.clear();
         c.batch = batch_for(probe);
     }
+    let graphs = Graphs::capture(tuning, call, device, &candidates, &scratches);
     let min_reps = options.min_reps.max(1);
     for round in 0..options.max_reps.max(min_reps) {
         let alive: Vec<usize> = (0..candidates.len())
@@ -527,10 +620,12 @@ pub(super) fn time_configs(
         let place = round as usize % scratches.len();
         scratch = &mut scratches[place];
         for k in 0..alive.len() {
-            let c = &mut candidates[alive[(start + k) % alive.len()]];
+            let i = alive[(start + k) % alive.len()];
+            let replay = graphs.as_ref().and_then(|g| g.replays[i][place].as_ref());
+            let c = &mut candidates[i];
             // The batch, and the untimed launch before it.
             launches += 1 + u64::from(if scratch.needs_refresh() { 1 } else { c.batch });
-            spent += run_one(c, true, scratch)?;
+            spent += run_one(c, true, scratch, replay)?;
         }
         if round + 1 < min_reps {
             continue;

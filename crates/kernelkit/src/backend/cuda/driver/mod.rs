@@ -30,6 +30,7 @@
 //! and the library's checks.
 
 mod context;
+mod graph;
 mod memory;
 mod module;
 mod stream;
@@ -45,6 +46,7 @@ use crate::error::DeviceError;
 pub(super) use sys::CUdevice_attribute as DeviceAttribute;
 
 pub(super) use context::*;
+pub(super) use graph::*;
 pub(super) use memory::*;
 pub(super) use module::*;
 pub(super) use stream::*;
@@ -97,6 +99,10 @@ handle!(
 handle!(
     /// A `CUevent`.
     RawEvent(sys::CUevent)
+);
+handle!(
+    /// A `CUgraphExec`.
+    RawGraphExec(sys::CUgraphExec)
 );
 
 /// A `CUdevice` (an ordinal the driver resolved).
