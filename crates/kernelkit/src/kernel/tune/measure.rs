@@ -25,8 +25,8 @@
 //! On a GPU that captures graphs, each batch is captured once (per
 //! configuration and scratch set, on a private stream) and replayed as
 //! one graph launch (see [`Graphs`]): its launches then run back to back
-//! with the gaps of a captured loop, not of the host's launch rate, which
-//! differs from one configuration's launch to another's.
+//! as a captured loop's do, which launched one at a time ranked some
+//! configurations otherwise (docs/autotune.md).
 //! On a GPU, the scratch outputs are made in several sets (`placements`)
 //! and each round writes the next set: a configuration's samples come from
 //! several places in memory.
