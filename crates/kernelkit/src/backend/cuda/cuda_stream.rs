@@ -294,8 +294,9 @@ impl CudaStream {
         }
     }
 
-    /// Queues a graph [`CudaStream::capture`] made on this stream: a
-    /// launch of every module it holds, for the unload protocol's fences.
+    /// Queues on this stream a graph [`CudaStream::capture`] made (on
+    /// any stream of the context): a launch of every module it holds, for
+    /// the unload protocol's fences.
     pub(super) fn replay(&self, exec: driver::RawGraphExec) -> Result<()> {
         self.ctx.bind()?;
         driver::graph_launch(exec, self.raw, &self.ctx.label)?;
